@@ -1,0 +1,104 @@
+"""Every way the project is checked. ``nox -l`` lists the sessions; CI runs ``nox -s ci``."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import nox
+
+nox.options.default_venv_backend = "venv"
+nox.options.sessions = ["ci"]
+
+PYTHONS = ["3.11", "3.12", "3.13"]
+# In DESIGN.md's order; installed together so that pip resolves the siblings from this tree.
+PACKAGES = ["packages/logging", "packages/tensor", "packages/ember"]
+TEST_DEPS = ["pytest>=8", "hypothesis>=6.100"]
+LINT_DEPS = ["ruff>=0.6"]
+TEST_PATHS = [f"{p}/tests" for p in PACKAGES]
+
+
+def _find_pyenv_interpreters() -> None:
+    """Put every pyenv Python on PATH: pyenv's shims only answer for the versions selected."""
+    versions = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    if not versions.is_dir():
+        return
+    newest: dict[str, tuple[tuple[int, ...], Path]] = {}
+    for path in versions.iterdir():
+        match = re.fullmatch(r"(\d+)\.(\d+)\.(\d+)", path.name)
+        if match and (path / "bin").is_dir():
+            key = f"{match[1]}.{match[2]}"
+            parsed = tuple(int(x) for x in match.groups())
+            if key not in newest or parsed > newest[key][0]:
+                newest[key] = (parsed, path / "bin")
+    extra = [str(newest[v][1]) for v in PYTHONS if v in newest]
+    os.environ["PATH"] = os.pathsep.join([*extra, os.environ.get("PATH", "")])
+
+
+_find_pyenv_interpreters()
+
+
+def install_ember(session: nox.Session) -> None:
+    session.install(*[arg for package in PACKAGES for arg in ("-e", package)])
+
+
+def run_lint(session: nox.Session) -> None:
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+def run_layering(session: nox.Session) -> None:
+    session.run("python", "tools/layering.py")
+    session.run("pytest", "tools/tests", "-q")
+
+
+def run_tests(session: nox.Session) -> None:
+    session.run("pytest", *TEST_PATHS, *session.posargs)
+
+
+@nox.session(python=PYTHONS)
+def tests(session: nox.Session) -> None:
+    """The packages' tests on one Python."""
+    install_ember(session)
+    session.install(*TEST_DEPS)
+    run_tests(session)
+
+
+@nox.session(python="3.11")
+def lint(session: nox.Session) -> None:
+    """ruff check and ruff format --check."""
+    session.install(*LINT_DEPS)
+    run_lint(session)
+
+
+@nox.session(python="3.11")
+def layering(session: nox.Session) -> None:
+    """No package imports one to its right in DESIGN.md's order."""
+    session.install(*TEST_DEPS)
+    run_layering(session)
+
+
+@nox.session(python="3.11")
+def demo(session: nox.Session) -> None:
+    """The main job: what Ember can do today."""
+    install_ember(session)
+    session.run("ember", "env")
+    session.run("python", "demo/logs_demo.py")
+
+
+@nox.session(python="3.11")
+def bench(session: nox.Session) -> None:
+    """Benchmarks side by side with their baselines; prints ratios, asserts nothing."""
+    install_ember(session)
+    session.run("python", "tools/bench/logs.py")
+
+
+@nox.session(python="3.11")
+def ci(session: nox.Session) -> None:
+    """What CI runs: lint, layering and the tests on 3.11, in one environment."""
+    install_ember(session)
+    session.install(*TEST_DEPS, *LINT_DEPS)
+    run_lint(session)
+    run_layering(session)
+    run_tests(session)

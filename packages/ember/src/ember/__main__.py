@@ -1,0 +1,3 @@
+from ember.cli import main
+
+main()

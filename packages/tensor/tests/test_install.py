@@ -1,0 +1,29 @@
+"""ember-tensor installs on its own: ``ember.core`` imports with ``ember`` as a namespace package."""
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+META_SRC = Path(__file__).resolve().parents[2] / "ember" / "src"
+
+
+@pytest.mark.skipif(str(META_SRC) not in sys.path, reason="needs the workspace's editable installs")
+def test_core_imports_without_the_meta_package():
+    script = textwrap.dedent(
+        f"""
+        import sys
+        meta = {str(META_SRC)!r}
+        sys.path = [p for p in sys.path if p != meta]
+        import ember.core, ember.logs
+        assert getattr(ember, "__file__", None) is None, ember.__file__  # a namespace package
+        print(ember.core.__name__)
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EMBER_")}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ember.core"

@@ -1,0 +1,81 @@
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import layering
+
+
+def make_tree(root: Path, files: dict[str, str]) -> Path:
+    for relative, text in files.items():
+        path = root / "packages" / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root / "packages"
+
+
+def messages(packages: Path) -> list[str]:
+    return [v.message for v in layering.check(packages)]
+
+
+def test_the_repository_respects_the_layering():
+    assert layering.check(layering.ROOT / "packages") == []
+
+
+def test_order_follows_the_design():
+    assert layering.ALLOWED["logging"] == set()
+    assert layering.ALLOWED["tensor"] == {"logging"}
+    assert "inductor" not in layering.ALLOWED["cuda"] and "dynamo" in layering.ALLOWED["cuda"]
+    assert layering.ALLOWED["distributed"] >= {"export", "cuda"}
+    assert layering.ALLOWED["ember"] >= {"distributed", "cuda", "export"}
+
+
+BASE = {
+    "logging/src/ember/logs/__init__.py": "",
+    "tensor/src/ember/core/__init__.py": "import ember.logs\n",
+    "tensor/src/ember/ops/__init__.py": "from ember.core import x\n",
+    "ember/src/ember/__init__.py": "from ember import logs, core\n",
+}
+
+
+def test_a_clean_tree_passes(tmp_path):
+    assert messages(make_tree(tmp_path, BASE)) == []
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import ember.core\n",
+        "from ember.core import Tensor\n",
+        "from ember import core\n",
+        "def lazy():\n    import ember.ops.aten\n",
+        "import ember\n",
+    ],
+)
+def test_importing_to_the_right_is_a_violation(tmp_path, source):
+    files = dict(BASE)
+    files["logging/src/ember/logs/_state.py"] = source
+    (message,) = messages(make_tree(tmp_path, files))
+    assert "logging imports ember" in message and "lies to its right" in message
+
+
+def test_relative_imports_stay_inside_and_unknown_names_are_reported(tmp_path):
+    files = dict(BASE)
+    files["logging/src/ember/logs/_a.py"] = "from . import _b\nfrom ._b import thing\n"
+    files["logging/src/ember/logs/_b.py"] = "import ember.nonexistent\n"
+    (message,) = messages(make_tree(tmp_path, files))
+    assert "ember.nonexistent, which no package ships" in message
+
+
+def test_only_the_meta_package_ships_ember_init(tmp_path):
+    files = dict(BASE)
+    files["tensor/src/ember/__init__.py"] = ""
+    assert messages(make_tree(tmp_path, files)) == ["only the meta-package may ship ember/__init__.py"]
+
+
+def test_an_unplaced_package_is_reported(tmp_path):
+    files = dict(BASE)
+    files["mystery/src/ember/mystery/__init__.py"] = ""
+    assert any("no place in the layering" in m for m in messages(make_tree(tmp_path, files)))
