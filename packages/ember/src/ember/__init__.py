@@ -3,6 +3,9 @@
 Only this meta-package ships ``ember/__init__.py``; the other packages ship their own
 sub-packages (``ember.logs``, ``ember.core``, ...). Extending ``__path__`` lets Python find those
 wherever they are installed, editable installs included.
+
+The names below are PyTorch's top level: the dtypes, ``Tensor``, ``tensor``, ``device`` and every
+function the op families offer (``ember.add``, ``ember.zeros``, ...).
 """
 
 from pkgutil import extend_path
@@ -13,6 +16,16 @@ from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
 from importlib.metadata import version as _version
 
 from ember import logs  # noqa: F401  (reads EMBER_LOGS)
+from ember.core import *  # noqa: F403
+from ember.core import functions as _functions
+from ember.core.devices import autoload_backends as _autoload_backends
+from ember.core.dtypes import ALIASES as _ALIASES
+from ember.core.dtypes import ALL as _ALL_DTYPES
+
+globals().update(_functions)
+globals().update({d.name: d for d in _ALL_DTYPES})
+globals().update(_ALIASES)
+_autoload_backends()
 
 try:
     __version__ = _version("ember")

@@ -1,3 +1,39 @@
-"""Ember's tensor core: dtypes, devices, ``Tensor``, storage and views, the op registry and the
-dispatcher. The package is installable now and filled in by the tensor-core work; importing it
-alone (``pip install ember-tensor``) must keep working without the ``ember`` meta-package."""
+"""Ember's tensor core: dtypes and promotion, devices, ``Tensor``, storage and views, the op
+registry and dispatcher, and every op family. ``ember`` (the meta-package) re-exports the public
+names; ``ember.ops.aten.<name>.<overload>`` reaches each op."""
+
+from ember.core import families as _families  # noqa: F401  (registers every op)
+from ember.core.api import attach_methods as _attach_methods
+from ember.core.api import functions
+from ember.core.creation import as_tensor, from_dlpack, from_numpy, tensor
+from ember.core.devices import device, get_default_device, register_backend, set_default_device
+from ember.core.dispatch import DispatchMode, OpOverload, define, ops
+from ember.core.dtypes import dtype
+from ember.core.promotion import can_cast, get_default_dtype, promote_types, result_type, set_default_dtype
+from ember.core.tensor import Size, Tensor
+
+_attach_methods(Tensor)
+
+__all__ = [
+    "DispatchMode",
+    "OpOverload",
+    "Size",
+    "Tensor",
+    "as_tensor",
+    "can_cast",
+    "define",
+    "device",
+    "dtype",
+    "from_dlpack",
+    "from_numpy",
+    "functions",
+    "get_default_device",
+    "get_default_dtype",
+    "ops",
+    "promote_types",
+    "register_backend",
+    "result_type",
+    "set_default_device",
+    "set_default_dtype",
+    "tensor",
+]

@@ -1,0 +1,123 @@
+"""Ember's dtypes: one object per element type, each knowing its NumPy storage type.
+
+``bfloat16`` is stored through ml_dtypes. The objects are singletons compared by identity;
+``ember.float32 is ember.float`` holds, as in PyTorch.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+import ml_dtypes
+import numpy as np
+
+# Categories in promotion order: bool < integral < floating < complex.
+BOOL, INTEGRAL, FLOATING, COMPLEX = 0, 1, 2, 3
+
+
+class dtype:
+    __slots__ = ("category", "is_signed", "itemsize", "name", "np")
+
+    def __init__(self, name: str, np_type, category: int, is_signed: bool) -> None:
+        self.name = name
+        self.np = np.dtype(np_type)
+        self.itemsize = self.np.itemsize
+        self.category = category
+        self.is_signed = is_signed
+
+    @property
+    def is_floating_point(self) -> bool:
+        return self.category == FLOATING
+
+    @property
+    def is_complex(self) -> bool:
+        return self.category == COMPLEX
+
+    def to_real(self) -> dtype:
+        return {complex64: float32, complex128: float64}.get(self, self)
+
+    def to_complex(self) -> dtype:
+        return {float32: complex64, float64: complex128, float16: complex64, bfloat16: complex64}.get(self, self)
+
+    def __repr__(self) -> str:
+        return f"ember.{self.name}"
+
+    def __reduce__(self):
+        return (_by_name, (self.name,))
+
+
+def _by_name(name: str) -> dtype:
+    return BY_NAME[name]
+
+
+bool_ = dtype("bool", np.bool_, BOOL, False)
+uint8 = dtype("uint8", np.uint8, INTEGRAL, False)
+int8 = dtype("int8", np.int8, INTEGRAL, True)
+int16 = dtype("int16", np.int16, INTEGRAL, True)
+int32 = dtype("int32", np.int32, INTEGRAL, True)
+int64 = dtype("int64", np.int64, INTEGRAL, True)
+float16 = dtype("float16", np.float16, FLOATING, True)
+bfloat16 = dtype("bfloat16", ml_dtypes.bfloat16, FLOATING, True)
+float32 = dtype("float32", np.float32, FLOATING, True)
+float64 = dtype("float64", np.float64, FLOATING, True)
+complex64 = dtype("complex64", np.complex64, COMPLEX, True)
+complex128 = dtype("complex128", np.complex128, COMPLEX, True)
+
+ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, complex64, complex128)
+BY_NAME = {d.name: d for d in ALL}
+# PyTorch's ScalarType names, which its error messages use.
+SCALAR_TYPE_NAMES = {
+    bool_: "Bool",
+    uint8: "Byte",
+    int8: "Char",
+    int16: "Short",
+    int32: "Int",
+    int64: "Long",
+    float16: "Half",
+    bfloat16: "BFloat16",
+    float32: "Float",
+    float64: "Double",
+    complex64: "ComplexFloat",
+    complex128: "ComplexDouble",
+}
+# PyTorch's other spellings of the same objects.
+ALIASES = {
+    "bool": bool_,
+    "half": float16,
+    "float": float32,
+    "double": float64,
+    "short": int16,
+    "int": int32,
+    "long": int64,
+    "cfloat": complex64,
+    "cdouble": complex128,
+}
+_FROM_NP = {d.np: d for d in ALL}
+
+
+def from_numpy_dtype(np_dtype) -> dtype:
+    try:
+        return _FROM_NP[np.dtype(np_dtype)]
+    except (KeyError, TypeError):
+        raise TypeError(
+            f"can't convert np.ndarray of type {np.dtype(np_dtype)}; the supported types are: "
+            + ", ".join(d.np.name for d in ALL)
+        ) from None
+
+
+def to_dtype(value) -> dtype:
+    """An ember dtype from a dtype, a NumPy dtype or a Python type (``float``, ``int``, ``bool``)."""
+    if isinstance(value, dtype):
+        return value
+    if value is builtins.float:
+        return float64
+    if value is builtins.int:
+        return int64
+    if value is builtins.bool:
+        return bool_
+    if value is builtins.complex:
+        return complex128
+    try:
+        return from_numpy_dtype(value)
+    except TypeError:
+        raise TypeError(f"{value!r} is not a dtype") from None

@@ -1,0 +1,259 @@
+"""Copies: ``copy_``, ``clone``, ``contiguous``, ``_to_copy`` (``.to``, ``.float()``, ...),
+``fill_`` and ``zero_``.
+
+``clone`` keeps the source's strides when they are dense and non-overlapping (PyTorch's
+``preserve_format``), and is contiguous otherwise. Copies between devices go through ``_to_copy``;
+a plugin device registers its own kernels for it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ember.core import dtypes as D
+from ember.core.api import method, public
+from ember.core.devices import CPU, META, to_device
+from ember.core.dispatch import define
+from ember.core.layout import broadcast_shapes, contiguous_strides
+from ember.core.tensor import Tensor, empty
+
+_MEMORY_FORMATS = ("preserve_format", "contiguous_format", None)
+
+
+def _dense_strides(t: Tensor) -> tuple:
+    """``preserve_format``: the source's strides if dense and non-overlapping, else contiguous."""
+    if t.is_contiguous():
+        return contiguous_strides(t._shape)
+    dims = sorted(range(t.ndim), key=lambda d: (t._stride[d], t._shape[d]))
+    expected = 1
+    for d in dims:
+        if t._shape[d] == 1:
+            continue
+        if t._stride[d] != expected:
+            return contiguous_strides(t._shape)
+        expected *= t._shape[d]
+    return t._stride
+
+
+# -- copy_ --------------------------------------------------------------------------------------
+
+copy_ = define("copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)", ("inplace", "core"))
+
+
+def _check_copy(self: Tensor, src) -> None:
+    if not isinstance(src, Tensor):
+        raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
+    shape = broadcast_shapes(self._shape, src._shape)
+    if shape != self._shape:
+        raise RuntimeError(f"output with shape {list(self._shape)} doesn't match the broadcast shape {list(shape)}")
+
+
+@copy_.register_kernel("cpu")
+def _copy_cpu(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
+    _check_copy(self, src)
+    if src.device.type == "meta":
+        raise NotImplementedError("Cannot copy out of meta tensor; no data!")
+    source = src._require_data("copy")
+    if self.dtype.category != D.COMPLEX and src.dtype.category == D.COMPLEX:
+        source = source.real  # PyTorch drops the imaginary part (with a warning)
+    np.copyto(self._array, source, casting="unsafe")
+    self._storage.version += 1
+    return self
+
+
+@copy_.register_meta
+def _copy_meta(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
+    _check_copy(self, src)
+    return self
+
+
+# -- clone, _to_copy --------------------------------------------------------------------------------
+
+clone = define("clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor", ("core",))
+
+
+def _clone_layout(self: Tensor, memory_format) -> tuple:
+    if memory_format not in _MEMORY_FORMATS:
+        raise RuntimeError(f"clone: unsupported memory format {memory_format!r}")
+    return contiguous_strides(self._shape) if memory_format == "contiguous_format" else _dense_strides(self)
+
+
+@clone.register_kernel("cpu")
+def _clone_cpu(self: Tensor, *, memory_format=None) -> Tensor:
+    out = empty(self._shape, self.dtype, self.device, _clone_layout(self, memory_format))
+    np.copyto(out._array, self._array)
+    return out
+
+
+@clone.register_meta
+def _clone_meta(self: Tensor, *, memory_format=None) -> Tensor:
+    return empty(self._shape, self.dtype, self.device, _clone_layout(self, memory_format))
+
+
+to_copy = define(
+    "_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, "
+    "bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor",
+    ("core",),
+)
+
+
+def _to_copy_any(
+    self: Tensor, *, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False, memory_format=None
+):
+    dtype = self.dtype if dtype is None else D.to_dtype(dtype)
+    target = self.device if device is None else to_device(device)
+    strides = _clone_layout(self, memory_format)
+    if target.type == "meta":
+        return empty(self._shape, dtype, META, strides)
+    if self.device.type == "meta":
+        raise NotImplementedError("Cannot copy out of meta tensor; no data!")
+    if target.type != "cpu" or self.device.type != "cpu":
+        from ember.core.devices import check_backend
+
+        check_backend(target)
+        raise NotImplementedError(f"_to_copy from {self.device} to {target} needs the {target.type} backend's kernel")
+    out = empty(self._shape, dtype, CPU, strides)
+    source = self._array
+    if dtype.category != D.COMPLEX and self.dtype.category == D.COMPLEX:
+        source = source.real
+    np.copyto(out._array, source, casting="unsafe")
+    return out
+
+
+to_copy.register_kernel("cpu")(_to_copy_any)
+to_copy.register_kernel("meta")(_to_copy_any)
+
+
+# -- fill_, zero_ --------------------------------------------------------------------------------
+
+fill_ = define("fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)", ("inplace", "core"))
+
+
+def _scalar_value(value):
+    if isinstance(value, Tensor):
+        if value.ndim != 0:
+            raise RuntimeError(
+                f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions."
+            )
+        return value.item()
+    return value
+
+
+@fill_.register_kernel("cpu")
+def _fill_cpu(self: Tensor, value) -> Tensor:
+    value = _scalar_value(value)
+    if self.dtype.category != D.COMPLEX and isinstance(value, complex):
+        raise RuntimeError("value cannot be converted to type without overflow")
+    self._array[...] = np.asarray(value).astype(self.dtype.np)
+    self._storage.version += 1
+    return self
+
+
+@fill_.register_meta
+def _fill_meta(self: Tensor, value) -> Tensor:
+    return self
+
+
+zero_ = define("zero_(Tensor(a!) self) -> Tensor(a!)", ("inplace", "core"))
+
+
+@zero_.register_decomposition
+def _zero(self: Tensor) -> Tensor:
+    return fill_(self, 0)
+
+
+# -- the Python surface -----------------------------------------------------------------------------
+
+
+@method("copy_")
+def _copy_method(self, src, non_blocking: bool = False):
+    return copy_(self, src, non_blocking)
+
+
+@method("clone")
+@public("clone")
+def _clone(input, *, memory_format=None):
+    return clone(input, memory_format=memory_format)
+
+
+@method("contiguous")
+def _contiguous(self, memory_format="contiguous_format"):
+    if self.is_contiguous():
+        return self
+    return clone(self, memory_format="contiguous_format")
+
+
+@method("fill_")
+def _fill_method(self, value):
+    return fill_(self, value)
+
+
+@method("zero_")
+def _zero_method(self):
+    return zero_(self)
+
+
+def _parse_to(args, kwargs):
+    """``to(dtype)``, ``to(device, dtype=None)``, ``to(tensor)`` and their keyword forms."""
+    dtype, device = kwargs.pop("dtype", None), kwargs.pop("device", None)
+    copy = kwargs.pop("copy", False)
+    kwargs.pop("non_blocking", None)
+    memory_format = kwargs.pop("memory_format", None)
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    for a in args:
+        if isinstance(a, D.dtype):
+            dtype = a
+        elif isinstance(a, Tensor):
+            dtype, device = a.dtype, a.device
+        elif isinstance(a, bool):
+            continue  # non_blocking or copy given positionally
+        elif a is not None:
+            device = to_device(a)
+    return dtype, device, copy, memory_format
+
+
+@method("to")
+def _to(self, *args, **kwargs):
+    dtype, device, copy, memory_format = _parse_to(args, dict(kwargs))
+    dtype = self.dtype if dtype is None else D.to_dtype(dtype)
+    target = self.device if device is None else to_device(device)
+    same_device = target.type == self.device.type and (target.index is None or target.index == self.device.index)
+    if dtype is self.dtype and same_device and not copy and memory_format in (None, "preserve_format"):
+        return self
+    return to_copy(self, dtype=dtype, device=target, memory_format=memory_format)
+
+
+def _converter(name: str, dtype: D.dtype):
+    def convert(self, memory_format=None):
+        return _to(self, dtype) if memory_format is None else _to(self, dtype, memory_format=memory_format)
+
+    convert.__name__ = convert.__qualname__ = name
+    method(name)(convert)
+
+
+for _name, _dtype in [
+    ("float", D.float32),
+    ("double", D.float64),
+    ("half", D.float16),
+    ("bfloat16", D.bfloat16),
+    ("long", D.int64),
+    ("int", D.int32),
+    ("short", D.int16),
+    ("char", D.int8),
+    ("byte", D.uint8),
+    ("bool", D.bool_),
+    ("cfloat", D.complex64),
+    ("cdouble", D.complex128),
+]:
+    _converter(_name, _dtype)
+
+
+@method("cpu")
+def _cpu(self, memory_format=None):
+    return _to(self, CPU)
+
+
+@method("type_as")
+def _type_as(self, other):
+    return _to(self, other.dtype)

@@ -1,0 +1,275 @@
+"""Factories: ``empty``, ``empty_strided``, ``zeros``, ``ones``, ``full``, ``arange``,
+``linspace``, ``eye`` and the ``*_like`` forms.
+
+With no tensor among their arguments, these dispatch on their ``device`` argument, or on the default
+device (``ember.set_default_device``, ``with ember.device(...)``). ``arange`` computes ``start + i *
+step`` in double precision and ``linspace`` from both ends in the result dtype, as PyTorch does.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ember.core import dtypes as D
+from ember.core.api import public
+from ember.core.devices import get_default_device, to_device
+from ember.core.dispatch import define
+from ember.core.families.copying import _dense_strides, fill_
+from ember.core.layout import contiguous_strides
+from ember.core.promotion import get_default_dtype, scalar_dtype
+from ember.core.tensor import Tensor
+from ember.core.tensor import empty as allocate
+
+FACTORY = ("factory", "core")
+_OPTIONS = "ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None"
+
+
+def _device(device):
+    return get_default_device() if device is None else to_device(device)
+
+
+def _dtype(dtype, default=None):
+    if dtype is None:
+        return default or get_default_dtype()
+    return D.to_dtype(dtype)
+
+
+def _check_sizes(size) -> tuple:
+    size = tuple(size)
+    for s in size:
+        if not isinstance(s, int) or isinstance(s, bool):
+            raise TypeError(
+                f"empty(): argument 'size' must be a tuple of ints, but found element of type {type(s).__name__}"
+            )
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
+    return size
+
+
+def _define_both(schema: str):
+    op = define(schema, FACTORY)
+
+    def register(fn):
+        op.register_kernel("cpu")(fn)
+        op.register_kernel("meta")(fn)
+        return op
+
+    return register
+
+
+@_define_both(f"empty.memory_format(SymInt[] size, *, {_OPTIONS}, MemoryFormat? memory_format=None) -> Tensor")
+def empty(size, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None) -> Tensor:
+    return allocate(_check_sizes(size), _dtype(dtype), _device(device))
+
+
+@_define_both(f"empty_strided(SymInt[] size, SymInt[] stride, *, {_OPTIONS}) -> Tensor")
+def empty_strided(size, stride, *, dtype=None, layout=None, device=None, pin_memory=None) -> Tensor:
+    size, stride = _check_sizes(size), tuple(stride)
+    if len(size) != len(stride):
+        raise RuntimeError(f"mismatch in length of strides and shape: {len(size)} sizes and {len(stride)} strides")
+    return allocate(size, _dtype(dtype), _device(device), stride)
+
+
+def _fill_dtype(fill_value) -> D.dtype:
+    if isinstance(fill_value, Tensor):
+        return fill_value.dtype
+    return scalar_dtype(fill_value)
+
+
+@_define_both(f"full(SymInt[] size, Scalar fill_value, *, {_OPTIONS}) -> Tensor")
+def full(size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None) -> Tensor:
+    out = allocate(_check_sizes(size), _dtype(dtype, _fill_dtype(fill_value)), _device(device))
+    return fill_(out, fill_value)
+
+
+@_define_both(f"zeros(SymInt[] size, *, {_OPTIONS}) -> Tensor")
+def zeros(size, *, dtype=None, layout=None, device=None, pin_memory=None) -> Tensor:
+    return full.kernel("cpu")(size, 0, dtype=_dtype(dtype), device=device)
+
+
+@_define_both(f"ones(SymInt[] size, *, {_OPTIONS}) -> Tensor")
+def ones(size, *, dtype=None, layout=None, device=None, pin_memory=None) -> Tensor:
+    return full.kernel("cpu")(size, 1, dtype=_dtype(dtype), device=device)
+
+
+def _arange_dtype(*values) -> D.dtype:
+    for v in values:
+        if isinstance(v, Tensor):
+            v = v.item()
+        if isinstance(v, float):
+            return get_default_dtype()
+    return D.int64
+
+
+@_define_both(f"arange.start_step(Scalar start, Scalar end, Scalar step=1, *, {_OPTIONS}) -> Tensor")
+def arange(start, end, step=1, *, dtype=None, layout=None, device=None, pin_memory=None) -> Tensor:
+    start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
+    dtype = _dtype(dtype, _arange_dtype(start, end, step))
+    for _name, v in (("start", start), ("end", end)):
+        if not math.isfinite(v):
+            raise RuntimeError(f"unsupported range: {start} -> {end}")
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (step > 0 and end < start) or (step < 0 and end > start):
+        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+    if dtype.category <= D.INTEGRAL and all(isinstance(v, int) for v in (start, end, step)):
+        n = max(0, -((start - end) // step))
+    else:
+        n = max(0, math.ceil((end - start) / step))
+    out = allocate((n,), dtype, _device(device))
+    if out._array is not None and n:
+        values = start + np.arange(n, dtype=np.float64 if dtype.category >= D.FLOATING else np.int64) * step
+        out._array[...] = values.astype(dtype.np)
+    return out
+
+
+@_define_both(f"linspace(Scalar start, Scalar end, int steps, *, {_OPTIONS}) -> Tensor")
+def linspace(start, end, steps, *, dtype=None, layout=None, device=None, pin_memory=None) -> Tensor:
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    dtype = _dtype(dtype)
+    out = allocate((steps,), dtype, _device(device))
+    if out._array is None or steps == 0:
+        return out
+    if steps == 1:
+        out._array[...] = np.asarray(start).astype(dtype.np)
+        return out
+    if dtype.category <= D.INTEGRAL:
+        work, first, last = np.float64, np.asarray(int(start)), np.asarray(int(end))
+    else:
+        work = np.float32 if dtype in (D.float16, D.bfloat16) else dtype.np
+        first, last = np.asarray(start).astype(dtype.np).astype(work), np.asarray(end).astype(dtype.np).astype(work)
+    step = (np.asarray(last, work) - np.asarray(first, work)) / np.asarray(steps - 1, work)
+    index = np.arange(steps).astype(work)
+    halfway = steps // 2
+    values = np.where(
+        np.arange(steps) < halfway, first + step * index, last - step * (np.asarray(steps - 1, work) - index)
+    )
+    out._array[...] = values.astype(dtype.np)
+    return out
+
+
+@_define_both(f"eye.m(int n, int m, *, {_OPTIONS}) -> Tensor")
+def eye(n, m, *, dtype=None, layout=None, device=None, pin_memory=None) -> Tensor:
+    if n < 0:
+        raise RuntimeError(f"n must be greater or equal to 0, got {n}")
+    if m < 0:
+        raise RuntimeError(f"m must be greater or equal to 0, got {m}")
+    out = allocate((n, m), _dtype(dtype), _device(device))
+    if out._array is not None:
+        out._array[...] = 0
+        k = min(n, m)
+        out._array[np.arange(k), np.arange(k)] = 1
+    return out
+
+
+# -- the Python surface -----------------------------------------------------------------------------
+
+
+def _size_args(size) -> tuple:
+    if len(size) == 1 and isinstance(size[0], list | tuple):
+        return tuple(size[0])
+    return tuple(size)
+
+
+def _finish(t: Tensor, requires_grad: bool, out: Tensor | None) -> Tensor:
+    if out is not None:
+        from ember.core.pointwise import resize_out
+
+        if out._shape != t._shape:
+            resize_out(out, t._shape)
+        from ember.core.families.copying import copy_
+
+        copy_(out, t)
+        return out
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+@public("empty")
+def empty_function(
+    *size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False, memory_format=None
+):
+    return _finish(empty(_size_args(size), dtype=dtype, device=device), requires_grad, out)
+
+
+@public("zeros")
+def zeros_function(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    return _finish(zeros(_size_args(size), dtype=dtype, device=device), requires_grad, out)
+
+
+@public("ones")
+def ones_function(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    return _finish(ones(_size_args(size), dtype=dtype, device=device), requires_grad, out)
+
+
+@public("full")
+def full_function(
+    size, fill_value, *, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False
+):
+    return _finish(full(tuple(size), fill_value, dtype=dtype, device=device), requires_grad, out)
+
+
+@public("empty_strided")
+def empty_strided_function(
+    size, stride, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False
+):
+    return _finish(empty_strided(tuple(size), tuple(stride), dtype=dtype, device=device), requires_grad, None)
+
+
+@public("arange")
+def arange_function(
+    start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False
+):
+    if end is None:
+        start, end = 0, start
+    return _finish(arange(start, end, step, dtype=dtype, device=device), requires_grad, out)
+
+
+@public("linspace")
+def linspace_function(
+    start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False
+):
+    return _finish(linspace(start, end, steps, dtype=dtype, device=device), requires_grad, out)
+
+
+@public("eye")
+def eye_function(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    return _finish(eye(n, n if m is None else m, dtype=dtype, device=device), requires_grad, out)
+
+
+def _like(input: Tensor, dtype, device, memory_format) -> tuple:
+    dtype = input.dtype if dtype is None else D.to_dtype(dtype)
+    device = input.device if device is None else to_device(device)
+    if memory_format in (None, "preserve_format"):
+        strides = _dense_strides(input)
+    else:
+        strides = contiguous_strides(input._shape)
+    return dtype, device, strides
+
+
+@public("empty_like")
+def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    dtype, device, strides = _like(input, dtype, device, memory_format)
+    return _finish(empty_strided(input._shape, strides, dtype=dtype, device=device), requires_grad, None)
+
+
+@public("full_like")
+def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    dtype, device, strides = _like(input, dtype, device, memory_format)
+    return _finish(
+        fill_(empty_strided(input._shape, strides, dtype=dtype, device=device), fill_value), requires_grad, None
+    )
+
+
+@public("zeros_like")
+def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    return full_like(input, 0, dtype=dtype, device=device, requires_grad=requires_grad, memory_format=memory_format)
+
+
+@public("ones_like")
+def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    return full_like(input, 1, dtype=dtype, device=device, requires_grad=requires_grad, memory_format=memory_format)

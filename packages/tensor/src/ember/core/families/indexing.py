@@ -1,0 +1,91 @@
+"""Basic indexing, ``tensor[...]``: ints, slices with steps, ``None``, ``...`` and bools.
+
+Each index becomes a view op (``select``, ``slice``, ``unsqueeze``), so the result shares storage
+with the tensor and assignment through it (``t[1:, None] = 0``) writes the tensor. Indexing with
+tensors or lists (advanced indexing) copies; it is not built yet and says so.
+"""
+
+from __future__ import annotations
+
+import operator
+
+from ember.core.api import method
+from ember.core.families.copying import copy_, fill_
+from ember.core.families.views import select, slice_, unsqueeze
+from ember.core.tensor import Tensor
+
+
+def _as_tuple(index) -> tuple:
+    return index if type(index) is tuple else (index,)
+
+
+def _consumes(item) -> int:
+    if item is None or item is Ellipsis or isinstance(item, bool):
+        return 0
+    return 1
+
+
+def apply_index(self: Tensor, index) -> Tensor:
+    items = _as_tuple(index)
+    if sum(item is Ellipsis for item in items) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    consumed = sum(_consumes(item) for item in items)
+    if consumed > self.ndim:
+        raise IndexError(f"too many indices for tensor of dimension {self.ndim}")
+    result, dim = self, 0
+    for item in items:
+        if item is None:
+            result = unsqueeze(result, dim)
+            dim += 1
+        elif item is Ellipsis:
+            dim += self.ndim - consumed
+        elif isinstance(item, bool):
+            result = unsqueeze(result, dim)
+            if not item:
+                result = slice_(result, dim, 0, 0, 1)
+            dim += 1
+        elif isinstance(item, slice):
+            step = 1 if item.step is None else operator.index(item.step)
+            if step <= 0:
+                raise ValueError("step must be greater than zero")
+            start = None if item.start is None else operator.index(item.start)
+            stop = None if item.stop is None else operator.index(item.stop)
+            result = slice_(result, dim, start, stop, step)
+            dim += 1
+        elif isinstance(item, Tensor | list) or (hasattr(item, "__array__") and not hasattr(item, "__index__")):
+            raise NotImplementedError(
+                "indexing with tensors or lists (advanced indexing) is not supported yet; use ints, slices, None and ..."
+            )
+        else:
+            try:
+                i = operator.index(item)
+            except TypeError:
+                raise IndexError(
+                    "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid indices "
+                    f"(got {type(item).__name__})"
+                ) from None
+            size = result._shape[dim]
+            if i < -size or i >= size:
+                raise IndexError(f"index {i} is out of bounds for dimension {dim} with size {size}")
+            result = select(result, dim, i)
+    return result if result is not self else _alias(self)
+
+
+def _alias(self: Tensor) -> Tensor:
+    from ember.core.families.views import alias
+
+    return alias(self)
+
+
+@method("__getitem__")
+def _getitem(self, index):
+    return apply_index(self, index)
+
+
+@method("__setitem__")
+def _setitem(self, index, value) -> None:
+    target = apply_index(self, index)
+    if isinstance(value, Tensor):
+        copy_(target, value)
+    else:
+        fill_(target, value)

@@ -1,0 +1,136 @@
+"""Shapes and strides: broadcasting, contiguity, and the layout of pointwise results.
+
+Every function here works on tuples of sizes and strides and never calls ``int()`` on a size, so
+that symbolic sizes can flow through them later. Meta kernels and CPU kernels both take their
+output layout from here, which is what makes a meta tensor's strides equal the CPU result's.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+
+@lru_cache(maxsize=1024)
+def contiguous_strides(shape: tuple) -> tuple:
+    strides = []
+    running = 1
+    for size in reversed(shape):
+        strides.append(running)
+        running *= size if size > 1 else 1
+    return tuple(reversed(strides))
+
+
+def is_contiguous(shape: tuple, stride: tuple) -> bool:
+    """PyTorch's rule: size-1 dimensions may have any stride; an empty tensor is contiguous."""
+    expected = 1
+    for size, st in zip(reversed(shape), reversed(stride), strict=True):
+        if size == 0:
+            return True
+        if size != 1:
+            if st != expected:
+                return False
+            expected *= size
+    return True
+
+
+def numel(shape: tuple) -> int:
+    n = 1
+    for size in shape:
+        n *= size
+    return n
+
+
+@lru_cache(maxsize=1024)
+def broadcast_shapes(*shapes: tuple) -> tuple:
+    ndim = max((len(s) for s in shapes), default=0)
+    out = [1] * ndim
+    for shape in shapes:
+        offset = ndim - len(shape)
+        for i, size in enumerate(shape):
+            current = out[offset + i]
+            if size == current or size == 1:
+                continue
+            if current == 1:
+                out[offset + i] = size
+                continue
+            raise RuntimeError(
+                f"The size of tensor a ({current}) must match the size of tensor b ({size}) "
+                f"at non-singleton dimension {offset + i}"
+            )
+    return tuple(out)
+
+
+def pointwise_strides(shape: tuple, operands: list[tuple[tuple, tuple]]) -> tuple:
+    """The strides PyTorch gives the result of a pointwise op of ``operands`` (shape, stride) pairs.
+
+    Dimensions are ordered by the operands' strides (the first operand that tells two dimensions
+    apart decides; broadcast dimensions never decide; equal strides put the smaller size inward),
+    and the result is dense in that order. All-contiguous operands give a contiguous result.
+    """
+    ndim = len(shape)
+    if ndim == 0:
+        return ()
+    if all(is_contiguous(s, st) for s, st in operands):
+        return contiguous_strides(shape)
+    # Each operand's strides as seen in the broadcast shape; 0 where it is broadcast.
+    seen = []
+    for op_shape, op_stride in operands:
+        offset = ndim - len(op_shape)
+        strides = [0] * ndim
+        for i, (size, st) in enumerate(zip(op_shape, op_stride, strict=True)):
+            strides[offset + i] = 0 if (size == 1 and shape[offset + i] != 1) else st
+        seen.append(strides)
+
+    def should_swap(d0: int, d1: int) -> int:
+        for strides in seen:
+            s0, s1 = strides[d0], strides[d1]
+            if s0 == 0 or s1 == 0:
+                continue
+            if s0 < s1:
+                return -1
+            if s0 > s1:
+                return 1
+            if shape[d0] > shape[d1]:
+                return 1
+        return 0
+
+    perm = list(range(ndim - 1, -1, -1))  # innermost first
+    for i in range(1, ndim):
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            comparison = should_swap(perm[d0], perm[d1])
+            if comparison > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif comparison < 0:
+                break
+    strides = [0] * ndim
+    running = 1
+    for dim in perm:
+        strides[dim] = running
+        running *= shape[dim] if shape[dim] > 1 else 1
+    return tuple(strides)
+
+
+def normalize_dim(dim: int, ndim: int, wrap_scalar: bool = True) -> int:
+    """A dimension index in range, with PyTorch's IndexError for one that is not."""
+    if not isinstance(dim, int) or isinstance(dim, bool):
+        raise TypeError(f"dim must be an int, got {type(dim).__name__}")
+    n = ndim if ndim > 0 or not wrap_scalar else 1
+    if dim < -n or dim >= n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim + n if dim < 0 else dim
+
+
+def normalize_dims(dims, ndim: int) -> tuple:
+    """``dim`` arguments that may be an int, a sequence of ints or None (all dimensions)."""
+    if dims is None:
+        return tuple(range(ndim))
+    if isinstance(dims, int):
+        dims = (dims,)
+    out = tuple(normalize_dim(d, ndim) for d in dims)
+    if len(set(out)) != len(out):
+        for d in out:
+            if out.count(d) > 1:
+                raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+    return out

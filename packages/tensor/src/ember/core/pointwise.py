@@ -1,0 +1,380 @@
+"""Pointwise ops as data: one ``define_pointwise`` call gives an op its functional, in-place and
+``out=`` overloads, with meta and CPU kernels that share one plan (shape, dtypes, strides).
+
+A plan promotes the inputs (tensors and Python scalars) by PyTorch's rules and then applies the op's
+dtype rule:
+
+- ``promote``: the promoted dtype (add, mul, maximum);
+- ``int_to_float``: integral and bool results become the default float dtype (exp, sin, true div);
+- ``bool``: inputs compare in the promoted dtype, the result is bool (eq, isnan, logical_and);
+- ``complex_to_float``: complex results become their real dtype (abs).
+
+float16 and bfloat16 compute in float32 and round once at the end, as PyTorch's CPU kernels do.
+The result is laid out as ``layout.pointwise_strides`` says, which is what makes meta tensors and CPU
+results agree on strides.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ember.core import dtypes as D
+from ember.core.dispatch import OpOverload, define
+from ember.core.layout import broadcast_shapes, contiguous_strides, pointwise_strides
+from ember.core.promotion import can_cast, get_default_dtype, result_type
+from ember.core.tensor import Tensor, empty, from_array
+
+NUMBERS = (bool, int, float, complex)
+
+
+@dataclass(frozen=True)
+class Plan:
+    shape: tuple
+    strides: tuple
+    result: D.dtype  # the dtype of the output
+    compute: D.dtype  # the dtype the arithmetic runs in
+
+
+def _reduced_precision(d: D.dtype) -> D.dtype:
+    return D.float32 if d is D.float16 or d is D.bfloat16 else d
+
+
+def result_dtypes(rule: str, inputs: tuple) -> tuple[D.dtype, D.dtype]:
+    common = result_type(*inputs)
+    if rule == "promote":
+        return common, _reduced_precision(common)
+    if rule == "int_to_float":
+        out = common if common.category >= D.FLOATING else get_default_dtype()
+        return out, _reduced_precision(out)
+    if rule == "bool":
+        return D.bool_, _reduced_precision(common)
+    if rule == "complex_to_float":
+        return common.to_real(), _reduced_precision(common)
+    raise ValueError(f"unknown dtype rule {rule!r}")
+
+
+def plan(rule: str, inputs: tuple) -> Plan:
+    tensors = [t for t in inputs if isinstance(t, Tensor)]
+    check_same_device(tensors)
+    shape = broadcast_shapes(*(t._shape for t in tensors)) if len(tensors) > 1 else tensors[0]._shape
+    if all(t.is_contiguous() for t in tensors):
+        strides = contiguous_strides(shape)
+    else:
+        strides = pointwise_strides(shape, [(t._shape, t._stride) for t in tensors])
+    result, compute = result_dtypes(rule, inputs)
+    return Plan(shape, strides, result, compute)
+
+
+def check_same_device(tensors) -> None:
+    first = tensors[0].device
+    for t in tensors[1:]:
+        if t.device != first and t.ndim != 0:
+            raise RuntimeError(
+                f"Expected all tensors to be on the same device, but found at least two devices, {first} and {t.device}!"
+            )
+
+
+def as_compute(value, compute: D.dtype):
+    """A NumPy operand in the compute dtype: a tensor's array (cast if needed) or a NumPy scalar."""
+    if isinstance(value, Tensor):
+        array = value._require_data("compute")
+        return array if array.dtype == compute.np else array.astype(compute.np)
+    return np.asarray(value).astype(compute.np)[()]
+
+
+def materialize(array: np.ndarray, p: Plan) -> Tensor:
+    """The CPU result tensor for a computed array, in the plan's dtype and strides."""
+    if array.dtype != p.result.np:
+        array = array.astype(p.result.np)
+    if p.strides == contiguous_strides(p.shape):
+        return from_array(np.broadcast_to(array, p.shape) if array.shape != p.shape else array, p.result)
+    out = empty(p.shape, p.result, array_device(), p.strides)
+    np.copyto(out._array, array, casting="unsafe")
+    return out
+
+
+def array_device():
+    from ember.core.devices import CPU
+
+    return CPU
+
+
+def type_name(d: D.dtype) -> str:
+    return D.SCALAR_TYPE_NAMES[d]
+
+
+def check_no_internal_overlap(t: Tensor) -> None:
+    """Writing into a tensor whose elements share memory (an expanded one) is refused, as in PyTorch."""
+    for size, stride in zip(t._shape, t._stride, strict=True):
+        if stride == 0 and size > 1:
+            raise RuntimeError(
+                "unsupported operation: more than one element of the written-to tensor refers to a single memory "
+                "location. Please clone() the tensor before performing the operation."
+            )
+
+
+def check_inplace(self: Tensor, p: Plan, name: str) -> None:
+    check_no_internal_overlap(self)
+    if p.shape != self._shape:
+        raise RuntimeError(f"output with shape {list(self._shape)} doesn't match the broadcast shape {list(p.shape)}")
+    if not can_cast(p.result, self.dtype):
+        raise RuntimeError(
+            f"result type {type_name(p.result)} can't be cast to the desired output type {type_name(self.dtype)}"
+        )
+
+
+def prepare_out(out: Tensor, p: Plan) -> None:
+    if not isinstance(out, Tensor):
+        raise TypeError(f"out must be a Tensor, not {type(out).__name__}")
+    if not can_cast(p.result, out.dtype):
+        raise RuntimeError(
+            f"result type {type_name(p.result)} can't be cast to the desired output type {type_name(out.dtype)}"
+        )
+    if out._shape != p.shape:
+        resize_out(out, p.shape, p.strides)
+    check_no_internal_overlap(out)
+
+
+def resize_out(out: Tensor, shape: tuple, strides: tuple | None = None) -> None:
+    """Resize an ``out=`` tensor to ``shape`` in place, as PyTorch does (warning if it held data)."""
+    from ember.core.layout import numel
+    from ember.core.tensor import _array_view
+
+    if numel(out._shape) != 0:
+        warnings.warn(
+            f"An output with one or more elements was resized since it had shape {list(out._shape)}, which does not "
+            f"match the required output shape {list(shape)}. This behavior is deprecated; pass an out tensor of the "
+            "right shape or of zero elements.",
+            UserWarning,
+            stacklevel=4,
+        )
+    strides = contiguous_strides(shape) if strides is None else strides
+    needed = (out._offset + 1 + sum((n - 1) * s for n, s in zip(shape, strides, strict=True))) * out.dtype.itemsize
+    storage = out._storage
+    if needed > storage.nbytes:
+        if isinstance(storage.data, np.ndarray):
+            grown = np.zeros(needed, np.uint8)
+            grown[: storage.nbytes] = storage.data
+            storage.data = grown
+        storage.nbytes = needed
+    out._shape, out._stride, out._contig = tuple(shape), tuple(strides), None
+    out._array = _array_view(storage, out._shape, out._stride, out._offset, out.dtype)
+
+
+def write_into(target: Tensor, array: np.ndarray) -> Tensor:
+    np.copyto(target._array, array, casting="unsafe")
+    target._storage.version += 1
+    return target
+
+
+# -- defining pointwise ops -------------------------------------------------------------------------
+
+
+def _inplace_schema(schema: str) -> str:
+    name, rest = schema.split("(", 1)
+    base, _, overload = name.partition(".")
+    args, _ret = rest.rsplit(") ->", 1)
+    first, _, others = args.partition(",")
+    first = first.replace("Tensor self", "Tensor(a!) self", 1)
+    args = first + ("," + others if others else "")
+    return f"{base}_{'.' + overload if overload else ''}({args}) -> Tensor(a!)"
+
+
+def _out_schema(schema: str, out_overload: str) -> str:
+    name, rest = schema.split("(", 1)
+    base = name.partition(".")[0]
+    args, _ = rest.rsplit(") ->", 1)
+    sep = ", " if "*" in args else ", *, "
+    return f"{base}.{out_overload}({args}{sep}Tensor(a!) out) -> Tensor(a!)"
+
+
+@dataclass
+class PointwiseOps:
+    functional: OpOverload
+    inplace: OpOverload | None
+    out: OpOverload | None
+
+
+def define_pointwise(
+    schema: str,
+    compute: Callable,
+    rule: str = "promote",
+    n_inputs: int = 1,
+    inplace: bool = True,
+    out_overload: str | None = "out",
+    check: Callable | None = None,
+    fast: bool = True,
+    tags: tuple[str, ...] = ("pointwise", "core"),
+) -> PointwiseOps:
+    """Define an op (and its ``_`` and ``out=`` forms) computed by ``compute(*arrays, **params)``.
+
+    The first ``n_inputs`` arguments are the tensors (or scalars) that broadcast and promote; the
+    rest are parameters passed to ``compute`` by keyword. ``check(plan, inputs, params)`` raises
+    for inputs the op refuses (a dtype it does not support, a bad parameter); meta kernels run it too.
+
+    ``fast`` allows a shortcut for the commonest call: contiguous float32/float64 tensors of one
+    shape and dtype (or one tensor and a Python number), no other arguments. It skips the plan and
+    ``check``, so an op whose ``check`` refuses such inputs must pass ``fast=False``.
+    """
+    functional = define(schema, tags)
+    names = [a.name for a in functional.schema.arguments]
+    input_names, param_names = names[:n_inputs], names[n_inputs:]
+    defaults = {a.name: a.default for a in functional.schema.arguments if a.has_default}
+
+    def planned(args: tuple, kwargs: dict) -> tuple[Plan, tuple, dict]:
+        values = dict(zip(names, args, strict=False))
+        values.update(kwargs)
+        inputs = tuple(values[n] for n in input_names)
+        params = {n: values.get(n, defaults.get(n)) for n in param_names}
+        p = plan(rule, inputs)
+        if check is not None:
+            check(p, inputs, params)
+        return p, inputs, params
+
+    def run(p: Plan, inputs: tuple, params: dict) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            return compute(*(as_compute(x, p.compute) for x in inputs), **params)
+
+    bool_result = rule == "bool"
+    default_params = {n: defaults.get(n) for n in param_names}
+
+    def cpu(*args, **kwargs):
+        if fast and not kwargs and len(args) == n_inputs:
+            result = _fast_path(compute, args, bool_result, default_params)
+            if result is not None:
+                return result
+        p, inputs, params = planned(args, kwargs)
+        return materialize(run(p, inputs, params), p)
+
+    def meta(*args, **kwargs):
+        p, inputs, _ = planned(args, kwargs)
+        return empty(p.shape, p.result, _first_device(inputs), p.strides)
+
+    functional.register_kernel("cpu")(cpu)
+    functional.register_meta(meta)
+
+    inplace_op = None
+    if inplace:
+        inplace_op = define(_inplace_schema(schema), (*tags, "inplace"))
+
+        def cpu_inplace(*args, **kwargs):
+            p, inputs, params = planned(args, kwargs)
+            check_inplace(inputs[0], p, functional.name)
+            return write_into(inputs[0], run(p, inputs, params))
+
+        def meta_inplace(*args, **kwargs):
+            p, inputs, _ = planned(args, kwargs)
+            check_inplace(inputs[0], p, functional.name)
+            return inputs[0]
+
+        inplace_op.register_kernel("cpu")(cpu_inplace)
+        inplace_op.register_meta(meta_inplace)
+
+    out_op = None
+    if out_overload is not None:
+        out_op = define(_out_schema(schema, out_overload), (*tags, "out"))
+
+        def cpu_out(*args, out, **kwargs):
+            p, inputs, params = planned(args, kwargs)
+            prepare_out(out, p)
+            return write_into(out, run(p, inputs, params))
+
+        def meta_out(*args, out, **kwargs):
+            p, _, _ = planned(args, kwargs)
+            prepare_out(out, p)
+            return out
+
+        out_op.register_kernel("cpu")(cpu_out)
+        out_op.register_meta(meta_out)
+
+    return PointwiseOps(functional, inplace_op, out_op)
+
+
+_FAST_DTYPES = (D.float32, D.float64)
+
+
+def _fast_path(compute: Callable, args: tuple, bool_result: bool, params: dict) -> Tensor | None:
+    """The shortcut of ``define_pointwise``; None when the call does not qualify."""
+    a = args[0]
+    if type(a) is not Tensor or a.dtype not in _FAST_DTYPES or a._array is None or not a.is_contiguous():
+        return None
+    if len(args) == 1:
+        result = compute(a._array, **params)
+    else:
+        b = args[1]
+        if type(b) is Tensor:
+            if b.dtype is not a.dtype or b._shape != a._shape or b._array is None or not b.is_contiguous():
+                return None
+            result = compute(a._array, b._array, **params)
+        elif type(b) is float or type(b) is int:
+            result = compute(a._array, b, **params)
+        else:
+            return None
+    return from_array(result, D.bool_ if bool_result else a.dtype)
+
+
+def _first_device(inputs):
+    for x in inputs:
+        if isinstance(x, Tensor):
+            return x.device
+    raise TypeError("a pointwise op needs at least one tensor argument")
+
+
+# -- the Python surface of a pointwise op ----------------------------------------------------------
+
+
+def unsupported(op: str, dtype: D.dtype) -> NotImplementedError:
+    """PyTorch's error for a dtype that an op's CPU kernel does not handle."""
+    return NotImplementedError(f"\"{op}_cpu\" not implemented for '{type_name(dtype)}'")
+
+
+def expose(ops: PointwiseOps, name: str, *, function: bool = True, method: bool = True, tensors_only: bool = False) -> None:
+    """``ember.<name>(..., out=None)``, ``Tensor.<name>`` and ``Tensor.<name>_`` for a pointwise op.
+
+    ``tensors_only``: like PyTorch's binding of this op, refuse Python numbers for tensor arguments.
+    """
+    from ember.core.api import methods, public
+
+    functional, inplace, out_op = ops.functional, ops.inplace, ops.out
+    if tensors_only:
+        functional, inplace, out_op = (_tensors_only(op, name) if op is not None else None for op in (functional, inplace, out_op))
+
+    def fn(*args, out=None, **kwargs):
+        if out is None:
+            return functional(*args, **kwargs)
+        if out_op is None:
+            raise TypeError(f"{name}() got an unexpected keyword argument 'out'")
+        return out_op(*args, out=out, **kwargs)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"``{ops.functional.schema}``"
+    if function:
+        public(name)(fn)
+    if method:
+        methods[name] = _method(functional, name)
+        if inplace is not None:
+            methods[name + "_"] = _method(inplace, name + "_")
+
+
+def _tensors_only(op: OpOverload, name: str):
+    names = [a.name for a in op.schema.arguments if a.type.base == "Tensor" and not a.kwarg_only]
+
+    def call(*args, **kwargs):
+        for position, (arg_name, value) in enumerate(zip(names, args, strict=False), start=1):
+            if not isinstance(value, Tensor):
+                raise TypeError(f"{name}(): argument '{arg_name}' (position {position}) must be Tensor, not {type(value).__name__}")
+        return op(*args, **kwargs)
+
+    return call
+
+
+def _method(op: OpOverload, name: str):
+    def call(self, *args, **kwargs):
+        return op(self, *args, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    return call

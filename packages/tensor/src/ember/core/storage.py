@@ -1,0 +1,38 @@
+"""Storage: the bytes behind one or more tensors, and their shared version counter.
+
+CPU storage is a flat ``uint8`` NumPy array; each tensor sees it through a NumPy view of its own
+dtype, shape and strides. Meta storage has a size and no bytes. A device plugin keeps its own
+handle in ``data``. The version counter lives here because every view of the same bytes must see
+every in-place change: autograd compares it with the version it saved.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ember.core.devices import device
+
+
+class Storage:
+    __slots__ = ("__weakref__", "data", "device", "nbytes", "version")
+
+    def __init__(self, data, nbytes: int, device: device) -> None:
+        self.data = data
+        self.nbytes = nbytes
+        self.device = device
+        self.version = 0
+
+    @classmethod
+    def cpu(cls, nbytes: int, dev: device) -> Storage:
+        return cls(np.empty(nbytes, dtype=np.uint8), nbytes, dev)
+
+    @classmethod
+    def wrap(cls, array: np.ndarray, dev: device) -> Storage:
+        """Storage over an existing C-contiguous array's bytes (no copy)."""
+        flat = array.reshape(-1).view(np.uint8)
+        return cls(flat, flat.size, dev)
+
+    def data_ptr(self) -> int:
+        if isinstance(self.data, np.ndarray):
+            return self.data.ctypes.data if self.nbytes else 0
+        return 0

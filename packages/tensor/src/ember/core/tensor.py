@@ -1,0 +1,375 @@
+"""``Tensor``: storage + shape + strides (in elements) + storage offset + dtype + device.
+
+On the CPU a tensor also keeps ``_array``, a NumPy view of its storage with its own shape and
+strides, built once when the tensor is made; kernels work on it directly. Meta tensors and tensors
+of plugin devices have none. Methods that run ops are attached by ``ember.core.methods``; this
+module holds what a tensor is, not what it does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ember.core import dispatch
+from ember.core import dtypes as D
+from ember.core.devices import CPU, check_backend, device
+from ember.core.layout import contiguous_strides, is_contiguous, numel
+from ember.core.storage import Storage
+
+
+class Size(tuple):
+    """``tensor.shape``: a tuple of ints that prints as ``ember.Size([2, 3])``."""
+
+    def __repr__(self) -> str:
+        return f"ember.Size({list(self)})"
+
+    def numel(self) -> int:
+        return numel(self)
+
+    def __getitem__(self, index):
+        out = tuple.__getitem__(self, index)
+        return Size(out) if isinstance(index, slice) else out
+
+    def __add__(self, other):
+        return Size(tuple(self) + tuple(other))
+
+
+class Tensor:
+    __slots__ = (
+        "__dict__",
+        "__weakref__",
+        "_array",
+        "_base",
+        "_contig",
+        "_offset",
+        "_shape",
+        "_storage",
+        "_stride",
+        "device",
+        "dtype",
+        "grad",
+        "grad_fn",
+        "requires_grad",
+    )
+    # True on subclasses that define __ember_dispatch__: their calls leave the fast path.
+    _dispatches = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._dispatches = callable(getattr(cls, "__ember_dispatch__", None))
+
+    def __new__(cls, *args: Any, **kwargs: Any):
+        if cls is not Tensor and not args and not kwargs:
+            return object.__new__(cls)
+        from ember.core.creation import legacy_tensor
+
+        return legacy_tensor(cls, *args, **kwargs)
+
+    # -- metadata --------------------------------------------------------------------------------
+
+    @property
+    def shape(self) -> Size:
+        return Size(self._shape)
+
+    def size(self, dim: int | None = None):
+        if dim is None:
+            return Size(self._shape)
+        from ember.core.layout import normalize_dim
+
+        return self._shape[normalize_dim(dim, len(self._shape))]
+
+    def stride(self, dim: int | None = None):
+        if dim is None:
+            return self._stride
+        from ember.core.layout import normalize_dim
+
+        return self._stride[normalize_dim(dim, len(self._shape))]
+
+    def storage_offset(self) -> int:
+        return self._offset
+
+    @property
+    def ndim(self) -> int:
+        return len(self._shape)
+
+    def dim(self) -> int:
+        return len(self._shape)
+
+    ndimension = dim
+
+    def numel(self) -> int:
+        return numel(self._shape)
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return numel(self._shape) * self.dtype.itemsize
+
+    def is_contiguous(self, memory_format: Any = None) -> bool:
+        contig = self._contig
+        if contig is None:
+            contig = self._contig = is_contiguous(self._shape, self._stride)
+        return contig
+
+    def is_floating_point(self) -> bool:
+        return self.dtype.category == D.FLOATING
+
+    def is_complex(self) -> bool:
+        return self.dtype.category == D.COMPLEX
+
+    @property
+    def is_meta(self) -> bool:
+        return self.device.type == "meta"
+
+    @property
+    def is_cpu(self) -> bool:
+        return self.device.type == "cpu"
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    @property
+    def _version(self) -> int:
+        return self._storage.version
+
+    def _bump_version(self) -> None:
+        self._storage.version += 1
+
+    def data_ptr(self) -> int:
+        base = self._storage.data_ptr()
+        return base + self._offset * self.dtype.itemsize if base else 0
+
+    def untyped_storage(self) -> Storage:
+        return self._storage
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        if requires_grad and self.dtype.category not in (D.FLOATING, D.COMPLEX):
+            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        self.requires_grad = requires_grad
+        return self
+
+    # -- leaving ember -----------------------------------------------------------------------
+
+    def _require_data(self, what: str) -> np.ndarray:
+        if self._array is None:
+            if self.device.type == "meta":
+                raise NotImplementedError(f"Cannot {what} of a meta tensor; it has no data")
+            raise TypeError(
+                f"can't {what} of a {self.device.type} device type tensor; use Tensor.cpu() to copy it to host memory first"
+            )
+        return self._array
+
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        """The tensor's data as a NumPy array sharing its memory."""
+        if self.requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        if self.dtype is D.bfloat16 and not force:
+            raise TypeError("Got unsupported ScalarType BFloat16")
+        return self._require_data("convert to numpy")
+
+    def __array__(self, dtype=None, copy=None):
+        array = self._require_data("convert to numpy")
+        return array if dtype is None else array.astype(dtype)
+
+    def item(self):
+        n = numel(self._shape)
+        if n != 1:
+            raise RuntimeError(f"a Tensor with {n} elements cannot be converted to Scalar")
+        value = self._require_data("read the value").reshape(())
+        return _to_python(value[()], self.dtype)
+
+    def tolist(self):
+        array = self._require_data("read the values")
+        if self.dtype is D.bfloat16:
+            array = array.astype(np.float32)
+        return array.tolist()
+
+    def __len__(self) -> int:
+        if not self._shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self._shape[0]
+
+    def __iter__(self):
+        if not self._shape:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    def __bool__(self) -> bool:
+        n = numel(self._shape)
+        if n != 1:
+            raise RuntimeError(
+                f"Boolean value of Tensor with {'no' if n == 0 else 'more than one'} values is ambiguous"
+            )
+        return bool(self.item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __complex__(self) -> complex:
+        return complex(self.item())
+
+    def __index__(self) -> int:
+        if self.dtype.category not in (D.BOOL, D.INTEGRAL) or numel(self._shape) != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        from ember.core.printing import tensor_repr
+
+        return tensor_repr(self)
+
+    def __dlpack__(self, *, stream=None, **kwargs):
+        if self.requires_grad:
+            raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
+        return self._require_data("export through DLPack").__dlpack__(**kwargs)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        if self.device.type == "cpu":
+            return (1, 0)  # kDLCPU
+        if self.device.type == "cuda":
+            return (2, self.device.index or 0)  # kDLCUDA
+        raise BufferError(f"DLPack cannot describe a {self.device.type} tensor")
+
+    def __reduce_ex__(self, protocol):
+        return (_rebuild, (self.tolist() if self._array is not None else None, self.dtype.name, str(self.device)))
+
+
+dispatch.Tensor = Tensor
+
+
+def _rebuild(data, dtype_name: str, device_str: str) -> Tensor:
+    from ember.core.creation import tensor
+
+    return tensor(data, dtype=D.BY_NAME[dtype_name], device=device_str)
+
+
+def _to_python(value, dtype: D.dtype):
+    if dtype.category == D.BOOL:
+        return bool(value)
+    if dtype.category == D.INTEGRAL:
+        return int(value)
+    if dtype.category == D.COMPLEX:
+        return complex(value)
+    return float(value)
+
+
+# -- making tensors ------------------------------------------------------------------------------
+
+
+def _new(cls, storage: Storage, shape: tuple, stride: tuple, offset: int, dtype: D.dtype, array) -> Tensor:
+    t = object.__new__(cls)
+    t._storage = storage
+    t._shape = shape
+    t._stride = stride
+    t._offset = offset
+    t.dtype = dtype
+    t.device = storage.device
+    t._array = array
+    t._contig = None
+    t._base = None
+    t.requires_grad = False
+    t.grad = None
+    t.grad_fn = None
+    return t
+
+
+def _array_view(storage: Storage, shape: tuple, stride: tuple, offset: int, dtype: D.dtype):
+    if type(storage.data) is not np.ndarray:
+        return None
+    size = dtype.itemsize
+    return np.ndarray(shape, dtype.np, storage.data, offset * size, tuple(s * size for s in stride))
+
+
+def empty(shape: tuple, dtype: D.dtype, dev: device, stride: tuple | None = None) -> Tensor:
+    """An uninitialized tensor; with ``stride``, laid out as given (like ``empty_strided``)."""
+    if stride is None:
+        stride = contiguous_strides(shape)
+    extent = 1 + sum((n - 1) * s for n, s in zip(shape, stride, strict=True)) if numel(shape) else 0
+    nbytes = extent * dtype.itemsize
+    if dev.type == "cpu":
+        storage = Storage.cpu(nbytes, dev)
+    elif dev.type == "meta":
+        storage = Storage(None, nbytes, dev)
+    else:
+        check_backend(dev)
+        raise NotImplementedError(f"allocation on {dev.type} must go through its backend's empty kernel")
+    t = _new(Tensor, storage, shape, stride, 0, dtype, None)
+    t._array = _array_view(storage, shape, stride, 0, dtype)
+    return t
+
+
+def from_array(array: np.ndarray, dtype: D.dtype | None = None) -> Tensor:
+    """A CPU tensor owning a fresh C-contiguous array (a kernel's result); no copy when possible."""
+    if dtype is None:
+        dtype = D.from_numpy_dtype(array.dtype)
+    elif array.dtype != dtype.np:
+        array = array.astype(dtype.np)
+    if not array.flags.c_contiguous:
+        array = np.ascontiguousarray(array)
+    shape = array.shape
+    return _new(Tensor, Storage.wrap(array, CPU), shape, contiguous_strides(shape), 0, dtype, array)
+
+
+def share_numpy(array: np.ndarray) -> Tensor:
+    """A CPU tensor sharing ``array``'s memory (``ember.from_numpy``)."""
+    dtype = D.from_numpy_dtype(array.dtype)
+    size = dtype.itemsize
+    if any(s < 0 for s in array.strides):
+        raise ValueError(
+            "At least one stride in the given numpy array is negative; such arrays are not supported. "
+            "(You can probably work around this by making a copy of your array with array.copy().)"
+        )
+    if any(s % size for s in array.strides):
+        raise ValueError("given numpy array strides not a multiple of the element byte size; copy the array first")
+    stride = tuple(s // size for s in array.strides)
+    shape = array.shape
+    if numel(shape) == 0:
+        storage = Storage(np.empty(0, np.uint8), 0, CPU)
+    else:
+        extent = 1 + sum((n - 1) * s for n, s in zip(shape, stride, strict=True))
+        flat = np.lib.stride_tricks.as_strided(array, shape=(extent,), strides=(size,))
+        storage = Storage(flat.view(np.uint8), extent * size, CPU)
+    return _new(Tensor, storage, shape, stride, 0, dtype, array)
+
+
+def make_view(base: Tensor, shape: tuple, stride: tuple, offset: int) -> Tensor:
+    """A tensor sharing ``base``'s storage with new sizes, strides and offset."""
+    storage = base._storage
+    t = _new(Tensor, storage, shape, stride, offset, base.dtype, None)
+    t._array = _array_view(storage, shape, stride, offset, base.dtype)
+    t._base = base._base if base._base is not None else base
+    return t
+
+
+def make_wrapper_subclass(
+    cls, shape, dtype: D.dtype, dev: device, stride: tuple | None = None, requires_grad: bool = False
+) -> Tensor:
+    """An instance of a dispatching subclass that reports this metadata and holds no data itself.
+
+    Its ops all reach its ``__ember_dispatch__``, which computes with whatever it wraps.
+    """
+    shape = tuple(shape)
+    stride = contiguous_strides(shape) if stride is None else tuple(stride)
+    t = _new(cls, Storage(None, numel(shape) * dtype.itemsize, dev), shape, stride, 0, dtype, None)
+    t.requires_grad = requires_grad
+    return t

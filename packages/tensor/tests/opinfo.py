@@ -1,0 +1,208 @@
+"""The OpInfo-style table machinery: samples described once, built identically in Ember and PyTorch.
+
+A sample's tensors are ``T`` specs: a NumPy array and a layout (``contiguous``, ``transposed``,
+``sliced``, ``expanded``). ``build(spec, lib)`` makes the same tensor, with the same strides, in
+``ember`` or ``torch``. An ``OpInfo`` names an op, how to call it on a library module (``call(lib,
+*args, **kwargs)``), the dtypes it supports, its samples, its error samples and its variants.
+
+Tables live in ``opinfo_*.py`` modules beside this one, each defining ``OPS``; ``test_ops.py``
+runs every check over every table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+import ember
+
+try:
+    import torch
+except ImportError:  # the oracle is installed only in the Python 3.11 test sessions
+    torch = None
+
+ORACLE_MISSING = "the oracle torch==2.13.0 is installed only in the Python 3.11 test sessions"
+
+FLOATS = ("float32", "float64", "float16", "bfloat16")
+INTS = ("int8", "int16", "int32", "int64", "uint8")
+ALL_REAL = (*FLOATS, *INTS, "bool")
+ALL = (*ALL_REAL, "complex64")
+NP_DTYPES = {
+    "float32": np.float32,
+    "float64": np.float64,
+    "float16": np.float16,
+    "bfloat16": ml_dtypes.bfloat16,
+    "int8": np.int8,
+    "int16": np.int16,
+    "int32": np.int32,
+    "int64": np.int64,
+    "uint8": np.uint8,
+    "bool": np.bool_,
+    "complex64": np.complex64,
+    "complex128": np.complex128,
+}
+TOLERANCES = {  # (rtol, atol)
+    "float16": (1e-3, 1e-3),
+    "bfloat16": (1.6e-2, 1e-2),
+    "float32": (1.3e-6, 1e-5),
+    "float64": (1e-7, 1e-7),
+    "complex64": (1.3e-6, 1e-5),
+    "complex128": (1e-7, 1e-7),
+}
+
+
+@dataclass(frozen=True)
+class T:
+    """A tensor to build: ``array`` holds the values; ``layout`` says how they sit in memory."""
+
+    array: np.ndarray
+    layout: str = "contiguous"
+    requires_grad: bool = False
+
+    def __repr__(self) -> str:
+        return f"T{list(self.array.shape)}:{self.array.dtype}:{self.layout}"
+
+
+@dataclass
+class Sample:
+    args: tuple
+    kwargs: dict = field(default_factory=dict)
+    name: str = ""
+
+    def __repr__(self) -> str:
+        return self.name or f"{self.args}{self.kwargs or ''}"
+
+
+@dataclass
+class ErrorSample:
+    sample: Sample
+    error: type[BaseException]
+    match: str | None = None  # a fragment of the message, where ours should name the problem
+
+
+@dataclass
+class OpInfo:
+    name: str
+    call: Callable  # call(lib, *args, **kwargs) for lib in (ember, torch)
+    dtypes: tuple[str, ...]
+    samples: Callable[[str, np.random.Generator], list[Sample]]
+    errors: Callable[[], list[ErrorSample]] = lambda: []
+    inplace: Callable | None = None  # inplace(lib, first_tensor, *args, **kwargs)
+    out: bool = False  # call(lib, ..., out=tensor) is supported
+    check_strides: bool = True  # compare result strides with PyTorch's
+    meta: bool = True
+    tolerances: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+# -- building tensors ------------------------------------------------------------------------------
+
+
+def build(value: Any, lib) -> Any:
+    """Turn every ``T`` inside ``value`` into a tensor of ``lib``; other values pass through."""
+    if isinstance(value, T):
+        return _build_tensor(value, lib)
+    if isinstance(value, list):
+        return [build(v, lib) for v in value]
+    if isinstance(value, tuple):
+        return tuple(build(v, lib) for v in value)
+    if isinstance(value, dict):
+        return {k: build(v, lib) for k, v in value.items()}
+    return value
+
+
+def _dtype(lib, name: str):
+    return getattr(lib, name)
+
+
+def _from_numpy(array: np.ndarray, lib):
+    name = next(k for k, v in NP_DTYPES.items() if np.dtype(v) == array.dtype)
+    if name == "bfloat16":
+        return lib.tensor(array.astype(np.float32).tolist(), dtype=lib.float32).to(_dtype(lib, "bfloat16")).reshape(
+            array.shape
+        )
+    return lib.tensor(array.tolist(), dtype=_dtype(lib, name)).reshape(array.shape)
+
+
+def _build_tensor(spec: T, lib):
+    array = spec.array
+    if spec.layout == "contiguous":
+        out = _from_numpy(array, lib)
+    elif spec.layout == "transposed":
+        # Stored transposed in memory, shown in the requested shape.
+        out = _from_numpy(np.ascontiguousarray(array.T), lib).permute(*reversed(range(array.ndim)))
+    elif spec.layout == "sliced":
+        # Every other element of the last dimension of a twice-as-wide tensor.
+        wide = np.repeat(array, 2, axis=-1) if array.ndim else array
+        out = _from_numpy(wide, lib)
+        if array.ndim:
+            out = out[..., ::2]
+    elif spec.layout == "expanded":
+        # A size-1 first dimension expanded to the requested size (stride 0).
+        out = _from_numpy(array[:1], lib).expand(*array.shape)
+    else:
+        raise ValueError(f"unknown layout {spec.layout!r}")
+    if spec.requires_grad:
+        out.requires_grad_(True)
+    return out
+
+
+def to_numpy(value: Any) -> Any:
+    """Results of either library as NumPy values (bfloat16 as float32), for comparison."""
+    if isinstance(value, list | tuple):
+        return type(value)(to_numpy(v) for v in value)
+    if torch is not None and isinstance(value, torch.Tensor):
+        value = value.detach()
+        if value.dtype == torch.bfloat16:
+            value = value.float()
+        return value.numpy()
+    if isinstance(value, ember.Tensor):
+        array = value.numpy(force=True)
+        return array.astype(np.float32) if array.dtype == ml_dtypes.bfloat16 else array
+    return value
+
+
+def dtype_name(value) -> str:
+    return str(value.dtype).split(".")[-1]
+
+
+# -- sample helpers --------------------------------------------------------------------------------
+
+
+def make(shape: tuple, dtype: str, rng: np.random.Generator, low=-9, high=9, layout="contiguous") -> T:
+    np_dtype = NP_DTYPES[dtype]
+    if dtype == "bool":
+        array = rng.integers(0, 2, size=shape).astype(np.bool_)
+    elif dtype in INTS:
+        lo = 0 if dtype == "uint8" else low
+        array = rng.integers(lo, high, size=shape).astype(np_dtype)
+    elif dtype.startswith("complex"):
+        array = (rng.uniform(low, high, size=shape) + 1j * rng.uniform(low, high, size=shape)).astype(np_dtype)
+    else:
+        array = rng.uniform(low, high, size=shape).astype(np_dtype)
+    return T(np.asarray(array), layout)
+
+
+def layouts_of(shape: tuple, dtype: str, rng, **kw) -> list[T]:
+    """The same shape in each layout that applies to it."""
+    specs = [make(shape, dtype, rng, **kw)]
+    if len(shape) >= 2:
+        specs.append(make(shape, dtype, rng, layout="transposed", **kw))
+    if len(shape) >= 1 and shape[-1] > 0:
+        specs.append(make(shape, dtype, rng, layout="sliced", **kw))
+    if len(shape) >= 1 and shape[0] > 1:
+        specs.append(make(shape, dtype, rng, layout="expanded", **kw))
+    return specs
+
+
+def first_tensor(args: tuple):
+    for a in args:
+        if isinstance(a, T):
+            return a
+    return None
