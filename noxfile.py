@@ -101,7 +101,9 @@ def demo(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Benchmarks side by side with their baselines; prints ratios, asserts nothing."""
     install_ember(session)
+    session.install(ORACLE)
     session.run("python", "tools/bench/logs.py")
+    session.run("python", "tools/bench/eager.py")
 
 
 @nox.session(python="3.11")

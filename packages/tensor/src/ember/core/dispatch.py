@@ -44,7 +44,7 @@ def _refresh_flags() -> None:
 
 
 class OpOverload:
-    __slots__ = ("_kernels", "decomposition", "name", "namespace", "overload", "packet", "schema", "tags")
+    __slots__ = ("_any", "_kernels", "decomposition", "name", "namespace", "overload", "packet", "schema", "tags")
 
     def __init__(self, namespace: str, schema: FunctionSchema, tags: frozenset) -> None:
         self.namespace = namespace
@@ -53,6 +53,7 @@ class OpOverload:
         self.overload = schema.overload or "default"
         self.tags = tags
         self._kernels: dict[str, Callable] = {}
+        self._any: Callable | None = None  # the "*" kernel, kept apart for the fast path
         self.decomposition: Callable | None = None
         self.packet: OpOverloadPacket | None = None
 
@@ -63,6 +64,8 @@ class OpOverload:
 
         def register(fn: Callable) -> Callable:
             self._kernels[device_type] = fn
+            if device_type == "*":
+                self._any = fn
             return fn
 
         return register
@@ -94,7 +97,7 @@ class OpOverload:
         if args:
             first = args[0]
             if type(first) is Tensor:
-                kernel = self._kernels.get(first.device.type)
+                kernel = self._kernels.get(first.device.type) or self._any
                 if kernel is not None:
                     return kernel(*args, **kwargs)
         tensor = _first_tensor(args, kwargs)

@@ -41,7 +41,6 @@ class Tensor:
         "__dict__",
         "__weakref__",
         "_array",
-        "_base",
         "_contig",
         "_offset",
         "_shape",
@@ -49,12 +48,14 @@ class Tensor:
         "_stride",
         "device",
         "dtype",
-        "grad",
-        "grad_fn",
-        "requires_grad",
     )
     # True on subclasses that define __ember_dispatch__: their calls leave the fast path.
     _dispatches = False
+    # Set on the few tensors that differ, so that making a tensor stays cheap.
+    requires_grad = False
+    grad = None
+    grad_fn = None
+    _base = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -286,10 +287,6 @@ def _new(cls, storage: Storage, shape: tuple, stride: tuple, offset: int, dtype:
     t.device = storage.device
     t._array = array
     t._contig = None
-    t._base = None
-    t.requires_grad = False
-    t.grad = None
-    t.grad_fn = None
     return t
 
 
@@ -297,7 +294,7 @@ def _array_view(storage: Storage, shape: tuple, stride: tuple, offset: int, dtyp
     if type(storage.data) is not np.ndarray:
         return None
     size = dtype.itemsize
-    return np.ndarray(shape, dtype.np, storage.data, offset * size, tuple(s * size for s in stride))
+    return np.ndarray(shape, dtype.np, storage.data, offset * size, [s * size for s in stride])
 
 
 def empty(shape: tuple, dtype: D.dtype, dev: device, stride: tuple | None = None) -> Tensor:
@@ -355,9 +352,12 @@ def share_numpy(array: np.ndarray) -> Tensor:
 def make_view(base: Tensor, shape: tuple, stride: tuple, offset: int) -> Tensor:
     """A tensor sharing ``base``'s storage with new sizes, strides and offset."""
     storage = base._storage
-    t = _new(Tensor, storage, shape, stride, offset, base.dtype, None)
-    t._array = _array_view(storage, shape, stride, offset, base.dtype)
-    t._base = base._base if base._base is not None else base
+    dtype = base.dtype
+    t = _new(Tensor, storage, shape, stride, offset, dtype, None)
+    if type(storage.data) is np.ndarray:
+        size = dtype.itemsize
+        t._array = np.ndarray(shape, dtype.np, storage.data, offset * size, [s * size for s in stride])
+    t._base = base if base._base is None else base._base
     return t
 
 

@@ -15,21 +15,16 @@ from ember.core.families.views import select, slice_, unsqueeze
 from ember.core.tensor import Tensor
 
 
-def _as_tuple(index) -> tuple:
-    return index if type(index) is tuple else (index,)
-
-
-def _consumes(item) -> int:
-    if item is None or item is Ellipsis or isinstance(item, bool):
-        return 0
-    return 1
-
-
 def apply_index(self: Tensor, index) -> Tensor:
-    items = _as_tuple(index)
-    if sum(item is Ellipsis for item in items) > 1:
+    items = index if type(index) is tuple else (index,)
+    consumed = ellipses = 0
+    for item in items:
+        if item is Ellipsis:
+            ellipses += 1
+        elif item is not None and not isinstance(item, bool):
+            consumed += 1
+    if ellipses > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
-    consumed = sum(_consumes(item) for item in items)
     if consumed > self.ndim:
         raise IndexError(f"too many indices for tensor of dimension {self.ndim}")
     result, dim = self, 0
@@ -44,7 +39,10 @@ def apply_index(self: Tensor, index) -> Tensor:
             if not item:
                 result = slice_(result, dim, 0, 0, 1)
             dim += 1
-        elif isinstance(item, slice):
+        elif type(item) is slice:
+            if item.start is None and item.stop is None and item.step is None:
+                dim += 1
+                continue
             step = 1 if item.step is None else operator.index(item.step)
             if step <= 0:
                 raise ValueError("step must be greater than zero")

@@ -37,6 +37,8 @@ def _sizes(args) -> tuple:
 
 def infer_size(shape: tuple, n: int) -> tuple:
     """Fill in one ``-1`` so that the sizes hold ``n`` elements."""
+    if -1 not in shape and numel(shape) == n and min(shape, default=0) >= 0:
+        return shape
     infer, known = None, 1
     for i, size in enumerate(shape):
         if size == -1:
@@ -84,8 +86,8 @@ def view_strides(old_shape: tuple, old_stride: tuple, new_shape: tuple) -> tuple
 
 @_view_op("view(Tensor(a) self, SymInt[] size) -> Tensor(a)")
 def view(self: Tensor, size) -> Tensor:
-    shape = infer_size(tuple(size), self.numel())
-    stride = view_strides(self._shape, self._stride, shape)
+    shape = infer_size(tuple(size), numel(self._shape))
+    stride = contiguous_strides(shape) if self.is_contiguous() else view_strides(self._shape, self._stride, shape)
     if stride is None:
         raise RuntimeError(
             "view size is not compatible with input tensor's size and stride (at least one dimension spans "
@@ -125,7 +127,7 @@ def detach(self: Tensor) -> Tensor:
 
 @_view_op("permute(Tensor(a) self, int[] dims) -> Tensor(a)")
 def permute(self: Tensor, dims) -> Tensor:
-    ndim = self.ndim
+    ndim = len(self._shape)
     if len(dims) != ndim:
         raise RuntimeError(
             "permute(sparse_coo): number of dimensions in the tensor input does not match the length of the desired "
@@ -139,7 +141,7 @@ def permute(self: Tensor, dims) -> Tensor:
 
 @_view_op("transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)")
 def transpose(self: Tensor, dim0: int, dim1: int) -> Tensor:
-    ndim = self.ndim
+    ndim = len(self._shape)
     d0, d1 = normalize_dim(dim0, ndim), normalize_dim(dim1, ndim)
     shape, stride = list(self._shape), list(self._stride)
     if ndim:
@@ -150,11 +152,11 @@ def transpose(self: Tensor, dim0: int, dim1: int) -> Tensor:
 
 @_view_op("t(Tensor(a) self) -> Tensor(a)")
 def t(self: Tensor) -> Tensor:
-    if self.ndim > 2:
-        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
+    if len(self._shape) > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {len(self._shape)}D")
     return (
         transpose.kernel("*")(self, 0, 1)
-        if self.ndim == 2
+        if len(self._shape) == 2
         else make_view(self, self._shape, self._stride, self._offset)
     )
 
@@ -162,12 +164,12 @@ def t(self: Tensor) -> Tensor:
 @_view_op("expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)")
 def expand(self: Tensor, size, *, implicit: bool = False) -> Tensor:
     size = tuple(size)
-    if len(size) < self.ndim:
+    if len(size) < len(self._shape):
         raise RuntimeError(
             f"expand(torch.FloatTensor{{{list(self._shape)}}}, size={list(size)}): the number of sizes provided "
-            f"({len(size)}) must be greater or equal to the number of dimensions in the tensor ({self.ndim})"
+            f"({len(size)}) must be greater or equal to the number of dimensions in the tensor ({len(self._shape)})"
         )
-    lead = len(size) - self.ndim
+    lead = len(size) - len(self._shape)
     shape, stride = [], []
     for i, target in enumerate(size):
         if i < lead:
@@ -203,16 +205,16 @@ def squeeze(self: Tensor) -> Tensor:
 
 @_view_op("squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)")
 def squeeze_dims(self: Tensor, dim) -> Tensor:
-    dims = set(normalize_dims(dim, self.ndim)) if self.ndim else set()
+    dims = set(normalize_dims(dim, len(self._shape))) if len(self._shape) else set()
     keep = [i for i, s in enumerate(self._shape) if not (i in dims and s == 1)]
     return make_view(self, tuple(self._shape[i] for i in keep), tuple(self._stride[i] for i in keep), self._offset)
 
 
 @_view_op("unsqueeze(Tensor(a) self, int dim) -> Tensor(a)")
 def unsqueeze(self: Tensor, dim: int) -> Tensor:
-    d = normalize_dim(dim, self.ndim + 1)
+    d = normalize_dim(dim, len(self._shape) + 1)
     shape, stride = list(self._shape), list(self._stride)
-    inner = stride[d] * shape[d] if d < self.ndim else 1
+    inner = stride[d] * shape[d] if d < len(self._shape) else 1
     shape.insert(d, 1)
     stride.insert(d, inner)
     return make_view(self, tuple(shape), tuple(stride), self._offset)
@@ -220,9 +222,9 @@ def unsqueeze(self: Tensor, dim: int) -> Tensor:
 
 @_view_op("select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)")
 def select(self: Tensor, dim: int, index: int) -> Tensor:
-    if self.ndim == 0:
+    if len(self._shape) == 0:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
-    d = normalize_dim(dim, self.ndim)
+    d = normalize_dim(dim, len(self._shape))
     size = self._shape[d]
     if index < -size or index >= size:
         raise IndexError(
@@ -239,11 +241,11 @@ def select(self: Tensor, dim: int, index: int) -> Tensor:
 
 @_view_op("slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)")
 def slice_(self: Tensor, dim: int = 0, start=None, end=None, step: int = 1) -> Tensor:
-    if self.ndim == 0:
+    if len(self._shape) == 0:
         raise IndexError("slice() cannot be applied to a 0-dim tensor.")
     if step <= 0:
         raise ValueError("step must be greater than zero")
-    d = normalize_dim(dim, self.ndim)
+    d = normalize_dim(dim, len(self._shape))
     size = self._shape[d]
     start = 0 if start is None else start
     end = size if end is None else end
@@ -257,9 +259,9 @@ def slice_(self: Tensor, dim: int = 0, start=None, end=None, step: int = 1) -> T
 
 @_view_op("narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)")
 def narrow(self: Tensor, dim: int, start: int, length: int) -> Tensor:
-    if self.ndim == 0:
+    if len(self._shape) == 0:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
-    d = normalize_dim(dim, self.ndim)
+    d = normalize_dim(dim, len(self._shape))
     size = self._shape[d]
     if start < -size or start > size:
         raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
@@ -273,13 +275,13 @@ def narrow(self: Tensor, dim: int, start: int, length: int) -> Tensor:
 
 @_view_op("unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)")
 def unfold(self: Tensor, dimension: int, size: int, step: int) -> Tensor:
-    d = normalize_dim(dimension, self.ndim)
-    have = self._shape[d] if self.ndim else 1
+    d = normalize_dim(dimension, len(self._shape))
+    have = self._shape[d] if len(self._shape) else 1
     if size > have:
         raise RuntimeError(f"maximum size for tensor at dimension {d} is {have} but size is {size}")
     if step <= 0:
         raise RuntimeError(f"step is {step} but must be > 0")
-    if self.ndim == 0:
+    if len(self._shape) == 0:
         return make_view(self, (size,), (1,), self._offset)
     count = (have - size) // step + 1
     shape = self._shape[:d] + (count,) + self._shape[d + 1 :] + (size,)
@@ -289,7 +291,7 @@ def unfold(self: Tensor, dimension: int, size: int, step: int) -> Tensor:
 
 @_view_op("diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)")
 def diagonal(self: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
-    d1, d2 = normalize_dim(dim1, self.ndim), normalize_dim(dim2, self.ndim)
+    d1, d2 = normalize_dim(dim1, len(self._shape)), normalize_dim(dim2, len(self._shape))
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     n1, n2 = self._shape[d1], self._shape[d2]
@@ -299,7 +301,7 @@ def diagonal(self: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Ten
     else:
         length = max(0, min(n1 + offset, n2))
         start = -offset * self._stride[d1] if length else 0
-    keep = [i for i in range(self.ndim) if i not in (d1, d2)]
+    keep = [i for i in range(len(self._shape)) if i not in (d1, d2)]
     shape = tuple(self._shape[i] for i in keep) + (length,)
     stride = tuple(self._stride[i] for i in keep) + (self._stride[d1] + self._stride[d2],)
     return make_view(self, shape, stride, self._offset + start)
@@ -307,18 +309,18 @@ def diagonal(self: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Ten
 
 @_view_op("unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]")
 def unbind(self: Tensor, dim: int = 0) -> list[Tensor]:
-    if self.ndim == 0:
+    if len(self._shape) == 0:
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
-    d = normalize_dim(dim, self.ndim)
+    d = normalize_dim(dim, len(self._shape))
     pick = select.kernel("*")
     return [pick(self, d, i) for i in range(self._shape[d])]
 
 
 @_view_op("split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]")
 def split(self: Tensor, split_size: int, dim: int = 0) -> list[Tensor]:
-    if self.ndim == 0:
+    if len(self._shape) == 0:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
-    d = normalize_dim(dim, self.ndim)
+    d = normalize_dim(dim, len(self._shape))
     size = self._shape[d]
     if split_size < 0 or (split_size == 0 and size != 0):
         raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}")
@@ -330,7 +332,7 @@ def split(self: Tensor, split_size: int, dim: int = 0) -> list[Tensor]:
 
 @_view_op("split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]")
 def split_with_sizes(self: Tensor, split_sizes, dim: int = 0) -> list[Tensor]:
-    d = normalize_dim(dim, self.ndim)
+    d = normalize_dim(dim, len(self._shape))
     if sum(split_sizes) != self._shape[d] or any(s < 0 for s in split_sizes):
         raise RuntimeError(
             f"split_with_sizes expects split_sizes to sum exactly to {self._shape[d]} (input tensor's size at "
@@ -368,9 +370,9 @@ def reshape(self: Tensor, shape) -> Tensor:
 
 @_composite("flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)")
 def flatten(self: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
-    if self.ndim == 0:
+    if len(self._shape) == 0:
         return reshape(self, (1,))
-    s, e = normalize_dim(start_dim, self.ndim), normalize_dim(end_dim, self.ndim)
+    s, e = normalize_dim(start_dim, len(self._shape)), normalize_dim(end_dim, len(self._shape))
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     if s == e:
@@ -380,7 +382,7 @@ def flatten(self: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 
 @_composite("unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)")
 def unflatten(self: Tensor, dim: int, sizes) -> Tensor:
-    d = normalize_dim(dim, self.ndim)
+    d = normalize_dim(dim, len(self._shape))
     if len(sizes) == 0:
         raise RuntimeError("unflatten: sizes must be non-empty")
     sizes = infer_size(tuple(sizes), self._shape[d]) if -1 in sizes or numel(sizes) != self._shape[d] else tuple(sizes)
@@ -398,12 +400,12 @@ def movedim(self: Tensor, source, destination) -> Tensor:
             f"movedim: Invalid source or destination dims: source ({list(source)} dims) should contain the same number "
             f"of dims as destination ({list(destination)} dims)"
         )
-    src = normalize_dims(source, self.ndim)
-    dst = normalize_dims(destination, self.ndim)
-    order = [None] * self.ndim
+    src = normalize_dims(source, len(self._shape))
+    dst = normalize_dims(destination, len(self._shape))
+    order = [None] * len(self._shape)
     for s, d in zip(src, dst, strict=True):
         order[d] = s
-    rest = iter(i for i in range(self.ndim) if i not in src)
+    rest = iter(i for i in range(len(self._shape)) if i not in src)
     order = [next(rest) if o is None else o for o in order]
     return permute(self, order)
 
@@ -412,7 +414,7 @@ def movedim(self: Tensor, source, destination) -> Tensor:
 def chunk(self: Tensor, chunks: int, dim: int = 0) -> list[Tensor]:
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
-    d = normalize_dim(dim, self.ndim)
+    d = normalize_dim(dim, len(self._shape))
     size = self._shape[d]
     return split(self, max(1, -(-size // chunks)), d)
 
@@ -557,5 +559,5 @@ def _detach_inplace(self):
     return self
 
 
-Tensor.T = property(lambda self: permute(self, tuple(range(self.ndim - 1, -1, -1))))
+Tensor.T = property(lambda self: permute(self, tuple(range(len(self._shape) - 1, -1, -1))))
 Tensor.mT = property(lambda self: transpose(self, -2, -1))
