@@ -21,6 +21,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from ember.core.devices import check_backend, get_default_device, to_device
 from ember.core.schema import FunctionSchema, parse_schema
 
 TAGS = frozenset({"pointwise", "reduction", "view", "inplace", "out", "random", "core", "factory", "nondeterministic"})
@@ -112,8 +113,6 @@ class OpOverload:
             return kernel(*args, **kwargs)
         if self.decomposition is not None:
             return self.decomposition(*args, **kwargs)
-        from ember.core.devices import check_backend, to_device
-
         check_backend(to_device(device_type))
         raise NotImplementedError(
             f"Could not run '{self.namespace}::{self.schema.qualified}' with arguments from the "
@@ -151,8 +150,6 @@ def _first_tensor(args: tuple, kwargs: dict):
 
 
 def _factory_device_type(kwargs: dict) -> str:
-    from ember.core.devices import get_default_device, to_device
-
     d = kwargs.get("device")
     return (to_device(d) if d is not None else get_default_device()).type
 

@@ -19,7 +19,7 @@ from ember.core.dispatch import define
 from ember.core.families.copying import _dense_strides, fill_
 from ember.core.layout import contiguous_strides
 from ember.core.promotion import get_default_dtype, scalar_dtype
-from ember.core.tensor import Tensor
+from ember.core.tensor import Tensor, from_array
 from ember.core.tensor import empty as allocate
 
 FACTORY = ("factory", "core")
@@ -84,14 +84,21 @@ def full(size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=N
     return fill_(out, fill_value)
 
 
+def _filled(size, value: int, dtype, device) -> Tensor:
+    size, dtype, device = _check_sizes(size), _dtype(dtype), _device(device)
+    if device.type == "cpu":  # NumPy's own zeros/ones: the commonest factories, kept cheap
+        return from_array((np.zeros if value == 0 else np.ones)(size, dtype.np), dtype)
+    return allocate(size, dtype, device)
+
+
 @_define_both(f"zeros(SymInt[] size, *, {_OPTIONS}) -> Tensor")
 def zeros(size, *, dtype=None, layout=None, device=None, pin_memory=None) -> Tensor:
-    return full.kernel("cpu")(size, 0, dtype=_dtype(dtype), device=device)
+    return _filled(size, 0, dtype, device)
 
 
 @_define_both(f"ones(SymInt[] size, *, {_OPTIONS}) -> Tensor")
 def ones(size, *, dtype=None, layout=None, device=None, pin_memory=None) -> Tensor:
-    return full.kernel("cpu")(size, 1, dtype=_dtype(dtype), device=device)
+    return _filled(size, 1, dtype, device)
 
 
 def _arange_dtype(*values) -> D.dtype:
