@@ -265,6 +265,22 @@ def test_requires_grad(dtype):
     assert repr(ours) == repr(theirs).replace("torch.", "ember.")
 
 
+def test_grad_fn_suffix():
+    # Ember's autograd is not in this package; any node object names itself by class or by name().
+    class MulBackward0:
+        pass
+
+    class Node:
+        def name(self) -> str:
+            return "torch::autograd::MulBackward0"
+
+    theirs = repr(torch.tensor([1.0, 2.0], requires_grad=True) * 2)
+    for node in (MulBackward0(), Node()):
+        ours = ember.tensor([2.0, 4.0])
+        ours.requires_grad, ours.grad_fn = True, node
+        assert repr(ours) == theirs
+
+
 def test_suffix_wrapping():
     for n in range(1, 14):
         check(np.arange(n, dtype=np.float64) * 1.5, "float16", requires_grad=True)
@@ -360,16 +376,43 @@ def test_format_of_zero_dim_tensors():
         format(ember.tensor([1.0, 2.0]), ".2f")
 
 
-def test_subclass_prints_its_name():
+def _as(cls, t):
+    """``t``'s data seen as an instance of the subclass ``cls`` (the core has no ``as_subclass`` yet)."""
+    out = cls()
+    for name in ("_storage", "_shape", "_stride", "_offset", "dtype", "device", "_array", "_contig", "_base"):
+        setattr(out, name, getattr(t, name))
+    out.requires_grad, out.grad, out.grad_fn = t.requires_grad, None, None
+    return out
+
+
+def test_subclasses_print_their_name():
     class Mine(ember.Tensor):
         pass
 
-    t = ember.tensor([1.0, 2.0])
-    mine = Mine()
-    for name in ("_storage", "_shape", "_stride", "_offset", "dtype", "device", "_array", "_contig", "_base"):
-        setattr(mine, name, getattr(t, name))
-    mine.requires_grad, mine.grad, mine.grad_fn = False, None, None
-    assert repr(mine) == "Mine([1., 2.])"
+    class TorchMine(torch.Tensor):
+        pass
+
+    theirs = torch.tensor([1.0, 2.0]).as_subclass(TorchMine)
+    assert repr(_as(Mine, ember.tensor([1.0, 2.0]))) == repr(theirs).replace("TorchMine", "Mine")
+
+
+def test_parameters_print_as_plain_tensors():
+    # A class marked ``_is_param`` (ember.nn's Parameter) prints as "tensor(", its subclasses wrapped
+    # in "Parameter(...)"; PyTorch's Parameter.__repr__ adds its own first line, which is nn's business.
+    class Parameter(ember.Tensor):
+        _is_param = True
+
+    class Mine(Parameter):
+        pass
+
+    class TorchMine(torch.nn.Parameter):
+        pass
+
+    t = ember.tensor([1.0, 2.0], requires_grad=True)
+    plain = repr(torch.nn.Parameter(torch.tensor([1.0, 2.0]))).removeprefix("Parameter containing:\n")
+    assert repr(_as(Parameter, t)) == plain
+    sub = repr(TorchMine(torch.tensor([1.0, 2.0]))).removeprefix("Parameter containing:\n")
+    assert repr(_as(Mine, t)) == sub.replace("TorchMine", "Mine")
 
 
 # -- property: random small tensors ----------------------------------------------------------------

@@ -2,7 +2,7 @@
 where PyTorch writes ``torch.``, and the options ``set_printoptions``/``get_printoptions`` that govern it.
 
 The text is built in two parts. The body (``[[1., 2.], ...]``) is laid out by ``ember.core.printing_layout``
-from a NumPy copy of the values: one formatter per tensor (two for complex, real and imaginary parts)
+from a NumPy view of the values: one formatter per tensor (two for complex, real and imaginary parts)
 decides, from every value that will be shown, between integer mode, fixed precision and scientific
 notation, and pads every value to one width. This module wraps the body in ``tensor(...)`` and adds the
 suffixes PyTorch adds (``device=``, ``size=``, ``dtype=``, ``requires_grad=True``/``grad_fn=``),

@@ -1,8 +1,9 @@
 """The body of a printed tensor: its values laid out as nested ``[...]`` lines, as PyTorch lays them out.
 
-Everything works on a NumPy copy of the values in float64 (complex128 for complex tensors): every
-narrower float, float16 and bfloat16 included, converts to float64 exactly, and Python's ``format`` of
-that exact value is what PyTorch prints too, so the digits agree to the last place.
+Values are formatted as Python floats (float64; complex128 for complex tensors), converted only for
+the values shown: every narrower float, float16 and bfloat16 included, converts to float64 exactly,
+and Python's ``format`` of that exact value is what PyTorch prints too (it formats ``item()`` and
+``tolist()`` values), so the digits agree to the last place.
 
 One ``Formatter`` looks at every value that will be shown (the edges only, when the tensor is
 summarized) and picks a mode: integer mode (``1.``) when every finite nonzero value is integral,
