@@ -43,7 +43,9 @@ def _reduced_precision(d: D.dtype) -> D.dtype:
     return D.float32 if d is D.float16 or d is D.bfloat16 else d
 
 
-def result_dtypes(rule: str, inputs: tuple) -> tuple[D.dtype, D.dtype]:
+def result_dtypes(rule, inputs: tuple) -> tuple[D.dtype, D.dtype]:
+    if callable(rule):  # an op's own rule (where promotes only its values, not its condition)
+        return rule(inputs)
     common = result_type(*inputs)
     if rule == "promote":
         return common, _reduced_precision(common)
@@ -57,7 +59,8 @@ def result_dtypes(rule: str, inputs: tuple) -> tuple[D.dtype, D.dtype]:
     raise ValueError(f"unknown dtype rule {rule!r}")
 
 
-def plan(rule: str, inputs: tuple) -> Plan:
+def plan(rule, inputs: tuple) -> Plan:
+    inputs = tuple(x for x in inputs if x is not None)  # optional operands left out (clamp's min or max)
     tensors = [t for t in inputs if isinstance(t, Tensor)]
     check_same_device(tensors)
     shape = broadcast_shapes(*(t._shape for t in tensors)) if len(tensors) > 1 else tensors[0]._shape
@@ -89,7 +92,8 @@ def as_compute(value, compute: D.dtype):
 def materialize(array: np.ndarray, p: Plan) -> Tensor:
     """The CPU result tensor for a computed array, in the plan's dtype and strides."""
     if array.dtype != p.result.np:
-        array = array.astype(p.result.np)
+        with np.errstate(all="ignore"):  # float32 beyond float16's range rounds to inf, silently
+            array = array.astype(p.result.np)
     if p.strides == contiguous_strides(p.shape):
         return from_array(np.broadcast_to(array, p.shape) if array.shape != p.shape else array, p.result)
     out = empty(p.shape, p.result, array_device(), p.strides)
@@ -166,7 +170,8 @@ def resize_out(out: Tensor, shape: tuple, strides: tuple | None = None) -> None:
 
 
 def write_into(target: Tensor, array: np.ndarray) -> Tensor:
-    np.copyto(target._array, array, casting="unsafe")
+    with np.errstate(all="ignore"):  # float32 beyond float16's range rounds to inf, silently
+        np.copyto(target._array, array, casting="unsafe")
     target._storage.version += 1
     return target
 
@@ -237,13 +242,13 @@ def define_pointwise(
 
     def run(p: Plan, inputs: tuple, params: dict) -> np.ndarray:
         with np.errstate(all="ignore"):
-            return compute(*(as_compute(x, p.compute) for x in inputs), **params)
+            return compute(*(None if x is None else as_compute(x, p.compute) for x in inputs), **params)
 
     bool_result = rule == "bool"
     default_params = {n: defaults.get(n) for n in param_names}
 
     def cpu(*args, **kwargs):
-        if fast and not kwargs and len(args) == n_inputs:
+        if fast and not kwargs and len(args) == n_inputs <= 2:
             result = _fast_path(compute, args, bool_result, default_params)
             if result is not None:
                 return result
@@ -303,17 +308,18 @@ def _fast_path(compute: Callable, args: tuple, bool_result: bool, params: dict) 
     if type(a) is not Tensor or a.dtype not in _FAST_DTYPES or a._array is None or not a.is_contiguous():
         return None
     if len(args) == 1:
-        result = compute(a._array, **params)
+        with np.errstate(all="ignore"):  # log(0), sqrt(-1): PyTorch gives inf and nan without a warning
+            result = compute(a._array, **params)
     else:
         b = args[1]
         if type(b) is Tensor:
             if b.dtype is not a.dtype or b._shape != a._shape or b._array is None or not b.is_contiguous():
                 return None
-            result = compute(a._array, b._array, **params)
-        elif type(b) is float or type(b) is int:
-            result = compute(a._array, b, **params)
-        else:
+            b = b._array
+        elif type(b) is not float and type(b) is not int:
             return None
+        with np.errstate(all="ignore"):  # x / 0 gives inf without a warning, as in PyTorch
+            result = compute(a._array, b, **params)
     return from_array(result, D.bool_ if bool_result else a.dtype)
 
 

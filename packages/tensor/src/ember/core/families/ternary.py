@@ -1,0 +1,294 @@
+"""Pointwise ops of three operands: where, clamp (and clamp_min, clamp_max, clip), lerp, addcmul and
+addcdiv.
+
+They are ``define_pointwise`` ops with ``n_inputs=3``: all three operands broadcast together. Two
+follow their own dtype rules: ``where`` promotes its values but not its condition (a callable rule),
+and ``clamp`` leaves out a bound given as None (the plan skips None operands). Python numbers are
+accepted in tensor positions, which covers PyTorch's Scalar overloads (``where.ScalarOther``...).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ember.core import dtypes as D
+from ember.core.api import method, public
+from ember.core.pointwise import define_pointwise, expose, unsupported
+from ember.core.promotion import result_type
+from ember.core.tensor import Tensor
+
+# -- where ----------------------------------------------------------------------------------------
+
+
+def _where_rule(inputs: tuple) -> tuple[D.dtype, D.dtype]:
+    common = result_type(inputs[1], inputs[2])
+    return common, D.float32 if common in (D.float16, D.bfloat16) else common
+
+
+def _check_where(p, inputs, params) -> None:
+    condition = inputs[0]
+    if not isinstance(condition, Tensor):
+        raise TypeError(f"where(): argument 'condition' (position 1) must be Tensor, not {type(condition).__name__}")
+    if condition.dtype not in (D.bool_, D.uint8):  # uint8 conditions are deprecated but still accepted
+        raise RuntimeError(
+            f"where expected condition to be a boolean tensor, but got a tensor with dtype "
+            f"{D.SCALAR_TYPE_NAMES[condition.dtype]}"
+        )
+
+
+def _where(condition, a, b):
+    return np.where(condition != 0, a, b)
+
+
+where = define_pointwise(
+    "where.self(Tensor condition, Tensor self, Tensor other) -> Tensor",
+    _where,
+    _where_rule,
+    n_inputs=3,
+    inplace=False,
+    out_overload="self_out",
+    check=_check_where,
+    fast=False,
+)
+
+
+@public("where")
+def where_function(condition, input=None, other=None, *, out: Tensor | None = None) -> Tensor:
+    if input is None and other is None:
+        # where(condition) is nonzero(condition, as_tuple=True), which the indexing ops provide.
+        from ember.core.api import functions
+
+        if "nonzero" not in functions:
+            raise NotImplementedError("where(condition) needs ember.nonzero, which is not available")
+        return functions["nonzero"](condition, as_tuple=True)
+    if out is None:
+        return where.functional(condition, input, other)
+    return where.out(condition, input, other, out=out)
+
+
+@method("where")
+def _where_method(self, condition, other) -> Tensor:
+    return where.functional(condition, self, other)
+
+
+# -- clamp ----------------------------------------------------------------------------------------
+
+
+def _check_clamp(name: str, needs_bound: bool):
+    def check(p, inputs, params) -> None:
+        if needs_bound and inputs[1] is None and inputs[2] is None:
+            raise RuntimeError(f"torch.{name}: At least one of 'min' or 'max' must not be None")
+        if p.result.category == D.COMPLEX:
+            raise NotImplementedError("clamp is not supported for complex types")
+        if p.result is D.bool_:
+            raise unsupported(name, p.result)
+
+    return check
+
+
+def _clamp(a, lo=None, hi=None):
+    # maximum then minimum: a lower bound above the upper one gives the upper bound, and nan (in the
+    # input or a bound) propagates, as in PyTorch.
+    if lo is not None:
+        a = np.maximum(a, lo)
+    if hi is not None:
+        a = np.minimum(a, hi)
+    return a
+
+
+clamp = define_pointwise(
+    "clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor",
+    _clamp,
+    n_inputs=3,
+    check=_check_clamp("clamp", True),
+    fast=False,
+)
+clamp_tensor = define_pointwise(
+    "clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor",
+    _clamp,
+    n_inputs=3,
+    out_overload="Tensor_out",
+    check=_check_clamp("clamp", True),
+    fast=False,
+)
+clamp_min = define_pointwise(
+    "clamp_min(Tensor self, Scalar min) -> Tensor", np.maximum, n_inputs=2, check=_check_clamp("clamp_min", False)
+)
+clamp_min_tensor = define_pointwise(
+    "clamp_min.Tensor(Tensor self, Tensor min) -> Tensor",
+    np.maximum,
+    n_inputs=2,
+    out_overload="Tensor_out",
+    check=_check_clamp("clamp_min", False),
+)
+clamp_max = define_pointwise(
+    "clamp_max(Tensor self, Scalar max) -> Tensor", np.minimum, n_inputs=2, check=_check_clamp("clamp_max", False)
+)
+clamp_max_tensor = define_pointwise(
+    "clamp_max.Tensor(Tensor self, Tensor max) -> Tensor",
+    np.minimum,
+    n_inputs=2,
+    out_overload="Tensor_out",
+    check=_check_clamp("clamp_max", False),
+)
+
+
+def _pick(scalar_ops, tensor_ops, *bounds):
+    return tensor_ops if any(isinstance(b, Tensor) for b in bounds) else scalar_ops
+
+
+def _clamp_function(input, min=None, max=None, *, out: Tensor | None = None) -> Tensor:
+    ops = _pick(clamp, clamp_tensor, min, max)
+    return ops.functional(input, min, max) if out is None else ops.out(input, min, max, out=out)
+
+
+def _clamp_method(self, min=None, max=None) -> Tensor:
+    return _pick(clamp, clamp_tensor, min, max).functional(self, min, max)
+
+
+def _clamp_inplace(self, min=None, max=None) -> Tensor:
+    return _pick(clamp, clamp_tensor, min, max).inplace(self, min, max)
+
+
+public("clamp", "clip")(_clamp_function)
+method("clamp", "clip")(_clamp_method)
+method("clamp_", "clip_")(_clamp_inplace)
+
+
+def _one_bound(name: str, scalar_ops, tensor_ops) -> None:
+    def function(input, bound, *, out: Tensor | None = None) -> Tensor:
+        ops = _pick(scalar_ops, tensor_ops, bound)
+        return ops.functional(input, bound) if out is None else ops.out(input, bound, out=out)
+
+    def method_(self, bound) -> Tensor:
+        return _pick(scalar_ops, tensor_ops, bound).functional(self, bound)
+
+    def inplace(self, bound) -> Tensor:
+        return _pick(scalar_ops, tensor_ops, bound).inplace(self, bound)
+
+    function.__name__ = method_.__name__ = name
+    public(name)(function)
+    method(name)(method_)
+    method(name + "_")(inplace)
+
+
+_one_bound("clamp_min", clamp_min, clamp_min_tensor)
+_one_bound("clamp_max", clamp_max, clamp_max_tensor)
+
+
+# -- lerp -----------------------------------------------------------------------------------------
+
+
+def _check_lerp(kernel: str):
+    def check(p, inputs, params) -> None:
+        start, end, weight = inputs
+        for name, value in (("end", end), ("weight", weight)):
+            if isinstance(value, Tensor) and value.dtype is not start.dtype and (name == "end" or value.ndim > 0):
+                raise RuntimeError(
+                    f"expected dtype {_dtype_word(start.dtype)} for `{name}` but got dtype {_dtype_word(value.dtype)}"
+                )
+        if start.dtype.category < D.FLOATING:
+            raise NotImplementedError(f"\"{kernel}\" not implemented for '{D.SCALAR_TYPE_NAMES[start.dtype]}'")
+
+    return check
+
+
+def _dtype_word(d: D.dtype) -> str:
+    return str(d).split(".")[-1]
+
+
+def _lerp(start, end, weight):
+    # PyTorch's two-sided form: exact at weight 0 and at weight 1.
+    diff = end - start
+    return np.where(np.abs(weight) < 0.5, start + weight * diff, end - diff * (1 - weight))
+
+
+lerp = define_pointwise(
+    "lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor",
+    _lerp,
+    n_inputs=3,
+    out_overload="Scalar_out",
+    check=_check_lerp("lerp_kernel_scalar"),
+    fast=False,
+)
+lerp_tensor = define_pointwise(
+    "lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor",
+    _lerp,
+    n_inputs=3,
+    out_overload="Tensor_out",
+    check=_check_lerp("lerp_kernel_tensor"),
+    fast=False,
+)
+
+
+@public("lerp")
+def lerp_function(input, end, weight, *, out: Tensor | None = None) -> Tensor:
+    ops = _pick(lerp, lerp_tensor, weight)
+    return ops.functional(input, end, weight) if out is None else ops.out(input, end, weight, out=out)
+
+
+@method("lerp")
+def _lerp_method(self, end, weight) -> Tensor:
+    return _pick(lerp, lerp_tensor, weight).functional(self, end, weight)
+
+
+@method("lerp_")
+def _lerp_inplace(self, end, weight) -> Tensor:
+    return _pick(lerp, lerp_tensor, weight).inplace(self, end, weight)
+
+
+# -- addcmul and addcdiv -------------------------------------------------------------------------
+
+
+def _check_addcmul(p, inputs, params) -> None:
+    if p.compute is D.bool_:
+        raise unsupported("addcmul", p.compute)
+    _check_value(p, params)
+
+
+def _check_addcdiv(p, inputs, params) -> None:
+    _self, t1, t2 = inputs
+    if all(isinstance(t, Tensor) and t.dtype.category <= D.INTEGRAL for t in (t1, t2)):
+        raise RuntimeError(
+            "Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform a "
+            "true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as "
+            "(input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as "
+            "(input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the latter "
+            "implementation: (input + value * tensor1 / tensor2), for all dtypes."
+        )
+    _check_value(p, params)
+
+
+def _check_value(p, params) -> None:
+    if isinstance(params["value"], complex) and p.result.category < D.COMPLEX:
+        raise RuntimeError(f"value cannot be converted to type {_dtype_word(p.result)} without overflow")
+
+
+def _value(value, like):
+    return np.asarray(value).astype(np.result_type(like))
+
+
+def _addcmul(a, t1, t2, *, value):
+    return a + _value(value, t1) * t1 * t2
+
+
+def _addcdiv(a, t1, t2, *, value):
+    return a + _value(value, t1) * t1 / t2
+
+
+addcmul = define_pointwise(
+    "addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor",
+    _addcmul,
+    n_inputs=3,
+    check=_check_addcmul,
+    fast=False,
+)
+addcdiv = define_pointwise(
+    "addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor",
+    _addcdiv,
+    n_inputs=3,
+    check=_check_addcdiv,
+    fast=False,
+)
+expose(addcmul, "addcmul")
+expose(addcdiv, "addcdiv")

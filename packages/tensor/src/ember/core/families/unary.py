@@ -1,0 +1,420 @@
+"""Unary pointwise ops: math functions, activations, rounding, tests and predicates.
+
+Every op is one ``define_pointwise`` call (functional, ``_`` and ``out=`` overloads, meta and CPU
+kernels) with the dtype rule PyTorch applies: transcendental functions turn integers and bools into
+the default float dtype (``int_to_float``); abs, neg, rounding and relu keep the dtype; predicates
+give bool. ``check`` functions raise PyTorch's errors for dtypes its kernels refuse; the float fast
+path of ``define_pointwise`` skips them, so an op that refuses float32/float64 says ``fast=False``.
+
+Kernels compute on NumPy arrays; erf and erfinv come from ``ember.core.special``. A few follow
+PyTorch rather than NumPy: ``sign(nan)`` is 0, ``relu`` keeps -0.0 and nan, ``round`` with
+``decimals`` scales in the compute dtype before rounding half to even.
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+from ember.core import dtypes as D
+from ember.core.api import method
+from ember.core.dispatch import define
+from ember.core.pointwise import define_pointwise, expose, unsupported
+from ember.core.special import erf as _erf_f64
+from ember.core.special import erfinv as _erfinv_f64
+from ember.core.tensor import Tensor
+
+# -- checks ---------------------------------------------------------------------------------------
+
+
+def _refuse(name: str, *dtypes_or_categories, message: str | None = None, error=NotImplementedError):
+    """A check refusing the given dtypes (``D.bool_``) or categories (``D.INTEGRAL``...)."""
+
+    def check(p, inputs, params) -> None:
+        d = inputs[0].dtype
+        if d in dtypes_or_categories or d.category in dtypes_or_categories:
+            if message is not None:
+                raise error(message)
+            raise unsupported(name, d)
+
+    return check
+
+
+def _floats_only(name: str, complex_ok: bool = False):
+    def check(p, inputs, params) -> None:
+        d = inputs[0].dtype
+        if d.category < D.FLOATING or (d.category == D.COMPLEX and not complex_ok):
+            raise unsupported(name, d)
+
+    return check
+
+
+def _chain(*checks):
+    def check(p, inputs, params) -> None:
+        for c in checks:
+            c(p, inputs, params)
+
+    return check
+
+
+def _no_complex(name: str):
+    return _refuse(name, D.COMPLEX, message=f"{name} is not supported for complex inputs")
+
+
+# -- compute functions ----------------------------------------------------------------------------
+
+
+def _float64_via(fn):
+    """Compute a real function in float64 and let the plan round the result to the compute dtype."""
+
+    def compute(a):
+        return fn(a).astype(a.dtype, copy=False)
+
+    return compute
+
+
+def _sigmoid(a):
+    return 1.0 / (1.0 + np.exp(-a))
+
+
+def _relu(a):
+    return np.where(a < 0, np.zeros((), a.dtype), a)  # keeps -0.0 and nan, as clamp_min(x, 0) does
+
+
+def _rsqrt(a):
+    return 1.0 / np.sqrt(a)
+
+
+def _keep_ints(fn):
+    """Rounding ops return integer inputs unchanged (NumPy would give float64)."""
+
+    def compute(a):
+        return a.copy() if a.dtype.kind in "iub" else fn(a)
+
+    return compute
+
+
+def _round(a, *, decimals=0):
+    if a.dtype.kind in "iub":
+        return a.copy()
+    if decimals == 0:
+        return np.rint(a)
+    # Scale in the compute dtype, as PyTorch's kernel does (its rounding decides ties such as 2.675).
+    ten = np.asarray(10.0 ** abs(decimals)).astype(a.dtype)
+    if decimals > 0:
+        return np.rint(a * ten) / ten
+    return np.rint(a / ten) * ten
+
+
+def _frac(a):
+    return a - np.trunc(a)
+
+
+def _sign(a):
+    if a.dtype == np.bool_:
+        return a.copy()
+    # (0 < x) - (x < 0): sign(nan) and sign(-0.0) are +0, unlike NumPy's.
+    return (a > 0).astype(a.dtype) - (a < 0).astype(a.dtype)
+
+
+def _gelu(a, *, approximate="none"):
+    if approximate == "tanh":
+        inner = np.sqrt(2.0 / np.pi).astype(a.dtype) * (a + np.asarray(0.044715, a.dtype) * a * a * a)
+        return 0.5 * a * (1.0 + np.tanh(inner))
+    x = a.astype(np.float64)
+    result = (0.5 * x * (1.0 + _erf_f64(x / np.sqrt(2.0)))).astype(a.dtype)
+    if a.dtype == np.float32:
+        # PyTorch's float32 kernel (float16 and bfloat16 compute in it too) gives nan for +inf; float64 gives inf.
+        return np.where(np.isposinf(a), np.float32(np.nan), result)
+    return result
+
+
+def _silu(a):
+    return a / (1.0 + np.exp(-a))
+
+
+def _mish(a):
+    return a * np.tanh(np.logaddexp(np.zeros((), a.dtype), a))
+
+
+def _nan_to_num(a, *, nan=None, posinf=None, neginf=None):
+    if a.dtype.kind in "iub":
+        return a.copy()
+    if a.dtype.kind == "c":
+        real = _nan_to_num(a.real, nan=nan, posinf=posinf, neginf=neginf)
+        imag = _nan_to_num(a.imag, nan=nan, posinf=posinf, neginf=neginf)
+        return (real + 1j * imag).astype(a.dtype)
+    info = np.finfo(a.dtype)
+    out = np.where(np.isnan(a), np.asarray(0.0 if nan is None else nan).astype(a.dtype), a)
+    out = np.where(np.isposinf(a), np.asarray(info.max if posinf is None else posinf).astype(a.dtype), out)
+    return np.where(np.isneginf(a), np.asarray(info.min if neginf is None else neginf).astype(a.dtype), out)
+
+
+def _check_nan_to_num(p, inputs, params) -> None:
+    # float16 and bfloat16 compute in float32: the default replacements must be the result dtype's
+    # largest finite values, so the check resolves them here (the fast path sees only float32/64).
+    if p.result.category >= D.FLOATING:
+        info = ml_dtypes.finfo(p.result.to_real().np)  # NumPy's finfo does not know bfloat16
+        if params.get("posinf") is None:
+            params["posinf"] = float(info.max)
+        if params.get("neginf") is None:
+            params["neginf"] = float(info.min)
+
+
+def _check_gelu(p, inputs, params) -> None:
+    if params["approximate"] not in ("none", "tanh"):
+        raise RuntimeError("approximate argument must be either none or tanh.")
+    d = inputs[0].dtype
+    if d.category != D.FLOATING:
+        raise NotImplementedError(f"\"GeluKernelImpl\" not implemented for '{D.SCALAR_TYPE_NAMES[d]}'")
+
+
+def _check_round_decimals(p, inputs, params) -> None:
+    decimals = params["decimals"]
+    if isinstance(decimals, bool) or not isinstance(decimals, int):
+        raise TypeError(f"round(): argument 'decimals' must be int, not {type(decimals).__name__}")
+    d = inputs[0].dtype
+    if d.category != D.FLOATING:
+        # An explicit decimals=0 reaches the float rounding kernel too, which refuses integers.
+        raise unsupported("round_vml" if decimals == 0 else "round", d)
+
+
+# -- the table ------------------------------------------------------------------------------------
+
+_BOOL_NEG = (
+    "Negation, the `-` operator, on a bool tensor is not supported. "
+    "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead."
+)
+
+# name: (compute, rule, check, fast)
+_TABLE = {
+    "abs": (np.abs, "complex_to_float", _refuse("abs", D.bool_), True),
+    "neg": (np.negative, "promote", _refuse("neg", D.bool_, message=_BOOL_NEG, error=RuntimeError), True),
+    "exp": (np.exp, "int_to_float", None, True),
+    "exp2": (np.exp2, "int_to_float", None, True),
+    "expm1": (np.expm1, "int_to_float", None, True),
+    "log": (np.log, "int_to_float", None, True),
+    "log2": (np.log2, "int_to_float", None, True),
+    "log10": (np.log10, "int_to_float", None, True),
+    "log1p": (np.log1p, "int_to_float", None, True),
+    "sqrt": (np.sqrt, "int_to_float", None, True),
+    "rsqrt": (_rsqrt, "int_to_float", None, True),
+    "sin": (np.sin, "int_to_float", None, True),
+    "cos": (np.cos, "int_to_float", None, True),
+    "tan": (np.tan, "int_to_float", None, True),
+    "asin": (np.arcsin, "int_to_float", None, True),
+    "acos": (np.arccos, "int_to_float", None, True),
+    "atan": (np.arctan, "int_to_float", None, True),
+    "sinh": (np.sinh, "int_to_float", None, True),
+    "cosh": (np.cosh, "int_to_float", None, True),
+    "tanh": (np.tanh, "int_to_float", None, True),
+    "sigmoid": (_sigmoid, "int_to_float", None, True),
+    "reciprocal": (np.reciprocal, "int_to_float", None, True),
+    "erf": (_float64_via(_erf_f64), "int_to_float", _refuse("erf_vml", D.COMPLEX), True),
+    "erfinv": (_float64_via(_erfinv_f64), "int_to_float", _refuse("erfinv_vml", D.COMPLEX), True),
+    "floor": (_keep_ints(np.floor), "promote", _chain(_refuse("floor_vml", D.bool_), _no_complex("floor")), True),
+    "ceil": (_keep_ints(np.ceil), "promote", _chain(_refuse("ceil_vml", D.bool_), _no_complex("ceil")), True),
+    "trunc": (_keep_ints(np.trunc), "promote", _chain(_refuse("trunc_vml", D.bool_), _no_complex("trunc")), True),
+    "frac": (_frac, "promote", _floats_only("frac"), True),
+    "sign": (
+        _sign,
+        "promote",
+        _refuse(
+            "sign",
+            D.COMPLEX,
+            message="Unlike NumPy, torch.sign is not intended to support complex numbers. Please use torch.sgn instead.",
+        ),
+        True,
+    ),
+    "logical_not": (np.logical_not, "bool", None, True),
+    "bitwise_not": (np.invert, "promote", _refuse("bitwise_not", D.FLOATING, D.COMPLEX), False),
+}
+
+OPS = {}
+for _name, (_compute, _rule, _check, _fast) in _TABLE.items():
+    OPS[_name] = define_pointwise(f"{_name}(Tensor self) -> Tensor", _compute, _rule, check=_check, fast=_fast)
+
+OPS["relu"] = define_pointwise(
+    "relu(Tensor self) -> Tensor",
+    _relu,
+    check=_chain(
+        _refuse("relu", D.bool_, message="Boolean inputs not supported for relu", error=RuntimeError),
+        _refuse("relu", D.COMPLEX, message="clamp is not supported for complex types"),
+    ),
+    out_overload=None,
+    fast=True,
+)
+OPS["round"] = define_pointwise(
+    "round(Tensor self) -> Tensor",
+    _round,
+    check=_chain(_refuse("round_vml", D.bool_, D.COMPLEX)),
+)
+OPS["round_decimals"] = define_pointwise(
+    "round.decimals(Tensor self, *, int decimals) -> Tensor",
+    _round,
+    out_overload="decimals_out",
+    check=_check_round_decimals,
+)
+for _name in ("isnan", "isinf", "isfinite"):
+    _fn = {"isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite}[_name]
+    OPS[_name] = define_pointwise(
+        f"{_name}(Tensor self) -> Tensor", _fn, "bool", inplace=False, out_overload=None, tags=("pointwise",)
+    )
+OPS["nan_to_num"] = define_pointwise(
+    "nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor",
+    _nan_to_num,
+    check=_check_nan_to_num,
+    fast=False,
+)
+OPS["gelu"] = define_pointwise(
+    "gelu(Tensor self, *, str approximate='none') -> Tensor", _gelu, check=_check_gelu, fast=False
+)
+OPS["silu"] = define_pointwise("silu(Tensor self) -> Tensor", _silu, check=_floats_only("silu", complex_ok=True))
+OPS["mish"] = define_pointwise("mish(Tensor self) -> Tensor", _mish, check=_floats_only("mish"))
+
+
+def _guard_inplace(ops, guard) -> None:
+    """Run ``guard(self)`` before the in-place kernels; a tensor it returns is the result."""
+    for device in ("cpu", "meta"):
+        kernel = ops.inplace.kernel(device)
+
+        def guarded(self, *args, _kernel=kernel, **kwargs):
+            result = guard(self)
+            return result if result is not None else _kernel(self, *args, **kwargs)
+
+        if device == "meta":
+            ops.inplace.register_meta(guarded)
+        else:
+            ops.inplace.register_kernel(device)(guarded)
+
+
+def _abs_inplace_guard(self: Tensor):
+    if self.dtype.category == D.COMPLEX:
+        raise RuntimeError("In-place abs is not supported for complex tensors.")
+    return None
+
+
+def _nan_to_num_inplace_guard(self: Tensor):
+    # Integers hold no nan or inf: PyTorch copies the tensor onto itself, which any layout allows.
+    if self.dtype.category <= D.INTEGRAL:
+        self._bump_version()
+        return self
+    return None
+
+
+_guard_inplace(OPS["abs"], _abs_inplace_guard)
+_guard_inplace(OPS["nan_to_num"], _nan_to_num_inplace_guard)
+
+
+# -- square and positive: composites, as in PyTorch ------------------------------------------------
+
+
+def _pow():
+    from ember.core.families import binary
+
+    return binary.pow_
+
+
+square = define("square(Tensor self) -> Tensor", ("pointwise",))
+square_inplace = define("square_(Tensor(a!) self) -> Tensor(a!)", ("pointwise", "inplace"))
+square_out = define("square.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)", ("pointwise", "out"))
+# pow(x, 2): a bool input becomes int64, the promotion with an integer exponent.
+square.register_decomposition(lambda self: _pow().functional(self, 2))
+square_inplace.register_decomposition(lambda self: _pow().inplace(self, 2))
+square_out.register_decomposition(lambda self, *, out: _pow().out(self, 2, out=out))
+
+positive = define("positive(Tensor(a) self) -> Tensor(a)", ())
+
+
+@positive.register_kernel("*")
+def _positive(self: Tensor) -> Tensor:
+    if self.dtype is D.bool_:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return self
+
+
+# -- the Python surface ---------------------------------------------------------------------------
+
+for _name in _TABLE:
+    expose(OPS[_name], _name)
+for _name in ("isnan", "isinf", "isfinite", "nan_to_num", "relu"):
+    expose(OPS[_name], _name)
+for _alias, _target in [
+    ("absolute", "abs"),
+    ("negative", "neg"),
+    ("arcsin", "asin"),
+    ("arccos", "acos"),
+    ("arctan", "atan"),
+    ("fix", "trunc"),
+]:
+    expose(OPS[_target], _alias)
+
+
+def _round_function(input, *, decimals: int | None = None, out: Tensor | None = None) -> Tensor:
+    # Any explicit ``decimals`` (0 included) selects round.decimals, as PyTorch's binding does.
+    ops = OPS["round"] if decimals is None else OPS["round_decimals"]
+    kwargs = {} if decimals is None else {"decimals": decimals}
+    if out is None:
+        return ops.functional(input, **kwargs)
+    return ops.out(input, out=out, **kwargs)
+
+
+def _square_function(input, *, out: Tensor | None = None) -> Tensor:
+    return square(input) if out is None else square_out(input, out=out)
+
+
+def _register_surface() -> None:
+    from ember.core.api import public
+
+    public("round")(_round_function)
+    public("square")(_square_function)
+    public("positive")(positive)
+
+
+_register_surface()
+
+
+@method("round")
+def _round_method(self, *, decimals: int | None = None) -> Tensor:
+    if decimals is None:
+        return OPS["round"].functional(self)
+    return OPS["round_decimals"].functional(self, decimals=decimals)
+
+
+@method("round_")
+def _round_inplace(self, *, decimals: int | None = None) -> Tensor:
+    if decimals is None:
+        return OPS["round"].inplace(self)
+    return OPS["round_decimals"].inplace(self, decimals=decimals)
+
+
+@method("square")
+def _square_method(self) -> Tensor:
+    return square(self)
+
+
+@method("square_")
+def _square_inplace_method(self) -> Tensor:
+    return square_inplace(self)
+
+
+@method("positive", "__pos__")
+def _positive_method(self) -> Tensor:
+    return positive(self)
+
+
+@method("__neg__")
+def _neg_operator(self) -> Tensor:
+    return OPS["neg"].functional(self)
+
+
+@method("__abs__")
+def _abs_operator(self) -> Tensor:
+    return OPS["abs"].functional(self)
+
+
+@method("__invert__")
+def _invert_operator(self) -> Tensor:
+    if self.dtype.category > D.INTEGRAL:
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+    return OPS["bitwise_not"].functional(self)
