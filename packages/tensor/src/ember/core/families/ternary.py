@@ -74,14 +74,16 @@ def _where_method(self, condition, other) -> Tensor:
 # -- clamp ----------------------------------------------------------------------------------------
 
 
-def _check_clamp(name: str, needs_bound: bool):
+def _check_clamp(name: str, needs_bound: bool, scalar_bounds: bool):
     def check(p, inputs, params) -> None:
         if needs_bound and inputs[1] is None and inputs[2] is None:
             raise RuntimeError(f"torch.{name}: At least one of 'min' or 'max' must not be None")
         if p.result.category == D.COMPLEX:
             raise NotImplementedError("clamp is not supported for complex types")
-        if p.result is D.bool_:
-            raise unsupported(name, p.result)
+        # Bool tensors clamp by one bool tensor bound (as or / and), never by scalars or by two bounds.
+        two_bounds = len(inputs) == 3 and inputs[1] is not None and inputs[2] is not None
+        if p.result is D.bool_ and (scalar_bounds or two_bounds):
+            raise unsupported(f"{name}_scalar" if scalar_bounds else name, p.result)
 
     return check
 
@@ -100,7 +102,7 @@ clamp = define_pointwise(
     "clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor",
     _clamp,
     n_inputs=3,
-    check=_check_clamp("clamp", True),
+    check=_check_clamp("clamp", True, True),
     fast=False,
 )
 clamp_tensor = define_pointwise(
@@ -108,28 +110,28 @@ clamp_tensor = define_pointwise(
     _clamp,
     n_inputs=3,
     out_overload="Tensor_out",
-    check=_check_clamp("clamp", True),
+    check=_check_clamp("clamp", True, False),
     fast=False,
 )
 clamp_min = define_pointwise(
-    "clamp_min(Tensor self, Scalar min) -> Tensor", np.maximum, n_inputs=2, check=_check_clamp("clamp_min", False)
+    "clamp_min(Tensor self, Scalar min) -> Tensor", np.maximum, n_inputs=2, check=_check_clamp("clamp_min", False, True)
 )
 clamp_min_tensor = define_pointwise(
     "clamp_min.Tensor(Tensor self, Tensor min) -> Tensor",
     np.maximum,
     n_inputs=2,
     out_overload="Tensor_out",
-    check=_check_clamp("clamp_min", False),
+    check=_check_clamp("clamp_min", False, False),
 )
 clamp_max = define_pointwise(
-    "clamp_max(Tensor self, Scalar max) -> Tensor", np.minimum, n_inputs=2, check=_check_clamp("clamp_max", False)
+    "clamp_max(Tensor self, Scalar max) -> Tensor", np.minimum, n_inputs=2, check=_check_clamp("clamp_max", False, True)
 )
 clamp_max_tensor = define_pointwise(
     "clamp_max.Tensor(Tensor self, Tensor max) -> Tensor",
     np.minimum,
     n_inputs=2,
     out_overload="Tensor_out",
-    check=_check_clamp("clamp_max", False),
+    check=_check_clamp("clamp_max", False, False),
 )
 
 
@@ -183,18 +185,37 @@ def _check_lerp(kernel: str):
     def check(p, inputs, params) -> None:
         start, end, weight = inputs
         for name, value in (("end", end), ("weight", weight)):
+            # A 0-dim weight may differ (and promote); end and a weight with dimensions may not.
             if isinstance(value, Tensor) and value.dtype is not start.dtype and (name == "end" or value.ndim > 0):
                 raise RuntimeError(
-                    f"expected dtype {_dtype_word(start.dtype)} for `{name}` but got dtype {_dtype_word(value.dtype)}"
+                    f"expected dtype {_CPP_NAMES[start.dtype]} for `{name}` but got dtype {_CPP_NAMES[value.dtype]}"
                 )
-        if start.dtype.category < D.FLOATING:
-            raise NotImplementedError(f"\"{kernel}\" not implemented for '{D.SCALAR_TYPE_NAMES[start.dtype]}'")
+        if p.result.category < D.FLOATING:
+            raise NotImplementedError(f"\"{kernel}\" not implemented for '{D.SCALAR_TYPE_NAMES[p.result]}'")
 
     return check
 
 
-def _dtype_word(d: D.dtype) -> str:
-    return str(d).split(".")[-1]
+# How PyTorch's lerp messages spell dtypes (C++ type names).
+_CPP_NAMES = {
+    D.float32: "float",
+    D.float64: "double",
+    D.float16: "c10::Half",
+    D.bfloat16: "c10::BFloat16",
+    D.int8: "signed char",
+    D.int16: "short int",
+    D.int32: "int",
+    D.int64: "long int",
+    D.uint8: "unsigned char",
+    D.bool_: "bool",
+    D.complex64: "c10::complex<float>",
+}
+
+
+def _self_dtype_rule(inputs: tuple) -> tuple[D.dtype, D.dtype]:
+    """lerp.Scalar: the weight does not promote; the result has self's dtype."""
+    d = inputs[0].dtype
+    return d, D.float32 if d in (D.float16, D.bfloat16) else d
 
 
 def _lerp(start, end, weight):
@@ -206,6 +227,7 @@ def _lerp(start, end, weight):
 lerp = define_pointwise(
     "lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor",
     _lerp,
+    _self_dtype_rule,
     n_inputs=3,
     out_overload="Scalar_out",
     check=_check_lerp("lerp_kernel_scalar"),
@@ -261,7 +283,7 @@ def _check_addcdiv(p, inputs, params) -> None:
 
 def _check_value(p, params) -> None:
     if isinstance(params["value"], complex) and p.result.category < D.COMPLEX:
-        raise RuntimeError(f"value cannot be converted to type {_dtype_word(p.result)} without overflow")
+        raise RuntimeError(f"value cannot be converted to type {_CPP_NAMES[p.result]} without overflow")
 
 
 def _value(value, like):
@@ -292,3 +314,41 @@ addcdiv = define_pointwise(
 )
 expose(addcmul, "addcmul")
 expose(addcdiv, "addcdiv")
+
+
+# -- out= dtypes ----------------------------------------------------------------------------------
+# where and clamp (with Scalar bounds) refuse an out= tensor of another dtype, where other pointwise ops cast into it.
+
+
+def _exact_out(ops, expected, message) -> None:
+    for device in ("cpu", "meta"):
+        kernel = ops.out.kernel(device)
+
+        def guarded(*args, out, _kernel=kernel, **kwargs):
+            want = expected(*args, **kwargs)
+            if isinstance(out, Tensor) and out.dtype is not want:
+                raise RuntimeError(message(want, out.dtype))
+            return _kernel(*args, out=out, **kwargs)
+
+        if device == "meta":
+            ops.out.register_meta(guarded)
+        else:
+            ops.out.register_kernel(device)(guarded)
+
+
+def _name(d: D.dtype) -> str:
+    return D.SCALAR_TYPE_NAMES[d]
+
+
+def _clamp_dtype(self, min=None, max=None):
+    return result_type(*(x for x in (self, min, max) if x is not None))
+
+
+_exact_out(
+    where,
+    lambda condition, self, other: _where_rule((condition, self, other))[0],
+    lambda want, got: f"Expected out type to be {_name(want)} but got {_name(got)}",
+)
+# Only the Scalar overloads: clamp.Tensor and friends cast into out= as other pointwise ops do.
+for _ops in (clamp, clamp_min, clamp_max):
+    _exact_out(_ops, _clamp_dtype, lambda want, got: f"Found dtype {_name(got)} but expected {_name(want)}")
