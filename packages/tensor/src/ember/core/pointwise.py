@@ -43,7 +43,7 @@ def _reduced_precision(d: D.dtype) -> D.dtype:
     return D.float32 if d is D.float16 or d is D.bfloat16 else d
 
 
-def result_dtypes(rule, inputs: tuple) -> tuple[D.dtype, D.dtype]:
+def result_dtypes(rule: str | Callable, inputs: tuple) -> tuple[D.dtype, D.dtype]:
     if callable(rule):  # an op's own rule (where promotes only its values, not its condition)
         return rule(inputs)
     common = result_type(*inputs)
@@ -59,7 +59,7 @@ def result_dtypes(rule, inputs: tuple) -> tuple[D.dtype, D.dtype]:
     raise ValueError(f"unknown dtype rule {rule!r}")
 
 
-def plan(rule, inputs: tuple) -> Plan:
+def plan(rule: str | Callable, inputs: tuple) -> Plan:
     inputs = tuple(x for x in inputs if x is not None)  # optional operands left out (clamp's min or max)
     tensors = [t for t in inputs if isinstance(t, Tensor)]
     check_same_device(tensors)

@@ -8,8 +8,11 @@ relative in float64. exp(-x^2) is split as exp(-r^2) exp(-(x-r)(x+r)) with r = x
 because x^2 itself would round and cost accuracy for large x.
 
 ``erfinv`` starts from M. Giles' single-precision approximation (about 1e-7) and refines it with
-Newton steps on erf (or on log erfc for |y| > 0.5, where 1 - |y| is exact and erf is too flat to invert
-accurately); each step doubles the correct digits, so four reach float64 precision.
+Newton steps on erf, or on log erfc for |y| > 0.5, where 1 - |y| is exact and erf is too flat to
+invert accurately. Each step doubles the correct digits: two reach float64 precision in the central
+range, four in the tail, where the guess is poorer.
+
+Each range is computed only on its own elements (boolean indexing), not on all of them.
 
 All functions compute in float64 and return float64; callers round to their dtype once.
 """
@@ -70,46 +73,59 @@ def _erf_small(x: np.ndarray) -> np.ndarray:
     return x * (num + _A[3]) / (den + _B[3])
 
 
-def _erfc_large(y: np.ndarray) -> np.ndarray:
-    """erfc(y) for y >= 0.5 (inf gives 0)."""
-    mid = y <= 4.0
-    # 0.5 < y <= 4
+def _erfc_mid(y: np.ndarray) -> np.ndarray:
+    """erfc(y) exp(y^2) for 0.5 < y <= 4."""
     num, den = _C8 * y, y
     for c, d in zip(_C[:7], _D[:7], strict=True):
         num, den = (num + c) * y, (den + d) * y
-    r_mid = (num + _C[7]) / (den + _D[7])
-    # y > 4: an asymptotic rational in 1/y^2
-    with np.errstate(all="ignore"):
-        z = 1.0 / (y * y)
+    return (num + _C[7]) / (den + _D[7])
+
+
+def _erfc_tail(y: np.ndarray) -> np.ndarray:
+    """erfc(y) exp(y^2) for y > 4: a rational in 1/y^2 (inf and nan pass through as 0 and nan)."""
+    z = 1.0 / (y * y)
     num, den = _P5 * z, z
     for p, q in zip(_P[:4], _Q[:4], strict=True):
         num, den = (num + p) * z, (den + q) * z
-    with np.errstate(all="ignore"):
-        r_tail = (_INV_SQRT_PI - z * (num + _P[4]) / (den + _Q[4])) / y
-    r = np.where(mid, r_mid, r_tail)
+    return (_INV_SQRT_PI - z * (num + _P[4]) / (den + _Q[4])) / y
+
+
+def _erfc_large(y: np.ndarray) -> np.ndarray:
+    """erfc(y) for y > 0.5, inf and nan; each range is computed only on its own elements."""
+    r = np.empty_like(y)
+    mid = y <= 4.0
+    r[mid] = _erfc_mid(y[mid])
+    tail = ~mid
+    r[tail] = _erfc_tail(y[tail])
     rounded = np.trunc(y * 16.0) / 16.0
-    with np.errstate(all="ignore"):
-        scale = np.exp(-rounded * rounded) * np.exp(-(y - rounded) * (y + rounded))
-        return np.where(np.isinf(y), 0.0, scale * r)
+    r *= np.exp(-rounded * rounded) * np.exp(-(y - rounded) * (y + rounded))
+    r[np.isinf(y)] = 0.0
+    return r
 
 
 def erf(x) -> np.ndarray:
     x = np.asarray(x, dtype=np.float64)
+    out = np.empty_like(x)
     y = np.abs(x)
     small = y <= 0.5
     with np.errstate(all="ignore"):
-        big = np.copysign(1.0 - _erfc_large(np.maximum(y, 0.5)), x)
-    return np.where(small, _erf_small(np.where(small, x, 0.0)), big)  # nan falls through to big, still nan
+        out[small] = _erf_small(x[small])
+        big = ~small  # nan included: it stays nan
+        out[big] = np.copysign(1.0 - _erfc_large(y[big]), x[big])
+    return out
 
 
 def erfc(x) -> np.ndarray:
     x = np.asarray(x, dtype=np.float64)
+    out = np.empty_like(x)
     y = np.abs(x)
     small = y <= 0.5
     with np.errstate(all="ignore"):
-        tail = _erfc_large(np.maximum(y, 0.5))
-    result = np.where(x < 0, 2.0 - tail, tail)
-    return np.where(small, 1.0 - _erf_small(np.where(small, x, 0.0)), result)
+        out[small] = 1.0 - _erf_small(x[small])
+        big = ~small
+        tail = _erfc_large(y[big])
+        out[big] = np.where(x[big] < 0, 2.0 - tail, tail)
+    return out
 
 
 def _erfinv_guess(y: np.ndarray) -> np.ndarray:
@@ -131,22 +147,23 @@ def _erfinv_guess(y: np.ndarray) -> np.ndarray:
 
 def erfinv(y) -> np.ndarray:
     y = np.asarray(y, dtype=np.float64)
-    inside = np.abs(y) < 1.0
+    a = np.abs(y)
+    out = np.where(a == 1.0, np.copysign(np.inf, y), np.nan)  # |y| > 1 and nan give nan
     with np.errstate(all="ignore"):
-        t = np.where(inside, y, 0.0)
+        central = a <= 0.5
+        t = y[central]
         x = _erfinv_guess(t)
-        a = np.abs(t)
-        tail = a > 0.5
-        log_rest = np.log(np.where(tail, 1.0 - a, 1.0))
+        for _ in range(2):  # Newton on erf(x) = y, from a guess good to about 1e-7
+            x = x - (erf(x) - t) / (_TWO_OVER_SQRT_PI * np.exp(-x * x))
+        out[central] = x
+        tail = (a > 0.5) & (a < 1.0)
+        t = y[tail]
+        x = np.abs(_erfinv_guess(t))
+        log_rest = np.log(1.0 - np.abs(t))
         for _ in range(4):
-            # Newton on erf(x) = y; where erf is flat, on log(erfc(|x|)) = log(1 - |y|), which is
-            # nearly linear in |x| so that the guess's tail error (Giles' fit ends near 1 - 2^-24)
-            # does not slow it down.
-            ax = np.abs(x)
-            slope = _TWO_OVER_SQRT_PI * np.exp(-x * x)
-            c = erfc(ax)
-            step_tail = np.sign(t) * (np.log(c) - log_rest) * c / slope
-            step_mid = (erf(x) - t) / slope
-            x = x + np.where(tail, step_tail, -step_mid)
-    edge = np.where(y == 1.0, np.inf, np.where(y == -1.0, -np.inf, np.nan))
-    return np.where(inside, x, edge)
+            # Newton on log(erfc(x)) = log(1 - |y|), nearly linear in x, so that the guess's error in
+            # the far tail (Giles' fit ends near 1 - 2^-24) does not slow it down.
+            c = erfc(x)
+            x = x + (np.log(c) - log_rest) * c / (_TWO_OVER_SQRT_PI * np.exp(-x * x))
+        out[tail] = np.copysign(x, t)
+    return out
