@@ -56,6 +56,8 @@ def clamp_samples(dtype: str, rng) -> list[Sample]:
     out.append(Sample((a,), {"min": lo}, name="tensor min"))
     out.append(Sample((a,), {"max": make((), _other(dtype), rng)}, name="0-dim max of another dtype"))
     out.append(Sample((make((4,), dtype, rng),), {"min": make((2, 4), dtype, rng)}, name="broadcast bigger"))
+    # A 0-dim tensor beside a number is taken as a number (the Scalar overload).
+    out.append(Sample((a,), {"min": make((), _other(dtype), rng), "max": 5}, name="0-dim tensor and number"))
     if dtype in FLOATS:
         edges = T(np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, 5.0], a.array.dtype))
         out.append(Sample((edges,), {"min": -1.0, "max": 1.0}, name="edges"))
@@ -70,6 +72,7 @@ def clamp_errors():
         ErrorSample(Sample((T(np.ones((2,), np.bool_)),), {"min": True}), NotImplementedError, "Bool"),
         ErrorSample(Sample((x,), {"min": 1, "out": T(np.zeros((2,), np.float64))}), RuntimeError, "Found dtype Double"),
         ErrorSample(Sample((T(np.ones((2,), np.complex64)),), {"max": 1}), NotImplementedError, "complex"),
+        ErrorSample(Sample((x,), {"min": x, "max": 2}), TypeError, "invalid combination"),
     ]
 
 
@@ -106,6 +109,7 @@ def lerp_errors():
     return [
         ErrorSample(Sample((f, d, 0.5)), RuntimeError, "expected dtype float for `end`"),
         ErrorSample(Sample((i, i, 0.5)), NotImplementedError, "lerp_kernel_scalar"),
+        ErrorSample(Sample((f, 1.0, 0.5)), TypeError, "must be Tensor"),
     ]
 
 
@@ -139,7 +143,10 @@ def _values(dtype: str):
 def addcdiv_errors():
     i = T(np.ones((2,), np.int64))
     f = T(np.ones((2,), np.float32))
-    return [ErrorSample(Sample((f, i, i)), RuntimeError, "Integer division with addcdiv")]
+    return [
+        ErrorSample(Sample((f, i, i)), RuntimeError, "Integer division with addcdiv"),
+        ErrorSample(Sample((f, f, 2.0)), TypeError, "must be Tensor"),
+    ]
 
 
 def _call(name):

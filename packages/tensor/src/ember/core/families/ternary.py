@@ -136,20 +136,54 @@ clamp_max_tensor = define_pointwise(
 
 
 def _pick(scalar_ops, tensor_ops, *bounds):
-    return tensor_ops if any(isinstance(b, Tensor) for b in bounds) else scalar_ops
+    """The Tensor overload when a bound is a tensor.
+
+    As in PyTorch's binding, a tensor mixed with a number selects the Scalar overload, which takes a
+    0-dim tensor as a number (see ``_as_numbers``); any other mix is refused.
+    """
+    given = [b for b in bounds if b is not None]
+    tensors = [isinstance(b, Tensor) for b in given]
+    if not any(tensors):
+        return scalar_ops
+    if all(tensors):
+        return tensor_ops
+    if any(isinstance(b, Tensor) and b.ndim != 0 for b in given):
+        kinds = ", ".join("Tensor" if isinstance(b, Tensor) else type(b).__name__ for b in given)
+        raise TypeError(
+            f"{scalar_ops.functional.name}() received an invalid combination of arguments - got (Tensor, {kinds}): "
+            "bounds must be all tensors, or numbers and 0-dim tensors"
+        )
+    return scalar_ops
+
+
+def _as_numbers(ops, bounds: tuple) -> tuple:
+    if ops is clamp or ops is clamp_min or ops is clamp_max:
+        return tuple(_number(b) if isinstance(b, Tensor) else b for b in bounds)
+    return bounds
+
+
+_PLACEHOLDERS = {D.BOOL: True, D.INTEGRAL: 1, D.FLOATING: 1.0, D.COMPLEX: 1j}
+
+
+def _number(t: Tensor):
+    # A tensor without data (meta) stands for a number of its kind: the result's dtype depends on that alone.
+    return t.item() if t._array is not None else _PLACEHOLDERS[t.dtype.category]
 
 
 def _clamp_function(input, min=None, max=None, *, out: Tensor | None = None) -> Tensor:
     ops = _pick(clamp, clamp_tensor, min, max)
+    min, max = _as_numbers(ops, (min, max))
     return ops.functional(input, min, max) if out is None else ops.out(input, min, max, out=out)
 
 
 def _clamp_method(self, min=None, max=None) -> Tensor:
-    return _pick(clamp, clamp_tensor, min, max).functional(self, min, max)
+    ops = _pick(clamp, clamp_tensor, min, max)
+    return ops.functional(self, *_as_numbers(ops, (min, max)))
 
 
 def _clamp_inplace(self, min=None, max=None) -> Tensor:
-    return _pick(clamp, clamp_tensor, min, max).inplace(self, min, max)
+    ops = _pick(clamp, clamp_tensor, min, max)
+    return ops.inplace(self, *_as_numbers(ops, (min, max)))
 
 
 public("clamp", "clip")(_clamp_function)
@@ -243,20 +277,26 @@ lerp_tensor = define_pointwise(
 )
 
 
+def _lerp_ops(end, weight):
+    if not isinstance(end, Tensor):
+        raise TypeError(f"lerp(): argument 'end' (position 2) must be Tensor, not {type(end).__name__}")
+    return _pick(lerp, lerp_tensor, weight)
+
+
 @public("lerp")
 def lerp_function(input, end, weight, *, out: Tensor | None = None) -> Tensor:
-    ops = _pick(lerp, lerp_tensor, weight)
+    ops = _lerp_ops(end, weight)
     return ops.functional(input, end, weight) if out is None else ops.out(input, end, weight, out=out)
 
 
 @method("lerp")
 def _lerp_method(self, end, weight) -> Tensor:
-    return _pick(lerp, lerp_tensor, weight).functional(self, end, weight)
+    return _lerp_ops(end, weight).functional(self, end, weight)
 
 
 @method("lerp_")
 def _lerp_inplace(self, end, weight) -> Tensor:
-    return _pick(lerp, lerp_tensor, weight).inplace(self, end, weight)
+    return _lerp_ops(end, weight).inplace(self, end, weight)
 
 
 # -- addcmul and addcdiv -------------------------------------------------------------------------
@@ -312,8 +352,8 @@ addcdiv = define_pointwise(
     check=_check_addcdiv,
     fast=False,
 )
-expose(addcmul, "addcmul")
-expose(addcdiv, "addcdiv")
+expose(addcmul, "addcmul", tensors_only=True)
+expose(addcdiv, "addcdiv", tensors_only=True)
 
 
 # -- out= dtypes ----------------------------------------------------------------------------------
