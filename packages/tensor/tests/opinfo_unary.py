@@ -89,8 +89,15 @@ UNIT = unary_samples(low=-1, high=1, edges=(1.0 - 1e-3, -1.0 + 1e-3, 1.25, -1.25
 
 OPS = [
     op("abs", errors=_errors(([True], np.bool_, {}, NotImplementedError, "abs_cpu"))),
-    op("neg", errors=_errors(([True], np.bool_, {}, RuntimeError, "Negation"))),
-    op("exp"),
+    op(
+        "neg",
+        errors=_errors(
+            ([True], np.bool_, {}, RuntimeError, "Negation"),
+            # dtype-keeping ops want out= of the input's dtype exactly; float ops take any castable one.
+            ([1.0], np.float32, {"out": T(np.zeros(1, np.float64))}, RuntimeError, "Found dtype Double but expected"),
+        ),
+    ),
+    op("exp", errors=_errors(([1], np.int64, {"out": T(np.zeros(1, np.int64))}, RuntimeError, "can't be cast"))),
     op("exp2"),
     op("expm1"),
     op("log", samples=unary_samples(low=0, high=9, edges=(1e-30, 5e-324, -1e-30))),
@@ -135,7 +142,10 @@ OPS = [
     op("isnan", inplace=False, out=False),
     op("isinf", inplace=False, out=False),
     op("isfinite", inplace=False, out=False),
-    op("nan_to_num"),
+    op(
+        "nan_to_num",
+        errors=_errors(([1.0], np.float16, {"out": T(np.zeros(1, np.float32))}, RuntimeError, "should be same as")),
+    ),
     OpInfo(
         "nan_to_num_args",
         lambda lib, *a, **k: lib.nan_to_num(*a, **k),

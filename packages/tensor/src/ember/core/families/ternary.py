@@ -13,6 +13,7 @@ import numpy as np
 
 from ember.core import dtypes as D
 from ember.core.api import method, public
+from ember.core.families.unary import exact_out
 from ember.core.pointwise import define_pointwise, expose, unsupported
 from ember.core.promotion import result_type
 from ember.core.tensor import Tensor
@@ -360,22 +361,6 @@ expose(addcdiv, "addcdiv", tensors_only=True)
 # where and clamp (with Scalar bounds) refuse an out= tensor of another dtype, where other pointwise ops cast into it.
 
 
-def _exact_out(ops, expected, message) -> None:
-    for device in ("cpu", "meta"):
-        kernel = ops.out.kernel(device)
-
-        def guarded(*args, out, _kernel=kernel, **kwargs):
-            want = expected(*args, **kwargs)
-            if isinstance(out, Tensor) and out.dtype is not want:
-                raise RuntimeError(message(want, out.dtype))
-            return _kernel(*args, out=out, **kwargs)
-
-        if device == "meta":
-            ops.out.register_meta(guarded)
-        else:
-            ops.out.register_kernel(device)(guarded)
-
-
 def _name(d: D.dtype) -> str:
     return D.SCALAR_TYPE_NAMES[d]
 
@@ -384,11 +369,11 @@ def _clamp_dtype(self, min=None, max=None):
     return result_type(*(x for x in (self, min, max) if x is not None))
 
 
-_exact_out(
+exact_out(
     where,
     lambda condition, self, other: _where_rule((condition, self, other))[0],
     lambda want, got: f"Expected out type to be {_name(want)} but got {_name(got)}",
 )
 # Only the Scalar overloads: clamp.Tensor and friends cast into out= as other pointwise ops do.
 for _ops in (clamp, clamp_min, clamp_max):
-    _exact_out(_ops, _clamp_dtype, lambda want, got: f"Found dtype {_name(got)} but expected {_name(want)}")
+    exact_out(_ops, _clamp_dtype, lambda want, got: f"Found dtype {_name(got)} but expected {_name(want)}")

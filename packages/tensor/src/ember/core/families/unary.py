@@ -306,6 +306,57 @@ _guard_inplace(OPS["abs"], _abs_inplace_guard)
 _guard_inplace(OPS["nan_to_num"], _nan_to_num_inplace_guard)
 
 
+def exact_out(ops, expected, message) -> None:
+    """Refuse an ``out=`` tensor whose dtype is not ``expected(*args, **kwargs)`` (None: any castable one).
+
+    PyTorch's dtype-keeping ops (abs, neg, rounding, activations) check the out dtype exactly, where
+    the ops that compute in float (exp, sin) accept any dtype the result can be cast to.
+    """
+    for device in ("cpu", "meta"):
+        kernel = ops.out.kernel(device)
+
+        def guarded(*args, out, _kernel=kernel, **kwargs):
+            want = expected(*args, **kwargs)
+            if want is not None and isinstance(out, Tensor) and out.dtype is not want:
+                raise RuntimeError(message(want, out.dtype))
+            return _kernel(*args, out=out, **kwargs)
+
+        if device == "meta":
+            ops.out.register_meta(guarded)
+        else:
+            ops.out.register_kernel(device)(guarded)
+
+
+def _found(want: D.dtype, got: D.dtype) -> str:
+    return f"Found dtype {D.SCALAR_TYPE_NAMES[got]} but expected {D.SCALAR_TYPE_NAMES[want]}"
+
+
+def _same_as_input(self, *args, **kwargs):
+    return self.dtype if isinstance(self, Tensor) else None
+
+
+def _same_unless_complex(self, *args, **kwargs):
+    # These refuse complex inputs before they look at out= (NotImplementedError, not the dtype error).
+    return None if self.dtype.category == D.COMPLEX else self.dtype
+
+
+for _name in ("neg", "round", "round_decimals", "frac", "bitwise_not"):
+    exact_out(OPS[_name], _same_as_input, _found)
+for _name in ("floor", "ceil", "trunc", "sign"):
+    exact_out(OPS[_name], _same_unless_complex, _found)
+for _name in ("gelu", "silu", "mish"):
+    exact_out(OPS[_name], _same_as_input, _found)
+# abs of a complex tensor is lenient: its float result casts into any out= it fits.
+exact_out(OPS["abs"], lambda self: None if self.dtype.category == D.COMPLEX else self.dtype, _found)
+exact_out(
+    OPS["nan_to_num"],
+    _same_as_input,
+    lambda want, got: (
+        f"nan_to_num: dtype of out: {D.SCALAR_TYPE_NAMES[got]} should be same as input: {D.SCALAR_TYPE_NAMES[want]}"
+    ),
+)
+
+
 # -- square and positive: composites, as in PyTorch ------------------------------------------------
 
 
