@@ -64,6 +64,11 @@ def where_function(condition, input=None, other=None, *, out: Tensor | None = No
         return functions["nonzero"](condition, as_tuple=True)
     if out is None:
         return where.functional(condition, input, other)
+    for position, (name, value) in enumerate((("input", input), ("other", other)), start=2):
+        if not isinstance(value, Tensor):  # where.self_out takes tensors only
+            raise TypeError(
+                f"where(): argument '{name}' (position {position}) must be Tensor, not {type(value).__name__}"
+            )
     return where.out(condition, input, other, out=out)
 
 
@@ -366,7 +371,8 @@ def _name(d: D.dtype) -> str:
 
 
 def _clamp_dtype(self, min=None, max=None):
-    return result_type(*(x for x in (self, min, max) if x is not None))
+    d = result_type(*(x for x in (self, min, max) if x is not None))
+    return None if d.category == D.COMPLEX else d  # refused as complex before out= is looked at
 
 
 exact_out(
