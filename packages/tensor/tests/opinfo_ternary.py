@@ -25,12 +25,21 @@ def where_samples(dtype: str, rng) -> list[Sample]:
             cond = make(a_shape, "bool", rng)
             out.append(Sample((cond, a, make(b_shape, dtype, rng)), name=f"{cond} ? {a} : [{b_shape}]"))
     cond, a = make((3, 4), "bool", rng, layout="transposed"), make((3, 4), dtype, rng)
+    out.append(Sample((cond, a, make((4,), _other(dtype), rng)), name="mixed dtypes"))
+    out.append(Sample((cond, a, make((), "int64", rng)), name="0-dim int64 other"))
+    out.append(Sample((make((3, 4), "uint8", rng, low=0, high=2), a, a), name="uint8 condition"))
+    return out
+
+
+def where_scalar_samples(dtype: str, rng) -> list[Sample]:
+    """Numbers for input or other (PyTorch's Scalar overloads, which have no out= form)."""
+    out = []
+    cond, a = make((3, 4), "bool", rng, layout="transposed"), make((3, 4), dtype, rng)
     for scalar in (2, -1.5, True):
         out.append(Sample((cond, a, scalar), name=f"? {a} : {scalar!r}"))
         out.append(Sample((cond, scalar, a), name=f"? {scalar!r} : {a}"))
-    out.append(Sample((cond, a, make((4,), _other(dtype), rng)), name="mixed dtypes"))
-    out.append(Sample((cond, a, make((), "int64", rng)), name="0-dim int64 other"))
     out.append(Sample((make((3, 4), "uint8", rng, low=0, high=2), a, 0), name="uint8 condition"))
+    out.append(Sample((make((2, 1), "bool", rng), 1.5, 0), name="two numbers"))
     return out
 
 
@@ -39,6 +48,7 @@ def where_errors():
     return [
         ErrorSample(Sample((x, x, x)), RuntimeError, "boolean tensor"),
         ErrorSample(Sample((cond, x, x), {"out": T(np.zeros((2,), np.int64))}), RuntimeError, "Expected out type"),
+        ErrorSample(Sample((cond, x, 1.0), {"out": T(np.zeros((2,), np.float32))}), TypeError, "must be Tensor"),
     ]
 
 
@@ -159,12 +169,8 @@ def _inplace(name):
 
 OPS = [
     OpInfo("where", _call("where"), ALL, where_samples, errors=where_errors, out=True),
-    OpInfo(
-        "where_method",
-        lambda lib, c, a, b: a.where(c, b) if not isinstance(a, int | float | bool) else lib.where(c, a, b),
-        ALL,
-        where_samples,
-    ),
+    OpInfo("where_scalars", _call("where"), ALL, where_scalar_samples),
+    OpInfo("where_method", lambda lib, c, a, b: a.where(c, b), ALL, where_samples),
     OpInfo("clamp", _call("clamp"), ALL, clamp_samples, errors=clamp_errors, inplace=_inplace("clamp"), out=True),
     OpInfo("clip", _call("clip"), ("float32", "int64"), clamp_samples, inplace=_inplace("clip"), out=True),
     OpInfo("clamp_min", _call("clamp_min"), ALL, one_bound_samples, inplace=_inplace("clamp_min"), out=True),
