@@ -35,6 +35,10 @@ def unary_samples(low=-9, high=9, edges=(), params=({},)):
             with np.errstate(over="ignore"):  # values beyond float16's range are meant to become inf
                 values = np.array([*EDGES, *edges], dtype=np.float64).astype(NP_DTYPES[dtype])
             out.append(Sample((T(values),), dict(params[0]), name="edges"))
+        elif dtype == "complex64":
+            parts = [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 60.0]
+            values = np.array([complex(re, im) for re in parts for im in parts], np.complex64)
+            out.append(Sample((T(values),), dict(params[0]), name="complex edges"))
         elif dtype in INT_EDGES:
             out.append(Sample((T(np.array(INT_EDGES[dtype], NP_DTYPES[dtype])),), dict(params[0]), name="int edges"))
         base = make((5,), dtype, rng, low=low, high=high)

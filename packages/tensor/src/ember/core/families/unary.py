@@ -81,6 +81,21 @@ def _relu(a):
     return np.where(a < 0, np.zeros((), a.dtype), a)  # keeps -0.0 and nan, as clamp_min(x, 0) does
 
 
+def _reciprocal(a):
+    out = np.reciprocal(a)
+    if a.dtype.kind == "c":  # PyTorch's complex 1/0 is inf + nan j (NumPy's: nan + nan j)
+        out = np.where(a == 0, np.asarray(complex(np.inf, np.nan), a.dtype), out)
+    return out
+
+
+def _log1p(a):
+    out = np.log1p(a)
+    if a.dtype.kind == "c":  # an infinite part beside a nan one gives nan + nan j in PyTorch (NumPy: inf + nan j)
+        odd = np.isinf(a.real) & np.isnan(a.imag) | np.isnan(a.real) & np.isinf(a.imag)
+        out = np.where(odd, np.asarray(complex(np.nan, np.nan), a.dtype), out)
+    return out
+
+
 def _rsqrt(a):
     return 1.0 / np.sqrt(a)
 
@@ -196,7 +211,7 @@ _TABLE = {
     "log": (np.log, "int_to_float", None, True),
     "log2": (np.log2, "int_to_float", None, True),
     "log10": (np.log10, "int_to_float", None, True),
-    "log1p": (np.log1p, "int_to_float", None, True),
+    "log1p": (_log1p, "int_to_float", None, True),
     "sqrt": (np.sqrt, "int_to_float", None, True),
     "rsqrt": (_rsqrt, "int_to_float", None, True),
     "sin": (np.sin, "int_to_float", None, True),
@@ -209,7 +224,7 @@ _TABLE = {
     "cosh": (np.cosh, "int_to_float", None, True),
     "tanh": (np.tanh, "int_to_float", None, True),
     "sigmoid": (_sigmoid, "int_to_float", None, True),
-    "reciprocal": (np.reciprocal, "int_to_float", None, True),
+    "reciprocal": (_reciprocal, "int_to_float", None, True),
     "erf": (_float64_via(_erf_f64), "int_to_float", _refuse("erf_vml", D.COMPLEX), True),
     "erfinv": (_float64_via(_erfinv_f64), "int_to_float", _refuse("erfinv_vml", D.COMPLEX), True),
     "floor": (_keep_ints(np.floor), "promote", _chain(_refuse("floor_vml", D.bool_), _no_complex("floor")), True),
