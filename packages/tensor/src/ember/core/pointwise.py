@@ -26,6 +26,7 @@ from ember.core import dtypes as D
 from ember.core.dispatch import OpOverload, define
 from ember.core.layout import broadcast_shapes, contiguous_strides, pointwise_strides
 from ember.core.promotion import can_cast, get_default_dtype, result_type
+from ember.core.quiet import restore, silence
 from ember.core.tensor import Tensor, empty, from_array
 
 NUMBERS = (bool, int, float, complex)
@@ -308,8 +309,11 @@ def _fast_path(compute: Callable, args: tuple, bool_result: bool, params: dict) 
     if type(a) is not Tensor or a.dtype not in _FAST_DTYPES or a._array is None or not a.is_contiguous():
         return None
     if len(args) == 1:
-        with np.errstate(all="ignore"):  # log(0), sqrt(-1): PyTorch gives inf and nan without a warning
+        token = silence()  # log(0), sqrt(-1): PyTorch gives inf and nan without a warning
+        try:
             result = compute(a._array, **params)
+        finally:
+            restore(token)
     else:
         b = args[1]
         if type(b) is Tensor:
@@ -318,8 +322,11 @@ def _fast_path(compute: Callable, args: tuple, bool_result: bool, params: dict) 
             b = b._array
         elif type(b) is not float and type(b) is not int:
             return None
-        with np.errstate(all="ignore"):  # x / 0 gives inf without a warning, as in PyTorch
+        token = silence()  # x / 0 gives inf without a warning, as in PyTorch
+        try:
             result = compute(a._array, b, **params)
+        finally:
+            restore(token)
     return from_array(result, D.bool_ if bool_result else a.dtype)
 
 
