@@ -107,15 +107,21 @@ def values(self: Tensor, as_dtype: D.dtype | None = None) -> np.ndarray:
     return array
 
 
-def finish(self: Tensor, shape: tuple, dtype: D.dtype, compute) -> Tensor:
-    """The result tensor: an empty one on the meta device, else ``compute()`` in ``dtype``."""
+def finish(self: Tensor, shape: tuple, dtype: D.dtype, compute, stride: tuple | None = None) -> Tensor:
+    """The result tensor: an empty one on the meta device, else ``compute()`` in ``dtype``; laid
+    out contiguously unless ``stride`` says otherwise."""
     if self._array is None:
-        return empty(shape, dtype, self.device)
+        return empty(shape, dtype, self.device, stride)
     with np.errstate(all="ignore"):
         array = np.asarray(compute())
     if dtype.category != D.COMPLEX and np.iscomplexobj(array):
         array = array.real
-    return from_array(array.astype(dtype.np, copy=False).reshape(shape), dtype)
+    array = array.astype(dtype.np, copy=False).reshape(shape)
+    if stride is None:
+        return from_array(array, dtype)
+    out = empty(shape, dtype, self.device, stride)
+    np.copyto(out._array, array)
+    return out
 
 
 def write_out(out, result: Tensor) -> Tensor:

@@ -4,8 +4,8 @@ ord inf/-inf are the max/min of ``|x|``, 0 counts the nonzero elements, any othe
 ``sum(|x|**p) ** (1/p)``. Powers are taken in the input's compute dtype (float32 for float32 and the
 half types, as PyTorch's kernel does, so squares of 1e30 overflow to inf there too); sums accumulate
 in float64. The result dtype is the real dtype of ``dtype=`` (or of the input). ``ember.norm`` is
-PyTorch's deprecated front end: 'fro' and numbers go to ``vector_norm``; matrix norms ('nuc', or
-'fro' over three or more dims) are outside the tensor core.
+PyTorch's deprecated front end: 'fro' and numbers go to ``vector_norm``, 'nuc' to ``nuclear_norm``
+(the sum of singular values over two dims, by NumPy's SVD); other matrix norms are not here.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from ember.core import dtypes as D
 from ember.core import reduction as R
 from ember.core.api import method, public
 from ember.core.dispatch import define
+from ember.core.layout import contiguous_strides, normalize_dim
 from ember.core.pointwise import type_name
 from ember.core.promotion import promote_types
 from ember.core.tensor import Tensor
@@ -141,8 +142,84 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
         R.plan(input, dims, keepdim)  # duplicate or out-of-range dims raise as in PyTorch
         if p != "nuc":
             raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")
-        raise NotImplementedError("ember.norm(p='nuc'): the nuclear norm needs linalg.matrix_norm, which ember lacks")
+        return _nuclear_front(input, dims, keepdim, dtype, out)
     return vector_norm(input, 2.0 if p is None else p, dims, keepdim, dtype=dtype, out=out)
+
+
+# -- the nuclear norm ----------------------------------------------------------------------------------
+
+nuclear_norm_op = define("nuclear_norm.dim(Tensor self, int[2] dim, bool keepdim=False) -> Tensor", ("reduction",))
+nuclear_norm_out = define(
+    "nuclear_norm.dim_out(Tensor self, int[2] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)",
+    ("reduction", "out"),
+)
+
+
+def _check_matrix_input(self: Tensor) -> None:
+    if self.dtype.category < D.FLOATING:
+        raise RuntimeError(
+            f"linalg.matrix_norm: Expected a floating point or complex tensor as input. Got {type_name(self.dtype)}"
+        )
+    if self.dtype.itemsize == 2:
+        raise RuntimeError(f"linalg.matrix_norm: Low precision dtypes not supported. Got {type_name(self.dtype)}")
+
+
+def _nuclear_norm(self: Tensor, dim, keepdim: bool = False) -> Tensor:
+    _check_matrix_input(self)
+    dims = R.as_dims(dim)
+    if dims is None or len(dims) != 2:
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, dims or ()))}")
+    first, second = (normalize_dim(d, self.ndim) for d in dims)
+    if first == second:
+        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({dims[0]}, {dims[1]})")
+    plan = R.plan(self, (first, second), keepdim)
+
+    def compute():
+        matrices = np.moveaxis(self._array, (first, second), (-2, -1))
+        if matrices.size == 0:
+            return np.zeros(plan.shape)
+        if not np.all(np.isfinite(matrices)):
+            raise RuntimeError(
+                "linalg.svd: The algorithm failed to converge because the input matrix contained non-finite values."
+            )
+        return np.linalg.svd(matrices, compute_uv=False).sum(-1)
+
+    # PyTorch computes the norm without keepdim, then gives the kept size-1 dims stride 1.
+    stride = None
+    if keepdim:
+        inner = iter(contiguous_strides(R.plan(self, (first, second), False).shape))
+        stride = tuple(1 if i in (first, second) else next(inner) for i in range(self.ndim))
+    return R.finish(self, plan.shape, self.dtype.to_real(), compute, stride)
+
+
+def _nuclear_norm_out(self: Tensor, dim, keepdim: bool = False, *, out) -> Tensor:
+    result = _nuclear_norm(self, dim, keepdim)
+    if isinstance(out, Tensor) and out.dtype is not result.dtype:
+        raise RuntimeError(
+            f"linalg.matrix_norm expected out tensor dtype {type_name(result.dtype)} but got: {type_name(out.dtype)}"
+        )
+    return R.write_out(out, result)
+
+
+for _op, _fn in ((nuclear_norm_op, _nuclear_norm), (nuclear_norm_out, _nuclear_norm_out)):
+    _op.register_kernel("cpu")(_fn)
+    _op.register_meta(_fn)
+
+
+def _nuclear_front(input: Tensor, dims: list, keepdim: bool, dtype, out):
+    """``norm(p='nuc')``: PyTorch's ``linalg.matrix_norm`` checks, then ``nuclear_norm``."""
+    _check_matrix_input(input)
+    dtype = R.check_dtype_arg(dtype)
+    if dtype is not None and dtype is not input.dtype:
+        if promote_types(input.dtype, dtype) is not dtype:
+            raise RuntimeError(
+                f"linalg.matrix_norm: the dtype of the input ({type_name(input.dtype)}) should be convertible without "
+                f"narrowing to the specified dtype ({type_name(dtype)})"
+            )
+        input = input.to(dtype)
+    if out is not None:
+        return nuclear_norm_out(input, dims, keepdim, out=out)
+    return nuclear_norm_op(input, dims, keepdim)
 
 
 @method("norm")
