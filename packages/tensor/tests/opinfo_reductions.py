@@ -27,7 +27,7 @@ def dim_options(ndim: int, multi: bool = True, none: bool = True) -> list[dict]:
     if ndim >= 3 and multi:
         options.append({"dim": (2,), "keepdim": True})
     if none:
-        options += [{"dim": None, "keepdim": True}, {}]
+        options += [{"dim": None, "keepdim": True}, {"dim": ()}, {}]
     return options
 
 

@@ -33,16 +33,48 @@ def as_dims(dim, name: str = "dim"):
     if dim is None:
         return None
     if isinstance(dim, int | np.integer | Tensor) and not isinstance(dim, bool):
-        return (_as_int(dim, name),)
+        return (as_int(dim, name),)
     if isinstance(dim, list | tuple):
-        return tuple(_as_int(d, name) for d in dim)
+        return tuple(as_int(d, name) for d in dim)
     raise TypeError(f"argument '{name}' must be tuple of ints, not {type(dim).__name__}")
 
 
-def _as_int(value, name: str) -> int:
+def as_int(value, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int | np.integer | Tensor):
         raise TypeError(f"argument '{name}' must be tuple of ints, but found element of type {type(value).__name__}")
     return operator.index(value)
+
+
+def dims_arg(dim, name: str) -> None:
+    """TypeError for a ``dim`` that PyTorch's argument parser refuses (a float, a bool, ...)."""
+    try:
+        as_dims(dim)
+    except TypeError as error:
+        raise TypeError(f"{name}(): {error}") from None
+
+
+def int_dim_arg(dim, name: str) -> int:
+    """A ``dim`` that must be a single int (``prod``, ``argmax``, ``max``)."""
+    if isinstance(dim, bool) or not isinstance(dim, int | np.integer):
+        raise TypeError(f"{name}(): argument 'dim' must be int, not {type(dim).__name__}")
+    return int(dim)
+
+
+def keepdim_arg(keepdim, position: int = 3) -> bool:
+    if not isinstance(keepdim, bool):
+        raise TypeError(f"argument 'keepdim' (position {position}) must be bool, not {type(keepdim).__name__}")
+    return keepdim
+
+
+def both_devices(op):
+    """Register one function as the op's CPU and meta kernel (it branches on having data)."""
+
+    def register(fn):
+        op.register_kernel("cpu")(fn)
+        op.register_meta(fn)
+        return fn
+
+    return register
 
 
 def plan(self: Tensor, dim, keepdim: bool, empty_means_all: bool = True) -> Plan:
