@@ -122,6 +122,8 @@ def _extrema_errors(name):
             *_dim_errors(),
             ErrorSample(Sample((EMPTY,), {}), RuntimeError, "numel\\(\\) == 0"),
             ErrorSample(Sample((EMPTY,), {"dim": 0}), IndexError, "non-zero size"),
+            # An empty dim is reported before a repeated one.
+            ErrorSample(Sample((EMPTY,), {"dim": (1, 0, -2)}), IndexError, "non-zero size"),
             ErrorSample(Sample((T(np.ones(2, np.complex64)),), {}), NotImplementedError, "not implemented"),
         ]
 
@@ -370,7 +372,12 @@ OPS = [
         "logsumexp",
         lambda lib, x, dim=0, **k: lib.logsumexp(x, dim, **k),
         ALL,
-        reduction_samples(lambda n: [{"dim": 0}, {"dim": -1, "keepdim": True}] + ([{"dim": (0, 1)}] if n >= 2 else [])),
+        reduction_samples(
+            lambda n: (
+                [{"dim": 0}, {"dim": -1, "keepdim": True}, {"dim": ()}, {"dim": (), "keepdim": True}]
+                + ([{"dim": (0, 1)}] if n >= 2 else [])
+            )
+        ),
         errors=_logsumexp_errors,
         out=True,
     ),

@@ -18,7 +18,7 @@ from ember.core.api import method, public
 from ember.core.dispatch import define
 from ember.core.dispatch import ops as _ops
 from ember.core.families.binary import maximum, minimum
-from ember.core.layout import numel
+from ember.core.layout import normalize_dim, numel
 from ember.core.pointwise import type_name, unsupported
 from ember.core.promotion import can_cast
 from ember.core.tensor import Tensor
@@ -33,6 +33,10 @@ _NO_DIM = object()
 
 def _extreme(name: str, ufunc, kernel_name: str):
     def kernel(self: Tensor, dim=(), keepdim: bool = False) -> Tensor:
+        # PyTorch checks each named dim for emptiness before it looks for repeated dims.
+        for d in R.as_dims(dim) or ():
+            if self._shape and self._shape[normalize_dim(d, self.ndim)] == 0:
+                raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
         p = R.plan(self, dim, keepdim)
         R.check_nonempty(self, p, name, dim)
         if self.dtype.category == D.COMPLEX and numel(p.shape):  # an empty result runs no kernel

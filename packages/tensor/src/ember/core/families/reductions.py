@@ -223,8 +223,9 @@ logsumexp_out = define(
 @R.both_devices(logsumexp_op)
 def _logsumexp(self: Tensor, dim, keepdim: bool = False) -> Tensor:
     result = self.dtype if self.dtype.category >= D.FLOATING else get_default_dtype()
-    if R.as_dims(dim) == () and self.ndim > 0:
-        # PyTorch reduces everything but then cannot add the kept maxima back: an error there too.
+    if R.as_dims(dim) == () and not keepdim and self.ndim > 0 and self.numel() > 0:
+        # PyTorch reduces everything but cannot add the maxima (kept as [1, 1, ...]) back into a
+        # 0-dim result: an error there too. Empty inputs take another path in PyTorch and work.
         raise RuntimeError(f"output with shape [] doesn't match the broadcast shape {[1] * self.ndim}")
     p = R.plan(self, dim, keepdim)
 
