@@ -32,6 +32,8 @@ def as_dims(dim, name: str = "dim"):
     """``dim`` as None or a tuple of ints; TypeError for anything PyTorch's ``int[1]?`` refuses."""
     if dim is None:
         return None
+    if type(dim) is int:  # the common case, first
+        return (dim,)
     if isinstance(dim, int | np.integer | Tensor) and not isinstance(dim, bool):
         return (as_int(dim, name),)
     if isinstance(dim, list | tuple):
@@ -40,6 +42,8 @@ def as_dims(dim, name: str = "dim"):
 
 
 def as_int(value, name: str) -> int:
+    if type(value) is int:
+        return value
     if isinstance(value, bool) or not isinstance(value, int | np.integer | Tensor):
         raise TypeError(f"argument '{name}' must be tuple of ints, but found element of type {type(value).__name__}")
     return operator.index(value)
