@@ -211,3 +211,32 @@ def test_nuclear_norm_dtype_and_out():
     assert_close(out, torch.norm(theirs_x, "nuc"))
     with pytest.raises(RuntimeError):
         ember.norm(ours_x, "nuc", out=ember.empty(0, dtype=ember.float64))
+
+
+@needs_torch
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda lib, x: lib.sum(x, axis=0),
+        lambda lib, x: x.sum(axis=1, keepdims=True),
+        lambda lib, x: x.mean(axis=1),
+        lambda lib, x: x.max(axis=0),
+        lambda lib, x: x.amax(axis=0, keepdims=True),
+        lambda lib, x: x.argmax(axis=1),
+        lambda lib, x: x.std(axis=0),
+        lambda lib, x: lib.var_mean(x, axis=0),
+        lambda lib, x: x.cumsum(axis=0),
+        lambda lib, x: x.all(axis=0),
+        lambda lib, x: x.prod(axis=0),
+        lambda lib, x: lib.logsumexp(x, axis=0),
+        lambda lib, x: x.count_nonzero(axis=0),
+        lambda lib, x: lib.linalg.vector_norm(x, axis=0),
+    ],
+)
+def test_numpy_argument_names(call):
+    ours_x, theirs_x = pair(np.arange(6, dtype=np.float32).reshape(2, 3) - 2)
+    ours, theirs = call(ember, ours_x), call(torch, theirs_x)
+    for a, b in zip(
+        ours if isinstance(ours, tuple) else (ours,), theirs if isinstance(theirs, tuple) else (theirs,), strict=True
+    ):
+        assert_close(a, b)

@@ -10,6 +10,7 @@ an int, a sequence of ints, or None (every dimension); ``()`` also means every d
 
 from __future__ import annotations
 
+import functools
 import operator
 from dataclasses import dataclass
 
@@ -68,6 +69,33 @@ def keepdim_arg(keepdim, position: int = 3) -> bool:
     if not isinstance(keepdim, bool):
         raise TypeError(f"argument 'keepdim' (position {position}) must be bool, not {type(keepdim).__name__}")
     return keepdim
+
+
+def numpy_names(fn):
+    """PyTorch's argument parser also takes NumPy's ``axis`` and ``keepdims`` for ``dim`` and ``keepdim``."""
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        if "axis" in kwargs or "keepdims" in kwargs:
+            for numpy_name, name in (("axis", "dim"), ("keepdims", "keepdim")):
+                if numpy_name in kwargs:
+                    if name in kwargs:
+                        raise TypeError(f"{fn.__name__}() got both '{name}' and its alias '{numpy_name}'")
+                    kwargs[name] = kwargs.pop(numpy_name)
+        return fn(*args, **kwargs)
+
+    return call
+
+
+def accept_numpy_names(names: tuple, functions: bool = True, methods: bool = True) -> None:
+    """Wrap the registered ``ember.<name>`` and ``Tensor.<name>`` with ``numpy_names``."""
+    from ember.core import api
+
+    for name in names:
+        if functions and name in api.functions:
+            api.functions[name] = numpy_names(api.functions[name])
+        if methods and name in api.methods:
+            api.methods[name] = numpy_names(api.methods[name])
 
 
 def both_devices(op):

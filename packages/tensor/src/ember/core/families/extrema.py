@@ -263,5 +263,8 @@ _max_like("max", "max_values")
 _max_like("min", "min_indices")
 
 
+R.accept_numpy_names(("amax", "amin", "argmax", "argmin", "max", "min"))
+
+
 # Importing it here offers ``ember.return_types`` (PyTorch's ``torch.return_types``) with the core.
 import ember.return_types  # noqa: E402, F401

@@ -119,6 +119,7 @@ vector_norm_op.register_meta(_vector_norm)
 vector_norm_out.register_meta(_vector_norm_out)
 
 
+@R.numpy_names
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     """``ember.linalg.vector_norm``: the ``ord``-norm of ``x`` over ``dim`` (every dimension by default)."""
     if isinstance(ord, str):

@@ -362,3 +362,6 @@ def logsumexp(input, dim, keepdim=False, *, out=None):
 @method("logsumexp")
 def _logsumexp_method(self, dim, keepdim=False):
     return logsumexp(self, dim, keepdim)
+
+
+R.accept_numpy_names(("sum", "mean", "prod", "all", "any", "count_nonzero", "logsumexp"))

@@ -82,3 +82,6 @@ def _scan(name: str, ufunc):
 
 cumsum = _scan("cumsum", np.add)
 cumprod = _scan("cumprod", np.multiply)
+
+
+R.accept_numpy_names(("cumsum", "cumprod", "cumsum_", "cumprod_"))

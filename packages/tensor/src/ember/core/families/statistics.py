@@ -187,3 +187,6 @@ def _surface(name: str):
 
 _surface("var")
 _surface("std")
+
+
+R.accept_numpy_names(("var", "std", "var_mean", "std_mean"))
