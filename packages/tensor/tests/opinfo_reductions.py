@@ -347,6 +347,12 @@ OPS = [
         ("float32", "bfloat16", "int64", "bool"),
         reduction_samples(lambda n: [{"dim": 0, "keepdim": True}, {"dim": -1}]),
     ),
+    OpInfo(
+        "aminmax",
+        lambda lib, x, **k: lib.aminmax(x, **k),
+        ALL,
+        reduction_samples(lambda n: [{}, {"dim": 0}, {"dim": -1, "keepdim": True}, {"keepdim": True}]),
+    ),
     OpInfo("max_binary", lambda lib, a, b, **k: lib.max(a, b, **k), ALL_REAL, _max_binary_samples, out=True),
     OpInfo("min_binary", lambda lib, a, b: a.min(b), ALL_REAL, _max_binary_samples),
     OpInfo(

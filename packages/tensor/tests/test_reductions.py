@@ -64,6 +64,19 @@ def test_max_min_dim_out_tuple(name, keepdim):
 
 
 @needs_torch
+def test_aminmax_out_tuple():
+    ours_x, theirs_x = pair(np.array([[1.0, np.nan, 3.0], [4.0, 4.0, 2.0]], np.float32))
+    outs = (ember.empty(0), ember.empty(0))
+    returned = ember.aminmax(ours_x, dim=0, out=outs)
+    expected = torch.aminmax(theirs_x, dim=0)
+    assert type(returned).__name__ == "aminmax_out" and returned.min is outs[0] and returned[1] is outs[1]
+    assert_close(returned.min, expected.min)
+    assert_close(returned.max, expected.max)
+    with pytest.raises(RuntimeError):
+        ember.aminmax(ours_x, dim=0, out=(ember.empty(0, dtype=ember.float64), ember.empty(0)))
+
+
+@needs_torch
 @pytest.mark.parametrize(
     "call",
     [

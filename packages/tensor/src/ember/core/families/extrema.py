@@ -1,5 +1,5 @@
 """Extrema: ``amax``/``amin``, ``max``/``min`` (of everything, along a dim with indices, and of two
-tensors), ``argmax``/``argmin``, with their ``out=`` forms.
+tensors), ``argmax``/``argmin`` and ``aminmax``, with their ``out=`` forms.
 
 NaN propagates (it is the maximum and the minimum) and indices are the first occurrence, as in
 PyTorch's CPU kernels; NumPy's ``maximum.reduce`` and ``argmax`` agree on both. None of these has an
@@ -181,6 +181,43 @@ max_ops = _max_min("max", np.maximum, np.argmax, maximum, "max_values")
 min_ops = _max_min("min", np.minimum, np.argmin, minimum, "min_indices")
 
 
+# -- aminmax ------------------------------------------------------------------------------------------
+
+aminmax_op = define("aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)", TAGS)
+aminmax_out = define(
+    "aminmax.out(Tensor self, *, int? dim=None, bool keepdim=False, Tensor(a!) min, Tensor(b!) max) "
+    "-> (Tensor(a!) min, Tensor(b!) max)",
+    OUT_TAGS,
+)
+
+
+@R.both_devices(aminmax_op)
+def _aminmax(self: Tensor, *, dim=None, keepdim: bool = False):
+    if dim is None:
+        p = R.plan(self, None, keepdim)
+        if self.numel() == 0:
+            raise RuntimeError(
+                "aminmax(): cannot compute aminmax over an empty dimension as the operation has no identity."
+            )
+    else:
+        p = R.plan(self, R.as_int(dim, "dim"), keepdim)
+        R.check_nonempty(self, p, "aminmax", dim)
+    if self.dtype.category == D.COMPLEX:
+        raise unsupported("aminmax", self.dtype)
+    return return_types.aminmax(
+        R.finish(self, p.shape, self.dtype, lambda: np.minimum.reduce(R.values(self), axis=p.axes)),
+        R.finish(self, p.shape, self.dtype, lambda: np.maximum.reduce(R.values(self), axis=p.axes)),
+    )
+
+
+@R.both_devices(aminmax_out)
+def _aminmax_out(self: Tensor, *, dim=None, keepdim: bool = False, min, max):  # the schema names them so
+    R.check_out_dtype(min, self.dtype)
+    R.check_out_dtype(max, self.dtype)
+    low, high = _aminmax(self, dim=dim, keepdim=keepdim)
+    return return_types.aminmax_out(R.write_out(min, low), R.write_out(max, high))
+
+
 # -- the Python surface -----------------------------------------------------------------------------
 
 _aten = _ops.aten
@@ -263,7 +300,24 @@ _max_like("max", "max_values")
 _max_like("min", "min_indices")
 
 
-R.accept_numpy_names(("amax", "amin", "argmax", "argmin", "max", "min"))
+@public("aminmax")
+def aminmax(input, *, dim=None, keepdim=False, out=None):
+    """``ember.aminmax``: the minimum and maximum together, as ``ember.return_types.aminmax(min, max)``."""
+    if dim is not None:
+        dim = R.int_dim_arg(dim, "aminmax")
+    if out is None:
+        return _aten.aminmax.default(input, dim=dim, keepdim=R.keepdim_arg(keepdim))
+    if not isinstance(out, list | tuple) or len(out) != 2:
+        raise TypeError("aminmax(): out must be a tuple of 2 tensors (min, max)")
+    return _aten.aminmax.out(input, dim=dim, keepdim=R.keepdim_arg(keepdim), min=out[0], max=out[1])
+
+
+@method("aminmax")
+def _aminmax_method(self, *, dim=None, keepdim=False):
+    return aminmax(self, dim=dim, keepdim=keepdim)
+
+
+R.accept_numpy_names(("amax", "amin", "argmax", "argmin", "max", "min", "aminmax"))
 
 
 # Importing it here offers ``ember.return_types`` (PyTorch's ``torch.return_types``) with the core.
