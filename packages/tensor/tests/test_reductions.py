@@ -253,3 +253,15 @@ def test_numpy_argument_names(call):
         ours if isinstance(ours, tuple) else (ours,), theirs if isinstance(theirs, tuple) else (theirs,), strict=True
     ):
         assert_close(a, b)
+
+
+@needs_torch
+def test_return_types_match_pytorchs_fields():
+    import ember.return_types as ours_module
+
+    for name in ours_module.__all__:
+        ours = getattr(ours_module, name)("first", "second")
+        theirs = getattr(torch.return_types, name)(("first", "second"))
+        assert theirs.n_fields == len(ours._fields), name
+        for field in ours._fields:
+            assert getattr(ours, field) == getattr(theirs, field), (name, field)
