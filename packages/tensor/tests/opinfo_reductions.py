@@ -320,6 +320,8 @@ OPS = [
         errors=_mean_errors,
         out=True,
     ),
+    OpInfo("nansum", with_dtype("nansum"), ALL, reduction_samples(extra=_dtype_samples(_sum_targets)), out=True),
+    OpInfo("nanmean", with_dtype("nanmean"), ALL, reduction_samples(extra=_dtype_samples(_mean_targets)), out=True),
     OpInfo(
         "prod",
         with_dtype("prod"),

@@ -1,5 +1,5 @@
-"""Reductions: ``sum``, ``mean``, ``prod``, ``all``/``any``, ``count_nonzero`` and ``logsumexp``, with
-their ``out=`` forms (the extrema are in ``extrema.py``).
+"""Reductions: ``sum``, ``mean``, ``prod``, ``nansum``/``nanmean``, ``all``/``any``, ``count_nonzero``
+and ``logsumexp``, with their ``out=`` forms (the extrema are in ``extrema.py``).
 
 Each overload has one kernel for the CPU and the meta device: it checks the arguments and plans the
 result (``ember.core.reduction``), then, given data, computes it with NumPy. Dtype rules are
@@ -16,7 +16,7 @@ from ember.core import reduction as R
 from ember.core.api import method, public
 from ember.core.dispatch import define
 from ember.core.dispatch import ops as _ops
-from ember.core.pointwise import type_name
+from ember.core.pointwise import type_name, unsupported
 from ember.core.promotion import get_default_dtype
 from ember.core.tensor import Tensor
 
@@ -165,6 +165,78 @@ def _mean_out(self: Tensor, dim, keepdim: bool = False, *, dtype=None, out) -> T
 @R.both_devices(mean_dtype_out)
 def _mean_all_out(self: Tensor, *, dtype=None, out) -> Tensor:
     return _mean_out(self, None, False, dtype=dtype, out=out)
+
+
+# -- nansum, nanmean -------------------------------------------------------------------------------
+
+nansum_op = define(
+    "nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", TAGS
+)
+nansum_out = define(
+    "nansum.out(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) "
+    "-> Tensor(a!)",
+    OUT_TAGS,
+)
+nanmean_op = define(
+    "nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", TAGS
+)
+nanmean_out = define(
+    "nanmean.out(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) "
+    "-> Tensor(a!)",
+    OUT_TAGS,
+)
+
+
+def _without_nan(self: Tensor, result: D.dtype) -> np.ndarray:
+    """The input cast to ``result``, NaNs (of the input) as zeros."""
+    array = R.values(self, result)
+    if self.dtype.category == D.FLOATING:
+        array = np.where(np.isnan(R.values(self)), 0, array)
+    return array
+
+
+@R.both_devices(nansum_op)
+def _nansum(self: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    if self.dtype.category == D.COMPLEX:
+        raise RuntimeError("nansum on CPU does not support complex inputs")
+    p = R.plan(self, dim, keepdim)
+    result = _sum_dtype(self, dtype)
+    if result.category == D.COMPLEX:
+        raise unsupported("nansum", result)
+    return R.finish(
+        self,
+        p.shape,
+        result,
+        lambda: np.add.reduce(_without_nan(self, result), axis=p.axes, dtype=R.accumulator(result)),
+    )
+
+
+R.both_devices(nansum_out)(_with_out_dtype(_nansum))
+
+
+@R.both_devices(nanmean_op)
+def _nanmean(self: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    if self.dtype.category < D.FLOATING:
+        raise RuntimeError(
+            f"nanmean(): expected input to have floating point or complex dtype but got {type_name(self.dtype)}"
+        )
+    if self.dtype.category == D.COMPLEX:
+        raise RuntimeError("nansum on CPU does not support complex inputs")
+    p = R.plan(self, dim, keepdim)
+    result = R.check_dtype_arg(dtype) or self.dtype
+    if result.category == D.COMPLEX:
+        raise unsupported("nansum", result)
+
+    def compute():
+        total = np.add.reduce(_without_nan(self, result), axis=p.axes, dtype=R.accumulator(result))
+        return total / np.add.reduce(~np.isnan(R.values(self)), axis=p.axes, dtype=np.int64)
+
+    return R.finish(self, p.shape, result, compute)
+
+
+@R.both_devices(nanmean_out)
+def _nanmean_out(self: Tensor, dim=None, keepdim: bool = False, *, dtype=None, out) -> Tensor:
+    return R.write_out(out, _nanmean(self, dim, keepdim, dtype=dtype))
 
 
 # -- all, any, count_nonzero ---------------------------------------------------------------------
@@ -364,4 +436,20 @@ def _logsumexp_method(self, dim, keepdim=False):
     return logsumexp(self, dim, keepdim)
 
 
-R.accept_numpy_names(("sum", "mean", "prod", "all", "any", "count_nonzero", "logsumexp"))
+def _nan_surface(name: str, functional, out_op):
+    def fn(input, dim=None, keepdim=False, *, dtype=None, out=None):
+        R.dims_arg(dim, name)
+        if out is not None:
+            return out_op(input, dim, R.keepdim_arg(keepdim), dtype=dtype, out=out)
+        return functional(input, dim, R.keepdim_arg(keepdim), dtype=dtype)
+
+    fn.__name__ = fn.__qualname__ = name
+    public(name)(fn)
+    method(name)(lambda self, dim=None, keepdim=False, *, dtype=None: fn(self, dim, keepdim, dtype=dtype))
+
+
+_nan_surface("nansum", nansum_op, nansum_out)
+_nan_surface("nanmean", nanmean_op, nanmean_out)
+
+
+R.accept_numpy_names(("sum", "mean", "prod", "nansum", "nanmean", "all", "any", "count_nonzero", "logsumexp"))
