@@ -1,0 +1,455 @@
+"""Reductions: ``sum``, ``mean``, ``prod``, ``nansum``/``nanmean``, ``all``/``any``, ``count_nonzero``
+and ``logsumexp``, with their ``out=`` forms (the extrema are in ``extrema.py``).
+
+Each overload has one kernel for the CPU and the meta device: it checks the arguments and plans the
+result (``ember.core.reduction``), then, given data, computes it with NumPy. Dtype rules are
+PyTorch's: sums and products of integers and bools are int64, ``dtype=`` casts the input first,
+``mean`` needs a floating or complex dtype, ``all``/``any`` keep uint8 and give bool otherwise.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ember.core import dtypes as D
+from ember.core import reduction as R
+from ember.core.api import method, public
+from ember.core.dispatch import define
+from ember.core.dispatch import ops as _ops
+from ember.core.pointwise import type_name, unsupported
+from ember.core.promotion import get_default_dtype
+from ember.core.tensor import Tensor
+
+TAGS = ("reduction", "core")
+OUT_TAGS = ("reduction", "out")
+
+
+# -- sum, prod, mean ------------------------------------------------------------------------------
+
+
+def _sum_dtype(self: Tensor, dtype) -> D.dtype:
+    dtype = R.check_dtype_arg(dtype)
+    if dtype is not None:
+        return dtype
+    return D.int64 if self.dtype.category <= D.INTEGRAL else self.dtype
+
+
+def _fold(ufunc):
+    def kernel(self: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+        p = R.plan(self, dim, keepdim)
+        result = _sum_dtype(self, dtype)
+        return R.finish(
+            self,
+            p.shape,
+            result,
+            lambda: ufunc.reduce(R.values(self, result), axis=p.axes, dtype=R.accumulator(result)),
+        )
+
+    return kernel
+
+
+_sum = _fold(np.add)
+_prod = _fold(np.multiply)
+
+sum_ = define("sum(Tensor self, *, ScalarType? dtype=None) -> Tensor", TAGS)
+sum_dim = define(
+    "sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", TAGS
+)
+sum_out = define(
+    "sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)",
+    OUT_TAGS,
+)
+sum_all_out = define("sum.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)", OUT_TAGS)
+prod_ = define("prod(Tensor self, *, ScalarType? dtype=None) -> Tensor", TAGS)
+prod_dim = define("prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", TAGS)
+prod_out = define(
+    "prod.int_out(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)",
+    OUT_TAGS,
+)
+prod_all_out = define("prod.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)", OUT_TAGS)
+
+
+@R.both_devices(sum_)
+def _sum_all(self: Tensor, *, dtype=None) -> Tensor:
+    return _sum(self, None, False, dtype=dtype)
+
+
+R.both_devices(sum_dim)(_sum)
+
+
+@R.both_devices(prod_)
+def _prod_all(self: Tensor, *, dtype=None) -> Tensor:
+    return _prod(self, None, False, dtype=dtype)
+
+
+@R.both_devices(prod_dim)
+def _prod_dim(self: Tensor, dim: int, keepdim: bool = False, *, dtype=None) -> Tensor:
+    return _prod(self, dim, keepdim, dtype=dtype)
+
+
+def _with_out_dtype(kernel):
+    """``out=`` for sum-like ops: without ``dtype`` the result takes the out tensor's dtype."""
+
+    def out_kernel(self: Tensor, dim, keepdim: bool = False, *, dtype=None, out) -> Tensor:
+        if dtype is None and isinstance(out, Tensor):
+            dtype = out.dtype
+        R.check_out_dtype(out, R.check_dtype_arg(dtype))
+        return R.write_out(out, kernel(self, dim, keepdim, dtype=dtype))
+
+    return out_kernel
+
+
+R.both_devices(sum_out)(_with_out_dtype(_sum))
+R.both_devices(prod_out)(_with_out_dtype(_prod_dim))
+R.both_devices(sum_all_out)(
+    lambda self, *, dtype=None, out: _with_out_dtype(_sum)(self, None, False, dtype=dtype, out=out)
+)
+R.both_devices(prod_all_out)(
+    lambda self, *, dtype=None, out: _with_out_dtype(_prod)(self, None, False, dtype=dtype, out=out)
+)
+
+
+def _mean_dtype(self: Tensor, dtype) -> D.dtype:
+    dtype = R.check_dtype_arg(dtype)
+    result = self.dtype if dtype is None else dtype
+    if result.category < D.FLOATING:
+        which = "Input" if dtype is None else "Optional"
+        raise RuntimeError(
+            f"mean(): could not infer output dtype. {which} dtype must be either a floating point or complex dtype. "
+            f"Got: {type_name(result)}"
+        )
+    return result
+
+
+mean_ = define("mean(Tensor self, *, ScalarType? dtype=None) -> Tensor", TAGS)
+mean_dim = define("mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", TAGS)
+mean_out = define(
+    "mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)",
+    OUT_TAGS,
+)
+mean_dtype_out = define(
+    "mean.dtype_out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)", OUT_TAGS
+)
+
+
+@R.both_devices(mean_dim)
+def _mean(self: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    p = R.plan(self, dim, keepdim)
+    result = _mean_dtype(self, dtype)
+
+    def compute():
+        total = np.add.reduce(R.values(self, result), axis=p.axes, dtype=R.accumulator(result))
+        return total / p.count
+
+    return R.finish(self, p.shape, result, compute)
+
+
+@R.both_devices(mean_)
+def _mean_all(self: Tensor, *, dtype=None) -> Tensor:
+    return _mean(self, None, False, dtype=dtype)
+
+
+@R.both_devices(mean_out)
+def _mean_out(self: Tensor, dim, keepdim: bool = False, *, dtype=None, out) -> Tensor:
+    _mean_dtype(self, dtype)
+    if dtype is None and isinstance(out, Tensor):
+        if out.dtype.category < D.FLOATING:
+            raise RuntimeError(
+                f"result type {type_name(self.dtype)} can't be cast to the desired output type {type_name(out.dtype)}"
+            )
+        dtype = out.dtype
+    R.check_out_dtype(out, dtype)
+    return R.write_out(out, _mean(self, dim, keepdim, dtype=dtype))
+
+
+@R.both_devices(mean_dtype_out)
+def _mean_all_out(self: Tensor, *, dtype=None, out) -> Tensor:
+    return _mean_out(self, None, False, dtype=dtype, out=out)
+
+
+# -- nansum, nanmean -------------------------------------------------------------------------------
+
+nansum_op = define(
+    "nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", TAGS
+)
+nansum_out = define(
+    "nansum.out(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) "
+    "-> Tensor(a!)",
+    OUT_TAGS,
+)
+nanmean_op = define(
+    "nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", TAGS
+)
+nanmean_out = define(
+    "nanmean.out(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) "
+    "-> Tensor(a!)",
+    OUT_TAGS,
+)
+
+
+def _without_nan(self: Tensor, result: D.dtype) -> np.ndarray:
+    """The input cast to ``result``, NaNs (of the input) as zeros."""
+    array = R.values(self, result)
+    if self.dtype.category == D.FLOATING:
+        array = np.where(np.isnan(R.values(self)), 0, array)
+    return array
+
+
+@R.both_devices(nansum_op)
+def _nansum(self: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    if self.dtype.category == D.COMPLEX:
+        raise RuntimeError("nansum on CPU does not support complex inputs")
+    p = R.plan(self, dim, keepdim)
+    result = _sum_dtype(self, dtype)
+    if result.category == D.COMPLEX:
+        raise unsupported("nansum", result)
+    return R.finish(
+        self,
+        p.shape,
+        result,
+        lambda: np.add.reduce(_without_nan(self, result), axis=p.axes, dtype=R.accumulator(result)),
+    )
+
+
+R.both_devices(nansum_out)(_with_out_dtype(_nansum))
+
+
+@R.both_devices(nanmean_op)
+def _nanmean(self: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    if self.dtype.category < D.FLOATING:
+        raise RuntimeError(
+            f"nanmean(): expected input to have floating point or complex dtype but got {type_name(self.dtype)}"
+        )
+    if self.dtype.category == D.COMPLEX:
+        raise RuntimeError("nansum on CPU does not support complex inputs")
+    p = R.plan(self, dim, keepdim)
+    result = R.check_dtype_arg(dtype) or self.dtype
+    if result.category == D.COMPLEX:
+        raise unsupported("nansum", result)
+
+    def compute():
+        total = np.add.reduce(_without_nan(self, result), axis=p.axes, dtype=R.accumulator(result))
+        return total / np.add.reduce(~np.isnan(R.values(self)), axis=p.axes, dtype=np.int64)
+
+    return R.finish(self, p.shape, result, compute)
+
+
+@R.both_devices(nanmean_out)
+def _nanmean_out(self: Tensor, dim=None, keepdim: bool = False, *, dtype=None, out) -> Tensor:
+    return R.write_out(out, _nanmean(self, dim, keepdim, dtype=dtype))
+
+
+# -- all, any, count_nonzero ---------------------------------------------------------------------
+
+
+def _logical(name: str, ufunc):
+    def kernel(self: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+        # An empty list of dims reduces nothing here (unlike sum), as in PyTorch.
+        p = R.plan(self, dim, keepdim, empty_means_all=False)
+        result = D.uint8 if self.dtype is D.uint8 else D.bool_
+        return R.finish(self, p.shape, result, lambda: ufunc.reduce(self._array != 0, axis=p.axes))
+
+    def out_kernel(self: Tensor, dim=None, keepdim: bool = False, *, out) -> Tensor:
+        if isinstance(out, Tensor) and out.dtype not in (D.bool_, D.uint8):
+            raise RuntimeError(f"{name} only supports bool tensor for result, got: {type_name(out.dtype)}")
+        return R.write_out(out, kernel(self, dim, keepdim))
+
+    R.both_devices(define(f"{name}(Tensor self) -> Tensor", TAGS))(lambda self: kernel(self))
+    R.both_devices(define(f"{name}.dim(Tensor self, int dim, bool keepdim=False) -> Tensor", TAGS))(kernel)
+    R.both_devices(define(f"{name}.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor", TAGS))(kernel)
+    R.both_devices(
+        define(f"{name}.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)", OUT_TAGS)
+    )(out_kernel)
+    R.both_devices(
+        define(
+            f"{name}.dims_out(Tensor self, int[]? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)",
+            OUT_TAGS,
+        )
+    )(out_kernel)
+    R.both_devices(define(f"{name}.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)", OUT_TAGS))(
+        lambda self, *, out: out_kernel(self, out=out)
+    )
+
+
+_logical("all", np.logical_and)
+_logical("any", np.logical_or)
+
+
+def _count_nonzero(self: Tensor, dim=None) -> Tensor:
+    p = R.plan(self, dim, False)
+    return R.finish(self, p.shape, D.int64, lambda: np.count_nonzero(self._array, axis=p.axes))
+
+
+R.both_devices(define("count_nonzero(Tensor self, int? dim=None) -> Tensor", TAGS))(_count_nonzero)
+R.both_devices(define("count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor", TAGS))(_count_nonzero)
+
+
+# -- logsumexp ----------------------------------------------------------------------------------------
+
+logsumexp_op = define("logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor", TAGS)
+logsumexp_out = define(
+    "logsumexp.out(Tensor self, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)", OUT_TAGS
+)
+
+
+@R.both_devices(logsumexp_op)
+def _logsumexp(self: Tensor, dim, keepdim: bool = False) -> Tensor:
+    result = self.dtype if self.dtype.category >= D.FLOATING else get_default_dtype()
+    if R.as_dims(dim) == () and not keepdim and self.ndim > 0 and self.numel() > 0:
+        # PyTorch reduces everything but cannot add the maxima (kept as [1, 1, ...]) back into a
+        # 0-dim result: an error there too. Empty inputs take another path in PyTorch and work.
+        raise RuntimeError(f"output with shape [] doesn't match the broadcast shape {[1] * self.ndim}")
+    p = R.plan(self, dim, keepdim)
+
+    def compute():
+        x = R.values(self, result).astype(np.complex128 if result.category == D.COMPLEX else np.float64)
+        if x.size == 0:
+            return np.full(p.shape, -np.inf)
+        real = x.real if np.iscomplexobj(x) else x
+        # Shift by the maximum so exp cannot overflow; infinite maxima shift by 0 (inf stays inf).
+        shift = np.max(real, axis=p.axes, keepdims=True) if p.axes else real
+        shift = np.where(np.isinf(shift), 0, shift)
+        total = np.sum(np.exp(x - shift), axis=p.axes, keepdims=True)
+        return (np.log(total) + shift).reshape(p.shape)
+
+    return R.finish(self, p.shape, result, compute)
+
+
+@R.both_devices(logsumexp_out)
+def _logsumexp_out(self: Tensor, dim, keepdim: bool = False, *, out) -> Tensor:
+    if isinstance(out, Tensor) and out.dtype.category < D.FLOATING:
+        raise RuntimeError(
+            f"logsumexp(): Expected floating point type for result tensor, but got: {type_name(out.dtype)}"
+        )
+    return R.write_out(out, _logsumexp(self, dim, keepdim))
+
+
+# -- the Python surface -----------------------------------------------------------------------------
+
+_aten = _ops.aten
+
+
+def _sum_like(name: str, functional, reduced, out_op, all_out):
+    def fn(input, dim=None, keepdim=False, *, dtype=None, out=None):
+        if dim is None and not keepdim:
+            return functional(input, dtype=dtype) if out is None else all_out(input, dtype=dtype, out=out)
+        R.dims_arg(dim, name)
+        if out is not None:
+            return out_op(input, dim, R.keepdim_arg(keepdim), dtype=dtype, out=out)
+        return reduced(input, dim, R.keepdim_arg(keepdim), dtype=dtype)
+
+    fn.__name__ = fn.__qualname__ = name
+    public(name)(fn)
+    method(name)(lambda self, dim=None, keepdim=False, *, dtype=None: fn(self, dim, keepdim, dtype=dtype))
+
+
+_sum_like("sum", _aten.sum.default, _aten.sum.dim_IntList, _aten.sum.IntList_out, _aten.sum.out)
+
+
+@public("mean")
+def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
+    if dim is None and not keepdim:
+        return (
+            _aten.mean.default(input, dtype=dtype) if out is None else _aten.mean.dtype_out(input, dtype=dtype, out=out)
+        )
+    R.dims_arg(dim, "mean")
+    if out is not None:
+        return _aten.mean.out(input, dim, R.keepdim_arg(keepdim), dtype=dtype, out=out)
+    return _aten.mean.dim(input, dim, R.keepdim_arg(keepdim), dtype=dtype)
+
+
+@method("mean")
+def _mean_method(self, dim=None, keepdim=False, *, dtype=None):
+    return mean(self, dim, keepdim, dtype=dtype)
+
+
+_NO_DIM = object()
+
+
+@public("prod")
+def prod(input, dim=_NO_DIM, keepdim=False, *, dtype=None, out=None):
+    if dim is _NO_DIM:
+        return _aten.prod.default(input, dtype=dtype) if out is None else _aten.prod.out(input, dtype=dtype, out=out)
+    dim = R.int_dim_arg(dim, "prod")
+    if out is not None:
+        return _aten.prod.int_out(input, dim, R.keepdim_arg(keepdim), dtype=dtype, out=out)
+    return _aten.prod.dim_int(input, dim, R.keepdim_arg(keepdim), dtype=dtype)
+
+
+@method("prod")
+def _prod_method(self, dim=_NO_DIM, keepdim=False, *, dtype=None):
+    return prod(self, dim, keepdim, dtype=dtype)
+
+
+def _logical_surface(name: str):
+    packet = getattr(_aten, name)
+
+    def fn(input, dim=_NO_DIM, keepdim=False, *, out=None):
+        if dim is _NO_DIM or (dim is None and not keepdim):
+            return packet.default(input) if out is None else packet.all_out(input, out=out)
+        if isinstance(dim, bool):
+            raise TypeError(f"{name}(): argument 'dim' must be int or tuple of ints, not bool")
+        if isinstance(dim, int | np.integer):
+            overload = packet.dim if out is None else packet.out
+            dim = int(dim)
+        else:
+            R.dims_arg(dim, name)
+            overload = packet.dims if out is None else packet.dims_out
+        if out is None:
+            return overload(input, dim, R.keepdim_arg(keepdim))
+        return overload(input, dim, R.keepdim_arg(keepdim), out=out)
+
+    fn.__name__ = fn.__qualname__ = name
+    public(name)(fn)
+    method(name)(lambda self, dim=_NO_DIM, keepdim=False: fn(self, dim, keepdim))
+
+
+_logical_surface("all")
+_logical_surface("any")
+
+
+@public("count_nonzero")
+def count_nonzero(input, dim=None):
+    if dim is None or (isinstance(dim, int | np.integer) and not isinstance(dim, bool)):
+        return _aten.count_nonzero.default(input, None if dim is None else int(dim))
+    R.dims_arg(dim, "count_nonzero")
+    return _aten.count_nonzero.dim_IntList(input, list(dim))
+
+
+@method("count_nonzero")
+def _count_nonzero_method(self, dim=None):
+    return count_nonzero(self, dim)
+
+
+@public("logsumexp")
+def logsumexp(input, dim, keepdim=False, *, out=None):
+    R.dims_arg(dim, "logsumexp")
+    if dim is None:
+        raise TypeError("logsumexp(): argument 'dim' must be tuple of ints, not NoneType")
+    if out is not None:
+        return _aten.logsumexp.out(input, dim, R.keepdim_arg(keepdim), out=out)
+    return _aten.logsumexp.default(input, dim, R.keepdim_arg(keepdim))
+
+
+@method("logsumexp")
+def _logsumexp_method(self, dim, keepdim=False):
+    return logsumexp(self, dim, keepdim)
+
+
+def _nan_surface(name: str, functional, out_op):
+    def fn(input, dim=None, keepdim=False, *, dtype=None, out=None):
+        R.dims_arg(dim, name)
+        if out is not None:
+            return out_op(input, dim, R.keepdim_arg(keepdim), dtype=dtype, out=out)
+        return functional(input, dim, R.keepdim_arg(keepdim), dtype=dtype)
+
+    fn.__name__ = fn.__qualname__ = name
+    public(name)(fn)
+    method(name)(lambda self, dim=None, keepdim=False, *, dtype=None: fn(self, dim, keepdim, dtype=dtype))
+
+
+_nan_surface("nansum", nansum_op, nansum_out)
+_nan_surface("nanmean", nanmean_op, nanmean_out)
+
+
+R.accept_numpy_names(("sum", "mean", "prod", "nansum", "nanmean", "all", "any", "count_nonzero", "logsumexp"))

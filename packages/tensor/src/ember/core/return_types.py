@@ -1,0 +1,41 @@
+"""``ember.return_types``: the named tuples of ops that return several tensors, as PyTorch's
+``torch.return_types``. Each is a tuple (it unpacks and indexes like one) whose fields are also
+attributes: ``ember.max(x, 0).values``. The ``_out`` forms are what the ``out=`` variants return."""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+_FIELDS = {
+    "max": ("values", "indices"),
+    "min": ("values", "indices"),
+    "aminmax": ("min", "max"),
+    "cummax": ("values", "indices"),
+    "cummin": ("values", "indices"),
+    "sort": ("values", "indices"),
+    "topk": ("values", "indices"),
+    "kthvalue": ("values", "indices"),
+    "mode": ("values", "indices"),
+    "median": ("values", "indices"),
+    "nanmedian": ("values", "indices"),
+}
+
+
+def _make(name: str, fields: tuple):
+    cls = namedtuple(name, fields, module="ember.return_types")
+
+    def __repr__(self) -> str:
+        body = ",\n".join(f"{f}={v!r}" for f, v in zip(fields, self, strict=True))
+        return f"ember.return_types.{name}(\n{body})"
+
+    cls.__repr__ = __repr__
+    return cls
+
+
+_types = {}
+for _name, _fields in _FIELDS.items():
+    _types[_name] = _make(_name, _fields)
+    _types[_name + "_out"] = _make(_name + "_out", _fields)
+globals().update(_types)
+
+__all__ = sorted(_types)
