@@ -213,18 +213,23 @@ class Tensor:
         n = numel(self._shape)
         if n != 1:
             raise RuntimeError(
-                f"Boolean value of Tensor with {'no' if n == 0 else 'more than one'} values is ambiguous"
+                f"Boolean value of Tensor with {'no values' if n == 0 else 'more than one value'} is ambiguous"
             )
         return bool(self.item())
 
+    def _scalar(self):
+        if numel(self._shape) != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return self.item()
+
     def __float__(self) -> float:
-        return float(self.item())
+        return float(self._scalar())
 
     def __int__(self) -> int:
-        return int(self.item())
+        return int(self._scalar())
 
     def __complex__(self) -> complex:
-        return complex(self.item())
+        return complex(self._scalar())
 
     def __index__(self) -> int:
         if self.dtype.category not in (D.BOOL, D.INTEGRAL) or numel(self._shape) != 1:

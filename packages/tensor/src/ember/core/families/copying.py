@@ -14,25 +14,20 @@ from ember.core import dtypes as D
 from ember.core.api import method, public
 from ember.core.devices import CPU, META, to_device
 from ember.core.dispatch import define
-from ember.core.layout import broadcast_shapes, contiguous_strides
+from ember.core.layout import broadcast_shapes, contiguous_strides, is_non_overlapping_and_dense, pointwise_strides
+from ember.core.pointwise import check_no_internal_overlap
 from ember.core.tensor import Tensor, empty
 
 _MEMORY_FORMATS = ("preserve_format", "contiguous_format", None)
 
 
 def _dense_strides(t: Tensor) -> tuple:
-    """``preserve_format``: the source's strides if dense and non-overlapping, else contiguous."""
-    if t.is_contiguous():
-        return contiguous_strides(t._shape)
-    dims = sorted(range(t.ndim), key=lambda d: (t._stride[d], t._shape[d]))
-    expected = 1
-    for d in dims:
-        if t._shape[d] == 1:
-            continue
-        if t._stride[d] != expected:
-            return contiguous_strides(t._shape)
-        expected *= t._shape[d]
-    return t._stride
+    """``preserve_format``: the source's strides when they are dense and non-overlapping (kept
+    exactly, odd strides of size-1 dimensions included), else dense strides in the source's order of
+    dimensions (PyTorch's ``infer_dense_strides``, the same rule as a pointwise op's output)."""
+    if is_non_overlapping_and_dense(t._shape, t._stride):
+        return t._stride
+    return pointwise_strides(t._shape, [(t._shape, t._stride)])
 
 
 # -- copy_ --------------------------------------------------------------------------------------
@@ -43,6 +38,7 @@ copy_ = define("copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> T
 def _check_copy(self: Tensor, src) -> None:
     if not isinstance(src, Tensor):
         raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
+    check_no_internal_overlap(self)
     shape = broadcast_shapes(self._shape, src._shape)
     if shape != self._shape:
         raise RuntimeError(f"output with shape {list(self._shape)} doesn't match the broadcast shape {list(shape)}")
@@ -139,8 +135,14 @@ def _scalar_value(value):
     return value
 
 
+def _scalar_value_meta(value) -> None:
+    if isinstance(value, Tensor) and value.ndim != 0:
+        _scalar_value(value)
+
+
 @fill_.register_kernel("cpu")
 def _fill_cpu(self: Tensor, value) -> Tensor:
+    # No overlap check: PyTorch fills an expanded tensor (every element gets the same value anyway).
     value = _scalar_value(value)
     if self.dtype.category != D.COMPLEX and isinstance(value, complex):
         raise RuntimeError("value cannot be converted to type without overflow")
@@ -151,6 +153,7 @@ def _fill_cpu(self: Tensor, value) -> Tensor:
 
 @fill_.register_meta
 def _fill_meta(self: Tensor, value) -> Tensor:
+    _scalar_value_meta(value)
     return self
 
 

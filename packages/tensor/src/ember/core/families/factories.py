@@ -81,7 +81,14 @@ def _fill_dtype(fill_value) -> D.dtype:
 @_define_both(f"full(SymInt[] size, Scalar fill_value, *, {_OPTIONS}) -> Tensor")
 def full(size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None) -> Tensor:
     out = allocate(_check_sizes(size), _dtype(dtype, _fill_dtype(fill_value)), _device(device))
-    return fill_(out, fill_value)
+    return _filled(out, fill_value)
+
+
+def _filled(out: Tensor, value) -> Tensor:
+    """A fresh tensor filled with ``value``; its version stays 0, as a new PyTorch tensor's does."""
+    fill_(out, value)
+    out._storage.version = 0
+    return out
 
 
 @_define_both(f"zeros(SymInt[] size, *, {_OPTIONS}) -> Tensor")
@@ -261,7 +268,7 @@ def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=Fal
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
     dtype, device, strides = _like(input, dtype, device, memory_format)
     return _finish(
-        fill_(empty_strided(input._shape, strides, dtype=dtype, device=device), fill_value), requires_grad, None
+        _filled(empty_strided(input._shape, strides, dtype=dtype, device=device), fill_value), requires_grad, None
     )
 
 

@@ -25,8 +25,10 @@ def _view_op(schema: str, tags: tuple[str, ...] = VIEW):
     return register
 
 
-def _sizes(args) -> tuple:
-    """``view(2, 3)`` and ``view((2, 3))`` alike."""
+def _sizes(args, name: str = "view", what: str = "size") -> tuple:
+    """``view(2, 3)`` and ``view((2, 3))`` alike; ``view()`` is PyTorch's TypeError."""
+    if not args:
+        raise TypeError(f'{name}() missing 1 required positional arguments: "{what}"')
     if len(args) == 1 and isinstance(args[0], list | tuple):
         args = tuple(args[0])
     for a in args:
@@ -432,7 +434,7 @@ def _view_method(self, *shape):
 
 @method("reshape")
 def _reshape_method(self, *shape):
-    return reshape(self, _sizes(shape))
+    return reshape(self, _sizes(shape, "reshape", "shape"))
 
 
 @public("reshape")
@@ -452,7 +454,7 @@ def _reshape_as(self, other):
 
 @method("expand")
 def _expand_method(self, *sizes):
-    return expand(self, _sizes(sizes))
+    return expand(self, _sizes(sizes, "expand"))
 
 
 @method("expand_as")
@@ -462,7 +464,7 @@ def _expand_as(self, other):
 
 @method("permute")
 def _permute_method(self, *dims):
-    return permute(self, _sizes(dims))
+    return permute(self, _sizes(dims, "permute", "dims"))
 
 
 @public("permute")
@@ -558,4 +560,14 @@ def _detach_inplace(self):
 
 
 Tensor.T = property(lambda self: permute(self, tuple(range(self.ndim - 1, -1, -1))))
-Tensor.mT = property(lambda self: transpose(self, -2, -1))
+
+
+def _matrix_transpose(self):
+    if self.ndim < 2:
+        raise RuntimeError(
+            f"tensor.mT is only supported on matrices or batches of matrices. Got {self.ndim}-D tensor."
+        )
+    return transpose(self, -2, -1)
+
+
+Tensor.mT = property(_matrix_transpose)
