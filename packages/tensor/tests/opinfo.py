@@ -124,8 +124,10 @@ def _dtype(lib, name: str):
 def _from_numpy(array: np.ndarray, lib):
     name = next(k for k, v in NP_DTYPES.items() if np.dtype(v) == array.dtype)
     if name == "bfloat16":
-        return lib.tensor(array.astype(np.float32).tolist(), dtype=lib.float32).to(_dtype(lib, "bfloat16")).reshape(
-            array.shape
+        return (
+            lib.tensor(array.astype(np.float32).tolist(), dtype=lib.float32)
+            .to(_dtype(lib, "bfloat16"))
+            .reshape(array.shape)
         )
     return lib.tensor(array.tolist(), dtype=_dtype(lib, name)).reshape(array.shape)
 

@@ -54,8 +54,12 @@ def op(name, dtypes=ALL_REAL, inplace=True, out=True, samples=None, errors=lambd
 
 def _mismatch_errors():
     return [
-        ErrorSample(Sample((T(np.ones((2, 3), np.float32)), T(np.ones((4,), np.float32)))), RuntimeError, "must match the size"),
-        ErrorSample(Sample((T(np.ones((2,), np.int64)), T(np.ones((2,), np.int64))), {"alpha": 1.5}), RuntimeError, "alpha"),
+        ErrorSample(
+            Sample((T(np.ones((2, 3), np.float32)), T(np.ones((4,), np.float32)))), RuntimeError, "must match the size"
+        ),
+        ErrorSample(
+            Sample((T(np.ones((2,), np.int64)), T(np.ones((2,), np.int64))), {"alpha": 1.5}), RuntimeError, "alpha"
+        ),
     ]
 
 
@@ -103,7 +107,9 @@ def _div_errors():
 def _pow_samples(dtype, rng):
     base = binary_samples(low=0, high=4, scalars=(2, 0.5, 3))(dtype, rng)
     if dtype in FLOATS:
-        base.append(Sample((make((5,), dtype, rng, low=-3, high=3), make((5,), dtype, rng, low=-2, high=2)), name="neg"))
+        base.append(
+            Sample((make((5,), dtype, rng, low=-3, high=3), make((5,), dtype, rng, low=-2, high=2)), name="neg")
+        )
     return base
 
 

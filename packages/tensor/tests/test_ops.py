@@ -52,7 +52,9 @@ def assert_same(ours, theirs, op: OpInfo, dtype: str, sample, check_strides: boo
         assert ours.stride() == theirs.stride(), f"{sample}: strides {ours.stride()} != {theirs.stride()}"
     name = dtype_name(theirs)
     rtol, atol = op.tolerances.get(name) or TOLERANCES.get(name, (0, 0))
-    np.testing.assert_allclose(to_numpy(ours), to_numpy(theirs), rtol=rtol, atol=atol, equal_nan=True, err_msg=str(sample))
+    np.testing.assert_allclose(
+        to_numpy(ours), to_numpy(theirs), rtol=rtol, atol=atol, equal_nan=True, err_msg=str(sample)
+    )
 
 
 @needs_torch
@@ -91,7 +93,9 @@ def test_inplace_matches_pytorch(op: OpInfo, dtype: str):
         (their_same, their_values, their_dtype, their_error) = results["torch"]
         (our_same, our_values, our_dtype, our_error) = results["ember"]
         if their_error is not None:
-            assert our_error is not None and issubclass(our_error, their_error), f"{sample}: {our_error} vs {their_error}"
+            assert our_error is not None and issubclass(our_error, their_error), (
+                f"{sample}: {our_error} vs {their_error}"
+            )
             continue
         assert our_error is None, f"{sample}: we raised {our_error}"
         assert our_same and our_dtype == their_dtype
@@ -117,7 +121,9 @@ def test_out_matches_pytorch(op: OpInfo, dtype: str):
 def test_meta_matches_cpu(op: OpInfo, dtype: str):
     for sample in samples(op, dtype):
         cpu, cpu_error = outcome(op.call, ember, sample)
-        meta_sample = type(sample)(_to_meta(build(sample.args, ember)), _to_meta(build(sample.kwargs, ember)), sample.name)
+        meta_sample = type(sample)(
+            _to_meta(build(sample.args, ember)), _to_meta(build(sample.kwargs, ember)), sample.name
+        )
         try:
             meta = op.call(ember, *meta_sample.args, **meta_sample.kwargs)
         except Exception as error:

@@ -59,7 +59,10 @@ def test_views_share_storage_like_pytorch(op):
             if outcome[torch] is None:
                 continue
             assert outcome[ember] is not None, f"{sample}: we raised, PyTorch did not"
-            (t_offsets, t_error, t_base, t_bumped), (e_offsets, e_error, e_base, e_bumped) = outcome[torch], outcome[ember]
+            (t_offsets, t_error, t_base, t_bumped), (e_offsets, e_error, e_base, e_bumped) = (
+                outcome[torch],
+                outcome[ember],
+            )
             assert e_offsets == t_offsets, f"{sample}: storage offsets {e_offsets} != {t_offsets}"
             assert (e_error is None) == (t_error is None), f"{sample}: writing raised {e_error} vs PyTorch's {t_error}"
             if t_error is not None:
@@ -296,7 +299,20 @@ def test_clone_strides_match_pytorch(name, transform, memory_format):
     assert ember.zeros_like(ours).stride() == torch.zeros_like(theirs).stride()
 
 
-CONVERSIONS = ["float", "double", "half", "bfloat16", "long", "int", "short", "char", "byte", "bool", "cfloat", "cdouble"]
+CONVERSIONS = [
+    "float",
+    "double",
+    "half",
+    "bfloat16",
+    "long",
+    "int",
+    "short",
+    "char",
+    "byte",
+    "bool",
+    "cfloat",
+    "cdouble",
+]
 
 
 @pytest.mark.parametrize("name", CONVERSIONS)

@@ -332,7 +332,9 @@ def unsupported(op: str, dtype: D.dtype) -> NotImplementedError:
     return NotImplementedError(f"\"{op}_cpu\" not implemented for '{type_name(dtype)}'")
 
 
-def expose(ops: PointwiseOps, name: str, *, function: bool = True, method: bool = True, tensors_only: bool = False) -> None:
+def expose(
+    ops: PointwiseOps, name: str, *, function: bool = True, method: bool = True, tensors_only: bool = False
+) -> None:
     """``ember.<name>(..., out=None)``, ``Tensor.<name>`` and ``Tensor.<name>_`` for a pointwise op.
 
     ``tensors_only``: like PyTorch's binding of this op, refuse Python numbers for tensor arguments.
@@ -341,7 +343,9 @@ def expose(ops: PointwiseOps, name: str, *, function: bool = True, method: bool 
 
     functional, inplace, out_op = ops.functional, ops.inplace, ops.out
     if tensors_only:
-        functional, inplace, out_op = (_tensors_only(op, name) if op is not None else None for op in (functional, inplace, out_op))
+        functional, inplace, out_op = (
+            _tensors_only(op, name) if op is not None else None for op in (functional, inplace, out_op)
+        )
 
     def fn(*args, out=None, **kwargs):
         if out is None:
@@ -366,7 +370,9 @@ def _tensors_only(op: OpOverload, name: str):
     def call(*args, **kwargs):
         for position, (arg_name, value) in enumerate(zip(names, args, strict=False), start=1):
             if not isinstance(value, Tensor):
-                raise TypeError(f"{name}(): argument '{arg_name}' (position {position}) must be Tensor, not {type(value).__name__}")
+                raise TypeError(
+                    f"{name}(): argument '{arg_name}' (position {position}) must be Tensor, not {type(value).__name__}"
+                )
         return op(*args, **kwargs)
 
     return call

@@ -149,9 +149,14 @@ def _check_remainder(name: str):
 
 
 remainder = define_pointwise(
-    "remainder.Tensor(Tensor self, Tensor other) -> Tensor", np.remainder, n_inputs=2, check=_check_remainder("remainder")
+    "remainder.Tensor(Tensor self, Tensor other) -> Tensor",
+    np.remainder,
+    n_inputs=2,
+    check=_check_remainder("remainder"),
 )
-fmod = define_pointwise("fmod.Tensor(Tensor self, Tensor other) -> Tensor", np.fmod, n_inputs=2, check=_check_remainder("fmod"))
+fmod = define_pointwise(
+    "fmod.Tensor(Tensor self, Tensor other) -> Tensor", np.fmod, n_inputs=2, check=_check_remainder("fmod")
+)
 
 
 # -- powers --------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ a plugin device registers its own kernels for it.
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 from ember.core import dtypes as D
@@ -140,13 +141,58 @@ def _scalar_value_meta(value) -> None:
         _scalar_value(value)
 
 
+# The C++ type names PyTorch's overflow message uses.
+_C_TYPES = {
+    D.float16: "c10::Half",
+    D.bfloat16: "c10::BFloat16",
+    D.float32: "float",
+    D.float64: "double",
+    D.complex64: "c10::complex<float>",
+    D.complex128: "c10::complex<double>",
+}
+
+
+def checked_scalar(value, dtype: D.dtype):
+    """``value`` converted for storing in ``dtype``, refusing what does not fit (PyTorch's
+    ``checked_convert``): a complex value with an imaginary part into a real type, NaN or
+    infinity into an integer type, and a number out of the type's range. Bool takes anything;
+    an unsigned type also takes negatives down to minus its maximum (they wrap around)."""
+    if isinstance(value, int) and not -(2**63) <= value < 2**64:
+        raise OverflowError("int too big to convert")  # beyond any 64-bit integer, as PyTorch says
+    if dtype.category == D.BOOL:
+        return np.bool_(value != 0)
+    if dtype.category == D.COMPLEX:
+        limit = float(np.finfo(dtype.to_real().np).max)
+        parts = (complex(value).real, complex(value).imag)
+        if any(np.isfinite(p) and abs(p) > limit for p in parts):
+            raise RuntimeError(f"value cannot be converted to type {_C_TYPES[dtype]} without overflow")
+        return np.asarray(value).astype(dtype.np)
+    overflow = False
+    if isinstance(value, complex):
+        overflow, value = value.imag != 0, value.real
+    if dtype.category == D.INTEGRAL:
+        info = np.iinfo(dtype.np)
+        low = -int(info.max) if not dtype.is_signed else int(info.min)
+        if not overflow and isinstance(value, float):
+            overflow = not np.isfinite(value)
+        overflow = overflow or not (low <= value <= int(info.max))
+        if not overflow:
+            value = np.asarray(int(value), np.int64).astype(dtype.np)
+    else:
+        limit = float(ml_dtypes.finfo(dtype.np).max)
+        overflow = overflow or (np.isfinite(value) and abs(value) > limit)
+        if not overflow:
+            value = np.asarray(float(value)).astype(dtype.np)
+    if overflow:
+        name = _C_TYPES.get(dtype, f"{dtype.name}_t")
+        raise RuntimeError(f"value cannot be converted to type {name} without overflow")
+    return value
+
+
 @fill_.register_kernel("cpu")
 def _fill_cpu(self: Tensor, value) -> Tensor:
     # No overlap check: PyTorch fills an expanded tensor (every element gets the same value anyway).
-    value = _scalar_value(value)
-    if self.dtype.category != D.COMPLEX and isinstance(value, complex):
-        raise RuntimeError("value cannot be converted to type without overflow")
-    self._array[...] = np.asarray(value).astype(self.dtype.np)
+    self._array[...] = checked_scalar(_scalar_value(value), self.dtype)
     self._storage.version += 1
     return self
 

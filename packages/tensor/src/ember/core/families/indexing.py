@@ -1,7 +1,9 @@
 """Basic indexing, ``tensor[...]``: ints, slices with steps, ``None``, ``...`` and bools.
 
 Each index becomes a view op (``select``, ``slice``, ``unsqueeze``), so the result shares storage
-with the tensor and assignment through it (``t[1:, None] = 0``) writes the tensor. Indexing with
+with the tensor and assignment through it (``t[1:, None] = 0``) writes the tensor. A bool index is
+a mask in PyTorch, so reading with one copies (writing still goes through the view). More than one
+``...`` is an IndexError, as in NumPy (PyTorch accepts it with results that depend on position). Indexing with
 tensors or lists (advanced indexing) copies; it is not built yet and says so.
 """
 
@@ -52,7 +54,9 @@ def apply_index(self: Tensor, index) -> Tensor:
             stop = None if item.stop is None else operator.index(item.stop)
             result = slice_(result, dim, start, stop, step)
             dim += 1
-        elif isinstance(item, Tensor | list) or (hasattr(item, "__array__") and not hasattr(item, "__index__")):
+        elif isinstance(item, str):
+            raise TypeError(f"invalid index of type 'str': {item!r}")
+        elif isinstance(item, Tensor | list | tuple) or (hasattr(item, "__array__") and getattr(item, "ndim", 1) > 0):
             raise NotImplementedError(
                 "indexing with tensors or lists (advanced indexing) is not supported yet; use ints, slices, None and ..."
             )
@@ -79,12 +83,20 @@ def _alias(self: Tensor) -> Tensor:
 
 @method("__getitem__")
 def _getitem(self, index):
-    return apply_index(self, index)
+    result = apply_index(self, index)
+    if any(isinstance(item, bool) for item in _as_tuple(index)):
+        # PyTorch treats a bool index as a one-element mask (advanced indexing): the result is a copy.
+        from ember.core.families.copying import clone
+
+        return clone(result)
+    return result
 
 
 @method("__setitem__")
 def _setitem(self, index, value) -> None:
     target = apply_index(self, index)
+    if isinstance(value, int) and not -(2**63) <= value < 2**63:
+        raise ValueError("Overflow when unpacking long long")  # PyTorch reads Python ints as int64 here
     if isinstance(value, Tensor):
         copy_(target, value)
     else:

@@ -564,9 +564,7 @@ Tensor.T = property(lambda self: permute(self, tuple(range(self.ndim - 1, -1, -1
 
 def _matrix_transpose(self):
     if self.ndim < 2:
-        raise RuntimeError(
-            f"tensor.mT is only supported on matrices or batches of matrices. Got {self.ndim}-D tensor."
-        )
+        raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. Got {self.ndim}-D tensor.")
     return transpose(self, -2, -1)
 
 
