@@ -19,12 +19,21 @@ from ember.core.tensor import Tensor, from_array, share_numpy
 
 
 def _infer_python_dtype(data) -> D.dtype | None:
-    """The dtype of nested Python data, or None when it holds NumPy data or tensors."""
+    """The dtype of nested Python data, or None when it holds NumPy data or tensors.
+
+    Errors follow PyTorch: a sequence next to a number at the same depth is a TypeError, and an
+    object that is no number a RuntimeError (a string a TypeError). Ragged sequences of equal depth
+    pass here and fail in NumPy with the ValueError."""
     kind = -1
     stack = [data]
     while stack:
         item = stack.pop()
         if isinstance(item, list | tuple):
+            nested = [isinstance(x, list | tuple) for x in item]
+            if any(nested) and not all(nested):
+                raise TypeError(
+                    "tensor(): expected a sequence at every position of a level, got a number next to a sequence"
+                )
             stack.extend(item)
         elif isinstance(item, builtins.bool):
             kind = max(kind, 0)
@@ -36,8 +45,10 @@ def _infer_python_dtype(data) -> D.dtype | None:
             kind = max(kind, 3)
         elif isinstance(item, Tensor | np.ndarray | np.generic):
             return None
-        else:
+        elif isinstance(item, str | bytes):
             raise TypeError(f"new(): invalid data type '{type(item).__name__}'")
+        else:
+            raise RuntimeError(f"Could not infer dtype of {type(item).__name__}")
     if kind == -1:
         return get_default_dtype()  # an empty list
     return (D.bool_, D.int64, get_default_dtype(), default_complex_dtype())[kind]
@@ -117,12 +128,12 @@ def _move(t: Tensor, device) -> Tensor:
 
 def legacy_tensor(cls, *args, **kwargs) -> Tensor:
     """``ember.Tensor([1, 2])`` (data, as float) or ``ember.Tensor(2, 3)`` (uninitialized sizes)."""
-    from ember.core.factories import empty
+    from ember.core.api import functions
 
     if kwargs.keys() - {"device"}:
         raise TypeError(f"Tensor(): unexpected keyword arguments {sorted(kwargs.keys() - {'device'})}")
     if len(args) == 1 and not isinstance(args[0], numbers.Integral):
         return tensor(args[0], dtype=get_default_dtype(), **kwargs)
     if all(isinstance(a, numbers.Integral) for a in args):
-        return empty(*args, **kwargs)
+        return functions["empty"](*args, dtype=get_default_dtype(), **kwargs)
     raise TypeError("Tensor(): expected a sequence of data or integer sizes")

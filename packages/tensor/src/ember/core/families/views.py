@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ember.core.api import method, public
 from ember.core.dispatch import define
-from ember.core.layout import contiguous_strides, normalize_dim, normalize_dims, numel
+from ember.core.layout import broadcast_shapes, contiguous_strides, normalize_dim, normalize_dims, numel
 from ember.core.tensor import Tensor, make_view
 
 VIEW = ("view", "core")
@@ -440,6 +440,23 @@ def _reshape_method(self, *shape):
 @public("reshape")
 def _reshape_function(input, shape):
     return reshape(input, tuple(shape))
+
+
+@public("broadcast_shapes")
+def _broadcast_shapes(*shapes):
+    """The shape tensors of these shapes broadcast to; an int stands for a 1-D shape."""
+    from ember.core.tensor import Size
+
+    normalized = []
+    for shape in shapes:
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        for size in shape:
+            if not isinstance(size, int) or isinstance(size, bool):
+                raise TypeError(f"broadcast_shapes: sizes must be ints, got {type(size).__name__}")
+            if size < 0:
+                raise ValueError(f"Attempting to broadcast a dimension with negative length: {list(shape)}")
+        normalized.append(shape)
+    return Size(broadcast_shapes(*normalized))
 
 
 @method("view_as")
