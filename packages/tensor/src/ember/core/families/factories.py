@@ -117,17 +117,27 @@ def arange(start, end, step=1, *, dtype=None, layout=None, device=None, pin_memo
     for _name, v in (("start", start), ("end", end)):
         if not math.isfinite(v):
             raise RuntimeError(f"unsupported range: {start} -> {end}")
+    integral = dtype.category <= D.INTEGRAL
+    if integral and dtype is D.int64 and not all(isinstance(v, int) for v in (start, end, step)):
+        # PyTorch reads int64 bounds as int64 first (truncating), so a fractional step can vanish.
+        if step != 0 and int(step) == 0:
+            raise ValueError("step must be nonzero")
+        start, end, step = int(start), int(end), int(step)
     if step == 0:
         raise RuntimeError("step must be nonzero")
     if (step > 0 and end < start) or (step < 0 and end > start):
         raise RuntimeError("upper bound and larger bound inconsistent with step sign")
-    if dtype.category <= D.INTEGRAL and all(isinstance(v, int) for v in (start, end, step)):
+    if all(isinstance(v, int) for v in (start, end, step)):
         n = max(0, -((start - end) // step))
     else:
         n = max(0, math.ceil((end - start) / step))
     out = allocate((n,), dtype, _device(device))
     if out._array is not None and n:
-        values = start + np.arange(n, dtype=np.float64 if dtype.category >= D.FLOATING else np.int64) * step
+        if integral:
+            # Other integer types count the length in double but step from the truncated bounds.
+            values = int(start) + np.arange(n, dtype=np.int64) * int(step)
+        else:
+            values = start + np.arange(n, dtype=np.float64) * step
         out._array[...] = values.astype(dtype.np)
     return out
 
