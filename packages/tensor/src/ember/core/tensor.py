@@ -59,6 +59,8 @@ class Tensor:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls._dispatches = callable(getattr(cls, "__ember_dispatch__", None))
+        if cls._dispatches:
+            dispatch._flags.subclasses = True
 
     def __new__(cls, *args: Any, **kwargs: Any):
         if cls is not Tensor and not args and not kwargs:

@@ -268,25 +268,56 @@ def _like(input: Tensor, dtype, device, memory_format) -> tuple:
     return dtype, device, strides
 
 
+_LIKE = f"*, {_OPTIONS}, MemoryFormat? memory_format=None"
+empty_like_op = define(f"empty_like(Tensor self, {_LIKE}) -> Tensor", FACTORY)
+full_like_op = define(f"full_like(Tensor self, Scalar fill_value, {_LIKE}) -> Tensor", FACTORY)
+zeros_like_op = define(f"zeros_like(Tensor self, {_LIKE}) -> Tensor", FACTORY)
+ones_like_op = define(f"ones_like(Tensor self, {_LIKE}) -> Tensor", FACTORY)
+
+
+# Decompositions only: they allocate with ``empty_strided`` and fill with ``fill_``, so every device
+# with those two kernels has the ``*_like`` ops too, and a mode sees ``zeros_like`` as one op.
+@empty_like_op.register_decomposition
+def _empty_like(self, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    dtype, device, strides = _like(self, dtype, device, memory_format)
+    return empty_strided(self._shape, strides, dtype=dtype, device=device)
+
+
+@full_like_op.register_decomposition
+def _full_like(self, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    out = _empty_like(self, dtype=dtype, device=device, memory_format=memory_format)
+    return _filled(out, fill_value)
+
+
+@zeros_like_op.register_decomposition
+def _zeros_like(self, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    return _full_like(self, 0, dtype=dtype, device=device, memory_format=memory_format)
+
+
+@ones_like_op.register_decomposition
+def _ones_like(self, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    return _full_like(self, 1, dtype=dtype, device=device, memory_format=memory_format)
+
+
 @public("empty_like")
 def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
-    dtype, device, strides = _like(input, dtype, device, memory_format)
-    return _finish(empty_strided(input._shape, strides, dtype=dtype, device=device), requires_grad, None)
+    out = empty_like_op(input, dtype=dtype, device=device, memory_format=memory_format)
+    return _finish(out, requires_grad, None)
 
 
 @public("full_like")
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
-    dtype, device, strides = _like(input, dtype, device, memory_format)
-    return _finish(
-        _filled(empty_strided(input._shape, strides, dtype=dtype, device=device), fill_value), requires_grad, None
-    )
+    out = full_like_op(input, fill_value, dtype=dtype, device=device, memory_format=memory_format)
+    return _finish(out, requires_grad, None)
 
 
 @public("zeros_like")
 def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
-    return full_like(input, 0, dtype=dtype, device=device, requires_grad=requires_grad, memory_format=memory_format)
+    out = zeros_like_op(input, dtype=dtype, device=device, memory_format=memory_format)
+    return _finish(out, requires_grad, None)
 
 
 @public("ones_like")
 def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
-    return full_like(input, 1, dtype=dtype, device=device, requires_grad=requires_grad, memory_format=memory_format)
+    out = ones_like_op(input, dtype=dtype, device=device, memory_format=memory_format)
+    return _finish(out, requires_grad, None)
