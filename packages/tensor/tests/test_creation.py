@@ -45,12 +45,26 @@ DATA = [
     [np.float32(1.5), np.float32(2.5)],
     [np.array([1, 2]), np.array([3, 4])],
     -(2**63),
+    [ember.tensor(1), 2.5],
+    [ember.tensor(1, dtype=ember.int8), ember.tensor(2, dtype=ember.int16)],
+    [ember.tensor([1.5]), ember.tensor([[2.5]])],
+    [[ember.tensor([1.0])], [ember.tensor(2.0)]],
+    [np.int8(1), True],
 ]
+
+
+def _as_torch(data):
+    if isinstance(data, ember.Tensor):
+        return torch.from_numpy(data.numpy().copy())
+    if isinstance(data, list):
+        return [_as_torch(x) for x in data]
+    return data
 
 
 @pytest.mark.parametrize("data", DATA, ids=repr)
 def test_tensor_infers_dtype_like_pytorch(data):
-    theirs, ours = torch.tensor(data), ember.tensor(data)
+    ours = ember.tensor(data)
+    theirs = torch.tensor(_as_torch(data))
     assert _name(ours) == _name(theirs)
     assert tuple(ours.shape) == tuple(theirs.shape)
     assert ours.is_contiguous() and ours.stride() == theirs.stride()
@@ -64,6 +78,46 @@ def test_tensor_with_dtype(data, dtype):
     ours = ember.tensor(data, dtype=getattr(ember, dtype))
     assert _name(ours) == dtype
     np.testing.assert_array_equal(to_numpy(ours), to_numpy(theirs))
+
+
+@pytest.mark.parametrize(
+    "data, dtype",
+    [
+        ([300], "uint8"),
+        ([-1], "uint8"),
+        ([-255, 255], "uint8"),
+        ([-256], "uint8"),
+        ([128], "int8"),
+        ([1.7, -2.5], "int64"),
+        ([float("nan")], "int32"),
+        ([float("inf")], "int64"),
+        ([1e10], "int32"),
+        ([3 + 0j], "int64"),
+        ([3 + 1j], "int64"),
+        ([float("nan"), 2], "bool"),
+        ([2**63 - 1], "int64"),
+        (2**63, None),
+        ([2**64], "float64"),
+    ],
+    ids=repr,
+)
+def test_tensor_checks_conversions_like_pytorch(data, dtype):
+    kwargs = {} if dtype is None else {"dtype": getattr(torch, dtype)}
+    try:
+        theirs = torch.tensor(data, **kwargs)
+    except Exception as error:
+        with pytest.raises(type(error)):
+            ember.tensor(data, **({} if dtype is None else {"dtype": getattr(ember, dtype)}))
+        return
+    ours = ember.tensor(data, **({} if dtype is None else {"dtype": getattr(ember, dtype)}))
+    assert _name(ours) == _name(theirs)
+    np.testing.assert_array_equal(to_numpy(ours), to_numpy(theirs))
+
+
+def test_tensors_inside_lists_must_hold_one_element():
+    for lib in (torch, ember):
+        with pytest.raises(ValueError, match="one element"):
+            lib.tensor([lib.tensor([1.0, 2.0]), lib.tensor([3.0, 4.0])])
 
 
 def test_tensor_copies_and_options():

@@ -124,6 +124,27 @@ def test_bad_indices_raise_like_pytorch(index, error):
         _base(ember)[index] = 0
 
 
+@pytest.mark.parametrize(
+    "make_index",
+    [
+        lambda lib: lib.tensor(1),
+        lambda lib: (lib.tensor(-1), lib.tensor(2, dtype=lib.int8)),
+        lambda lib: (slice(None), lib.tensor(True)),
+        lambda lib: lib.tensor(False),
+        lambda lib: np.array(2),
+    ],
+)
+def test_zero_dim_tensor_indices_act_as_numbers(make_index):
+    theirs, ours = _base(torch)[make_index(torch)], _base(ember)[make_index(ember)]
+    assert tuple(ours.shape) == tuple(theirs.shape)
+    np.testing.assert_array_equal(to_numpy(ours), to_numpy(theirs))
+    t = _base(ember)
+    t[make_index(ember)] = -1
+    expected = _base(torch)
+    expected[make_index(torch)] = -1
+    np.testing.assert_array_equal(to_numpy(t), to_numpy(expected))
+
+
 def test_zero_dim_indexing():
     for lib in (torch, ember):
         t = lib.tensor(5.0)

@@ -155,6 +155,18 @@ def test_item_errors_for_many_elements():
             bool(lib.zeros(0))
 
 
+def test_meta_tensors_have_no_values():
+    for lib in (torch, ember):
+        meta = lib.zeros(1, device="meta")
+        with pytest.raises(RuntimeError, match="meta"):
+            meta.item()
+        with pytest.raises(NotImplementedError):
+            meta.tolist()
+        with pytest.raises(NotImplementedError):
+            lib.zeros(2).copy_(lib.zeros(2, device="meta"))
+    assert ember.zeros(2, 3, device="meta").numel() == 6
+
+
 def test_len_iter_bool():
     array = np.arange(6).reshape(3, 2)
     ours, theirs = ember.tensor(array), torch.tensor(array)

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import builtins
 import numbers
+from functools import reduce
 
 import numpy as np
 
 from ember.core import dtypes as D
 from ember.core.devices import get_default_device, to_device
-from ember.core.promotion import default_complex_dtype, get_default_dtype
+from ember.core.promotion import default_complex_dtype, get_default_dtype, promote_types
 from ember.core.tensor import Tensor, from_array, share_numpy
 
 
@@ -54,28 +55,69 @@ def _infer_python_dtype(data) -> D.dtype | None:
     return (D.bool_, D.int64, get_default_dtype(), default_complex_dtype())[kind]
 
 
-def _to_array(data, dtype: D.dtype | None) -> tuple[np.ndarray, D.dtype]:
+def _to_array(data, dtype: D.dtype | None, inside: bool = False) -> tuple[np.ndarray, D.dtype]:
     if isinstance(data, Tensor):
         array = data._require_data("read the values")
         inferred = data.dtype
+        if inside:
+            # Inside a list, PyTorch reads a tensor as the one number it holds, whatever its shape.
+            if array.size != 1:
+                raise ValueError("only one element tensors can be converted to Python scalars")
+            array = array.reshape(())
     elif isinstance(data, np.ndarray | np.generic):
         array = np.asarray(data)
         inferred = D.from_numpy_dtype(array.dtype)
     else:
         inferred = _infer_python_dtype(data)
         if inferred is None:  # lists holding tensors or arrays
-            items = [_to_array(x, None)[0] for x in data] if isinstance(data, list | tuple) else [data]
-            array = np.stack(items) if items else np.empty(0)
-            inferred = D.from_numpy_dtype(array.dtype)
+            parts = [_to_array(x, None, inside=True) for x in data]
+            # The items' dtypes promote as PyTorch's inference does: [tensor(1), 2.5] is float32.
+            inferred = reduce(promote_types, (d for _, d in parts)) if parts else get_default_dtype()
+            array = np.stack([a.astype(inferred.np) for a, _ in parts]) if parts else np.empty(0, inferred.np)
         else:
-            try:
-                array = np.array(data, dtype=(dtype or inferred).np if (dtype or inferred) is not D.bfloat16 else None)
-            except ValueError as error:
-                raise ValueError(f"expected a rectangular nested sequence of numbers: {error}") from None
+            if dtype is not None and inferred.category == D.COMPLEX and dtype.category in (D.INTEGRAL, D.FLOATING):
+                raise TypeError(f"can't convert complex numbers to {dtype.name} (take .real first)")
+            array = _python_array(data, inferred if dtype is None or dtype.category < D.FLOATING else dtype)
+            if dtype is not None and dtype.category == D.INTEGRAL:
+                _check_fits(array, dtype)
     target = dtype or inferred
     if array.dtype != target.np:
         array = array.astype(target.np)
     return array, target
+
+
+# Python numbers are read at full width and rounded once, into the target dtype.
+_WIDEST = {D.BOOL: np.bool_, D.INTEGRAL: np.int64, D.FLOATING: np.float64, D.COMPLEX: np.complex128}
+
+
+def _python_array(data, inferred: D.dtype) -> np.ndarray:
+    """Nested Python numbers as an array of the widest dtype of ``inferred``'s category (the
+    target's, for floating targets: ints too wide for int64 still convert to them)."""
+    try:
+        return np.array(data, dtype=_WIDEST[inferred.category])
+    except OverflowError:
+        # PyTorch reads Python ints as int64.
+        raise ValueError("Overflow when unpacking long long") from None
+    except ValueError as error:
+        raise ValueError(f"expected a rectangular nested sequence of numbers: {error}") from None
+
+
+def _check_fits(array: np.ndarray, dtype: D.dtype) -> None:
+    """PyTorch's checked conversion into an integer type: unsigned types take negatives down to
+    minus their maximum (they wrap), and NaN, infinities and other out-of-range values are refused."""
+    if array.size == 0:
+        return
+    info = np.iinfo(dtype.np)
+    low = -int(info.max) if not dtype.is_signed else int(info.min)
+    values = array.real if array.dtype.kind == "c" else array
+    if array.dtype.kind == "c" and np.any(array.imag != 0):
+        bad = True
+    elif values.dtype.kind == "f":
+        bad = not np.all(np.isfinite(values)) or values.min() < low or values.max() > int(info.max)
+    else:
+        bad = int(values.min()) < low or int(values.max()) > int(info.max)
+    if bad:
+        raise RuntimeError(f"value cannot be converted to type {dtype.name}_t without overflow")
 
 
 def tensor(data, *, dtype=None, device=None, requires_grad: bool = False, pin_memory: bool = False) -> Tensor:

@@ -192,6 +192,8 @@ class Tensor:
         n = numel(self._shape)
         if n != 1:
             raise RuntimeError(f"a Tensor with {n} elements cannot be converted to Scalar")
+        if self.device.type == "meta":
+            raise RuntimeError("Tensor.item() cannot be called on meta tensors")
         value = self._require_data("read the value").reshape(())
         return _to_python(value[()], self.dtype)
 

@@ -19,6 +19,17 @@ from ember.core.layout import broadcast_shapes, contiguous_strides, is_non_overl
 from ember.core.pointwise import check_no_internal_overlap
 from ember.core.tensor import Tensor, empty
 
+
+class memory_format(str):
+    """``ember.preserve_format`` and ``ember.contiguous_format``: strings, so that kernels and
+    schemas compare them by name, that print as PyTorch's objects do."""
+
+    def __repr__(self) -> str:
+        return f"ember.{str.__str__(self)}"
+
+
+preserve_format = public("preserve_format")(memory_format("preserve_format"))
+contiguous_format = public("contiguous_format")(memory_format("contiguous_format"))
 _MEMORY_FORMATS = ("preserve_format", "contiguous_format", None)
 
 
@@ -191,7 +202,10 @@ def checked_scalar(value, dtype: D.dtype):
 
 @fill_.register_kernel("cpu")
 def _fill_cpu(self: Tensor, value) -> Tensor:
-    # No overlap check: PyTorch fills an expanded tensor (every element gets the same value anyway).
+    # PyTorch fills an expanded tensor from a number (every element gets the same value anyway) but
+    # refuses to from a tensor, as it refuses any copy into one.
+    if isinstance(value, Tensor):
+        check_no_internal_overlap(self)
     self._array[...] = checked_scalar(_scalar_value(value), self.dtype)
     self._storage.version += 1
     return self
@@ -199,6 +213,8 @@ def _fill_cpu(self: Tensor, value) -> Tensor:
 
 @fill_.register_meta
 def _fill_meta(self: Tensor, value) -> Tensor:
+    if isinstance(value, Tensor):
+        check_no_internal_overlap(self)
     _scalar_value_meta(value)
     return self
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import operator
 
+from ember.core import dtypes as D
 from ember.core.api import method
 from ember.core.families.copying import copy_, fill_
 from ember.core.families.views import select, slice_, unsqueeze
@@ -21,6 +22,13 @@ def _as_tuple(index) -> tuple:
     return index if type(index) is tuple else (index,)
 
 
+def _scalar_tensor_index(item):
+    """A 0-dim integer or bool tensor indexes as the number it holds, as in PyTorch."""
+    if isinstance(item, Tensor) and item.ndim == 0 and item.dtype.category <= D.INTEGRAL:
+        return item.item()
+    return item
+
+
 def _consumes(item) -> int:
     if item is None or item is Ellipsis or isinstance(item, bool):
         return 0
@@ -28,7 +36,7 @@ def _consumes(item) -> int:
 
 
 def apply_index(self: Tensor, index) -> Tensor:
-    items = _as_tuple(index)
+    items = tuple(_scalar_tensor_index(item) for item in _as_tuple(index))
     if sum(item is Ellipsis for item in items) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
     consumed = sum(_consumes(item) for item in items)
@@ -84,7 +92,7 @@ def _alias(self: Tensor) -> Tensor:
 @method("__getitem__")
 def _getitem(self, index):
     result = apply_index(self, index)
-    if any(isinstance(item, bool) for item in _as_tuple(index)):
+    if any(isinstance(_scalar_tensor_index(item), bool) for item in _as_tuple(index)):
         # PyTorch treats a bool index as a one-element mask (advanced indexing): the result is a copy.
         from ember.core.families.copying import clone
 

@@ -416,7 +416,10 @@ def chunk(self: Tensor, chunks: int, dim: int = 0) -> list[Tensor]:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     d = normalize_dim(dim, self.ndim)
     size = self._shape[d]
-    return split(self, max(1, -(-size // chunks)), d)
+    if size == 0:
+        # PyTorch gives ``chunks`` empty pieces of an empty dimension.
+        return split_with_sizes(self, [0] * chunks, d)
+    return split(self, -(-size // chunks), d)
 
 
 # -- the Python surface -----------------------------------------------------------------------------
