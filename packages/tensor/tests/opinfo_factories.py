@@ -66,7 +66,10 @@ OPS = [
         _empty_call("empty_strided"),
         ONE,
         _fixed([(((2, 3), (1, 2)), {}), (((2, 3), (4, 1)), {}), (((2, 2), (0, 1)), {}), (((0, 3), (1, 1)), {})]),
-        errors=lambda: [_err(((2, 3), (1,)), {}, RuntimeError, "mismatch in length")],
+        errors=lambda: [
+            _err(((2, 3), (1,)), {}, RuntimeError, "mismatch in length"),
+            _err(((2, 2), (-1, 1)), {}, RuntimeError, "negative strides"),
+        ],
         meta=False,
     ),
     factory("zeros", SIZES, errors=[_err((-1, 2), {}, RuntimeError, "negative dimension")]),
@@ -115,6 +118,7 @@ OPS = [
             _err((10, 0, 1), {}, RuntimeError, "inconsistent with step sign"),
             _err((0, float("inf")), {}, RuntimeError, "unsupported range"),
             _err((0, float("nan")), {}, RuntimeError, "unsupported range"),
+            _err((3,), {"dtype": "bool"}, NotImplementedError, "not implemented for 'Bool'"),
         ],
     ),
     factory(
@@ -134,8 +138,14 @@ OPS = [
             ((0, 1, 9), {"dtype": "bfloat16"}),
             ((0, 1, 3), {"dtype": "complex64"}),
             ((1, 2, 1), {"dtype": "int32"}),
+            ((0, 1 + 1j, 3), {}),
+            ((-5, 5, 4), {"dtype": "int16"}),
+            ((0, 255, 4), {"dtype": "uint8"}),
         ],
-        errors=[_err((0, 1, -1), {}, RuntimeError, "non-negative")],
+        errors=[
+            _err((0, 1, -1), {}, RuntimeError, "non-negative"),
+            _err((0, 1, 3), {"dtype": "bool"}, NotImplementedError, "not implemented for 'Bool'"),
+        ],
         tolerances={"float32": (1e-6, 1e-6)},
     ),
     factory(

@@ -50,6 +50,8 @@ DATA = [
     [ember.tensor([1.5]), ember.tensor([[2.5]])],
     [[ember.tensor([1.0])], [ember.tensor(2.0)]],
     [np.int8(1), True],
+    (np.float64(1), 2),
+    [np.float16(1.5), 2.0],
 ]
 
 
@@ -189,8 +191,9 @@ def test_as_tensor_shares_memory_when_it_can():
     array[1] = 8
     assert converted.tolist()[1] == 1.0 and converted.dtype is ember.float32
     same = ember.as_tensor(array, device="cpu")
+    also_same = ember.as_tensor(array, device=ember.device("cpu"))
     array[2] = 9
-    assert same.tolist()[2] == 9.0
+    assert same.tolist()[2] == 9.0 and also_same.tolist()[2] == 9.0
     t = ember.tensor([1, 2])
     assert ember.as_tensor(t) is t
     assert ember.as_tensor(t, dtype=ember.int64) is t

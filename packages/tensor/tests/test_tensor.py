@@ -268,6 +268,29 @@ def test_copy_complex_to_real_keeps_the_real_part():
     _same(*results)
 
 
+OVERLAPS = {
+    "shifted": lambda t: t[1:].copy_(t[:-1]),
+    "shifted_back": lambda t: t[:-1].copy_(t[1:]),
+    "itself": lambda t: t.copy_(t),
+    "disjoint": lambda t: t[:2].copy_(t[3:5]),
+    "same_memory_other_strides": lambda t: t[:4].view(2, 2).copy_(t[:4].view(2, 2).t()),
+    "broadcast_row": lambda t: t.view(2, 3)[1:].copy_(t.view(2, 3)[0]),
+}
+
+
+@pytest.mark.parametrize("name", list(OVERLAPS))
+def test_copy_between_overlapping_tensors_like_pytorch(name):
+    theirs, ours = torch.arange(6.0), ember.arange(6.0)
+    try:
+        OVERLAPS[name](theirs)
+    except RuntimeError:
+        with pytest.raises(RuntimeError, match="refer to a single memory location"):
+            OVERLAPS[name](ours)
+        return
+    OVERLAPS[name](ours)
+    assert ours.tolist() == theirs.tolist()
+
+
 def test_copy_errors():
     for lib in (ember, torch):
         with pytest.raises(RuntimeError):
@@ -358,6 +381,23 @@ def test_to_forms():
     with pytest.raises(NotImplementedError):
         meta.to("cpu")
     assert ours.cpu() is ours
+    transposed = ours.t()
+    assert transposed.to(memory_format=ember.contiguous_format) is transposed
+    assert theirs.t().to(memory_format=torch.contiguous_format).stride() == transposed.stride()
+    assert repr(ember.contiguous_format) == "ember.contiguous_format"
+
+
+def test_metadata_only_inplace_views():
+    for name, call in [
+        ("t_", lambda t: t.t_()),
+        ("transpose_", lambda t: t.transpose_(0, 1)),
+        ("squeeze_", lambda t: t[:1].squeeze_()),
+        ("squeeze_dim", lambda t: t[:, :1].squeeze_(1)),
+        ("unsqueeze_", lambda t: t.unsqueeze_(1)),
+    ]:
+        ours, theirs = call(ember.arange(6.0).reshape(2, 3)), call(torch.arange(6.0).reshape(2, 3))
+        assert tuple(ours.shape) == tuple(theirs.shape) and ours.stride() == theirs.stride(), name
+        assert ours.tolist() == theirs.tolist(), name
 
 
 def test_fill_and_zero():

@@ -29,6 +29,8 @@ def _infer_python_dtype(data) -> D.dtype | None:
     stack = [data]
     while stack:
         item = stack.pop()
+        if isinstance(item, Tensor | np.ndarray | np.generic):
+            return None  # checked first: np.float64 is also a Python float, and keeps its own dtype
         if isinstance(item, list | tuple):
             nested = [isinstance(x, list | tuple) for x in item]
             if any(nested) and not all(nested):
@@ -136,7 +138,8 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
     dtype = D.to_dtype(dtype) if dtype is not None else None
     if isinstance(data, Tensor):
         return data.to(dtype=dtype or data.dtype, device=device or data.device)
-    if isinstance(data, np.ndarray) and (dtype is None or dtype.np == data.dtype) and device in (None, "cpu"):
+    on_cpu = (get_default_device() if device is None else to_device(device)).type == "cpu"
+    if isinstance(data, np.ndarray) and (dtype is None or dtype.np == data.dtype) and on_cpu:
         return from_numpy(data)
     return tensor(data, dtype=dtype, device=device)
 

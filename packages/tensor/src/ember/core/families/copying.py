@@ -54,6 +54,28 @@ def _check_copy(self: Tensor, src) -> None:
     shape = broadcast_shapes(self._shape, src._shape)
     if shape != self._shape:
         raise RuntimeError(f"output with shape {list(self._shape)} doesn't match the broadcast shape {list(shape)}")
+    _check_no_partial_overlap(self, src)
+
+
+def _check_no_partial_overlap(self: Tensor, src: Tensor) -> None:
+    """PyTorch refuses a copy between dense tensors whose memory overlaps without coinciding
+    (``t[1:].copy_(t[:-1])``): the result would depend on the order elements are written in."""
+    if self._storage is not src._storage or self.numel() == 0 or src.numel() == 0:
+        return
+    if not (
+        is_non_overlapping_and_dense(self._shape, self._stride)
+        and is_non_overlapping_and_dense(src._shape, src._stride)
+    ):
+        return  # too hard to tell, as in PyTorch
+    a_begin, b_begin = self._offset * self.dtype.itemsize, src._offset * src.dtype.itemsize
+    a_end, b_end = a_begin + self.nbytes, b_begin + src.nbytes
+    if (a_begin, a_end) == (b_begin, b_end) and self._stride == src._stride:
+        return
+    if a_begin < b_end and b_begin < a_end:
+        raise RuntimeError(
+            "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single "
+            "memory location. Please clone() the tensor before performing the operation."
+        )
 
 
 @copy_.register_kernel("cpu")
@@ -284,7 +306,8 @@ def _to(self, *args, **kwargs):
     dtype = self.dtype if dtype is None else D.to_dtype(dtype)
     target = self.device if device is None else to_device(device)
     same_device = target.type == self.device.type and (target.index is None or target.index == self.device.index)
-    if dtype is self.dtype and same_device and not copy and memory_format in (None, "preserve_format"):
+    # A tensor already has the contiguous format PyTorch would suggest for it (channels_last aside).
+    if dtype is self.dtype and same_device and not copy and memory_format in _MEMORY_FORMATS:
         return self
     return to_copy(self, dtype=dtype, device=target, memory_format=memory_format)
 

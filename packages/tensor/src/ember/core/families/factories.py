@@ -18,7 +18,8 @@ from ember.core.devices import get_default_device, to_device
 from ember.core.dispatch import define
 from ember.core.families.copying import _dense_strides, fill_
 from ember.core.layout import contiguous_strides
-from ember.core.promotion import get_default_dtype, scalar_dtype
+from ember.core.pointwise import unsupported
+from ember.core.promotion import default_complex_dtype, get_default_dtype, scalar_dtype
 from ember.core.tensor import Tensor
 from ember.core.tensor import empty as allocate
 
@@ -69,6 +70,10 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, pin_mem
     size, stride = _check_sizes(size), tuple(stride)
     if len(size) != len(stride):
         raise RuntimeError(f"mismatch in length of strides and shape: {len(size)} sizes and {len(stride)} strides")
+    if any(s < 0 for s in stride):
+        raise RuntimeError(
+            f"empty_strided: negative strides are not supported, got sizes={list(size)} strides={list(stride)}"
+        )
     return allocate(size, _dtype(dtype), _device(device), stride)
 
 
@@ -117,6 +122,8 @@ def arange(start, end, step=1, *, dtype=None, layout=None, device=None, pin_memo
     for _name, v in (("start", start), ("end", end)):
         if not math.isfinite(v):
             raise RuntimeError(f"unsupported range: {start} -> {end}")
+    if dtype is D.bool_:
+        raise unsupported("arange", dtype)
     integral = dtype.category <= D.INTEGRAL
     if integral and dtype is D.int64 and not all(isinstance(v, int) for v in (start, end, step)):
         # PyTorch reads int64 bounds as int64 first (truncating), so a fractional step can vanish.
@@ -146,7 +153,11 @@ def arange(start, end, step=1, *, dtype=None, layout=None, device=None, pin_memo
 def linspace(start, end, steps, *, dtype=None, layout=None, device=None, pin_memory=None) -> Tensor:
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
-    dtype = _dtype(dtype)
+    start, end = (v.item() if isinstance(v, Tensor) else v for v in (start, end))
+    complex_bounds = isinstance(start, complex) or isinstance(end, complex)
+    dtype = _dtype(dtype, default_complex_dtype() if complex_bounds else None)
+    if dtype is D.bool_:
+        raise unsupported("linspace", dtype)
     out = allocate((steps,), dtype, _device(device))
     if out._array is None or steps == 0:
         return out

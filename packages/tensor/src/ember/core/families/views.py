@@ -573,6 +573,20 @@ def _unsqueeze_inplace(self, dim: int):
     return self
 
 
+@method("t_")
+def _t_inplace(self):
+    other = t(self)
+    self._shape, self._stride, self._array, self._contig = other._shape, other._stride, other._array, None
+    return self
+
+
+@method("squeeze_")
+def _squeeze_inplace(self, dim=None):
+    other = _squeeze(self, dim)
+    self._shape, self._stride, self._array, self._contig = other._shape, other._stride, other._array, None
+    return self
+
+
 @method("detach_")
 def _detach_inplace(self):
     self.requires_grad = False
