@@ -72,6 +72,18 @@ OPS = [
             _error((3, 4), ((-2, 6),), RuntimeError, "invalid shape dimension -2"),
         ],
     ),
+    OpInfo(
+        "view_dtype",
+        lambda lib, t, name: t.view(getattr(lib, name)),
+        ("float32", "int16", "uint8", "complex64"),
+        _samples(
+            [
+                ((3, 4), (name,), {})
+                for name in ("float32", "int32", "float16", "int8", "uint8", "float64", "complex64", "bool", "bfloat16")
+            ]
+            + [((), ("int32",), {}), ((), ("float16",), {}), ((2, 6), ("float64",), {}), ((4, 2), ("int16",), {})]
+        ),
+    ),
     view_op("view_tuple", lambda lib, t, shape: t.view(shape), RESHAPES[:4]),
     view_op("view_as", lambda lib, t, shape: t.view_as(lib.empty(shape)), [((2, 3, 4), ((6, 4),), {})]),
     view_op("reshape", lambda lib, t, shape: t.reshape(*shape), RESHAPES),

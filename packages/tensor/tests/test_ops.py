@@ -90,7 +90,7 @@ def test_inplace_matches_pytorch(op: OpInfo, dtype: str):
                     assert target._version > version, f"{sample}: in-place op did not bump the version"
             except Exception as error:
                 results[lib.__name__] = (None, None, None, type(error))
-        (their_same, their_values, their_dtype, their_error) = results["torch"]
+        (_their_same, their_values, their_dtype, their_error) = results["torch"]
         (our_same, our_values, our_dtype, our_error) = results["ember"]
         if their_error is not None:
             assert our_error is not None and issubclass(our_error, their_error), (

@@ -7,10 +7,11 @@ through a view shows in the base and bumps the version both see.
 
 from __future__ import annotations
 
+from ember.core import dtypes as D
 from ember.core.api import method, public
 from ember.core.dispatch import define
 from ember.core.layout import broadcast_shapes, contiguous_strides, normalize_dim, normalize_dims, numel
-from ember.core.tensor import Tensor, make_view
+from ember.core.tensor import Tensor, _array_view, _new, make_view
 
 VIEW = ("view", "core")
 
@@ -425,13 +426,46 @@ def chunk(self: Tensor, chunks: int, dim: int = 0) -> list[Tensor]:
 # -- the Python surface -----------------------------------------------------------------------------
 
 
+@_view_op("view.dtype(Tensor(a) self, ScalarType dtype) -> Tensor(a)")
+def view_dtype(self: Tensor, dtype) -> Tensor:
+    """The same bytes read as another dtype; with another element size the last dimension (which
+    must be contiguous) scales, and so do the other strides and the offset (PyTorch's rules)."""
+    dtype = D.to_dtype(dtype)
+    old, new = self.dtype.itemsize, dtype.itemsize
+    shape, stride, offset = self._shape, self._stride, self._offset
+    if old != new:
+        names = f"to view {D.SCALAR_TYPE_NAMES[self.dtype]} as {D.SCALAR_TYPE_NAMES[dtype]} (different element sizes)"
+        if not shape:
+            raise RuntimeError(f"self.dim() cannot be 0 {names}")
+        if stride[-1] != 1:
+            raise RuntimeError(f"self.stride(-1) must be 1 {names}, but got {stride[-1]}")
+        if old < new:
+            ratio = new // old
+            if shape[-1] % ratio:
+                raise RuntimeError(f"self.size(-1) must be divisible by {ratio} {names}, but got {shape[-1]}")
+            if offset % ratio:
+                raise RuntimeError(f"self.storage_offset() must be divisible by {ratio} {names}, but got {offset}")
+            for d in range(len(shape) - 1):
+                if stride[d] % ratio:
+                    raise RuntimeError(f"self.stride({d}) must be divisible by {ratio} {names}, but got {stride[d]}")
+            shape = shape[:-1] + (shape[-1] // ratio,)
+            stride = tuple(st // ratio for st in stride[:-1]) + (1,)
+            offset //= ratio
+        else:
+            ratio = old // new
+            shape = shape[:-1] + (shape[-1] * ratio,)
+            stride = tuple(st * ratio for st in stride[:-1]) + (1,)
+            offset *= ratio
+    out = _new(Tensor, self._storage, shape, stride, offset, dtype, None)
+    out._array = _array_view(self._storage, shape, stride, offset, dtype)
+    out._base = self._base if self._base is not None else self
+    return out
+
+
 @method("view")
 def _view_method(self, *shape):
-    if len(shape) == 1 and not isinstance(shape[0], int | list | tuple):
-        from ember.core.dtypes import dtype
-
-        if isinstance(shape[0], dtype):
-            raise NotImplementedError("view(dtype) reinterpretation is not supported yet")
+    if len(shape) == 1 and isinstance(shape[0], D.dtype):
+        return view_dtype(self, shape[0])
     return view(self, _sizes(shape))
 
 
