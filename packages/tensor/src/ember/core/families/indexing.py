@@ -103,6 +103,16 @@ def _getitem(self, index):
 @method("__setitem__")
 def _setitem(self, index, value) -> None:
     target = apply_index(self, index)
+    if any(isinstance(_scalar_tensor_index(item), bool) for item in _as_tuple(index)):
+        # A bool index makes this PyTorch's index_put_: the value's dtype must match, and a False
+        # mask selects nothing, so nothing is written (the version stays).
+        if isinstance(value, Tensor) and value.dtype is not self.dtype:
+            raise RuntimeError(
+                "Index put requires the source and destination dtypes match, got "
+                f"{D.SCALAR_TYPE_NAMES[self.dtype]} for the destination and {D.SCALAR_TYPE_NAMES[value.dtype]} for the source."
+            )
+        if target.numel() == 0:
+            return
     if isinstance(value, int) and not -(2**63) <= value < 2**63:
         raise ValueError("Overflow when unpacking long long")  # PyTorch reads Python ints as int64 here
     if isinstance(value, Tensor):
