@@ -158,3 +158,38 @@ OPS = [
     like("ones_like"),
     like("full_like", extra=(3,)),
 ]
+
+
+def _new(name):
+    def call(lib, t, *args, **kwargs):
+        result = getattr(t, name)(*args, **_dtype_arg(lib, kwargs))
+        return result.zero_() if name in ("new_empty", "new_empty_strided") else result
+
+    return call
+
+
+def _new_samples(cases):
+    def samples(dtype, rng):
+        return [
+            Sample((spec, *args), kwargs, name=f"{spec} {args} {kwargs}")
+            for spec in layouts_of((2, 3), dtype, rng)[:2]
+            for args, kwargs in cases
+        ]
+
+    return samples
+
+
+NEW_DTYPES = ("float32", "int16", "bool")
+OPS += [
+    OpInfo("new_empty", _new("new_empty"), NEW_DTYPES, _new_samples([((2, 4), {}), (((3,),), {"dtype": "float64"})])),
+    OpInfo("new_zeros", _new("new_zeros"), NEW_DTYPES, _new_samples([((2, 4), {}), (((3,),), {"dtype": "int64"})])),
+    OpInfo("new_ones", _new("new_ones"), NEW_DTYPES, _new_samples([((4,), {}), (((),), {"dtype": "complex64"})])),
+    OpInfo("new_full", _new("new_full"), NEW_DTYPES, _new_samples([(((2, 2), 3), {}), (((2,), 1.5), {})])),
+    OpInfo("new_empty_strided", _new("new_empty_strided"), NEW_DTYPES, _new_samples([(((2, 3), (1, 2)), {})])),
+    OpInfo(
+        "new_tensor",
+        _new("new_tensor"),
+        NEW_DTYPES,
+        _new_samples([(([1, 2],), {}), (([1.5, 2.5],), {}), (([[True]],), {"dtype": "float16"})]),
+    ),
+]

@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from ember.core import dtypes as D
-from ember.core.api import public
+from ember.core.api import method, public
 from ember.core.devices import get_default_device, to_device
 from ember.core.dispatch import define
 from ember.core.families.copying import _dense_strides, fill_
@@ -332,3 +332,50 @@ def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=Fal
 def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
     out = ones_like_op(input, dtype=dtype, device=device, memory_format=memory_format)
     return _finish(out, requires_grad, None)
+
+
+# -- Tensor.new_*: factories whose dtype and device default to the tensor's ---------------------------
+
+
+def _new_options(self: Tensor, dtype, device) -> dict:
+    return {"dtype": self.dtype if dtype is None else dtype, "device": self.device if device is None else device}
+
+
+@method("new_empty")
+def new_empty(self, *size, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    options = _new_options(self, dtype, device)
+    return _finish(empty(_size_args(size), **options), requires_grad, None)
+
+
+@method("new_zeros")
+def new_zeros(self, *size, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    options = _new_options(self, dtype, device)
+    return _finish(zeros(_size_args(size), **options), requires_grad, None)
+
+
+@method("new_ones")
+def new_ones(self, *size, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    options = _new_options(self, dtype, device)
+    return _finish(ones(_size_args(size), **options), requires_grad, None)
+
+
+@method("new_full")
+def new_full(self, size, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    options = _new_options(self, dtype, device)
+    return _finish(full(tuple(size), fill_value, **options), requires_grad, None)
+
+
+@method("new_empty_strided")
+def new_empty_strided(
+    self, size, stride, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False
+):
+    options = _new_options(self, dtype, device)
+    return _finish(empty_strided(tuple(size), tuple(stride), **options), requires_grad, None)
+
+
+@method("new_tensor")
+def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+    from ember.core.creation import tensor
+
+    options = _new_options(self, dtype, device)
+    return tensor(data, requires_grad=requires_grad, **options)
