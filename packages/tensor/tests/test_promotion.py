@@ -112,6 +112,16 @@ def test_set_default_dtype(default):
     assert ember.tensor(1.5).dtype is ember.float32
 
 
+def test_promotion_functions_refuse_non_dtypes():
+    for lib in (torch, ember):
+        with pytest.raises(TypeError):
+            lib.promote_types(lib.float32, "float")
+        with pytest.raises(TypeError):
+            lib.can_cast(lib.float32, 1)
+        with pytest.raises(TypeError):
+            lib.result_type(lib.ones(1), "a")
+
+
 def test_set_default_dtype_refuses_non_floats():
     for lib in (torch, ember):
         with pytest.raises(TypeError):

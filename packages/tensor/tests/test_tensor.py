@@ -123,7 +123,12 @@ def test_size_and_its_repr():
     assert repr(ember.empty(()).shape) == "ember.Size([])"
     assert t.shape == (2, 3) and t.shape.numel() == 6
     assert isinstance(t.shape[1:], ember.Size) and t.shape[1:] == (3,)
-    assert isinstance(t.shape + (4,), ember.Size)
+    for op in (lambda s: s + (4,), lambda s: (1,) + s, lambda s: s * 2, lambda s: 2 * s, lambda s: s[::-1]):
+        ours, theirs = op(t.shape), op(torch.Size([2, 3]))
+        assert ours == theirs and type(ours).__name__ == type(theirs).__name__
+    for lib in (torch, ember):
+        with pytest.raises(TypeError):
+            lib.zeros(2).shape + [3]
     with pytest.raises(IndexError):
         t.size(2)
     with pytest.raises(IndexError):

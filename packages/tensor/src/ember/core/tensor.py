@@ -33,7 +33,19 @@ class Size(tuple):
         return Size(out) if isinstance(index, slice) else out
 
     def __add__(self, other):
-        return Size(tuple(self) + tuple(other))
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(tuple(self) + other)
+
+    def __radd__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(other + tuple(self))
+
+    def __mul__(self, times):
+        return Size(tuple(self) * times)
+
+    __rmul__ = __mul__
 
 
 class Tensor:
