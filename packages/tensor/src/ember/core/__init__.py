@@ -9,6 +9,7 @@ from ember.core.api import functions
 from ember.core.creation import as_tensor, from_dlpack, from_numpy, tensor
 from ember.core.devices import device, get_default_device, register_backend, set_default_device
 from ember.core.dispatch import DispatchMode, OpOverload, define, ops
+from ember.core.dtype_info import finfo, iinfo
 from ember.core.dtypes import dtype
 from ember.core.promotion import can_cast, get_default_dtype, promote_types, result_type, set_default_dtype
 from ember.core.tensor import Size, Tensor
@@ -25,11 +26,13 @@ __all__ = [
     "define",
     "device",
     "dtype",
+    "finfo",
     "from_dlpack",
     "from_numpy",
     "functions",
     "get_default_device",
     "get_default_dtype",
+    "iinfo",
     "ops",
     "promote_types",
     "register_backend",

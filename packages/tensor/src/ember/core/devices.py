@@ -29,10 +29,11 @@ class device:
             self.type, self.index = type_or_string.type, type_or_string.index
             return
         if isinstance(type_or_string, int) and not isinstance(type_or_string, bool):
+            # An index alone names the accelerator's device; CUDA is the one accelerator type we have.
             type_or_string, index = "cuda", type_or_string
         if not isinstance(type_or_string, str):
             raise TypeError(f"device() expected a string or int, got {type(type_or_string).__name__}")
-        match = _DEVICE_STRING.fullmatch(type_or_string.strip())
+        match = _DEVICE_STRING.fullmatch(type_or_string)
         if match is None or match[1] not in KNOWN_TYPES:
             raise RuntimeError(
                 f"Expected one of {', '.join(KNOWN_TYPES)} device type at start of device string: {type_or_string}"
@@ -48,8 +49,7 @@ class device:
         self.type, self.index = match[1], index
 
     def __eq__(self, other) -> bool:
-        if isinstance(other, str):
-            other = device(other)
+        # As in PyTorch, a device never equals a string: compare ``d.type`` or ``device("cuda:1")``.
         return isinstance(other, device) and self.type == other.type and self.index == other.index
 
     def __hash__(self) -> int:

@@ -33,8 +33,9 @@ class _DispatchState(threading.local):
 
 
 _state = _DispatchState()
-# Read on every call: True while any mode is pushed in any thread or any interposer is installed.
-_flags = type("Flags", (), {"slow": False})()
+# Read on every call: ``slow`` while any mode is pushed in any thread or any interposer is installed;
+# ``subclasses`` once a Tensor subclass defining __ember_dispatch__ exists (set by ember.core.tensor).
+_flags = type("Flags", (), {"slow": False, "subclasses": False})()
 _interposers: list = []
 _mode_count = 0
 _mode_lock = threading.Lock()
@@ -95,14 +96,15 @@ class OpOverload:
         if _flags.slow:
             return _dispatch_slow(self, args, kwargs, 0)
         # The fast path: the first argument is a plain tensor with a kernel for its device.
-        if args:
+        if args and not _flags.subclasses:
             first = args[0]
             if type(first) is Tensor:
                 kernel = self._kernels.get(first.device.type) or self._any
                 if kernel is not None:
                     return kernel(*args, **kwargs)
         tensor = _first_tensor(args, kwargs)
-        if tensor is not None and tensor._dispatches:
+        # Once a dispatching subclass exists, any argument (not only the first) may be one.
+        if _flags.subclasses and any(t._dispatches for t in _all_tensors(args, kwargs)):
             return _dispatch_slow(self, args, kwargs, 0)
         return self.redispatch_backend(tensor, args, kwargs)
 

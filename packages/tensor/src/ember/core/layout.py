@@ -33,6 +33,24 @@ def is_contiguous(shape: tuple, stride: tuple) -> bool:
     return True
 
 
+def is_non_overlapping_and_dense(shape: tuple, stride: tuple) -> bool:
+    """Every element at its own address and no gaps, in some order of dimensions (PyTorch's rule:
+    size-1 dimensions may have any stride; an empty tensor qualifies)."""
+    if is_contiguous(shape, stride):
+        return True
+    if len(shape) == 1:
+        return shape[0] < 2 or stride[0] == 1
+    order = sorted(range(len(shape)), key=lambda d: (shape[d] < 2, stride[d]))
+    expected = 1
+    for d in order:
+        if shape[d] < 2:
+            return True
+        if stride[d] != expected:
+            return False
+        expected *= shape[d]
+    return True
+
+
 def numel(shape: tuple) -> int:
     n = 1
     for size in shape:

@@ -33,8 +33,22 @@ def default_complex_dtype() -> dtype:
     return D.complex128 if _default_float is D.float64 else D.complex64
 
 
+def _check_dtype(fn: str, name: str, position: int, value) -> None:
+    if not isinstance(value, dtype):
+        raise TypeError(
+            f"{fn}(): argument '{name}' (position {position}) must be ember.dtype, not {type(value).__name__}"
+        )
+
+
+def promote_types(type1: dtype, type2: dtype) -> dtype:
+    """``ember.promote_types``: the smallest dtype both promote to (PyTorch's table)."""
+    _check_dtype("promote_types", "type1", 1, type1)
+    _check_dtype("promote_types", "type2", 2, type2)
+    return _promote(type1, type2)
+
+
 @cache
-def promote_types(a: dtype, b: dtype) -> dtype:
+def _promote(a: dtype, b: dtype) -> dtype:
     if a is b:
         return a
     if a.category != b.category:
@@ -80,7 +94,7 @@ def _combine(higher: dtype | None, lower: dtype | None) -> dtype | None:
     if higher.category == FLOATING:
         return higher
     if higher.category == BOOL or lower.category == FLOATING:
-        return promote_types(higher, lower)
+        return _promote(higher, lower)
     return higher
 
 
@@ -91,12 +105,12 @@ def result_type(*operands) -> dtype:
         d = getattr(op, "dtype", None)
         if isinstance(d, dtype) and hasattr(op, "ndim"):
             if op.ndim > 0:
-                dim = d if dim is None else promote_types(dim, d)
+                dim = d if dim is None else _promote(dim, d)
             else:
-                zero = d if zero is None else promote_types(zero, d)
+                zero = d if zero is None else _promote(zero, d)
         elif isinstance(op, builtins.bool | builtins.int | builtins.float | builtins.complex):
             d = scalar_dtype(op)
-            wrapped = d if wrapped is None else promote_types(wrapped, d)
+            wrapped = d if wrapped is None else _promote(wrapped, d)
         else:
             raise TypeError(f"result_type: expected tensors or Python numbers, got {type(op).__name__}")
     out = _combine(dim, _combine(zero, wrapped))
@@ -110,4 +124,6 @@ _CAST_ORDER = {BOOL: 0, INTEGRAL: 1, FLOATING: 2, COMPLEX: 3}
 
 def can_cast(from_: dtype, to: dtype) -> bool:
     """PyTorch's rule: casting never lowers the category (float to int, complex to float, to bool)."""
+    _check_dtype("can_cast", "from_", 1, from_)
+    _check_dtype("can_cast", "to", 2, to)
     return _CAST_ORDER[from_.category] <= _CAST_ORDER[to.category]

@@ -121,7 +121,8 @@ def _format_argument(a: Argument, with_default: bool) -> str:
 
 def _format_default(value: object) -> str:
     if isinstance(value, str):
-        return f'"{value}"' if not value.isidentifier() or value in ("mean", "sum", "none") else value
+        # Bare words are enum-like defaults (``contiguous_format``); anything else is a quoted string.
+        return value if re.fullmatch(r"[A-Za-z_]+", value) and value not in ("mean", "sum", "none") else f'"{value}"'
     if isinstance(value, list):
         return "[" + ",".join(str(v) for v in value) + "]"
     return str(value)
@@ -197,12 +198,16 @@ def _parse_default(text: str) -> object:
 
 
 def _parse_arguments(text: str) -> tuple[Argument, ...]:
-    arguments, kwarg_only, names = [], False, set()
+    arguments, kwarg_only, names, defaulted = [], False, set(), False
     for part in _split_top_level(text):
         if part == "*":
+            if kwarg_only:
+                raise ValueError("'*' appears twice")
             kwarg_only = True
             continue
-        decl, _, default = part.partition("=")
+        decl, has_default, default = part.partition("=")
+        if has_default and not default.strip():
+            raise ValueError(f"argument {part!r} has '=' but no default")
         type_text, _, name = decl.strip().rpartition(" ")
         if not name.isidentifier() or not type_text:
             raise ValueError(f"bad argument {part!r}")
@@ -210,7 +215,12 @@ def _parse_arguments(text: str) -> tuple[Argument, ...]:
             raise ValueError(f"argument {name!r} appears twice")
         names.add(name)
         schema_type, alias = _parse_type(type_text.strip())
-        value = _parse_default(default.strip()) if default else _NO_DEFAULT
+        value = _parse_default(default.strip()) if has_default else _NO_DEFAULT
+        if not kwarg_only:
+            # As in Python, a positional argument without a default cannot follow one with a default.
+            if defaulted and not has_default:
+                raise ValueError(f"argument {name!r} without a default follows one with a default")
+            defaulted = defaulted or bool(has_default)
         arguments.append(Argument(name, schema_type, value, kwarg_only, alias))
     return tuple(arguments)
 

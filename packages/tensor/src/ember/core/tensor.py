@@ -33,7 +33,19 @@ class Size(tuple):
         return Size(out) if isinstance(index, slice) else out
 
     def __add__(self, other):
-        return Size(tuple(self) + tuple(other))
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(tuple(self) + other)
+
+    def __radd__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(other + tuple(self))
+
+    def __mul__(self, times):
+        return Size(tuple(self) * times)
+
+    __rmul__ = __mul__
 
 
 class Tensor:
@@ -60,6 +72,8 @@ class Tensor:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls._dispatches = callable(getattr(cls, "__ember_dispatch__", None))
+        if cls._dispatches:
+            dispatch._flags.subclasses = True
 
     def __new__(cls, *args: Any, **kwargs: Any):
         if cls is not Tensor and not args and not kwargs:
@@ -191,6 +205,8 @@ class Tensor:
         n = numel(self._shape)
         if n != 1:
             raise RuntimeError(f"a Tensor with {n} elements cannot be converted to Scalar")
+        if self.device.type == "meta":
+            raise RuntimeError("Tensor.item() cannot be called on meta tensors")
         value = self._require_data("read the value").reshape(())
         return _to_python(value[()], self.dtype)
 
@@ -214,18 +230,23 @@ class Tensor:
         n = numel(self._shape)
         if n != 1:
             raise RuntimeError(
-                f"Boolean value of Tensor with {'no' if n == 0 else 'more than one'} values is ambiguous"
+                f"Boolean value of Tensor with {'no values' if n == 0 else 'more than one value'} is ambiguous"
             )
         return bool(self.item())
 
+    def _scalar(self):
+        if numel(self._shape) != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return self.item()
+
     def __float__(self) -> float:
-        return float(self.item())
+        return float(self._scalar())
 
     def __int__(self) -> int:
-        return int(self.item())
+        return int(self._scalar())
 
     def __complex__(self) -> complex:
-        return complex(self.item())
+        return complex(self._scalar())
 
     def __index__(self) -> int:
         if self.dtype.category not in (D.BOOL, D.INTEGRAL) or numel(self._shape) != 1:

@@ -8,31 +8,38 @@ a plugin device registers its own kernels for it.
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 from ember.core import dtypes as D
 from ember.core.api import method, public
 from ember.core.devices import CPU, META, to_device
 from ember.core.dispatch import define
-from ember.core.layout import broadcast_shapes, contiguous_strides
+from ember.core.layout import broadcast_shapes, contiguous_strides, is_non_overlapping_and_dense, pointwise_strides
+from ember.core.pointwise import check_no_internal_overlap
 from ember.core.tensor import Tensor, empty
 
+
+class memory_format(str):
+    """``ember.preserve_format`` and ``ember.contiguous_format``: strings, so that kernels and
+    schemas compare them by name, that print as PyTorch's objects do."""
+
+    def __repr__(self) -> str:
+        return f"ember.{str.__str__(self)}"
+
+
+preserve_format = public("preserve_format")(memory_format("preserve_format"))
+contiguous_format = public("contiguous_format")(memory_format("contiguous_format"))
 _MEMORY_FORMATS = ("preserve_format", "contiguous_format", None)
 
 
 def _dense_strides(t: Tensor) -> tuple:
-    """``preserve_format``: the source's strides if dense and non-overlapping, else contiguous."""
-    if t.is_contiguous():
-        return contiguous_strides(t._shape)
-    dims = sorted(range(t.ndim), key=lambda d: (t._stride[d], t._shape[d]))
-    expected = 1
-    for d in dims:
-        if t._shape[d] == 1:
-            continue
-        if t._stride[d] != expected:
-            return contiguous_strides(t._shape)
-        expected *= t._shape[d]
-    return t._stride
+    """``preserve_format``: the source's strides when they are dense and non-overlapping (kept
+    exactly, odd strides of size-1 dimensions included), else dense strides in the source's order of
+    dimensions (PyTorch's ``infer_dense_strides``, the same rule as a pointwise op's output)."""
+    if is_non_overlapping_and_dense(t._shape, t._stride):
+        return t._stride
+    return pointwise_strides(t._shape, [(t._shape, t._stride)])
 
 
 # -- copy_ --------------------------------------------------------------------------------------
@@ -43,9 +50,32 @@ copy_ = define("copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> T
 def _check_copy(self: Tensor, src) -> None:
     if not isinstance(src, Tensor):
         raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
+    check_no_internal_overlap(self)
     shape = broadcast_shapes(self._shape, src._shape)
     if shape != self._shape:
         raise RuntimeError(f"output with shape {list(self._shape)} doesn't match the broadcast shape {list(shape)}")
+    _check_no_partial_overlap(self, src)
+
+
+def _check_no_partial_overlap(self: Tensor, src: Tensor) -> None:
+    """PyTorch refuses a copy between dense tensors whose memory overlaps without coinciding
+    (``t[1:].copy_(t[:-1])``): the result would depend on the order elements are written in."""
+    if self._storage is not src._storage or self.numel() == 0 or src.numel() == 0:
+        return
+    if not (
+        is_non_overlapping_and_dense(self._shape, self._stride)
+        and is_non_overlapping_and_dense(src._shape, src._stride)
+    ):
+        return  # too hard to tell, as in PyTorch
+    a_begin, b_begin = self._offset * self.dtype.itemsize, src._offset * src.dtype.itemsize
+    a_end, b_end = a_begin + self.nbytes, b_begin + src.nbytes
+    if (a_begin, a_end) == (b_begin, b_end) and self._stride == src._stride:
+        return
+    if a_begin < b_end and b_begin < a_end:
+        raise RuntimeError(
+            "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single "
+            "memory location. Please clone() the tensor before performing the operation."
+        )
 
 
 @copy_.register_kernel("cpu")
@@ -139,18 +169,75 @@ def _scalar_value(value):
     return value
 
 
+def _scalar_value_meta(value) -> None:
+    if isinstance(value, Tensor) and value.ndim != 0:
+        _scalar_value(value)
+
+
+# The C++ type names PyTorch's overflow message uses.
+_C_TYPES = {
+    D.float16: "c10::Half",
+    D.bfloat16: "c10::BFloat16",
+    D.float32: "float",
+    D.float64: "double",
+    D.complex64: "c10::complex<float>",
+    D.complex128: "c10::complex<double>",
+}
+
+
+def checked_scalar(value, dtype: D.dtype):
+    """``value`` converted for storing in ``dtype``, refusing what does not fit (PyTorch's
+    ``checked_convert``): a complex value with an imaginary part into a real type, NaN or
+    infinity into an integer type, and a number out of the type's range. Bool takes anything;
+    an unsigned type also takes negatives down to minus its maximum (they wrap around)."""
+    if isinstance(value, int) and not -(2**63) <= value < 2**64:
+        raise OverflowError("int too big to convert")  # beyond any 64-bit integer, as PyTorch says
+    if dtype.category == D.BOOL:
+        return np.bool_(value != 0)
+    if dtype.category == D.COMPLEX:
+        limit = float(np.finfo(dtype.to_real().np).max)
+        parts = (complex(value).real, complex(value).imag)
+        if any(np.isfinite(p) and abs(p) > limit for p in parts):
+            raise RuntimeError(f"value cannot be converted to type {_C_TYPES[dtype]} without overflow")
+        return np.asarray(value).astype(dtype.np)
+    overflow = False
+    if isinstance(value, complex):
+        overflow, value = value.imag != 0, value.real
+    if dtype.category == D.INTEGRAL:
+        info = np.iinfo(dtype.np)
+        low = -int(info.max) if not dtype.is_signed else int(info.min)
+        if not overflow and isinstance(value, float):
+            overflow = not np.isfinite(value)
+        overflow = overflow or not (low <= value <= int(info.max))
+        if not overflow:
+            value = np.asarray(int(value), np.int64).astype(dtype.np)
+    else:
+        limit = float(ml_dtypes.finfo(dtype.np).max)
+        overflow = overflow or (np.isfinite(value) and abs(value) > limit)
+        if not overflow:
+            value = np.asarray(float(value)).astype(dtype.np)
+    if overflow:
+        name = _C_TYPES.get(dtype, f"{dtype.name}_t")
+        raise RuntimeError(f"value cannot be converted to type {name} without overflow")
+    return value
+
+
 @fill_.register_kernel("cpu")
 def _fill_cpu(self: Tensor, value) -> Tensor:
-    value = _scalar_value(value)
-    if self.dtype.category != D.COMPLEX and isinstance(value, complex):
-        raise RuntimeError("value cannot be converted to type without overflow")
-    self._array[...] = np.asarray(value).astype(self.dtype.np)
+    # PyTorch fills an expanded tensor from a number (every element gets the same value anyway) but
+    # refuses to from a tensor, as it refuses any copy into one.
+    if isinstance(value, Tensor):
+        check_no_internal_overlap(self)
+    self._array[...] = checked_scalar(_scalar_value(value), self.dtype)
     self._storage.version += 1
     return self
 
 
 @fill_.register_meta
 def _fill_meta(self: Tensor, value) -> Tensor:
+    if isinstance(value, Tensor):
+        check_no_internal_overlap(self)
+    _scalar_value_meta(value)
     return self
 
 
@@ -219,7 +306,8 @@ def _to(self, *args, **kwargs):
     dtype = self.dtype if dtype is None else D.to_dtype(dtype)
     target = self.device if device is None else to_device(device)
     same_device = target.type == self.device.type and (target.index is None or target.index == self.device.index)
-    if dtype is self.dtype and same_device and not copy and memory_format in (None, "preserve_format"):
+    # A tensor already has the contiguous format PyTorch would suggest for it (channels_last aside).
+    if dtype is self.dtype and same_device and not copy and memory_format in _MEMORY_FORMATS:
         return self
     return to_copy(self, dtype=dtype, device=target, memory_format=memory_format)
 

@@ -153,8 +153,7 @@ def _max_min(name: str, ufunc, argfunc, binary, index_name: str):
             R.finish(self, p.shape, self.dtype, lambda: picked), R.finish(self, p.shape, D.int64, lambda: indices)
         )
 
-    def _along_out(self: Tensor, dim: int, keepdim: bool = False, **outs):
-        values, indices = outs[name], outs[index_name]
+    def _along_out(self: Tensor, dim: int, keepdim: bool, values: Tensor, indices: Tensor):
         R.check_out_dtype(values, self.dtype)
         R.check_out_dtype(indices, D.int64)
         result = _along_dim(self, dim, keepdim)
@@ -162,7 +161,18 @@ def _max_min(name: str, ufunc, argfunc, binary, index_name: str):
         R.write_out(indices, result[1])
         return getattr(return_types, f"{name}_out")(values, indices)
 
-    R.both_devices(along_out)(_along_out)
+    # The out tensors are keyword-only and named per op (max/max_values, min/min_indices).
+    if name == "max":
+
+        def _named_out(self: Tensor, dim: int, keepdim: bool = False, *, max: Tensor, max_values: Tensor):
+            return _along_out(self, dim, keepdim, max, max_values)
+
+    else:
+
+        def _named_out(self: Tensor, dim: int, keepdim: bool = False, *, min: Tensor, min_indices: Tensor):
+            return _along_out(self, dim, keepdim, min, min_indices)
+
+    R.both_devices(along_out)(_named_out)
 
     @R.both_devices(every_out)
     def _every_out(self: Tensor, *, out) -> Tensor:

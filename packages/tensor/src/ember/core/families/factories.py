@@ -18,7 +18,8 @@ from ember.core.devices import get_default_device, to_device
 from ember.core.dispatch import define
 from ember.core.families.copying import _dense_strides, fill_
 from ember.core.layout import contiguous_strides
-from ember.core.promotion import get_default_dtype, scalar_dtype
+from ember.core.pointwise import unsupported
+from ember.core.promotion import default_complex_dtype, get_default_dtype, scalar_dtype
 from ember.core.tensor import Tensor, from_array
 from ember.core.tensor import empty as allocate
 
@@ -69,6 +70,10 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, pin_mem
     size, stride = _check_sizes(size), tuple(stride)
     if len(size) != len(stride):
         raise RuntimeError(f"mismatch in length of strides and shape: {len(size)} sizes and {len(stride)} strides")
+    if any(s < 0 for s in stride):
+        raise RuntimeError(
+            f"empty_strided: negative strides are not supported, got sizes={list(size)} strides={list(stride)}"
+        )
     return allocate(size, _dtype(dtype), _device(device), stride)
 
 
@@ -81,7 +86,14 @@ def _fill_dtype(fill_value) -> D.dtype:
 @_define_both(f"full(SymInt[] size, Scalar fill_value, *, {_OPTIONS}) -> Tensor")
 def full(size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None) -> Tensor:
     out = allocate(_check_sizes(size), _dtype(dtype, _fill_dtype(fill_value)), _device(device))
-    return fill_(out, fill_value)
+    return _fresh_fill(out, fill_value)
+
+
+def _fresh_fill(out: Tensor, value) -> Tensor:
+    """A fresh tensor filled with ``value``; its version stays 0, as a new PyTorch tensor's does."""
+    fill_(out, value)
+    out._storage.version = 0
+    return out
 
 
 def _filled(size, value: int, dtype, device) -> Tensor:
@@ -117,17 +129,29 @@ def arange(start, end, step=1, *, dtype=None, layout=None, device=None, pin_memo
     for _name, v in (("start", start), ("end", end)):
         if not math.isfinite(v):
             raise RuntimeError(f"unsupported range: {start} -> {end}")
+    if dtype is D.bool_:
+        raise unsupported("arange", dtype)
+    integral = dtype.category <= D.INTEGRAL
+    if integral and dtype is D.int64 and not all(isinstance(v, int) for v in (start, end, step)):
+        # PyTorch reads int64 bounds as int64 first (truncating), so a fractional step can vanish.
+        if step != 0 and int(step) == 0:
+            raise ValueError("step must be nonzero")
+        start, end, step = int(start), int(end), int(step)
     if step == 0:
         raise RuntimeError("step must be nonzero")
     if (step > 0 and end < start) or (step < 0 and end > start):
         raise RuntimeError("upper bound and larger bound inconsistent with step sign")
-    if dtype.category <= D.INTEGRAL and all(isinstance(v, int) for v in (start, end, step)):
+    if all(isinstance(v, int) for v in (start, end, step)):
         n = max(0, -((start - end) // step))
     else:
         n = max(0, math.ceil((end - start) / step))
     out = allocate((n,), dtype, _device(device))
     if out._array is not None and n:
-        values = start + np.arange(n, dtype=np.float64 if dtype.category >= D.FLOATING else np.int64) * step
+        if integral:
+            # Other integer types count the length in double but step from the truncated bounds.
+            values = int(start) + np.arange(n, dtype=np.int64) * int(step)
+        else:
+            values = start + np.arange(n, dtype=np.float64) * step
         out._array[...] = values.astype(dtype.np)
     return out
 
@@ -136,7 +160,11 @@ def arange(start, end, step=1, *, dtype=None, layout=None, device=None, pin_memo
 def linspace(start, end, steps, *, dtype=None, layout=None, device=None, pin_memory=None) -> Tensor:
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
-    dtype = _dtype(dtype)
+    start, end = (v.item() if isinstance(v, Tensor) else v for v in (start, end))
+    complex_bounds = isinstance(start, complex) or isinstance(end, complex)
+    dtype = _dtype(dtype, default_complex_dtype() if complex_bounds else None)
+    if dtype is D.bool_:
+        raise unsupported("linspace", dtype)
     out = allocate((steps,), dtype, _device(device))
     if out._array is None or steps == 0:
         return out
@@ -258,25 +286,56 @@ def _like(input: Tensor, dtype, device, memory_format) -> tuple:
     return dtype, device, strides
 
 
+_LIKE = f"*, {_OPTIONS}, MemoryFormat? memory_format=None"
+empty_like_op = define(f"empty_like(Tensor self, {_LIKE}) -> Tensor", FACTORY)
+full_like_op = define(f"full_like(Tensor self, Scalar fill_value, {_LIKE}) -> Tensor", FACTORY)
+zeros_like_op = define(f"zeros_like(Tensor self, {_LIKE}) -> Tensor", FACTORY)
+ones_like_op = define(f"ones_like(Tensor self, {_LIKE}) -> Tensor", FACTORY)
+
+
+# Decompositions only: they allocate with ``empty_strided`` and fill with ``fill_``, so every device
+# with those two kernels has the ``*_like`` ops too, and a mode sees ``zeros_like`` as one op.
+@empty_like_op.register_decomposition
+def _empty_like(self, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    dtype, device, strides = _like(self, dtype, device, memory_format)
+    return empty_strided(self._shape, strides, dtype=dtype, device=device)
+
+
+@full_like_op.register_decomposition
+def _full_like(self, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    out = _empty_like(self, dtype=dtype, device=device, memory_format=memory_format)
+    return _fresh_fill(out, fill_value)
+
+
+@zeros_like_op.register_decomposition
+def _zeros_like(self, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    return _full_like(self, 0, dtype=dtype, device=device, memory_format=memory_format)
+
+
+@ones_like_op.register_decomposition
+def _ones_like(self, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    return _full_like(self, 1, dtype=dtype, device=device, memory_format=memory_format)
+
+
 @public("empty_like")
 def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
-    dtype, device, strides = _like(input, dtype, device, memory_format)
-    return _finish(empty_strided(input._shape, strides, dtype=dtype, device=device), requires_grad, None)
+    out = empty_like_op(input, dtype=dtype, device=device, memory_format=memory_format)
+    return _finish(out, requires_grad, None)
 
 
 @public("full_like")
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
-    dtype, device, strides = _like(input, dtype, device, memory_format)
-    return _finish(
-        fill_(empty_strided(input._shape, strides, dtype=dtype, device=device), fill_value), requires_grad, None
-    )
+    out = full_like_op(input, fill_value, dtype=dtype, device=device, memory_format=memory_format)
+    return _finish(out, requires_grad, None)
 
 
 @public("zeros_like")
 def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
-    return full_like(input, 0, dtype=dtype, device=device, requires_grad=requires_grad, memory_format=memory_format)
+    out = zeros_like_op(input, dtype=dtype, device=device, memory_format=memory_format)
+    return _finish(out, requires_grad, None)
 
 
 @public("ones_like")
 def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
-    return full_like(input, 1, dtype=dtype, device=device, requires_grad=requires_grad, memory_format=memory_format)
+    out = ones_like_op(input, dtype=dtype, device=device, memory_format=memory_format)
+    return _finish(out, requires_grad, None)

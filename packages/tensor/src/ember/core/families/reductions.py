@@ -90,7 +90,7 @@ def _prod_dim(self: Tensor, dim: int, keepdim: bool = False, *, dtype=None) -> T
 def _with_out_dtype(kernel):
     """``out=`` for sum-like ops: without ``dtype`` the result takes the out tensor's dtype."""
 
-    def out_kernel(self: Tensor, dim, keepdim: bool = False, *, dtype=None, out) -> Tensor:
+    def out_kernel(self: Tensor, dim=None, keepdim: bool = False, *, dtype=None, out) -> Tensor:
         if dtype is None and isinstance(out, Tensor):
             dtype = out.dtype
         R.check_out_dtype(out, R.check_dtype_arg(dtype))
@@ -100,7 +100,10 @@ def _with_out_dtype(kernel):
 
 
 R.both_devices(sum_out)(_with_out_dtype(_sum))
-R.both_devices(prod_out)(_with_out_dtype(_prod_dim))
+_prod_out = _with_out_dtype(_prod_dim)
+R.both_devices(prod_out)(
+    lambda self, dim, keepdim=False, *, dtype=None, out: _prod_out(self, dim, keepdim, dtype=dtype, out=out)
+)
 R.both_devices(sum_all_out)(
     lambda self, *, dtype=None, out: _with_out_dtype(_sum)(self, None, False, dtype=dtype, out=out)
 )
@@ -255,11 +258,13 @@ def _logical(name: str, ufunc):
         return R.write_out(out, kernel(self, dim, keepdim))
 
     R.both_devices(define(f"{name}(Tensor self) -> Tensor", TAGS))(lambda self: kernel(self))
-    R.both_devices(define(f"{name}.dim(Tensor self, int dim, bool keepdim=False) -> Tensor", TAGS))(kernel)
+    R.both_devices(define(f"{name}.dim(Tensor self, int dim, bool keepdim=False) -> Tensor", TAGS))(
+        lambda self, dim, keepdim=False: kernel(self, dim, keepdim)
+    )
     R.both_devices(define(f"{name}.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor", TAGS))(kernel)
     R.both_devices(
         define(f"{name}.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)", OUT_TAGS)
-    )(out_kernel)
+    )(lambda self, dim, keepdim=False, *, out: out_kernel(self, dim, keepdim, out=out))
     R.both_devices(
         define(
             f"{name}.dims_out(Tensor self, int[]? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)",
@@ -281,7 +286,9 @@ def _count_nonzero(self: Tensor, dim=None) -> Tensor:
 
 
 R.both_devices(define("count_nonzero(Tensor self, int? dim=None) -> Tensor", TAGS))(_count_nonzero)
-R.both_devices(define("count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor", TAGS))(_count_nonzero)
+R.both_devices(define("count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor", TAGS))(
+    lambda self, dim: _count_nonzero(self, dim)
+)
 
 
 # -- logsumexp ----------------------------------------------------------------------------------------

@@ -7,10 +7,11 @@ through a view shows in the base and bumps the version both see.
 
 from __future__ import annotations
 
+from ember.core import dtypes as D
 from ember.core.api import method, public
 from ember.core.dispatch import define
-from ember.core.layout import contiguous_strides, normalize_dim, normalize_dims, numel
-from ember.core.tensor import Tensor, make_view
+from ember.core.layout import broadcast_shapes, contiguous_strides, normalize_dim, normalize_dims, numel
+from ember.core.tensor import Tensor, _array_view, _new, make_view
 
 VIEW = ("view", "core")
 
@@ -25,8 +26,10 @@ def _view_op(schema: str, tags: tuple[str, ...] = VIEW):
     return register
 
 
-def _sizes(args) -> tuple:
-    """``view(2, 3)`` and ``view((2, 3))`` alike."""
+def _sizes(args, name: str = "view", what: str = "size") -> tuple:
+    """``view(2, 3)`` and ``view((2, 3))`` alike; ``view()`` is PyTorch's TypeError."""
+    if not args:
+        raise TypeError(f'{name}() missing 1 required positional arguments: "{what}"')
     if len(args) == 1 and isinstance(args[0], list | tuple):
         args = tuple(args[0])
     for a in args:
@@ -416,30 +419,83 @@ def chunk(self: Tensor, chunks: int, dim: int = 0) -> list[Tensor]:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     d = normalize_dim(dim, len(self._shape))
     size = self._shape[d]
-    return split(self, max(1, -(-size // chunks)), d)
+    if size == 0:
+        # PyTorch gives ``chunks`` empty pieces of an empty dimension.
+        return split_with_sizes(self, [0] * chunks, d)
+    return split(self, -(-size // chunks), d)
 
 
 # -- the Python surface -----------------------------------------------------------------------------
 
 
+@_view_op("view.dtype(Tensor(a) self, ScalarType dtype) -> Tensor(a)")
+def view_dtype(self: Tensor, dtype) -> Tensor:
+    """The same bytes read as another dtype; with another element size the last dimension (which
+    must be contiguous) scales, and so do the other strides and the offset (PyTorch's rules)."""
+    dtype = D.to_dtype(dtype)
+    old, new = self.dtype.itemsize, dtype.itemsize
+    shape, stride, offset = self._shape, self._stride, self._offset
+    if old != new:
+        names = f"to view {D.SCALAR_TYPE_NAMES[self.dtype]} as {D.SCALAR_TYPE_NAMES[dtype]} (different element sizes)"
+        if not shape:
+            raise RuntimeError(f"self.dim() cannot be 0 {names}")
+        if stride[-1] != 1:
+            raise RuntimeError(f"self.stride(-1) must be 1 {names}, but got {stride[-1]}")
+        if old < new:
+            ratio = new // old
+            if shape[-1] % ratio:
+                raise RuntimeError(f"self.size(-1) must be divisible by {ratio} {names}, but got {shape[-1]}")
+            if offset % ratio:
+                raise RuntimeError(f"self.storage_offset() must be divisible by {ratio} {names}, but got {offset}")
+            for d in range(len(shape) - 1):
+                if stride[d] % ratio:
+                    raise RuntimeError(f"self.stride({d}) must be divisible by {ratio} {names}, but got {stride[d]}")
+            shape = shape[:-1] + (shape[-1] // ratio,)
+            stride = tuple(st // ratio for st in stride[:-1]) + (1,)
+            offset //= ratio
+        else:
+            ratio = old // new
+            shape = shape[:-1] + (shape[-1] * ratio,)
+            stride = tuple(st * ratio for st in stride[:-1]) + (1,)
+            offset *= ratio
+    out = _new(Tensor, self._storage, shape, stride, offset, dtype, None)
+    out._array = _array_view(self._storage, shape, stride, offset, dtype)
+    out._base = self._base if self._base is not None else self
+    return out
+
+
 @method("view")
 def _view_method(self, *shape):
-    if len(shape) == 1 and not isinstance(shape[0], int | list | tuple):
-        from ember.core.dtypes import dtype
-
-        if isinstance(shape[0], dtype):
-            raise NotImplementedError("view(dtype) reinterpretation is not supported yet")
+    if len(shape) == 1 and isinstance(shape[0], D.dtype):
+        return view_dtype(self, shape[0])
     return view(self, _sizes(shape))
 
 
 @method("reshape")
 def _reshape_method(self, *shape):
-    return reshape(self, _sizes(shape))
+    return reshape(self, _sizes(shape, "reshape", "shape"))
 
 
 @public("reshape")
 def _reshape_function(input, shape):
     return reshape(input, tuple(shape))
+
+
+@public("broadcast_shapes")
+def _broadcast_shapes(*shapes):
+    """The shape tensors of these shapes broadcast to; an int stands for a 1-D shape."""
+    from ember.core.tensor import Size
+
+    normalized = []
+    for shape in shapes:
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        for size in shape:
+            if not isinstance(size, int) or isinstance(size, bool):
+                raise TypeError(f"broadcast_shapes: sizes must be ints, got {type(size).__name__}")
+            if size < 0:
+                raise ValueError(f"Attempting to broadcast a dimension with negative length: {list(shape)}")
+        normalized.append(shape)
+    return Size(broadcast_shapes(*normalized))
 
 
 @method("view_as")
@@ -454,7 +510,7 @@ def _reshape_as(self, other):
 
 @method("expand")
 def _expand_method(self, *sizes):
-    return expand(self, _sizes(sizes))
+    return expand(self, _sizes(sizes, "expand"))
 
 
 @method("expand_as")
@@ -464,7 +520,7 @@ def _expand_as(self, other):
 
 @method("permute")
 def _permute_method(self, *dims):
-    return permute(self, _sizes(dims))
+    return permute(self, _sizes(dims, "permute", "dims"))
 
 
 @public("permute")
@@ -553,6 +609,20 @@ def _unsqueeze_inplace(self, dim: int):
     return self
 
 
+@method("t_")
+def _t_inplace(self):
+    other = t(self)
+    self._shape, self._stride, self._array, self._contig = other._shape, other._stride, other._array, None
+    return self
+
+
+@method("squeeze_")
+def _squeeze_inplace(self, dim=None):
+    other = _squeeze(self, dim)
+    self._shape, self._stride, self._array, self._contig = other._shape, other._stride, other._array, None
+    return self
+
+
 @method("detach_")
 def _detach_inplace(self):
     self.requires_grad = False
@@ -560,4 +630,12 @@ def _detach_inplace(self):
 
 
 Tensor.T = property(lambda self: permute(self, tuple(range(len(self._shape) - 1, -1, -1))))
-Tensor.mT = property(lambda self: transpose(self, -2, -1))
+
+
+def _matrix_transpose(self):
+    if self.ndim < 2:
+        raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. Got {self.ndim}-D tensor.")
+    return transpose(self, -2, -1)
+
+
+Tensor.mT = property(_matrix_transpose)
