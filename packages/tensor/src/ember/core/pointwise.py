@@ -163,7 +163,7 @@ def resize_out(out: Tensor, shape: tuple, strides: tuple | None = None) -> None:
     if needed > storage.nbytes:
         if isinstance(storage.data, np.ndarray):
             grown = np.zeros(needed, np.uint8)
-            grown[: storage.nbytes] = storage.data
+            grown[: storage.nbytes] = storage.bytes()
             storage.data = grown
         storage.nbytes = needed
     out._shape, out._stride, out._contig = tuple(shape), tuple(strides), None

@@ -19,6 +19,7 @@ import numpy as np
 from ember.core import dtypes as D
 from ember.core.layout import normalize_dims, numel
 from ember.core.pointwise import check_no_internal_overlap, resize_out, type_name
+from ember.core.quiet import restore, silence
 from ember.core.tensor import Tensor, empty, from_array
 
 
@@ -176,8 +177,11 @@ def finish(self: Tensor, shape: tuple, dtype: D.dtype, compute, stride: tuple | 
     out contiguously unless ``stride`` says otherwise."""
     if self._array is None:
         return empty(shape, dtype, self.device, stride)
-    with np.errstate(all="ignore"):
+    token = silence()  # overflow to inf and 0/0 are PyTorch's silent results too
+    try:
         array = np.asarray(compute())
+    finally:
+        restore(token)
     if dtype.category != D.COMPLEX and np.iscomplexobj(array):
         array = array.real
     array = array.astype(dtype.np, copy=False).reshape(shape)

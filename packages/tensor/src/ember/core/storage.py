@@ -1,7 +1,8 @@
 """Storage: the bytes behind one or more tensors, and their shared version counter.
 
-CPU storage is a flat ``uint8`` NumPy array; each tensor sees it through a NumPy view of its own
-dtype, shape and strides. Meta storage has a size and no bytes. A device plugin keeps its own
+CPU storage is a C-contiguous NumPy array, read as raw bytes: a kernel's result array is kept as it
+came (no copy, no reshaping on the hot path), and each tensor sees the bytes through a NumPy view
+of its own dtype, shape and strides. Meta storage has a size and no bytes. A device plugin keeps its own
 handle in ``data``. The version counter lives here because every view of the same bytes must see
 every in-place change: autograd compares it with the version it saved.
 """
@@ -29,8 +30,11 @@ class Storage:
     @classmethod
     def wrap(cls, array: np.ndarray, dev: device) -> Storage:
         """Storage over an existing C-contiguous array's bytes (no copy)."""
-        flat = array.reshape(-1).view(np.uint8)
-        return cls(flat, flat.size, dev)
+        return cls(array, array.nbytes, dev)
+
+    def bytes(self) -> np.ndarray:
+        """The CPU bytes as a flat ``uint8`` array (a view)."""
+        return self.data.reshape(-1).view(np.uint8)
 
     def data_ptr(self) -> int:
         if isinstance(self.data, np.ndarray):

@@ -345,7 +345,7 @@ def from_array(array: np.ndarray, dtype: D.dtype | None = None) -> Tensor:
     if not array.flags.c_contiguous:
         array = np.ascontiguousarray(array)
     shape = array.shape
-    return _new(Tensor, Storage.wrap(array, CPU), shape, contiguous_strides(shape), 0, dtype, array)
+    return _new(Tensor, Storage(array, array.nbytes, CPU), shape, contiguous_strides(shape), 0, dtype, array)
 
 
 def share_numpy(array: np.ndarray) -> Tensor:
