@@ -94,6 +94,7 @@ def demo(session: nox.Session) -> None:
     """The main job: what Ember can do today."""
     install_ember(session)
     session.run("ember", "env")
+    session.run("python", "demo/tensors_demo.py")
     session.run("python", "demo/logs_demo.py")
 
 
