@@ -125,7 +125,7 @@ def test_wait_names_only_the_missing_keys(store):
 def test_multi_get_times_out(store):
     store.set("one", "1")
     store.set_timeout(SHORT)
-    with pytest.raises(DistStoreError, match="'(job/)?two'"):
+    with pytest.raises(DistStoreError, match=r"'(job/)?two'"):
         store.multi_get(["one", "two"])
 
 

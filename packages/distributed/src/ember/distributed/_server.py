@@ -23,8 +23,8 @@ import socket
 import threading
 import weakref
 from collections.abc import Callable
-from typing import cast
 from datetime import timedelta
+from typing import cast
 
 import uvloop
 
