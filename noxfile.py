@@ -13,7 +13,7 @@ nox.options.sessions = ["ci"]
 
 PYTHONS = ["3.11", "3.12", "3.13"]
 # In DESIGN.md's order; installed together so that pip resolves the siblings from this tree.
-PACKAGES = ["packages/logging", "packages/tensor", "packages/ember"]
+PACKAGES = ["packages/logging", "packages/tensor", "packages/distributed", "packages/ember"]
 TEST_DEPS = ["pytest>=8", "hypothesis>=6.100"]
 LINT_DEPS = ["ruff>=0.6"]
 TEST_PATHS = [f"{p}/tests" for p in PACKAGES]
@@ -101,7 +101,9 @@ def demo(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Benchmarks side by side with their baselines; prints ratios, asserts nothing."""
     install_ember(session)
+    session.install(ORACLE)
     session.run("python", "tools/bench/logs.py")
+    session.run("python", "tools/bench/store.py")
 
 
 @nox.session(python="3.11")

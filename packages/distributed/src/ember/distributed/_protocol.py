@@ -10,10 +10,9 @@ A connection starts with ``HELLO`` carrying a magic number and the client's prot
 server answers with its version and its size limit, or with an error naming both versions. The
 magic number makes a stranger (a PyTorch client, a port scanner) fail the handshake at once.
 
-Requests are answered in order, one reply each, except ``SET``, ``MULTI_SET`` and ``APPEND``,
-which have none (as in PyTorch): a client pipelines them, and the order of one connection
-guarantees that its later requests see them. The README in this package is the spec; bump
-``VERSION`` on any change to it.
+Requests are answered in order, one reply each, writes included: a reply means the server has
+applied the request, so what one client wrote is visible to all once its call returns. The
+README in this package is the spec; bump ``VERSION`` on any change to it.
 """
 
 from __future__ import annotations

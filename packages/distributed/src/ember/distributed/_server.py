@@ -4,7 +4,7 @@ One thread runs the loop; every key, waiter and connection is touched only from 
 needs a lock except the join count, which the master's own thread waits on. Each connection is an
 ``asyncio.Protocol``: ``data_received`` appends to the connection's buffer, parses every complete
 frame in it, and writes all the replies it produced in one ``transport.write``, so a client that
-pipelines (``set`` has no reply) costs one write per read, not one per request.
+pipelines costs one write per read, not one per request.
 
 Blocking requests (``GET``, ``WAIT`` and ``MULTI_GET`` on keys not yet set) become waiters: the
 server answers them when a write sets their last missing key, or when their timer (a libuv timer,
@@ -154,11 +154,11 @@ class _Connection(asyncio.Protocol):
         self.waiter: _Waiter | None = None
         self.greeted = False
         self.paused = False
-        self.peer = "?"
+        self.peer: object = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's does not subclass it
-        self.peer = str(transport.get_extra_info("peername"))
+        self.peer = transport.get_extra_info("peername")
         self.state.connections.add(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -198,6 +198,14 @@ class _Connection(asyncio.Protocol):
         try:
             while self.waiter is None and size - pos >= HEADER.size:
                 length, op = HEADER.unpack_from(buffer, pos)
+                # Judge the header before waiting for a body it announces: garbage often announces a lot.
+                if not self.greeted and (op != Op.HELLO or length != HELLO_REQUEST.size):
+                    raise ProtocolError(
+                        f"expected a HELLO frame first, got code {op} with {length} bytes "
+                        "(is this a TCPStore client of another kind?)"
+                    )
+                if self.greeted and op not in HANDLERS:
+                    raise ProtocolError(f"unknown opcode {op}")
                 if length > self.state.max_value_size:
                     raise ProtocolError(
                         f"a request of {length} bytes exceeds the server's max_value_size of "
@@ -227,20 +235,13 @@ class _Connection(asyncio.Protocol):
 
     def run(self, op: int, body: bytes) -> bytes | None:
         if not self.greeted:
-            if op != Op.HELLO:
-                raise ProtocolError(f"expected a HELLO frame first, got code {op}")
             return self.hello(body)
-        handler = HANDLERS.get(op)
-        if handler is None:
-            raise ProtocolError(f"unknown opcode {op}")
         try:
-            return handler(self, Reader(body))
+            return HANDLERS[op](self, Reader(body))
         except (ValueError, IndexError) as error:  # a field that decodes to nonsense
             raise ProtocolError(f"malformed {Op(op).name} request: {error}") from error
 
     def hello(self, body: bytes) -> bytes:
-        if len(body) != HELLO_REQUEST.size:
-            raise ProtocolError("malformed HELLO frame (is this a TCPStore client of another kind?)")
         magic, version = HELLO_REQUEST.unpack(body)
         if magic != MAGIC:
             raise ProtocolError(f"bad magic {magic!r} in HELLO (is this a TCPStore client of another kind?)")
@@ -253,10 +254,11 @@ class _Connection(asyncio.Protocol):
 
     # -- one handler per opcode ----------------------------------------------------------------
 
-    def op_set(self, r: Reader) -> None:
+    def op_set(self, r: Reader) -> bytes:
         key, value = r.bytes(), r.bytes()
         r.end()
         self.state.write(key, value)
+        return EMPTY_OK
 
     def op_get(self, r: Reader) -> bytes | None:
         key, timeout_ms = r.bytes(), r.u64()
@@ -323,18 +325,20 @@ class _Connection(asyncio.Protocol):
             return frame(OK, fields([data[key] for key in keys]))
         return self.block(Op.MULTI_GET, keys, timeout_ms)
 
-    def op_multi_set(self, r: Reader) -> None:
+    def op_multi_set(self, r: Reader) -> bytes:
         keys, values = r.list(), r.list()
         r.end()
         if len(keys) != len(values):
             raise ProtocolError(f"MULTI_SET with {len(keys)} keys and {len(values)} values")
         for key, value in zip(keys, values, strict=True):
             self.state.write(key, value)
+        return EMPTY_OK
 
-    def op_append(self, r: Reader) -> None:
+    def op_append(self, r: Reader) -> bytes:
         key, value = r.bytes(), r.bytes()
         r.end()
         self.state.write(key, self.state.data.get(key, b"") + value)
+        return EMPTY_OK
 
     def op_join(self, r: Reader) -> bytes:
         r.end()

@@ -2,9 +2,10 @@
 
 The process created with ``is_master=True`` starts the server (``_server.py``, uvloop in a daemon
 thread) and then, like every other process, talks to it through one blocking TCP socket. The
-client is plain synchronous code: each call sends one request frame and, except for ``set``,
-``multi_set`` and ``append``, reads one reply. A lock makes a store safe to share between threads,
-one request at a time, as PyTorch's is.
+client is plain synchronous code: each call sends one request frame and reads its reply. Writes
+are acknowledged too (PyTorch's are not): when ``set`` returns, every client sees the value, which
+an out-of-band handshake between ranks (a collective, a file) can rely on. A lock makes a store
+safe to share between threads, one request at a time, as PyTorch's is.
 
 Timeouts. A blocking read (``get``, ``wait``, ``multi_get``) sends its timeout to the server,
 which parks the request and answers when the keys appear or the time is up; the client never
@@ -162,7 +163,7 @@ class TCPStore(Store):
 
     def set(self, key: str, value: str | bytes) -> None:
         name = check_key(key)
-        self._send(Op.SET, field(name.encode()) + field(to_bytes(value)), name)
+        self._call(Op.SET, field(name.encode()) + field(to_bytes(value)), name=name)
 
     def get(self, key: str) -> bytes:
         name = check_key(key)
@@ -205,23 +206,13 @@ class TCPStore(Store):
         names = check_keys(keys)
         data = check_values(names, values)
         body = _keys(names) + fields(data)
-        self._send(Op.MULTI_SET, body, ", ".join(names))
+        self._call(Op.MULTI_SET, body, name=", ".join(names))
 
     def append(self, key: str, value: str | bytes) -> None:
         name = check_key(key)
-        self._send(Op.APPEND, field(name.encode()) + field(to_bytes(value)), name)
+        self._call(Op.APPEND, field(name.encode()) + field(to_bytes(value)), name=name)
 
     # -- the connection ----------------------------------------------------------------------
-
-    def _send(self, op: Op, body: bytes, name: str) -> None:
-        """A request without a reply."""
-        self._check_size(body, op, name)
-        with self._lock:
-            sock = self._connection()
-            try:
-                sock.sendall(HEADER.pack(len(body), op) + body)
-            except OSError as error:
-                raise self._broken(error) from error
 
     def _call(
         self,
