@@ -84,27 +84,33 @@ def error_body(kind: ErrorKind, message: str) -> bytes:
 
 
 class Reader:
-    """Reads the fields of one frame body in order; running past its end is a ProtocolError."""
+    """Reads the fields of one frame body, ``data[pos:end]``, in order, without copying the body.
 
-    __slots__ = ("data", "pos")
+    Running past the end, or a count that cannot fit, is a ProtocolError.
+    """
 
-    def __init__(self, data: bytes) -> None:
+    __slots__ = ("data", "end_pos", "pos")
+
+    def __init__(self, data: bytes, pos: int = 0, end: int | None = None) -> None:
         self.data = data
-        self.pos = 0
+        self.pos = pos
+        self.end_pos = len(data) if end is None else end
 
     def bytes(self) -> bytes:
-        (size,) = self._unpack(U32)
-        end = self.pos + size
-        if end > len(self.data):
-            raise ProtocolError(f"a field claims {size} bytes but the frame has {len(self.data) - self.pos} left")
-        value = self.data[self.pos : end]
+        pos = self.pos + 4
+        if pos > self.end_pos:
+            raise ProtocolError("a frame ends in the middle of a field")
+        (size,) = U32.unpack_from(self.data, self.pos)
+        end = pos + size
+        if end > self.end_pos:
+            raise ProtocolError(f"a field claims {size} bytes but the frame has {self.end_pos - pos} left")
         self.pos = end
-        return value
+        return self.data[pos:end]
 
     def list(self) -> list[bytes]:
         (count,) = self._unpack(U32)
         # Each field takes at least its 4-byte length: a count beyond that is a lie, not a request.
-        if count * U32.size > len(self.data) - self.pos:
+        if count * U32.size > self.end_pos - self.pos:
             raise ProtocolError(f"a list claims {count} items but the frame is too short for them")
         return [self.bytes() for _ in range(count)]
 
@@ -115,11 +121,11 @@ class Reader:
         return self._unpack(I64)[0]
 
     def end(self) -> None:
-        if self.pos != len(self.data):
-            raise ProtocolError(f"{len(self.data) - self.pos} unexpected bytes at the end of a frame")
+        if self.pos != self.end_pos:
+            raise ProtocolError(f"{self.end_pos - self.pos} unexpected bytes at the end of a frame")
 
     def _unpack(self, layout: struct.Struct) -> tuple[int, ...]:
-        if self.pos + layout.size > len(self.data):
+        if self.pos + layout.size > self.end_pos:
             raise ProtocolError("a frame ends in the middle of a field")
         values = layout.unpack_from(self.data, self.pos)
         self.pos += layout.size

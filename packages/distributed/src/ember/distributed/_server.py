@@ -45,7 +45,7 @@ from ember.distributed._protocol import (
     fields,
     frame,
 )
-from ember.distributed.store import DistNetworkError, DistStoreError, wrap_int64
+from ember.distributed.store import INT64_MAX, INT64_MIN, DistNetworkError, DistStoreError, wrap_int64
 
 log = logging.getLogger(__name__)
 
@@ -170,12 +170,18 @@ class _Connection(asyncio.Protocol):
         self.buffer.clear()
 
     def data_received(self, data: bytes) -> None:
-        self.buffer += data
-        if self.waiter is None:
-            self.run_frames()
-        elif len(self.buffer) > PAUSED_BUFFER and not self.paused and self.transport is not None:
-            self.paused = True
-            self.transport.pause_reading()
+        if self.buffer or self.waiter is not None:
+            self.buffer += data
+            if self.waiter is None:
+                self.drain()
+            elif len(self.buffer) > PAUSED_BUFFER and not self.paused and self.transport is not None:
+                self.paused = True
+                self.transport.pause_reading()
+            return
+        # The common case: nothing buffered, so run the frames straight from the bytes read.
+        pos = self.run_frames(data)
+        if pos < len(data) and self.transport is not None:
+            self.buffer += data[pos:]
 
     def resume(self) -> None:
         """The parked request was answered: run the frames that arrived meanwhile."""
@@ -184,65 +190,72 @@ class _Connection(asyncio.Protocol):
         if self.paused:
             self.paused = False
             self.transport.resume_reading()
-        self.run_frames()
+        self.drain()
+
+    def drain(self) -> None:
+        buffer = self.buffer
+        if len(buffer) < HEADER.size:
+            return
+        length, op = HEADER.unpack_from(buffer)
+        if len(buffer) < HEADER.size + length and self.header_problem(length, op) is None:
+            return  # a large frame still arriving: copy nothing until it is whole
+        pos = self.run_frames(bytes(buffer))
+        del buffer[:pos]
 
     def send(self, data: bytes) -> None:
         if self.transport is not None:
             self.transport.write(data)
 
-    def run_frames(self) -> None:
-        buffer = self.buffer
-        size = len(buffer)
+    def header_problem(self, length: int, op: int) -> str | None:
+        # Judged before waiting for the body the header announces: garbage often announces a lot.
+        if not self.greeted:
+            if op != Op.HELLO or length != HELLO_REQUEST.size:
+                return f"expected a HELLO frame first, got code {op} with {length} bytes (is this a TCPStore client?)"
+        elif op not in HANDLERS:
+            return f"unknown opcode {op}"
+        if length > self.state.max_value_size:
+            return (
+                f"a request of {length} bytes exceeds the server's max_value_size of {self.state.max_value_size} bytes"
+            )
+        return None
+
+    def run_frames(self, data: bytes) -> int:
+        """Run every complete frame in ``data``; answer them in one write; return the bytes used."""
+        size = len(data)
         pos = 0
         replies: list[bytes] = []
+        max_size = self.state.max_value_size
         try:
             while self.waiter is None and size - pos >= HEADER.size:
-                length, op = HEADER.unpack_from(buffer, pos)
-                # Judge the header before waiting for a body it announces: garbage often announces a lot.
-                if not self.greeted and (op != Op.HELLO or length != HELLO_REQUEST.size):
-                    raise ProtocolError(
-                        f"expected a HELLO frame first, got code {op} with {length} bytes "
-                        "(is this a TCPStore client of another kind?)"
-                    )
-                if self.greeted and op not in HANDLERS:
-                    raise ProtocolError(f"unknown opcode {op}")
-                if length > self.state.max_value_size:
-                    raise ProtocolError(
-                        f"a request of {length} bytes exceeds the server's max_value_size of "
-                        f"{self.state.max_value_size} bytes"
-                    )
+                length, op = HEADER.unpack_from(data, pos)
+                if not self.greeted or op not in HANDLERS or length > max_size:
+                    problem = self.header_problem(length, op)
+                    if problem is not None:
+                        raise ProtocolError(problem)
                 end = pos + HEADER.size + length
                 if end > size:
                     break
-                body = bytes(buffer[pos + HEADER.size : end])
+                reader = Reader(data, pos + HEADER.size, end)
                 pos = end
-                reply = self.run(op, body)
+                reply = HANDLERS[op](self, reader) if self.greeted else self.hello(reader)
                 if reply is not None:
                     replies.append(reply)
-        except ProtocolError as error:
+        except (ProtocolError, ValueError) as error:
             replies.append(frame(Status.ERROR, error_body(ErrorKind.STORE, str(error))))
             log.warning("closing the connection of %s: %s", self.peer, error)
             self.flush(replies)
             if self.transport is not None:
                 self.transport.close()
-            return
-        del buffer[:pos]
+            return size
         self.flush(replies)
+        return pos
 
     def flush(self, replies: list[bytes]) -> None:
         if replies and self.transport is not None:
             self.transport.write(b"".join(replies) if len(replies) > 1 else replies[0])
 
-    def run(self, op: int, body: bytes) -> bytes | None:
-        if not self.greeted:
-            return self.hello(body)
-        try:
-            return HANDLERS[op](self, Reader(body))
-        except (ValueError, IndexError) as error:  # a field that decodes to nonsense
-            raise ProtocolError(f"malformed {Op(op).name} request: {error}") from error
-
-    def hello(self, body: bytes) -> bytes:
-        magic, version = HELLO_REQUEST.unpack(body)
+    def hello(self, r: Reader) -> bytes:
+        magic, version = HELLO_REQUEST.unpack_from(r.data, r.pos)
         if magic != MAGIC:
             raise ProtocolError(f"bad magic {magic!r} in HELLO (is this a TCPStore client of another kind?)")
         if version != VERSION:
@@ -274,12 +287,14 @@ class _Connection(asyncio.Protocol):
         current = self.state.data.get(key)
         if current is not None:
             try:
-                amount = wrap_int64(int(current) + amount)
+                amount += int(current)
             except ValueError:
                 message = (
                     f"add() on key {key.decode(errors='replace')!r}, whose value {current[:64]!r} is not an integer"
                 )
                 return frame(Status.ERROR, error_body(ErrorKind.VALUE, message))
+            if not INT64_MIN <= amount <= INT64_MAX:
+                amount = wrap_int64(amount)
         self.state.write(key, str(amount).encode())
         return frame(OK, I64.pack(amount))
 

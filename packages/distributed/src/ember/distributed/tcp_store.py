@@ -72,6 +72,7 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_VALUE_SIZE = 64 * 1024 * 1024
 # How much longer than a blocking call's own timeout the socket waits for the server's answer.
 REPLY_GRACE = timedelta(seconds=5)
+RECV_SIZE = 65536
 FIRST_BACKOFF_S = 0.01
 MAX_BACKOFF_S = 1.0
 _TIMEVAL = struct.Struct("@ll")
@@ -128,8 +129,11 @@ class TCPStore(Store):
         self._host = host_name
         self._lock = threading.Lock()
         self._sock: socket.socket | None = None
-        self._buffer = bytearray()
+        self._buffer = bytearray()  # the part of a reply that one recv did not complete
+        self._recv_space = bytearray(RECV_SIZE)
+        self._recv_view = memoryview(self._recv_space)
         self._recv_timeout: timedelta | None = None
+        self.set_timeout(timeout)
         self._server: _server.StoreServer | None = None
         if is_master:
             self._server = _start_server(port, multi_tenant, master_listen_fd, max_value_size)
@@ -146,6 +150,12 @@ class TCPStore(Store):
     def __repr__(self) -> str:
         role = "master" if self._server is not None else "client"
         return f"TCPStore(host={self._host!r}, port={self._port}, {role})"
+
+    def set_timeout(self, timeout: timedelta) -> None:
+        super().set_timeout(timeout)
+        # Precomputed because every request needs them.
+        self._timeout_ms = _ms(self.timeout)
+        self._reply_within = self.timeout + REPLY_GRACE
 
     @property
     def host(self) -> str:
@@ -167,8 +177,7 @@ class TCPStore(Store):
 
     def get(self, key: str) -> bytes:
         name = check_key(key)
-        timeout = self.timeout
-        return self._call(Op.GET, field(name.encode()) + U64.pack(_ms(timeout)), timeout, [name])
+        return self._call(Op.GET, field(name.encode()) + U64.pack(self._timeout_ms), self.timeout, [name])
 
     def add(self, key: str, amount: int) -> int:
         name = check_key(key)
@@ -182,8 +191,11 @@ class TCPStore(Store):
 
     def wait(self, keys: Sequence[str], timeout: timedelta | None = None) -> None:
         names = check_keys(keys)
-        wait_for = self.timeout if timeout is None else check_timeout(timeout)
-        self._call(Op.WAIT, _keys(names) + U64.pack(_ms(wait_for)), wait_for, names)
+        if timeout is None:
+            self._call(Op.WAIT, _keys(names) + U64.pack(self._timeout_ms), self.timeout, names)
+        else:
+            wait_for = check_timeout(timeout)
+            self._call(Op.WAIT, _keys(names) + U64.pack(_ms(wait_for)), wait_for, names)
 
     def check(self, keys: Sequence[str]) -> bool:
         names = check_keys(keys)
@@ -198,9 +210,8 @@ class TCPStore(Store):
 
     def multi_get(self, keys: Sequence[str]) -> list[bytes]:
         names = check_keys(keys)
-        timeout = self.timeout
-        reply = Reader(self._call(Op.MULTI_GET, _keys(names) + U64.pack(_ms(timeout)), timeout, names))
-        return reply.list()
+        body = _keys(names) + U64.pack(self._timeout_ms)
+        return Reader(self._call(Op.MULTI_GET, body, self.timeout, names)).list()
 
     def multi_set(self, keys: Sequence[str], values: Sequence[str | bytes]) -> None:
         names = check_keys(keys)
@@ -223,11 +234,13 @@ class TCPStore(Store):
         name: str = "",
     ) -> bytes:
         """One request and its reply. ``wait_for`` is set for the requests the server may park."""
-        self._check_size(body, op, name)
+        if len(body) > self._max_value_size:
+            raise self._too_large(body, op, name)
         with self._lock:
-            sock = self._connection()
-            answer_within = (self.timeout if wait_for is None else wait_for) + REPLY_GRACE
-            self._set_recv_timeout(sock, answer_within)
+            sock = self._sock or self._reconnect()
+            answer_within = self._reply_within if wait_for in (None, self.timeout) else wait_for + REPLY_GRACE
+            if answer_within != self._recv_timeout:
+                self._set_recv_timeout(sock, answer_within)
             try:
                 sock.sendall(HEADER.pack(len(body), op) + body)
                 status, reply = self._read_frame(sock)
@@ -250,6 +263,16 @@ class TCPStore(Store):
 
     def _read_frame(self, sock: socket.socket) -> tuple[int, bytes]:
         buffer = self._buffer
+        if not buffer:
+            # The common case: the whole reply arrives in one read into the preallocated space.
+            size = sock.recv_into(self._recv_space)
+            if size >= HEADER.size:
+                length, status = HEADER.unpack_from(self._recv_space)
+                if size == HEADER.size + length:
+                    return status, bytes(self._recv_view[HEADER.size : size])
+            if not size:
+                raise ConnectionResetError("the server closed the connection")
+            buffer += self._recv_view[:size]
         while True:
             if len(buffer) >= HEADER.size:
                 length, status = HEADER.unpack_from(buffer)
@@ -261,22 +284,20 @@ class TCPStore(Store):
                 want = end - len(buffer)
             else:
                 want = HEADER.size
-            chunk = sock.recv(max(want, 65536))
+            chunk = sock.recv(max(want, RECV_SIZE))
             if not chunk:
                 raise ConnectionResetError("the server closed the connection")
             buffer += chunk
 
-    def _check_size(self, body: bytes, op: Op, name: str) -> None:
-        if len(body) > self._max_value_size:
-            raise ValueError(
-                f"{op.name.lower()} of key {name!r}: the request is {len(body)} bytes, over the store's "
-                f"max_value_size of {self._max_value_size} bytes"
-            )
+    def _too_large(self, body: bytes, op: Op, name: str) -> ValueError:
+        return ValueError(
+            f"{op.name.lower()} of key {name!r}: the request is {len(body)} bytes, over the store's "
+            f"max_value_size of {self._max_value_size} bytes"
+        )
 
-    def _connection(self) -> socket.socket:
-        if self._sock is None:
-            # A later reconnect is one attempt: a server that went away should fail fast.
-            self._connect(retry=False)
+    def _reconnect(self) -> socket.socket:
+        # One attempt, no retries: a server that went away should fail fast.
+        self._connect(retry=False)
         assert self._sock is not None
         return self._sock
 
