@@ -247,3 +247,18 @@ def test_prefix_store_checks_its_arguments():
         PrefixStore(3, HashStore())
     with pytest.raises(TypeError, match="Store"):
         PrefixStore("p", {})
+
+
+def test_a_timeout_of_forever_is_accepted(pair):
+    reader_store, writer_store = pair
+    reader_store.set_timeout(timedelta.max)
+    result = []
+    reader = threading.Thread(
+        target=lambda: result.append((reader_store.get("k"), reader_store.wait(["k"], timedelta.max)))
+    )
+    reader.start()
+    reader.join(timeout=0.1)
+    assert reader.is_alive()
+    writer_store.set("k", "v")
+    reader.join(timeout=15)
+    assert result == [(b"v", None)]

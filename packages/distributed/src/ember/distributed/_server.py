@@ -45,7 +45,7 @@ from ember.distributed._protocol import (
     fields,
     frame,
 )
-from ember.distributed.store import INT64_MAX, INT64_MIN, DistNetworkError, DistStoreError, wrap_int64
+from ember.distributed.store import INT64_MAX, INT64_MIN, DistNetworkError, DistStoreError, seconds, wrap_int64
 
 log = logging.getLogger(__name__)
 
@@ -451,7 +451,7 @@ class StoreServer:
         """Block the calling thread until ``count`` clients joined (wait_for_workers)."""
         condition = self.state.joined_changed
         with condition:
-            done = condition.wait_for(lambda: self.state.joined >= count, timeout.total_seconds())
+            done = condition.wait_for(lambda: self.state.joined >= count, seconds(timeout))
             if not done:
                 raise DistStoreError(
                     f"timed out after {timeout.total_seconds():g} s waiting for workers to join the store "

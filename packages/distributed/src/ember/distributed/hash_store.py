@@ -18,6 +18,7 @@ from ember.distributed.store import (
     check_keys,
     check_timeout,
     check_values,
+    seconds,
     timeout_error,
     to_bytes,
     wrap_int64,
@@ -116,5 +117,5 @@ class HashStore(Store):
         def ready() -> bool:
             return all(name in self._data for name in names)
 
-        if not self._changed.wait_for(ready, timeout.total_seconds()):
+        if not self._changed.wait_for(ready, seconds(timeout)):
             raise timeout_error([name for name in names if name not in self._data], timeout)

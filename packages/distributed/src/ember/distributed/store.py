@@ -15,6 +15,7 @@ the same way), and a timeout raises ``DistStoreError`` naming the keys and the t
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from datetime import timedelta
 
@@ -157,6 +158,16 @@ def check_timeout(timeout: object) -> timedelta:
     if timeout < timedelta(0):
         raise ValueError(f"timeout must not be negative, got {timeout}")
     return timeout
+
+
+def seconds(timeout: timedelta) -> float:
+    """A timeout in seconds that threading's waits accept (they refuse ones past TIMEOUT_MAX)."""
+    return min(timeout.total_seconds(), threading.TIMEOUT_MAX)
+
+
+def plus(timeout: timedelta, extra: timedelta) -> timedelta:
+    """``timeout + extra``, saturating at ``timedelta.max`` (a timeout of "forever" stays one)."""
+    return timeout + extra if timeout <= timedelta.max - extra else timedelta.max
 
 
 def format_ms(timeout: timedelta) -> str:

@@ -61,6 +61,8 @@ from ember.distributed.store import (
     check_timeout,
     check_values,
     format_ms,
+    plus,
+    seconds,
     timeout_error,
     to_bytes,
 )
@@ -155,7 +157,7 @@ class TCPStore(Store):
         super().set_timeout(timeout)
         # Precomputed because every request needs them.
         self._timeout_ms = _ms(self.timeout)
-        self._reply_within = self.timeout + REPLY_GRACE
+        self._reply_within = plus(self.timeout, REPLY_GRACE)
 
     @property
     def host(self) -> str:
@@ -238,7 +240,7 @@ class TCPStore(Store):
             raise self._too_large(body, op, name)
         with self._lock:
             sock = self._sock or self._reconnect()
-            answer_within = self._reply_within if wait_for in (None, self.timeout) else wait_for + REPLY_GRACE
+            answer_within = self._reply_within if wait_for in (None, self.timeout) else plus(wait_for, REPLY_GRACE)
             if answer_within != self._recv_timeout:
                 self._set_recv_timeout(sock, answer_within)
             try:
@@ -302,7 +304,7 @@ class TCPStore(Store):
         return self._sock
 
     def _connect(self, retry: bool) -> None:
-        deadline = time.monotonic() + self.timeout.total_seconds()
+        deadline = time.monotonic() + seconds(self.timeout)
         backoff = FIRST_BACKOFF_S
         while True:
             try:
@@ -328,7 +330,7 @@ class TCPStore(Store):
         self._hello(sock)
 
     def _hello(self, sock: socket.socket) -> None:
-        self._set_recv_timeout(sock, self.timeout + REPLY_GRACE)
+        self._set_recv_timeout(sock, self._reply_within)
         try:
             sock.sendall(HEADER.pack(HELLO_REQUEST.size, Op.HELLO) + HELLO_REQUEST.pack(MAGIC, VERSION))
             status, reply = self._read_frame(sock)
