@@ -262,3 +262,13 @@ def test_a_timeout_of_forever_is_accepted(pair):
     writer_store.set("k", "v")
     reader.join(timeout=15)
     assert result == [(b"v", None)]
+
+
+def test_a_write_is_visible_to_every_handle_once_it_returns(pair):
+    first, second = pair
+    for i in range(50):
+        first.set(f"k{i}", "v")
+        assert second.check([f"k{i}"])
+        first.append("log", "a")
+        second.append("log", "b")
+    assert first.get("log") == b"ab" * 50
