@@ -56,11 +56,13 @@ def read_frame(sock: socket.socket) -> tuple[int, bytes]:
 
 
 def closed_by_server(sock: socket.socket) -> bool:
-    try:
-        while sock.recv(65536):
+    """Read to the end: True once the server has closed the connection (a hang fails on timeout)."""
+    with sock:
+        try:
+            while sock.recv(65536):
+                pass
+        except ConnectionResetError:
             pass
-    except ConnectionResetError:
-        pass
     return True
 
 
@@ -95,6 +97,7 @@ def bystander(master):
         bytes(range(256)) * 4,
         HEADER.pack(6, SET) + b"\x00" * 6,  # a frame, but not a HELLO
     ],
+    ids=["http", "bytes", "no-hello"],
 )
 def test_garbage_before_the_handshake(master, bystander, garbage, caplog):
     sock = raw(master, hello=False)
@@ -114,6 +117,7 @@ def test_garbage_before_the_handshake(master, bystander, garbage, caplog):
         HEADER.pack(9, GET) + field(b"k") + b"\x00" * 4,  # a GET with half its timeout
         HEADER.pack(10, 6) + struct.pack("<I", 10**9) + b"\x00" * 6,  # a WAIT claiming 10^9 keys
     ],
+    ids=["opcode", "key-overrun", "no-value", "half-timeout", "count-lie"],
 )
 def test_malformed_frames_close_only_that_connection(master, bystander, frame):
     sock = raw(master)

@@ -149,6 +149,12 @@ class TCPStore(Store):
             if self._server is not None:
                 self._server.wait_for_joins(world_size, self.timeout)
 
+    def __del__(self) -> None:
+        # Close the connection with the store; a master's server stops once no store holds it.
+        sock = getattr(self, "_sock", None)
+        if sock is not None:
+            sock.close()
+
     def __repr__(self) -> str:
         role = "master" if self._server is not None else "client"
         return f"TCPStore(host={self._host!r}, port={self._port}, {role})"
