@@ -442,6 +442,7 @@ class StoreServer:
         self._loop.thread.start()
         self._loop.started.wait()
         if self._loop.error is not None:
+            sock.close()
             raise DistNetworkError(f"the TCPStore server could not start on port {self.port}: {self._loop.error}")
         self._finalizer = weakref.finalize(self, self._loop.stop)
         log.debug("TCPStore server listening on port %d", self.port)
