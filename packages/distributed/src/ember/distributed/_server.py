@@ -227,19 +227,20 @@ class _Connection(asyncio.Protocol):
         pos = 0
         replies: list[bytes] = []
         max_size = self.state.max_value_size
+        header_size = HEADER.size
         try:
-            while self.waiter is None and size - pos >= HEADER.size:
+            while self.waiter is None and size - pos >= header_size:
                 length, op = HEADER.unpack_from(data, pos)
-                if not self.greeted or op not in HANDLERS or length > max_size:
+                handler = HANDLERS.get(op) if self.greeted else _Connection.hello
+                if handler is None or length > max_size or not self.greeted:
                     problem = self.header_problem(length, op)
                     if problem is not None:
                         raise ProtocolError(problem)
-                end = pos + HEADER.size + length
+                end = pos + header_size + length
                 if end > size:
                     break
-                reader = Reader(data, pos + HEADER.size, end)
+                reply = handler(self, Reader(data, pos + header_size, end))
                 pos = end
-                reply = HANDLERS[op](self, reader) if self.greeted else self.hello(reader)
                 if reply is not None:
                     replies.append(reply)
         except (ProtocolError, ValueError) as error:
@@ -249,7 +250,8 @@ class _Connection(asyncio.Protocol):
             if self.transport is not None:
                 self.transport.close()
             return size
-        self.flush(replies)
+        if replies and self.transport is not None:
+            self.transport.write(replies[0] if len(replies) == 1 else b"".join(replies))
         return pos
 
     def flush(self, replies: list[bytes]) -> None:

@@ -41,6 +41,7 @@ from ember.distributed._protocol import (
     I64,
     MAGIC,
     MAX_TIMEOUT_MS,
+    U32,
     U64,
     VERSION,
     ErrorKind,
@@ -52,6 +53,8 @@ from ember.distributed._protocol import (
 )
 from ember.distributed.store import (
     DEFAULT_TIMEOUT,
+    INT64_MAX,
+    INT64_MIN,
     DistNetworkError,
     DistStoreError,
     Store,
@@ -75,6 +78,7 @@ DEFAULT_MAX_VALUE_SIZE = 64 * 1024 * 1024
 # How much longer than a blocking call's own timeout the socket waits for the server's answer.
 REPLY_GRACE = timedelta(seconds=5)
 RECV_SIZE = 65536
+_OK, _TIMEOUT = int(Status.OK), int(Status.TIMEOUT)
 FIRST_BACKOFF_S = 0.01
 MAX_BACKOFF_S = 1.0
 _TIMEVAL = struct.Struct("@ll")
@@ -179,18 +183,21 @@ class TCPStore(Store):
 
     # -- the Store methods -------------------------------------------------------------------
 
+    # The hot methods check their arguments' types inline: the helpers run only for the odd cases.
+
     def set(self, key: str, value: str | bytes) -> None:
-        name = check_key(key)
-        self._call(Op.SET, field(name.encode()) + field(to_bytes(value)), name=name)
+        name = (key if type(key) is str else check_key(key)).encode()
+        data = value if type(value) is bytes else to_bytes(value)
+        self._call(Op.SET, U32.pack(len(name)) + name + U32.pack(len(data)) + data, name=key)
 
     def get(self, key: str) -> bytes:
-        name = check_key(key)
-        return self._call(Op.GET, field(name.encode()) + U64.pack(self._timeout_ms), self.timeout, [name])
+        name = (key if type(key) is str else check_key(key)).encode()
+        return self._call(Op.GET, U32.pack(len(name)) + name + U64.pack(self._timeout_ms), self._timeout, [key])
 
     def add(self, key: str, amount: int) -> int:
-        name = check_key(key)
-        delta = check_amount(amount)
-        return I64.unpack(self._call(Op.ADD, field(name.encode()) + I64.pack(delta), name=name))[0]
+        name = (key if type(key) is str else check_key(key)).encode()
+        delta = amount if type(amount) is int and INT64_MIN <= amount <= INT64_MAX else check_amount(amount)
+        return I64.unpack(self._call(Op.ADD, U32.pack(len(name)) + name + I64.pack(delta), name=key))[0]
 
     def compare_set(self, key: str, expected_value: str | bytes, desired_value: str | bytes) -> bytes:
         name = check_key(key)
@@ -200,7 +207,7 @@ class TCPStore(Store):
     def wait(self, keys: Sequence[str], timeout: timedelta | None = None) -> None:
         names = check_keys(keys)
         if timeout is None:
-            self._call(Op.WAIT, _keys(names) + U64.pack(self._timeout_ms), self.timeout, names)
+            self._call(Op.WAIT, _keys(names) + U64.pack(self._timeout_ms), self._timeout, names)
         else:
             wait_for = check_timeout(timeout)
             self._call(Op.WAIT, _keys(names) + U64.pack(_ms(wait_for)), wait_for, names)
@@ -219,7 +226,7 @@ class TCPStore(Store):
     def multi_get(self, keys: Sequence[str]) -> list[bytes]:
         names = check_keys(keys)
         body = _keys(names) + U64.pack(self._timeout_ms)
-        return Reader(self._call(Op.MULTI_GET, body, self.timeout, names)).list()
+        return Reader(self._call(Op.MULTI_GET, body, self._timeout, names)).list()
 
     def multi_set(self, keys: Sequence[str], values: Sequence[str | bytes]) -> None:
         names = check_keys(keys)
@@ -244,13 +251,17 @@ class TCPStore(Store):
         """One request and its reply. ``wait_for`` is set for the requests the server may park."""
         if len(body) > self._max_value_size:
             raise self._too_large(body, op, name)
+        request = HEADER.pack(len(body), op) + body
         with self._lock:
             sock = self._sock or self._reconnect()
-            answer_within = self._reply_within if wait_for in (None, self.timeout) else plus(wait_for, REPLY_GRACE)
-            if answer_within != self._recv_timeout:
+            if wait_for is None or wait_for is self._timeout:
+                answer_within = self._reply_within
+            else:
+                answer_within = plus(wait_for, REPLY_GRACE)
+            if answer_within is not self._recv_timeout and answer_within != self._recv_timeout:
                 self._set_recv_timeout(sock, answer_within)
             try:
-                sock.sendall(HEADER.pack(len(body), op) + body)
+                sock.sendall(request)
                 status, reply = self._read_frame(sock)
             except (TimeoutError, BlockingIOError) as error:
                 # The reply may still come: this connection's replies would be out of step.
@@ -261,9 +272,9 @@ class TCPStore(Store):
                 ) from error
             except OSError as error:
                 raise self._broken(error) from error
-        if status == Status.OK:
+        if status == _OK:
             return reply
-        if status == Status.TIMEOUT:
+        if status == _TIMEOUT:
             assert wait_for is not None
             missing_keys = [key.decode() for key in Reader(reply).list()]
             raise timeout_error(missing_keys, wait_for)
@@ -352,8 +363,6 @@ class TCPStore(Store):
             raise DistStoreError(f"{self._address()} did not answer like a TCPStore server") from error
 
     def _set_recv_timeout(self, sock: socket.socket, timeout: timedelta) -> None:
-        if timeout == self._recv_timeout:
-            return
         micros = min(round(timeout / timedelta(microseconds=1)), 2**31 * 10**6)
         value = _TIMEVAL.pack(*divmod(micros, 10**6))
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, value)
