@@ -14,12 +14,6 @@ SHORT = timedelta(milliseconds=300)
 LONG = timedelta(seconds=10)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def eventually(condition, what: str, seconds: float = 10.0) -> None:
     """Wait for a state another thread or process reaches; fail, never hang, if it does not."""
     deadline = time.monotonic() + seconds
@@ -105,19 +99,25 @@ def test_bad_constructor_arguments(kwargs, error, match):
 
 
 def test_connection_refused_after_the_timeout_names_the_address():
-    port = free_port()
-    with pytest.raises(DistStoreError, match=f"127.0.0.1:{port}") as info:
-        TCPStore("127.0.0.1", port, timeout=SHORT)
+    with socket.socket() as holder:  # bound, never listening: every connect is refused
+        holder.bind(("127.0.0.1", 0))
+        port = holder.getsockname()[1]
+        with pytest.raises(DistStoreError, match=f"127.0.0.1:{port}") as info:
+            TCPStore("127.0.0.1", port, timeout=SHORT)
     assert isinstance(info.value, DistNetworkError)
 
 
 def test_workers_retry_until_the_master_listens():
-    port = free_port()
+    # Bound but not listening: connecting is refused, and no other process can take the port.
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    port = holder.getsockname()[1]
     joined: list[TCPStore] = []
     worker = threading.Thread(target=lambda: joined.append(TCPStore("127.0.0.1", port, timeout=LONG)))
     worker.start()
     worker.join(timeout=0.3)
     assert worker.is_alive(), "connected with no server"
+    holder.close()
     master = TCPStore("127.0.0.1", port, is_master=True, timeout=LONG)
     worker.join(timeout=15)
     assert len(joined) == 1
