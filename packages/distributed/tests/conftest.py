@@ -1,3 +1,4 @@
+import time
 from datetime import timedelta
 
 import pytest
@@ -10,10 +11,22 @@ KINDS = ["tcp", "hash", "prefix-tcp", "prefix-hash"]
 
 
 @pytest.fixture
-def master():
-    store = TCPStore("127.0.0.1", 0, is_master=True, timeout=TIMEOUT)
-    yield store
-    del store
+def master() -> TCPStore:
+    return TCPStore("127.0.0.1", 0, is_master=True, timeout=TIMEOUT)
+
+
+@pytest.fixture
+def eventually():
+    """Wait for a state another thread or process reaches; fail, never hang, if it does not."""
+
+    def wait(condition, what: str, seconds: float = 10.0) -> None:
+        deadline = time.monotonic() + seconds
+        while not condition():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"never happened: {what}")
+            time.sleep(0.005)
+
+    return wait
 
 
 @pytest.fixture

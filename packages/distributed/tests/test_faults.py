@@ -10,7 +10,6 @@ import struct
 import subprocess
 import sys
 import threading
-import time
 from datetime import timedelta
 
 import pytest
@@ -21,14 +20,6 @@ from ember.distributed import DistStoreError, TCPStore
 HEADER = struct.Struct("<IB")
 HELLO, SET, GET = 1, 2, 3
 OK, ERROR = 0, 2
-
-
-def eventually(condition, what: str, seconds: float = 10.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"never happened: {what}")
-        time.sleep(0.005)
 
 
 def raw(master: TCPStore, hello: bool = True) -> socket.socket:
@@ -129,7 +120,7 @@ def test_malformed_frames_close_only_that_connection(master, bystander, frame):
     still_serves(master)
 
 
-def test_a_half_sent_frame_holds_up_no_one(master, bystander):
+def test_a_half_sent_frame_holds_up_no_one(master, bystander, eventually):
     sock = raw(master)
     sock.sendall(HEADER.pack(100, SET) + b"\x05\x00\x00\x00hal")
     still_serves(master)
@@ -163,7 +154,7 @@ def test_an_oversized_value_from_a_client_is_a_value_error(master, bystander):
     assert small.get("k") == b"fits"
 
 
-def test_a_client_killed_while_waiting_is_cleaned_up(master, bystander):
+def test_a_client_killed_while_waiting_is_cleaned_up(master, bystander, eventually):
     waiter = subprocess.Popen(
         [
             sys.executable,

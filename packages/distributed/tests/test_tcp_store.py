@@ -3,7 +3,6 @@
 import gc
 import socket
 import threading
-import time
 from datetime import timedelta
 
 import pytest
@@ -12,15 +11,6 @@ from ember.distributed import DistNetworkError, DistStoreError, TCPStore
 
 SHORT = timedelta(milliseconds=300)
 LONG = timedelta(seconds=10)
-
-
-def eventually(condition, what: str, seconds: float = 10.0) -> None:
-    """Wait for a state another thread or process reaches; fail, never hang, if it does not."""
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"never happened: {what}")
-        time.sleep(0.005)
 
 
 def parked(master: TCPStore, key: str) -> bool:
@@ -150,7 +140,7 @@ def test_the_server_stops_with_its_last_store():
         client.set("k", "v")
 
 
-def test_a_waiting_get_is_answered_by_the_server_when_the_key_is_set(master, connect):
+def test_a_waiting_get_is_answered_by_the_server_when_the_key_is_set(master, connect, eventually):
     reader, writer = connect(), connect()
     result = []
     thread = threading.Thread(target=lambda: result.append(reader.get("later")))
@@ -162,7 +152,7 @@ def test_a_waiting_get_is_answered_by_the_server_when_the_key_is_set(master, con
     assert not master._server.state.waiting
 
 
-def test_many_waiters_on_one_key_all_wake(master, connect):
+def test_many_waiters_on_one_key_all_wake(master, connect, eventually):
     clients = [connect() for _ in range(16)]
     done = []
     threads = [threading.Thread(target=lambda c=c: done.append(c.wait(["go"]))) for c in clients]
@@ -175,7 +165,7 @@ def test_many_waiters_on_one_key_all_wake(master, connect):
     assert len(done) == 16
 
 
-def test_a_deleted_key_is_waited_for_again(master, connect):
+def test_a_deleted_key_is_waited_for_again(master, connect, eventually):
     reader = connect()
     result = []
     thread = threading.Thread(target=lambda: result.append(reader.multi_get(["a", "b"])))
