@@ -13,7 +13,7 @@ nox.options.sessions = ["ci"]
 
 PYTHONS = ["3.11", "3.12", "3.13"]
 # In DESIGN.md's order; installed together so that pip resolves the siblings from this tree.
-PACKAGES = ["packages/logging", "packages/tensor", "packages/ember"]
+PACKAGES = ["packages/logging", "packages/tensor", "packages/distributed", "packages/ember"]
 TEST_DEPS = ["pytest>=8", "hypothesis>=6.100"]
 LINT_DEPS = ["ruff>=0.6"]
 TEST_PATHS = [f"{p}/tests" for p in PACKAGES]
@@ -105,6 +105,7 @@ def bench(session: nox.Session) -> None:
     session.install(ORACLE)
     session.run("python", "tools/bench/logs.py")
     session.run("python", "tools/bench/eager.py")
+    session.run("python", "tools/bench/store.py")
 
 
 @nox.session(python="3.11")

@@ -29,3 +29,19 @@ def test_version():
     from importlib.metadata import version
 
     assert ember.__version__ == version("ember")
+
+
+def test_distributed_is_imported_on_first_use():
+    script = (
+        "import sys, ember; assert 'ember.distributed' not in sys.modules; print(ember.distributed.TCPStore.__name__)"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "TCPStore"
+
+
+def test_unknown_attribute_raises_attribute_error():
+    import pytest
+
+    with pytest.raises(AttributeError, match="no attribute 'nonexistent_thing'"):
+        ember.nonexistent_thing  # noqa: B018

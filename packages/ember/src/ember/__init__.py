@@ -27,6 +27,18 @@ globals().update({d.name: d for d in _ALL_DTYPES})
 globals().update(_ALIASES)
 _autoload_backends()
 
+# Imported on first use, as their start-up cost is their own: ``ember.distributed``.
+_LAZY_SUBPACKAGES = ("distributed",)
+
+
+def __getattr__(name: str):
+    if name in _LAZY_SUBPACKAGES:
+        import importlib
+
+        return importlib.import_module(f"ember.{name}")
+    raise AttributeError(f"module 'ember' has no attribute '{name}'")
+
+
 try:
     __version__ = _version("ember")
 except _PackageNotFoundError:  # running from a source tree that is not installed
