@@ -92,6 +92,21 @@ ALIASES = {
     "cfloat": complex64,
     "cdouble": complex128,
 }
+# The C++ element types PyTorch's kernels name in some messages.
+CPP_TYPE_NAMES = {
+    float32: "float",
+    float64: "double",
+    float16: "c10::Half",
+    bfloat16: "c10::BFloat16",
+    int8: "signed char",
+    int16: "short int",
+    int32: "int",
+    int64: "long int",
+    uint8: "unsigned char",
+    bool_: "bool",
+    complex64: "c10::complex<float>",
+    complex128: "c10::complex<double>",
+}
 _FROM_NP = {d.np: d for d in ALL}
 
 

@@ -130,6 +130,15 @@ def pointwise_strides(shape: tuple, operands: list[tuple[tuple, tuple]]) -> tupl
     return tuple(strides)
 
 
+def dense_strides_like(shape: tuple, stride: tuple) -> tuple:
+    """The strides of ``empty_like(t)`` in PyTorch's ``preserve_format``: a dense, non-overlapping
+    tensor's own strides exactly (odd strides of size-1 dimensions included), else dense strides in
+    the order of its dimensions, as a pointwise op would lay out its result."""
+    if is_non_overlapping_and_dense(shape, stride):
+        return tuple(stride)
+    return pointwise_strides(shape, [(shape, stride)])
+
+
 def normalize_dim(dim: int, ndim: int, wrap_scalar: bool = True) -> int:
     """A dimension index in range, with PyTorch's IndexError for one that is not."""
     if not isinstance(dim, int) or isinstance(dim, bool):

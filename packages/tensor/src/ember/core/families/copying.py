@@ -15,7 +15,7 @@ from ember.core import dtypes as D
 from ember.core.api import method, public
 from ember.core.devices import CPU, META, to_device
 from ember.core.dispatch import define
-from ember.core.layout import broadcast_shapes, contiguous_strides, is_non_overlapping_and_dense, pointwise_strides
+from ember.core.layout import broadcast_shapes, contiguous_strides, dense_strides_like, is_non_overlapping_and_dense
 from ember.core.pointwise import check_no_internal_overlap
 from ember.core.tensor import Tensor, empty
 
@@ -34,12 +34,7 @@ _MEMORY_FORMATS = ("preserve_format", "contiguous_format", None)
 
 
 def _dense_strides(t: Tensor) -> tuple:
-    """``preserve_format``: the source's strides when they are dense and non-overlapping (kept
-    exactly, odd strides of size-1 dimensions included), else dense strides in the source's order of
-    dimensions (PyTorch's ``infer_dense_strides``, the same rule as a pointwise op's output)."""
-    if is_non_overlapping_and_dense(t._shape, t._stride):
-        return t._stride
-    return pointwise_strides(t._shape, [(t._shape, t._stride)])
+    return dense_strides_like(t._shape, t._stride)
 
 
 # -- copy_ --------------------------------------------------------------------------------------

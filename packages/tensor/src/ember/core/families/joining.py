@@ -18,62 +18,10 @@ import numpy as np
 from ember.core.api import public
 from ember.core.dispatch import define
 from ember.core.families.views import view_strides
-from ember.core.layout import contiguous_strides, normalize_dim, numel
+from ember.core.layout import contiguous_strides, is_non_overlapping_and_dense, normalize_dim
 from ember.core.pointwise import resize_out, type_name
 from ember.core.promotion import can_cast, promote_types
 from ember.core.tensor import Tensor, empty
-
-# -- layouts shared with the rearranging family --------------------------------------------------
-
-
-def is_non_overlapping_and_dense(shape: tuple, stride: tuple) -> bool:
-    """PyTorch's test: some permutation of the dims is contiguous (size-0/1 dims never disqualify)."""
-    if numel(shape) == 0:
-        return True  # PyTorch counts every empty tensor as contiguous
-    dims = sorted((d for d in range(len(shape)) if shape[d] > 1), key=lambda d: stride[d])
-    expected = 1
-    for d in dims:
-        if stride[d] != expected:
-            return False
-        expected *= shape[d]
-    return True
-
-
-def dense_strides_like(shape: tuple, stride: tuple) -> tuple:
-    """The strides of ``empty_like(t, memory_format=preserve_format)``.
-
-    Dense non-overlapping inputs keep their strides exactly; others get dense strides in the order of
-    their own (PyTorch's ``infer_dense_strides``: zero strides are ambiguous and keep their place;
-    equal strides put the smaller size inward).
-    """
-    if is_non_overlapping_and_dense(shape, stride):
-        return tuple(stride)
-    ndim = len(shape)
-
-    def should_swap(d0: int, d1: int) -> int:
-        s0, s1 = stride[d0], stride[d1]
-        if s0 == 0 or s1 == 0:
-            return 0
-        if s0 != s1:
-            return -1 if s0 < s1 else 1
-        return 1 if shape[d0] > shape[d1] else 0
-
-    perm = list(range(ndim - 1, -1, -1))  # innermost first
-    for i in range(1, ndim):
-        d1 = i
-        for d0 in range(i - 1, -1, -1):
-            comparison = should_swap(perm[d0], perm[d1])
-            if comparison > 0:
-                perm[d0], perm[d1] = perm[d1], perm[d0]
-                d1 = d0
-            elif comparison < 0:
-                break
-    out = [0] * ndim
-    running = 1
-    for d in perm:
-        out[d] = running
-        running *= shape[d] if shape[d] > 1 else 1
-    return tuple(out)
 
 
 def _channels_last_like(shape: tuple, stride: tuple, order: tuple) -> bool:

@@ -19,8 +19,8 @@ import numpy as np
 from ember.core import dtypes as D
 from ember.core.api import method, public
 from ember.core.dispatch import define
-from ember.core.families.joining import cat, dense_strides_like
-from ember.core.layout import contiguous_strides, normalize_dim, normalize_dims, numel
+from ember.core.families.joining import cat
+from ember.core.layout import contiguous_strides, dense_strides_like, normalize_dim, normalize_dims, numel
 from ember.core.pointwise import resize_out, type_name
 from ember.core.tensor import Tensor, empty
 
@@ -252,23 +252,8 @@ def _define_triangle(name: str, upper: bool):
 
 def _c10_name(d: D.dtype) -> str:
     """The C++ name PyTorch's out= dtype check prints (``float``, ``long``, ``c10::BFloat16``...)."""
-    return _C10_NAMES.get(d, type_name(d))
+    return D.CPP_TYPE_NAMES.get(d, type_name(d))
 
-
-_C10_NAMES = {
-    D.float32: "float",
-    D.float64: "double",
-    D.float16: "c10::Half",
-    D.bfloat16: "c10::BFloat16",
-    D.int8: "signed char",
-    D.int16: "short int",
-    D.int32: "int",
-    D.int64: "long int",
-    D.uint8: "unsigned char",
-    D.bool_: "bool",
-    D.complex64: "c10::complex<float>",
-    D.complex128: "c10::complex<double>",
-}
 
 tril, tril_, tril_out = _define_triangle("tril", upper=False)
 triu, triu_, triu_out = _define_triangle("triu", upper=True)

@@ -228,28 +228,12 @@ def _check_lerp(kernel: str):
             # A 0-dim weight may differ (and promote); end and a weight with dimensions may not.
             if isinstance(value, Tensor) and value.dtype is not start.dtype and (name == "end" or value.ndim > 0):
                 raise RuntimeError(
-                    f"expected dtype {_CPP_NAMES[start.dtype]} for `{name}` but got dtype {_CPP_NAMES[value.dtype]}"
+                    f"expected dtype {D.CPP_TYPE_NAMES[start.dtype]} for `{name}` but got dtype {D.CPP_TYPE_NAMES[value.dtype]}"
                 )
         if p.result.category < D.FLOATING:
             raise NotImplementedError(f"\"{kernel}\" not implemented for '{D.SCALAR_TYPE_NAMES[p.result]}'")
 
     return check
-
-
-# How PyTorch's lerp messages spell dtypes (C++ type names).
-_CPP_NAMES = {
-    D.float32: "float",
-    D.float64: "double",
-    D.float16: "c10::Half",
-    D.bfloat16: "c10::BFloat16",
-    D.int8: "signed char",
-    D.int16: "short int",
-    D.int32: "int",
-    D.int64: "long int",
-    D.uint8: "unsigned char",
-    D.bool_: "bool",
-    D.complex64: "c10::complex<float>",
-}
 
 
 def _self_dtype_rule(inputs: tuple) -> tuple[D.dtype, D.dtype]:
@@ -329,7 +313,7 @@ def _check_addcdiv(p, inputs, params) -> None:
 
 def _check_value(p, params) -> None:
     if isinstance(params["value"], complex) and p.result.category < D.COMPLEX:
-        raise RuntimeError(f"value cannot be converted to type {_CPP_NAMES[p.result]} without overflow")
+        raise RuntimeError(f"value cannot be converted to type {D.CPP_TYPE_NAMES[p.result]} without overflow")
 
 
 def _value(value, like):
