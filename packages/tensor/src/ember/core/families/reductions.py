@@ -466,25 +466,9 @@ def _logsumexp_method(self, dim, keepdim=False):
     return logsumexp(self, dim, keepdim)
 
 
-def _nan_surface(name: str, functional, out_op):
-    def fn(input, dim=None, keepdim=False, *, dtype=None, out=None):
-        R.dims_arg(dim, name)
-        if out is not None:
-            return out_op(input, dim, R.keepdim_arg(keepdim), dtype=dtype, out=out)
-        return functional(input, dim, R.keepdim_arg(keepdim), dtype=dtype)
-
-    def as_method(self, dim=None, keepdim=False, *, dtype=None):
-        if dim is None and not keepdim:
-            return functional(self, dtype=dtype)
-        return fn(self, dim, keepdim, dtype=dtype)
-
-    fn.__name__ = fn.__qualname__ = as_method.__name__ = as_method.__qualname__ = name
-    public(name)(fn)
-    method(name)(as_method)
-
-
-_nan_surface("nansum", nansum_op, nansum_out)
-_nan_surface("nanmean", nanmean_op, nanmean_out)
+# One overload each, taking every argument: the same surface as sum's, with the same op in both roles.
+_sum_like("nansum", nansum_op, nansum_op, nansum_out, nansum_out)
+_sum_like("nanmean", nanmean_op, nanmean_op, nanmean_out, nanmean_out)
 
 
 R.accept_numpy_names(("sum", "mean", "prod", "nansum", "nanmean", "all", "any", "count_nonzero", "logsumexp"))
