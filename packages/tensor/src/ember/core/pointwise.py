@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ember.core import dtypes as D
+from ember.core.devices import CPU
 from ember.core.dispatch import OpOverload, define
 from ember.core.layout import broadcast_shapes, contiguous_strides, pointwise_strides
 from ember.core.promotion import can_cast, get_default_dtype, result_type
@@ -97,15 +98,9 @@ def materialize(array: np.ndarray, p: Plan) -> Tensor:
             array = array.astype(p.result.np)
     if p.strides == contiguous_strides(p.shape):
         return from_array(np.broadcast_to(array, p.shape) if array.shape != p.shape else array, p.result)
-    out = empty(p.shape, p.result, array_device(), p.strides)
+    out = empty(p.shape, p.result, CPU, p.strides)
     np.copyto(out._array, array, casting="unsafe")
     return out
-
-
-def array_device():
-    from ember.core.devices import CPU
-
-    return CPU
 
 
 def type_name(d: D.dtype) -> str:
