@@ -1,0 +1,1 @@
+"""Ember's attention: kernels in ``ember.sdpa.kernels`` and their float64 ``reference``."""

@@ -1,0 +1,83 @@
+"""Philox 4x32-10, the counter-based random stream every Ember random op draws from.
+
+A counter-based generator maps (key, counter) to random bits with no hidden state, so any element of
+a stream can be computed on its own: a CPU loop, a C++ kernel and a Triton kernel that agree on the
+counter of each element produce the same numbers. The definitions here are the ones Triton's
+``tl.randint4x``/``tl.rand``/``tl.randn`` use, bit for bit, so a Triton kernel given the same
+``(seed, offset)`` reproduces them:
+
+- key = (seed & 0xFFFFFFFF, seed >> 32); counter = (offset & 0xFFFFFFFF, offset >> 32, 0, 0);
+- 10 rounds of Salmon et al.'s Philox round (SC'11), key bumped by the Weyl constants each round;
+- ``rand``: the first output word read as int32, negative values bit-flipped, times 4.6566127342e-10
+  (so the result is in [0, 1) as float32);
+- ``randn``: Box-Muller on the first two words (u1 clamped to 1e-7), the cosine branch.
+
+All functions take NumPy arrays of offsets (any shape, int64 or uint64) and are vectorized; 64-bit
+NumPy arithmetic supplies the high halves of the 32x32 products.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_KEY_A = np.uint64(0x9E3779B9)
+_KEY_B = np.uint64(0xBB67AE85)
+_ROUND_A = np.uint64(0xD2511F53)
+_ROUND_B = np.uint64(0xCD9E8D57)
+_LOW = np.uint64(0xFFFFFFFF)
+_SHIFT = np.uint64(32)
+ROUNDS = 10
+
+
+def _split_seed(seed: int) -> tuple[np.uint64, np.uint64]:
+    seed = int(seed) & 0xFFFFFFFFFFFFFFFF
+    return np.uint64(seed & 0xFFFFFFFF), np.uint64(seed >> 32)
+
+
+def philox4x32(
+    seed: int, c0: np.ndarray, c1: np.ndarray, c2: np.ndarray, c3: np.ndarray, rounds: int = ROUNDS
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The four uint32 output words for counters ``(c0, c1, c2, c3)`` under key ``seed``."""
+    k0, k1 = _split_seed(seed)
+    c0, c1, c2, c3 = (np.asarray(c, dtype=np.uint64) & _LOW for c in (c0, c1, c2, c3))
+    with np.errstate(over="ignore"):
+        for _ in range(rounds):
+            p0 = _ROUND_A * c0
+            p2 = _ROUND_B * c2
+            c0, c1, c2, c3 = (
+                (p2 >> _SHIFT) ^ c1 ^ k0,
+                p2 & _LOW,
+                (p0 >> _SHIFT) ^ c3 ^ k1,
+                p0 & _LOW,
+            )
+            k0 = (k0 + _KEY_A) & _LOW
+            k1 = (k1 + _KEY_B) & _LOW
+    return tuple(c.astype(np.uint32) for c in (c0, c1, c2, c3))
+
+
+def randint4x(seed: int, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Four uint32 words per offset, as Triton's ``tl.randint4x(seed, offsets)`` with int64 offsets."""
+    offsets = np.asarray(offsets).astype(np.uint64)
+    zero = np.zeros_like(offsets)
+    return philox4x32(seed, offsets & _LOW, offsets >> _SHIFT, zero, zero)
+
+
+def uint_to_uniform(words: np.ndarray) -> np.ndarray:
+    """uint32 words to float32 in [0, 1), exactly as Triton's ``uint_to_uniform_float``."""
+    x = words.view(np.int32)
+    x = np.where(x < 0, ~x, x)
+    return x.astype(np.float32) * np.float32(4.6566127342e-10)
+
+
+def rand(seed: int, offsets: np.ndarray) -> np.ndarray:
+    """Uniform float32 in [0, 1) per offset; equals Triton's ``tl.rand(seed, offsets)``."""
+    return uint_to_uniform(randint4x(seed, offsets)[0])
+
+
+def randn(seed: int, offsets: np.ndarray) -> np.ndarray:
+    """Standard normal float32 per offset; equals Triton's ``tl.randn(seed, offsets)``."""
+    w0, w1, _, _ = randint4x(seed, offsets)
+    u1 = np.maximum(np.float32(1.0e-7), uint_to_uniform(w0))
+    theta = np.float32(6.283185307179586) * uint_to_uniform(w1)
+    radius = np.sqrt(np.float32(-2.0) * np.log(u1))
+    return (radius * np.cos(theta)).astype(np.float32)
