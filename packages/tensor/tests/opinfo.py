@@ -117,6 +117,15 @@ def build(value: Any, lib) -> Any:
     return value
 
 
+def functional(lib):
+    """``torch.nn.functional`` for torch, ``ember.core.functional`` for ember: where the F-only ops live."""
+    if lib is ember:
+        import ember.core.functional
+
+        return ember.core.functional
+    return lib.nn.functional
+
+
 def _dtype(lib, name: str):
     return getattr(lib, name)
 
