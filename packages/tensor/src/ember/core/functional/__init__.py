@@ -12,7 +12,7 @@ __all__: list[str] = []
 for _module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
     _mod = importlib.import_module(f"{__name__}.{_module}")
     for _name in _mod.__all__:
-        if _name in globals():
+        if _name in globals() and globals()[_name] is not _mod:  # a module may share its function's name
             raise RuntimeError(f"ember.core.functional.{_name} is defined twice (second in {_mod.__name__})")
         globals()[_name] = getattr(_mod, _name)
         __all__.append(_name)
