@@ -104,14 +104,16 @@ def _fresh(t: Tensor) -> Tensor:
     return t
 
 
-def _generated(ops: tuple, generator):
-    return ops[0] if generator is None else ops[1]
+def _required_size(size: tuple, name: str) -> tuple:
+    if not size:
+        raise TypeError(f'{name}() missing 1 required positional arguments: "size"')
+    return _size_args(size)
 
 
 @public("rand")
 def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     """``ember.rand``: uniform numbers in [0, 1) from the generator's Philox stream."""
-    size = _size_args(size)
+    size = _required_size(size, "rand")
     if out is not None:
         return rand_outs[1](size, generator=generator, out=out)
     return _finish(_fresh(rand_ops[1](size, generator=generator, dtype=dtype, device=device)), requires_grad, None)
@@ -120,7 +122,7 @@ def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None, 
 @public("randn")
 def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     """``ember.randn``: standard normal numbers from the generator's Philox stream."""
-    size = _size_args(size)
+    size = _required_size(size, "randn")
     if out is not None:
         return randn_outs[1](size, generator=generator, out=out)
     return _finish(_fresh(randn_ops[1](size, generator=generator, dtype=dtype, device=device)), requires_grad, None)

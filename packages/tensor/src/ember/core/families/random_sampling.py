@@ -28,7 +28,7 @@ from ember.core.families.random_fill import (
     tensor_p,
 )
 from ember.core.generator import reserve
-from ember.core.layout import broadcast_shapes, dense_strides_like, numel
+from ember.core.layout import broadcast_shapes, numel
 from ember.core.pointwise import resize_out, type_name, unsupported
 from ember.core.tensor import Tensor, from_array
 from ember.core.tensor import empty as allocate
@@ -38,8 +38,8 @@ OUT = ("random", "out")
 _GEN = "Generator? generator=None"
 
 
-def _like(self: Tensor, dtype: D.dtype | None = None) -> Tensor:
-    return allocate(self._shape, dtype or self.dtype, self.device, dense_strides_like(self._shape, self._stride))
+def _like(self: Tensor) -> Tensor:
+    return allocate(self._shape, self.dtype, self.device)  # contiguous, as PyTorch's bernoulli allocates
 
 
 def _write_out(out, result: Tensor) -> Tensor:
