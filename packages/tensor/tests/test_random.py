@@ -398,3 +398,15 @@ def test_dropout_is_reproducible_from_the_seed():
     ember.manual_seed(13)
     b = ember.dropout(ember.ones(100), 0.4, True)
     assert np.array_equal(a.numpy(), b.numpy() != 0)
+
+
+def test_blocked_philox_equals_the_direct_rounds():
+    offsets = np.arange(100_009, dtype=np.int64).reshape(7, -1) + (5 << 32) - 17
+    blocked = philox.randint4x(31337, offsets)
+    flat = offsets.reshape(-1).astype(np.uint64)
+    direct = philox.philox4x32(
+        31337, flat & 0xFFFFFFFF, flat >> np.uint64(32), np.zeros_like(flat), np.zeros_like(flat)
+    )
+    for a, b in zip(blocked, direct, strict=True):
+        assert a.shape == offsets.shape and a.dtype == np.uint32
+        np.testing.assert_array_equal(a.reshape(-1), b)

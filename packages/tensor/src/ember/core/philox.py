@@ -38,28 +38,49 @@ def philox4x32(
     seed: int, c0: np.ndarray, c1: np.ndarray, c2: np.ndarray, c3: np.ndarray, rounds: int = ROUNDS
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The four uint32 output words for counters ``(c0, c1, c2, c3)`` under key ``seed``."""
+    return tuple(c.astype(np.uint32) for c in _rounds(seed, c0, c1, c2, c3, rounds))
+
+
+def _rounds(seed: int, c0, c1, c2, c3, rounds: int = ROUNDS) -> tuple:
+    """Philox's rounds on uint64 arrays holding 32-bit words; returns the four words as uint64."""
     k0, k1 = _split_seed(seed)
-    c0, c1, c2, c3 = (np.asarray(c, dtype=np.uint64) & _LOW for c in (c0, c1, c2, c3))
+    counters = [np.asarray(c, dtype=np.uint64) & _LOW for c in (c0, c1, c2, c3)]  # fresh arrays, changed below
+    shape = np.broadcast_shapes(*(c.shape for c in counters))
+    c0, c1, c2, c3 = (c if c.shape == shape else np.broadcast_to(c, shape).copy() for c in counters)
+    p0, p2 = np.empty(shape, np.uint64), np.empty(shape, np.uint64)
+    # In place, with no temporaries: a round is ten ufunc calls over preallocated arrays.
     with np.errstate(over="ignore"):
         for _ in range(rounds):
-            p0 = _ROUND_A * c0
-            p2 = _ROUND_B * c2
-            c0, c1, c2, c3 = (
-                (p2 >> _SHIFT) ^ c1 ^ k0,
-                p2 & _LOW,
-                (p0 >> _SHIFT) ^ c3 ^ k1,
-                p0 & _LOW,
-            )
+            np.multiply(c0, _ROUND_A, out=p0)
+            np.multiply(c2, _ROUND_B, out=p2)
+            np.right_shift(p2, _SHIFT, out=c0)
+            c0 ^= c1
+            c0 ^= k0
+            np.bitwise_and(p2, _LOW, out=c1)
+            np.right_shift(p0, _SHIFT, out=c2)
+            c2 ^= c3
+            c2 ^= k1
+            np.bitwise_and(p0, _LOW, out=c3)
             k0 = (k0 + _KEY_A) & _LOW
             k1 = (k1 + _KEY_B) & _LOW
-    return tuple(c.astype(np.uint32) for c in (c0, c1, c2, c3))
+    return c0, c1, c2, c3
+
+
+_BLOCK = 1 << 15  # counters per block: a block's working arrays stay in the CPU's cache
 
 
 def randint4x(seed: int, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Four uint32 words per offset, as Triton's ``tl.randint4x(seed, offsets)`` with int64 offsets."""
-    offsets = np.asarray(offsets).astype(np.uint64)
-    zero = np.zeros_like(offsets)
-    return philox4x32(seed, offsets & _LOW, offsets >> _SHIFT, zero, zero)
+    offsets = np.asarray(offsets).astype(np.uint64, copy=False)
+    flat = offsets.reshape(-1)
+    words = tuple(np.empty(flat.shape, np.uint32) for _ in range(4))
+    zero = np.zeros(min(flat.size, _BLOCK), np.uint64)
+    for start in range(0, flat.size, _BLOCK):
+        part = flat[start : start + _BLOCK]
+        block = _rounds(seed, part, part >> _SHIFT, zero[: part.size], zero[: part.size])
+        for out, w in zip(words, block, strict=True):
+            out[start : start + part.size] = w
+    return tuple(w.reshape(offsets.shape) for w in words)
 
 
 def uint_to_uniform(words: np.ndarray) -> np.ndarray:
