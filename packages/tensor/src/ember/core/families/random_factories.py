@@ -104,25 +104,50 @@ def _fresh(t: Tensor) -> Tensor:
     return t
 
 
-def _required_size(size: tuple, name: str) -> tuple:
-    if not size:
+def _required_size(args: tuple, size, name: str) -> tuple:
+    """The size given as ``*args`` (ints or one sequence) or as ``size=``, exactly one of them."""
+    if size is not None:
+        if args:
+            raise TypeError(f"{name}() got multiple values for argument 'size'")
+        return _size_args((size,))
+    if not args:
         raise TypeError(f'{name}() missing 1 required positional arguments: "size"')
-    return _size_args(size)
+    return _size_args(args)
 
 
 @public("rand")
-def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+def rand(
+    *args,
+    size=None,
+    generator=None,
+    out=None,
+    dtype=None,
+    layout=None,
+    device=None,
+    requires_grad=False,
+    pin_memory=False,
+):
     """``ember.rand``: uniform numbers in [0, 1) from the generator's Philox stream."""
-    size = _required_size(size, "rand")
+    size = _required_size(args, size, "rand")
     if out is not None:
         return rand_outs[1](size, generator=generator, out=out)
     return _finish(_fresh(rand_ops[1](size, generator=generator, dtype=dtype, device=device)), requires_grad, None)
 
 
 @public("randn")
-def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+def randn(
+    *args,
+    size=None,
+    generator=None,
+    out=None,
+    dtype=None,
+    layout=None,
+    device=None,
+    requires_grad=False,
+    pin_memory=False,
+):
     """``ember.randn``: standard normal numbers from the generator's Philox stream."""
-    size = _required_size(size, "randn")
+    size = _required_size(args, size, "randn")
     if out is not None:
         return randn_outs[1](size, generator=generator, out=out)
     return _finish(_fresh(randn_ops[1](size, generator=generator, dtype=dtype, device=device)), requires_grad, None)

@@ -62,6 +62,11 @@ def _compute(d: D.dtype):
 uniform_op = define(f"uniform_(Tensor(a!) self, float from=0, float to=1, *, {_GEN}) -> Tensor(a!)", INPLACE)
 
 
+_FLOAT_MAX = {d: float(np.finfo(d.np).max) for d in (D.float16, D.float32, D.float64)} | {
+    D.bfloat16: 3.3895313892515355e38
+}
+
+
 def _from_to(args: tuple, kwargs: dict, default_from, default_to) -> tuple:
     """``self, from, to`` of a call: ``from``/``to`` are Python keywords, so they arrive as ``**kwargs``."""
     self, rest = args[0], list(args[1:])
@@ -83,10 +88,10 @@ def uniform_(self: Tensor, low: float = 0, high: float = 1, *, generator=None) -
     if low > high:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={low} > to={high}")
     real = _real(self)
-    limit = float(np.finfo(real.np).max) if real is not D.bfloat16 else 3.3895313892515355e38
-    if high - low > limit:
+    if high - low > _FLOAT_MAX[real]:
         raise RuntimeError(
-            f"uniform_ expects to-from <= std::numeric_limits<{type_name(real)}>::max(), but found to={high} and from={low} which result in to-from to exceed the limit"
+            f"uniform_ expects to-from <= std::numeric_limits<{type_name(real)}>::max(), but found "
+            f"to={high} and from={low} which result in to-from to exceed the limit"
         )
     started = _begin(self, generator)
     if started is None:

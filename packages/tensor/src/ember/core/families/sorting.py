@@ -294,6 +294,16 @@ def _median_chooser(ignore_nan: bool):
     return chooser
 
 
+def _empty_median(dtype: D.dtype):
+    """The median of nothing: NaN, which PyTorch's C++ cast turns into the int32/int64 minimum (its
+    32-bit pattern truncated to 0 for the narrower integer types)."""
+    if dtype.category == D.FLOATING:
+        return np.nan
+    if dtype in (D.int32, D.int64):
+        return np.iinfo(dtype.np).min
+    return 0
+
+
 def _median_family(name: str, ignore_nan: bool):
     every = define(f"{name}(Tensor self) -> Tensor", TAGS)
     every_out = define(f"{name}.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)", OUT_TAGS)
@@ -316,7 +326,7 @@ def _median_family(name: str, ignore_nan: bool):
         if self._array is None:
             return empty((), self.dtype, self.device)
         if not numel(self._shape):
-            return from_array(np.full((), np.nan).astype(self.dtype.np), self.dtype)
+            return from_array(np.full((), _empty_median(self.dtype), self.dtype.np), self.dtype)
         flat = self._array.reshape(1, -1)
         column = chooser(flat)[0]
         return from_array(flat[0, column].copy(), self.dtype)
