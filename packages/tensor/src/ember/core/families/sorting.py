@@ -9,7 +9,8 @@ An unstable sort is allowed any order of ties, so it returns the stable one.
 The index of a tie in ``topk``, ``kthvalue`` and ``median`` is whatever PyTorch's selection
 algorithm leaves there; ours is the first in stable order. Where PyTorch defines it, we follow it:
 ``median`` of a row with NaN gives the first NaN; ``mode`` gives the smallest of the most frequent
-values and the index of its last occurrence.
+values and the index of its last occurrence (each NaN counts alone there: PyTorch's answer for rows
+with NaN depends on how its sort met the NaNs, and is not reproduced).
 
 ``sort``/``argsort`` results keep the input's strides when it is dense (else dense ones in its
 order); the reductions (``kthvalue``, ``median``, ``mode``) and ``topk`` return contiguous results.
