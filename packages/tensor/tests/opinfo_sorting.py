@@ -212,6 +212,8 @@ def searchsorted_samples(dtype: str, rng) -> list[Sample]:
         for right in (False, True):
             out.append(Sample((T(nan), T(probe)), {"right": right}, "nan boundaries"))
             out.append(Sample((T(np.sort(nan)), T(probe)), {"right": right}, "nan last"))
+            clean = np.array([-1.0, 0.0, 2.0, 2.0, 9.0], NP_DTYPES[dtype])
+            out.append(Sample((T(clean), T(probe)), {"right": right}, "nan values"))
     # sorter: the boundaries unsorted, with the order that sorts them.
     raw = _values((2, 6), dtype, rng).array
     sorter = np.argsort(raw.astype(np.float64), axis=-1, kind="stable")

@@ -110,6 +110,15 @@ def _binary_search(rows: np.ndarray, sorter: np.ndarray | None, values: np.ndarr
         end = np.where(active & ~go_right, mid, end)
 
 
+def _sorted_fast_path(rows: np.ndarray, order, values: np.ndarray, right: bool) -> np.ndarray | None:
+    """NumPy's ``searchsorted`` where it must agree with the binary search: one row of boundaries,
+    truly ascending (no NaN, which fails the check). A NaN value goes past the end in both."""
+    bound = rows[0] if order is None else rows[0][order[0]]
+    if not (bound[1:] >= bound[:-1]).all():
+        return None
+    return np.searchsorted(bound, values.reshape(-1), side="right" if right else "left")
+
+
 def _search(boundaries: Tensor, values: Tensor, scalar: bool, out_int32: bool, right: bool, side, sorter) -> Tensor:
     right = _check(boundaries, values, scalar, right, side, sorter)
     common = result_type(boundaries, values)
@@ -129,12 +138,11 @@ def _search(boundaries: Tensor, values: Tensor, scalar: bool, out_int32: bool, r
         order = sorter._array.reshape(-1, n)
         if order.size and (order.min() < 0 or order.max() >= n):
             raise RuntimeError(f"{_PREFIX}sorter index out of range")
-    if boundaries.ndim == 1:
-        grid = vals.reshape(1, -1)
-    else:
-        grid = vals.reshape(rows.shape[0], -1)
-    with np.errstate(invalid="ignore"):
-        found = _binary_search(rows, order, grid, right)
+    found = _sorted_fast_path(rows, order, vals, right) if boundaries.ndim == 1 else None
+    if found is None:
+        grid = vals.reshape(1, -1) if boundaries.ndim == 1 else vals.reshape(rows.shape[0], -1)
+        with np.errstate(invalid="ignore"):
+            found = _binary_search(rows, order, grid, right)
     return from_array(found.reshape(values._shape).astype(index_dtype.np), index_dtype)
 
 
