@@ -410,3 +410,19 @@ def test_blocked_philox_equals_the_direct_rounds():
     for a, b in zip(blocked, direct, strict=True):
         assert a.shape == offsets.shape and a.dtype == np.uint32
         np.testing.assert_array_equal(a.reshape(-1), b)
+
+
+def test_random_ops_are_tagged_random():
+    names = (
+        "rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "bernoulli", "bernoulli_",
+        "normal", "normal_", "uniform_", "exponential_", "random_", "multinomial", "dropout", "dropout_",
+        "native_dropout",
+    )  # fmt: skip
+    for name in names:
+        packet = getattr(ember.ops.aten, name)
+        for overload in packet.overloads():
+            op = getattr(packet, overload)
+            assert "random" in op.tags, op
+            assert "nondeterministic" not in op.tags, op
+            generators = [a for a in op.schema.arguments if a.name == "generator"]
+            assert all(a.kwarg_only for a in generators), op
