@@ -46,6 +46,9 @@ def large_cases(lib) -> dict[str, Callable[[], object]]:
         "sum 4M floats": lambda: x.sum(),
         "softmax 1024x1024": lambda: square.softmax(-1),
         "matmul 1024x1024": lambda: square @ square,
+        "sort 1024x1024 rows": lambda: square.sort(-1),
+        "rand 4M floats": lambda: lib.rand(4 * 1024 * 1024),
+        "dropout 4M floats": lambda: lib.dropout(x, 0.5, True),
     }
 
 

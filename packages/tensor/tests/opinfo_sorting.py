@@ -99,6 +99,7 @@ def topk_samples(dtype: str, rng) -> list[Sample]:
             for k in sorted({0, 1, n // 2, n}):
                 for largest in (True, False):
                     out.append(Sample((t,), {"k": k, "dim": dim, "largest": largest, "_indices": distinct}, f"{t} {k}"))
+                out.append(Sample((t,), {"k": k, "dim": dim, "sorted": False}, f"{t} {k} unsorted"))
     big = T(
         rng.permutation(200).astype(NP_DTYPES[dtype])
         if dtype in ("float32", "float64", "int64", "int32", "int16")
@@ -122,7 +123,11 @@ def _selection(name: str):
 
 def _topk(lib, x, _indices=True, **kwargs):
     values, indices = lib.topk(x, **kwargs)
-    return (values, indices) if _indices else (values, _points_at(x, values, indices, kwargs.get("dim", -1)))
+    dim = kwargs.get("dim", -1)
+    if not kwargs.get("sorted", True):
+        # Any order is allowed: compare the values sorted, and that each index points at its value.
+        return lib.sort(values, dim=dim, stable=True).values, _points_at(x, values, indices, dim)
+    return (values, indices) if _indices else (values, _points_at(x, values, indices, dim))
 
 
 def kthvalue_samples(dtype: str, rng) -> list[Sample]:
