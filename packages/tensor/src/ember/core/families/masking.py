@@ -61,8 +61,7 @@ def _check_inplace_shape(self: Tensor, other_shape: tuple) -> None:
 
 def _masked_fill_inplace(self: Tensor, mask: Tensor, value) -> Tensor:
     value = _fill_value(self, mask, value)
-    _check_inplace_shape(self, mask._shape)
-    check_no_internal_overlap(self)
+    _check_inplace_shape(self, mask._shape)  # an expanded self is filled, as PyTorch does
     if self._array is not None:
         np.copyto(self._array, checked_scalar(value, self.dtype), where=np.broadcast_to(mask._array, self._shape))
         self._storage.version += 1

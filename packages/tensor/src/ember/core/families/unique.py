@@ -64,14 +64,14 @@ def _unique2(self: Tensor, sorted: bool = True, return_inverse: bool = False, re
 
 @unique_dim.register_kernel("cpu")
 def _unique_dim(self: Tensor, dim: int, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False):
-    data = _sortable(_check(self, "unique_dim"))
     dim = normalize_dim(dim, self.ndim)
-    if data.shape[dim] == 0:
+    data = np.moveaxis(_sortable(_check(self, "unique_dim")), dim, 0)
+    if data.shape[0] == 0:
         values, inverse, counts = data, np.empty(0, np.int64), np.empty(0, np.int64)
     else:
-        values, inverse, counts = np.unique(data, return_inverse=True, return_counts=True, axis=dim)
+        values, inverse, counts = np.unique(data, return_inverse=True, return_counts=True, axis=0)
     return (
-        from_array(np.ascontiguousarray(values).astype(self.dtype.np), self.dtype),
+        _moved_back(values.astype(self.dtype.np), dim, self.dtype),
         _long(inverse.reshape(-1), return_inverse),
         _long(counts, return_counts),
     )
@@ -91,15 +91,22 @@ def _unique_consecutive(self: Tensor, return_inverse: bool = False, return_count
         rows = moved.reshape(moved.shape[0], -1)
         changed = np.any(rows[1:] != rows[:-1], axis=1) if rows.shape[1] else np.zeros(rows.shape[0] - 1, np.bool_)
         starts = np.concatenate(([True], changed)) if rows.shape[0] else np.zeros(0, np.bool_)
-        values = np.moveaxis(moved[starts], 0, dim)
+        values = moved[starts]
         shape = None
     inverse = np.cumsum(starts) - 1
     counts = np.diff(np.append(np.flatnonzero(starts), starts.size))
     return (
-        from_array(np.ascontiguousarray(values), self.dtype),
+        from_array(values, self.dtype) if dim is None else _moved_back(values, dim, self.dtype),
         _long(inverse, return_inverse, shape),
         _long(counts, return_counts),
     )
+
+
+def _moved_back(values: np.ndarray, dim: int, dtype: D.dtype) -> Tensor:
+    """Values computed with ``dim`` first, as a view with ``dim`` back in place (PyTorch's strides)."""
+    from ember.core.families.views import movedim
+
+    return movedim(from_array(np.ascontiguousarray(values), dtype), 0, dim)
 
 
 def _data_dependent(name: str):
