@@ -40,12 +40,16 @@ def large_cases(lib) -> dict[str, Callable[[], object]]:
     x = lib.from_numpy(data.copy())
     y = x.clone()
     square = lib.from_numpy(np.random.default_rng(1).standard_normal((1024, 1024), dtype=np.float32))
+    rows = lib.from_numpy(np.random.default_rng(2).integers(0, 1024, 256))
+    million = x[: 1024 * 1024]
     return {
         "add 4M floats": lambda: x + y,
         "exp 4M floats": lambda: x.exp(),
         "sum 4M floats": lambda: x.sum(),
         "softmax 1024x1024": lambda: square.softmax(-1),
         "matmul 1024x1024": lambda: square @ square,
+        "advanced indexing x[idx] (1024x1024, 256 rows)": lambda: square[rows],
+        "boolean mask x[x > 0] 1M": lambda: million[million > 0],
     }
 
 

@@ -79,18 +79,27 @@ def apply_index(self: Tensor, index) -> tuple[Tensor, bool]:
         elif isinstance(item, str):
             raise TypeError(f"invalid index of type 'str': {item!r}")
         else:
-            try:
-                i = operator.index(item)
-            except TypeError:
-                raise IndexError(
-                    "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid indices "
-                    f"(got {type(item).__name__})"
-                ) from None
+            if type(item) is int:
+                i = item
+            elif _advanced_item(item):
+                raise _AdvancedIndex  # the caller starts over on the advanced path; basic indexing pays nothing
+            else:
+                try:
+                    i = operator.index(item)
+                except TypeError:
+                    raise IndexError(
+                        "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid "
+                        f"indices (got {type(item).__name__})"
+                    ) from None
             size = result._shape[dim]
             if i < -size or i >= size:
                 raise IndexError(f"index {i} is out of bounds for dimension {dim} with size {size}")
             result = select(result, dim, i)
     return (result if result is not self else _alias(self)), masked
+
+
+class _AdvancedIndex(Exception):
+    """Raised by ``apply_index`` on meeting a tensor, list or array index."""
 
 
 def _alias(self: Tensor) -> Tensor:
@@ -101,10 +110,11 @@ def _alias(self: Tensor) -> Tensor:
 
 @method("__getitem__")
 def _getitem(self, index):
-    if _is_advanced(index):
+    try:
+        result, masked = apply_index(self, index)
+    except _AdvancedIndex:
         result, indices = _split(self, _as_items(index))
         return index_op(result, indices)
-    result, masked = apply_index(self, index)
     if masked:
         # PyTorch treats a bool index as a one-element mask (advanced indexing): the result is a copy.
         from ember.core.families.copying import clone
@@ -115,11 +125,12 @@ def _getitem(self, index):
 
 @method("__setitem__")
 def _setitem(self, index, value) -> None:
-    if _is_advanced(index):
+    try:
+        target, masked = apply_index(self, index)
+    except _AdvancedIndex:
         target, indices = _split(self, _as_items(index))
         index_put_(target, indices, _value_tensor(value, target))
         return
-    target, masked = apply_index(self, index)
     if masked:
         # A bool index makes this PyTorch's index_put_: the value's dtype must match, and a False
         # mask selects nothing, so nothing is written (the version stays).
@@ -140,20 +151,11 @@ def _setitem(self, index, value) -> None:
 
 # -- advanced indexing ----------------------------------------------------------------------------
 
-_BASIC = (int, slice, type(None), type(Ellipsis), bool)
-
 
 def _advanced_item(item) -> bool:
     if isinstance(item, Tensor):
         return item.ndim > 0
     return isinstance(item, list | tuple) or (isinstance(item, np.ndarray) and item.ndim > 0)
-
-
-def _is_advanced(index) -> bool:
-    """Whether ``t[index]`` needs aten ``index``; plain tuples of basic items answer in one pass."""
-    if type(index) is tuple:
-        return any(type(item) not in _BASIC and _advanced_item(item) for item in index)
-    return type(index) not in _BASIC and _advanced_item(index)
 
 
 def _sequence_item(item) -> bool:
