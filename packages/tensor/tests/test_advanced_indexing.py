@@ -114,6 +114,8 @@ def test_setitem_broadcasts_and_casts_like_pytorch():
         t[L(lib, [1, 3]), 1] = 2.9  # a float into an int tensor truncates
         t[t > 2] += 10
         t[[3, 3], [0, 0]] += 1  # not accumulate: both write the same sum
+        t[t[:, 0] > 1] = lib.tensor(5.9, dtype=lib.float64)  # one mask and one value: masked_fill_, which casts
+        t[:, L(lib, [True, False, True], "bool")] = lib.tensor([-4])
         if lib is torch:
             expected = t.numpy().copy()
     np.testing.assert_array_equal(t.numpy(), expected)
@@ -168,6 +170,12 @@ def test_setitem_errors():
         t[ember.tensor([0])] = ember.tensor([1.0], dtype=ember.float64)
     with pytest.raises(RuntimeError, match="shape mismatch: value tensor of shape"):
         t[ember.tensor([0, 1])] = ember.ones(3)
+    for lib in (torch, ember):
+        with pytest.raises(RuntimeError, match="boolean masks"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            lib.zeros(3)[lib.tensor([1, 0, 1], dtype=lib.uint8)] = 2.0
+        with pytest.raises(RuntimeError, match="without overflow"):
+            lib.zeros(3, dtype=lib.uint8)[lib.tensor([0])] = 300
 
 
 def test_take_along_dim_refuses_out_of_range():

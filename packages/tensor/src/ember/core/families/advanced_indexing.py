@@ -245,9 +245,32 @@ def add_at(target: np.ndarray, key: tuple, values: np.ndarray) -> None:
     np.add.at(target, key, values)
 
 
+def _as_masked_fill(self: Tensor, entries, values) -> Tensor | None:
+    """PyTorch's shortcut: one mask and a one-element value (any dtype) is ``masked_fill_`` by the value's
+    number, the mask given trailing size-1 dimensions for the dimensions it leaves out."""
+    if not isinstance(values, Tensor) or values.numel() != 1 or values.device.type not in ("cpu", "meta"):
+        return None
+    given = [(dim, t, mask) for dim, t, mask in entries if t is not None]
+    if len(given) != 1 or not given[0][2]:
+        return None
+    dim, mask, _ = given[0]
+    if mask.device != self.device:
+        return None
+    from ember.core.families.masking import masked_fill_s_, masked_fill_t_
+
+    mask = mask.reshape(mask._shape + (1,) * (self.ndim - dim - mask.ndim))
+    if values._array is None:
+        return masked_fill_t_(self, mask, values.reshape(()))
+    return masked_fill_s_(self, mask, values.item())
+
+
 def _index_put_cpu(self: Tensor, indices, values: Tensor, accumulate: bool = False) -> Tensor:
-    _check_put(self, values)
     entries = _entries(self, indices)
+    if not accumulate:
+        filled = _as_masked_fill(self, entries, values)
+        if filled is not None:
+            return filled
+    _check_put(self, values)
     _check_device(self, entries)
     key = numpy_key(self, entries)
     data = self._array
@@ -269,8 +292,10 @@ def _index_put_cpu(self: Tensor, indices, values: Tensor, accumulate: bool = Fal
 
 @index_put_.register_meta
 def _index_put_meta(self: Tensor, indices, values: Tensor, accumulate: bool = False) -> Tensor:
-    _check_put(self, values)
     entries = _entries(self, indices)
+    if not accumulate and _as_masked_fill(self, entries, values) is not None:
+        return self
+    _check_put(self, values)
     if not any(mask for _, _, mask in entries):
         if all(t is None for _, t, _ in entries):
             _check_values_shape(values, self._shape)

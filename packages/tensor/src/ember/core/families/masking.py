@@ -10,6 +10,8 @@ NotImplementedError, as PyTorch's do. ``nonzero`` lays its ``(n, ndim)`` result 
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ember.core import dtypes as D
@@ -61,7 +63,14 @@ def _check_inplace_shape(self: Tensor, other_shape: tuple) -> None:
 
 def _masked_fill_inplace(self: Tensor, mask: Tensor, value) -> Tensor:
     value = _fill_value(self, mask, value)
-    _check_inplace_shape(self, mask._shape)  # an expanded self is filled, as PyTorch does
+    _check_inplace_shape(self, mask._shape)
+    if any(st == 0 and n > 1 for n, st in zip(self._shape, self._stride, strict=True)):
+        warnings.warn(  # PyTorch still fills an expanded tensor, with this warning
+            "Use of masked_fill_ on expanded tensors is deprecated. Please clone() the tensor before performing this "
+            "operation. This also applies to advanced indexing e.g. tensor[mask] = scalar",
+            UserWarning,
+            stacklevel=3,
+        )
     if self._array is not None:
         np.copyto(self._array, checked_scalar(value, self.dtype), where=np.broadcast_to(mask._array, self._shape))
         self._storage.version += 1
