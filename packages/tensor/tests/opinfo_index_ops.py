@@ -55,6 +55,11 @@ def index_add_samples(dtype, rng):
         alpha = 2 if dtype not in FLOATS else 0.5
         out.append(Sample((make((4, 5), dtype, rng), 0, L([1, 1]), src), {"alpha": alpha}, name="alpha"))
     out.append(Sample((make((4, 5), dtype, rng), 0, L([]), make((0, 5), dtype, rng)), name="empty"))
+    # Rows of 16 or more accumulate in rounds of distinct rows; more than 64 repeats fall back to np.add.at.
+    wide = make((6, 2, 10), dtype, rng)
+    out.append(Sample((wide, 0, T(rng.integers(0, 6, 40)), make((40, 2, 10), dtype, rng)), name="wide rows repeated"))
+    many = L([2] * 70 + [0, 5])
+    out.append(Sample((wide, 0, many, make((72, 2, 10), dtype, rng, low=-1, high=2)), name="one row 70 times"))
     return out
 
 
@@ -263,6 +268,9 @@ def index_put_samples(dtype, rng):
         out.append(Sample((a, (L([1, 1, 3]),), make((5,), dtype, rng)), {"accumulate": True}, name=f"{a} acc rows"))
     mask = T(rng.integers(0, 2, (4, 5)).astype(np.bool_))
     out.append(Sample((make((4, 5), dtype, rng), (mask,), make((), dtype, rng)), name="mask 0-dim value"))
+    wide = make((6, 20), dtype, rng, layout="transposed")
+    rows = T(rng.integers(-6, 6, 30))
+    out.append(Sample((wide, (rows,), make((30, 20), dtype, rng)), {"accumulate": True}, name="wide rows repeated"))
     return out
 
 

@@ -223,26 +223,44 @@ def _check_values_shape(values: Tensor, shape: tuple) -> None:
         )
 
 
-def add_at(target: np.ndarray, key: tuple, values: np.ndarray) -> None:
-    """``target[key] += values`` with repeated positions summed (``np.add.at``), through a stable sort
-    and segment sums when ``key`` is one vector of rows (index_add, x[idx] += v), which is faster."""
-    rows_only = len(key) == 1 and key[0].ndim == 1 and key[0].dtype != np.bool_
-    # An expanded target (stride 0) aliases its rows: only np.add.at adds each value into the shared memory.
-    if rows_only and target.dtype != np.bool_ and 0 not in target.strides:
-        rows = key[0]
-        values = np.broadcast_to(values, rows.shape + target.shape[1:])
-        if rows.size == 0:
-            return
-        rows = np.where(rows < 0, rows + target.shape[0], rows)
-        order = np.argsort(rows, kind="stable")
-        ordered = rows[order]
-        starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
-        compute = np.float32 if target.dtype in (np.float16, D.bfloat16.np) else target.dtype
-        sums = np.add.reduceat(values[order].astype(compute, copy=False), starts, axis=0)
-        where = ordered[starts]
-        target[where] = (target[where].astype(compute) + sums).astype(target.dtype)
+def add_at(target: np.ndarray, key: tuple, values: np.ndarray, wide: bool = False) -> None:
+    """``target[key] += values`` with repeated positions summed, in order of occurrence.
+
+    ``np.add.at`` is slow on rows (index_add, ``x[idx] += v``); there the positions are grouped by a
+    stable sort and added in rounds, the r-th occurrence of every row in round r: each round is one
+    fancy ``+=`` without repeats, and the sums keep PyTorch's sequential order. ``wide``: half types
+    accumulate in float32 and round once (index_add), not once per addition (index_put_, put_).
+    """
+    if wide and target.dtype in (np.float16, D.bfloat16.np) and 0 not in target.strides:
+        widened = target.astype(np.float32)
+        add_at(widened, key, values.astype(np.float32))
+        target[...] = widened
         return
-    np.add.at(target, key, values)
+    rows = key[0] if len(key) == 1 else None
+    width = int(np.prod(target.shape[1:])) if target.ndim > 1 else 1
+    # An expanded target (stride 0) aliases its rows: only np.add.at adds each value into the shared memory.
+    if rows is None or rows.ndim != 1 or rows.dtype == np.bool_ or width < 16 or 0 in target.strides:
+        np.add.at(target, key, values)
+        return
+    n = rows.size
+    if n == 0:
+        return
+    values = np.broadcast_to(values, rows.shape + target.shape[1:])
+    rows = np.where(rows < 0, rows + target.shape[0], rows)
+    order = np.argsort(rows, kind="stable")
+    ordered = rows[order]
+    positions = np.arange(n)
+    first = np.empty(n, np.bool_)
+    first[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    rank = positions - np.maximum.accumulate(np.where(first, positions, 0))
+    rounds = int(rank.max()) + 1
+    if rounds > 64:  # a few rows repeated many times: the rounds would be a loop over elements
+        np.add.at(target, rows, values)
+        return
+    for r in range(rounds):
+        chosen = order[rank == r]
+        target[rows[chosen]] += values[chosen]
 
 
 def _as_masked_fill(self: Tensor, entries, values) -> Tensor | None:

@@ -134,7 +134,7 @@ def _index_add(self: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1
     values = _rows(source._array, dim)
     if alpha != 1:
         values = values.astype(compute_dtype(self.dtype)) * np.asarray(alpha).astype(compute_dtype(self.dtype))
-    add_at(_rows(self._array, dim), (positions,), values)
+    add_at(_rows(self._array, dim), (positions,), values, wide=True)
 
 
 index_add, index_add_, index_add_out = define_writing(
