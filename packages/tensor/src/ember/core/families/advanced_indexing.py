@@ -179,8 +179,9 @@ def _index_cpu(self: Tensor, indices) -> Tensor:
     if len(key) == 1 and key[0].dtype == np.bool_ and key[0].ndim == self.ndim:
         return from_array(data[key[0]], self.dtype)  # x[mask]: one dimension, contiguous
     shape, strides = _layout(self, _positions(entries))
-    if len(key) == 1 and key[0].ndim == 1 and key[0].dtype != np.bool_:
-        result = np.take(data, key[0], axis=0)  # x[idx]: NumPy's take is the fastest gather by rows
+    last = key[-1]
+    if last.dtype != np.bool_ and all(type(k) is slice for k in key[:-1]):
+        result = np.take(data, last, axis=len(key) - 1)  # one index array: NumPy's take is the fastest gather
     else:
         result = data[key]
     if strides == contiguous_strides(shape) and result.flags.c_contiguous:

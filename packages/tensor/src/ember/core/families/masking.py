@@ -178,10 +178,10 @@ def _nonzero(self: Tensor) -> Tensor:
         return out
     columns = np.nonzero(data)
     n = columns[0].size
-    out = empty((n, data.ndim), D.int64, CPU, (1, max(n, 1)))
-    for j, column in enumerate(columns):
-        out._array[:, j] = column
-    return out
+    if n == 0:
+        return empty((0, data.ndim), D.int64, CPU, (1, 1))
+    # one column after another in memory: the (ndim, n) stack seen transposed
+    return from_array(np.stack(columns).astype(np.int64, copy=False), D.int64).t()
 
 
 @nonzero_numpy.register_kernel("cpu")

@@ -92,6 +92,18 @@ def _leading(array: np.ndarray, shape: tuple, skip: int | None = None) -> np.nda
     return array[tuple(slice(None) if d == skip else slice(0, n) for d, n in enumerate(shape))]
 
 
+def _linear(positions: np.ndarray, dim: int, strides: tuple) -> np.ndarray:
+    """Where each element of ``index`` points in a C-contiguous tensor with ``strides``: its position
+    along ``dim`` and its own position along the other dimensions."""
+    linear = positions * strides[dim] if strides[dim] != 1 else positions.astype(np.int64)
+    for d in range(positions.ndim):
+        if d != dim and positions.shape[d] > 1:
+            shape = [1] * positions.ndim
+            shape[d] = positions.shape[d]
+            linear = linear + np.arange(0, positions.shape[d] * strides[d], strides[d]).reshape(shape)
+    return linear
+
+
 # -- gather -------------------------------------------------------------------------------------------
 
 gather = define("gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor", ("core",))
@@ -106,8 +118,11 @@ def _gather(self: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
     dim = _check_gather(self, dim, index)
     positions = _as_nd(index._require_data("index with it"))
     _bounds(positions, _size(self, dim), dim)
-    data = _leading(_as_nd(self._array), positions.shape, dim)
-    return from_array(np.take_along_axis(data, positions, axis=dim).reshape(index._shape), self.dtype)
+    data = _as_nd(self._array)
+    if not data.flags.c_contiguous:
+        data = np.ascontiguousarray(data)
+    linear = _linear(positions, dim, contiguous_strides(data.shape))
+    return from_array(np.take(data.reshape(-1), linear).reshape(index._shape), self.dtype)
 
 
 @gather.register_meta
@@ -157,14 +172,7 @@ def _scatter_into(self: Tensor, dim: int, index: Tensor, src, reduce: str | None
     data = _as_nd(self._array)
     compute = compute_dtype(self.dtype)
     work = data if data.flags.c_contiguous and data.dtype == compute else np.ascontiguousarray(data, compute)
-    strides = contiguous_strides(work.shape)
-    linear = positions * strides[dim]
-    for d in range(positions.ndim):
-        if d != dim:
-            shape = [1] * positions.ndim
-            shape[d] = positions.shape[d]
-            linear = linear + np.arange(positions.shape[d]).reshape(shape) * strides[d]
-    linear = linear.reshape(-1)
+    linear = _linear(positions, dim, contiguous_strides(work.shape)).reshape(-1)
     if isinstance(src, Tensor):
         values = _leading(_as_nd(src._array), positions.shape).reshape(-1).astype(compute, copy=False)
     else:
