@@ -65,10 +65,6 @@ INDICES = {
 }
 
 
-# PyTorch orders a size-1 dimension (from None) outermost here; ours puts it innermost. Same values.
-KNOWN_STRIDE_DIFFERENCES = {("None first", "transposed")}
-
-
 def _quiet(fn):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -83,7 +79,7 @@ def test_getitem_matches_pytorch(name, layout):
     ours = _quiet(lambda: _base(ember, layout)[make(ember)])
     assert tuple(ours.shape) == tuple(theirs.shape)
     assert ours.dtype == ember.float32
-    if theirs.numel() > 1 and (name, layout) not in KNOWN_STRIDE_DIFFERENCES:
+    if theirs.numel() > 1:
         assert ours.stride() == theirs.stride(), name
     np.testing.assert_array_equal(to_numpy(ours), to_numpy(theirs))
     base = _base(ember, layout)
@@ -221,3 +217,84 @@ def test_basic_indexing_stays_a_view():
     t = ember.zeros(4, 5)
     view = t[1:3, ::2]
     assert view.untyped_storage() is t.untyped_storage()
+
+
+# -- random mixes of every kind of index ---------------------------------------------------------------
+
+SHAPE = (4, 3, 5, 2)
+
+
+def _random_index(seed: int, lib) -> tuple:
+    """The same random index for either library: ints, slices, None, ``...``, bools, tensors, masks, lists."""
+    rng = np.random.default_rng(seed)
+    items, ellipsis = [], False
+    for position in range(rng.integers(1, 5)):
+        size = SHAPE[min(position, 3)]
+        kind = rng.integers(8)
+        if kind == 6 and ellipsis:
+            kind = 2
+        if kind == 0:
+            items.append(int(rng.integers(-size, size)))
+        elif kind == 1:
+            items.append(
+                slice([None, 1, -2][rng.integers(3)], [None, 3, -1][rng.integers(3)], [None, 2][rng.integers(2)])
+            )
+        elif kind == 2:
+            items.append(None)
+        elif kind == 3:
+            shape = [(2,), (3, 1), (1,), ()][rng.integers(4)]
+            items.append(lib.tensor(rng.integers(-size, size, shape).tolist()))
+        elif kind == 4:
+            items.append(lib.tensor(rng.integers(0, 2, (size,)).astype(bool).tolist()))
+        elif kind == 5:
+            items.append(rng.integers(-size, size, 2).tolist())
+        elif kind == 6:
+            items.append(Ellipsis)
+            ellipsis = True
+        else:
+            items.append(bool(rng.integers(2)))
+    return tuple(items)
+
+
+def _transposed_base(lib):
+    data = np.arange(np.prod(SHAPE), dtype=np.float32).reshape(SHAPE)
+    return lib.from_numpy(np.ascontiguousarray(data.transpose(2, 0, 3, 1))).permute(1, 3, 0, 2)
+
+
+def _outcome(fn):
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return fn()
+    except (IndexError, RuntimeError, TypeError, ValueError) as error:
+        return type(error)
+
+
+@pytest.mark.parametrize("chunk", range(4))
+def test_random_indices_match_pytorch(chunk):
+    for seed in range(chunk * 150, (chunk + 1) * 150):
+        results = []
+        for lib in (torch, ember):
+            index = _random_index(seed, lib)
+
+            def read(lib=lib, index=index):
+                r = _transposed_base(lib)[index]
+                return tuple(r.shape), (r.stride() if r.numel() > 1 else None), to_numpy(r).copy()
+
+            def write(lib=lib, index=index):
+                t = _transposed_base(lib)
+                shape = t[index].shape
+                t[index] = -1.5
+                t[index] = lib.arange(int(np.prod(shape)), dtype=lib.float32).reshape(shape) + 1000
+                return to_numpy(t).copy()
+
+            results.append((_outcome(read), _outcome(write)))
+        (their_read, their_write), (our_read, our_write) = results
+        for theirs, ours in ((their_read, our_read), (their_write, our_write)):
+            if isinstance(theirs, type) or isinstance(ours, type):
+                assert ours is theirs, f"seed {seed}: {_random_index(seed, torch)}: ours {ours}, PyTorch {theirs}"
+            elif isinstance(theirs, tuple):
+                assert ours[:2] == theirs[:2], f"seed {seed}: {_random_index(seed, torch)}"
+                np.testing.assert_array_equal(ours[2], theirs[2])
+            else:
+                np.testing.assert_array_equal(ours, theirs, err_msg=f"seed {seed}: {_random_index(seed, torch)}")

@@ -27,7 +27,7 @@ from ember.core.api import method, public
 from ember.core.devices import CPU
 from ember.core.dispatch import define
 from ember.core.families.copying import clone
-from ember.core.layout import contiguous_strides, pointwise_strides
+from ember.core.layout import contiguous_strides, numel, pointwise_strides
 from ember.core.tensor import Tensor, empty, from_array
 
 INDEX_DTYPES = (D.int64, D.int32, D.bool_, D.uint8)
@@ -93,8 +93,8 @@ def _positions(entries) -> list[tuple[int, tuple, tuple]]:
                     "indexing with a bool mask has a data-dependent shape (it runs nonzero), which a tensor "
                     f"without data ({t.device.type}) cannot give"
                 )
-            n, k = int(np.count_nonzero(t._array)), t.ndim
-            out.extend((dim + j, (n,), (k,)) for j in range(k))
+            n = int(np.count_nonzero(t._array))
+            out.extend((dim + j, (n,), (1,)) for j in range(t.ndim))  # columns of nonzero's (n, k), strides (1, n)
         else:
             out.append((dim, t._shape, t._stride))
     return out
@@ -122,8 +122,14 @@ def _layout(self: Tensor, positions) -> tuple[tuple, tuple]:
     out_shape = tuple(shape[d] for d in before) + bshape + tuple(shape[d] for d in after)
     operands = [(out_shape, tuple(stride[d] for d in before) + (0,) * nk + tuple(stride[d] for d in after))]
     for _, p_shape, p_stride in positions:
+        # PyTorch views each index as [1]*before + its shape + [1]*after: the size-1 dimensions take the strides
+        # a view gives them, which decide where size-1 dimensions of the result go.
+        outer = p_stride[0] * p_shape[0] if p_shape else 1
+        inner = p_stride[-1] if p_shape else 1
         pad = nk - len(p_shape)
-        operands.append(((1,) * (nb + pad) + p_shape + (1,) * na, (0,) * (nb + pad) + p_stride + (0,) * na))
+        operands.append(
+            ((1,) * (nb + pad) + p_shape + (1,) * na, (outer,) * nb + (0,) * pad + p_stride + (inner,) * na)
+        )
     return out_shape, pointwise_strides(out_shape, operands)
 
 
@@ -174,11 +180,13 @@ def _index_cpu(self: Tensor, indices) -> Tensor:
     _check_device(self, entries)
     if all(t is None for _, t, _ in entries):
         return clone(self)
+    shape, strides = _layout(self, _positions(entries))
+    if numel(shape) == 0:  # nothing is read, so no position is checked (as in PyTorch)
+        return empty(shape, self.dtype, CPU, strides)
     key = numpy_key(self, entries)
     data = self._array
     if len(key) == 1 and key[0].dtype == np.bool_ and key[0].ndim == self.ndim:
         return from_array(data[key[0]], self.dtype)  # x[mask]: one dimension, contiguous
-    shape, strides = _layout(self, _positions(entries))
     last = key[-1]
     if last.dtype != np.bool_ and all(type(k) is slice for k in key[:-1]):
         result = np.take(data, last, axis=len(key) - 1)  # one index array: NumPy's take is the fastest gather
@@ -291,16 +299,19 @@ def _index_put_cpu(self: Tensor, indices, values: Tensor, accumulate: bool = Fal
             return filled
     _check_put(self, values)
     _check_device(self, entries)
-    key = numpy_key(self, entries)
-    data = self._array
-    source = values._require_data("write from it")
     if all(t is None for _, t, _ in entries):
         shape = self._shape
-    elif len(key) == 1 and key[0].dtype == np.bool_ and key[0].ndim == self.ndim:
-        shape = (int(np.count_nonzero(key[0])),)
+    elif len(entries) == 1 and entries[0][2] and entries[0][1].ndim == self.ndim:
+        shape = (int(np.count_nonzero(entries[0][1]._array)),)
     else:
         shape = _layout(self, _positions(entries))[0]
     _check_values_shape(values, shape)
+    if numel(shape) == 0:  # nothing is written, so no position is checked (as in PyTorch)
+        self._storage.version += 1
+        return self
+    key = numpy_key(self, entries)
+    data = self._array
+    source = values._require_data("write from it")
     if accumulate:
         add_at(data, key, source)
     else:

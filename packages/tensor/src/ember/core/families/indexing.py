@@ -116,10 +116,9 @@ def _getitem(self, index):
         result, indices = _split(self, _as_items(index))
         return index_op(result, indices)
     if masked:
-        # PyTorch treats a bool index as a one-element mask (advanced indexing): the result is a copy.
-        from ember.core.families.copying import clone
-
-        return clone(result)
+        # A bool is an advanced index ([0] or []): bools broadcast together and the result is a copy.
+        result, indices = _split(self, _as_items(index))
+        return index_op(result, indices)
     return result
 
 
@@ -132,14 +131,13 @@ def _setitem(self, index, value) -> None:
         index_put_(target, indices, _value_tensor(value, target))
         return
     if masked:
-        # A bool index makes this PyTorch's index_put_: the value's dtype must match, and a False
-        # mask selects nothing, so nothing is written (the version stays).
-        if isinstance(value, Tensor) and value.dtype is not self.dtype:
-            raise RuntimeError(
-                "Index put requires the source and destination dtypes match, got "
-                f"{D.SCALAR_TYPE_NAMES[self.dtype]} for the destination and {D.SCALAR_TYPE_NAMES[value.dtype]} for the source."
-            )
-        if target.numel() == 0:
+        # A lone Python bool is PyTorch's shortcut: False writes nothing (the version stays), True copies
+        # into the unsqueezed tensor. Any other index holding a bool is index_put_ (bools broadcast together).
+        if type(index) is not bool:
+            target, indices = _split(self, _as_items(index))
+            index_put_(target, indices, _value_tensor(value, target))
+            return
+        if not index:
             return
     if isinstance(value, int) and not -(2**63) <= value < 2**63:
         raise ValueError("Overflow when unpacking long long")  # PyTorch reads Python ints as int64 here
