@@ -13,7 +13,9 @@ in the indexed dimensions) and the index tensors are the operands of a pointwise
 size depends on its data, so the meta kernels refuse masks, as PyTorch's nonzero does on meta.
 
 ``index_put_`` with ``accumulate=False`` and repeated positions keeps the last value written (NumPy's
-assignment order); PyTorch leaves that case undefined. With ``accumulate=True`` repeated positions sum.
+assignment order); PyTorch leaves that case undefined. With ``accumulate=True`` repeated positions sum,
+in their order. As in PyTorch, one mask with a one-element value is ``masked_fill_`` (the value casts),
+and an empty result checks no position.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from ember.core.api import method, public
 from ember.core.devices import CPU
 from ember.core.dispatch import define
 from ember.core.families.copying import clone
-from ember.core.layout import contiguous_strides, numel, pointwise_strides
+from ember.core.layout import broadcast_shapes, contiguous_strides, numel, pointwise_strides
 from ember.core.tensor import Tensor, empty, from_array
 
 INDEX_DTYPES = (D.int64, D.int32, D.bool_, D.uint8)
@@ -103,8 +105,6 @@ def _positions(entries) -> list[tuple[int, tuple, tuple]]:
 def _layout(self: Tensor, positions) -> tuple[tuple, tuple]:
     """The shape and strides of ``self[indices]`` (PyTorch's TensorIterator layout)."""
     dims = [p[0] for p in positions]
-    from ember.core.layout import broadcast_shapes
-
     try:
         bshape = broadcast_shapes(*(p[1] for p in positions))
     except RuntimeError:

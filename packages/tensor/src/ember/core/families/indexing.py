@@ -14,6 +14,7 @@ still does (with its deprecation warning).
 
 from __future__ import annotations
 
+import numbers
 import operator
 import warnings
 
@@ -259,6 +260,8 @@ def _value_tensor(value, target: Tensor) -> Tensor:
         while shape and shape[0] == 1:
             shape = shape[1:]
         return value if shape == value._shape else value.view(shape)
+    if not isinstance(value, numbers.Number):
+        raise TypeError(f"can't assign a {type(value).__name__} to a tensor of dtype {target.dtype}")
     if isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**64:
         raise OverflowError("int too big to convert")
     if target.device.type == "meta":
