@@ -57,6 +57,8 @@ def _select_shape(self: Tensor, dim: int, index: Tensor) -> tuple[int, tuple]:
     _vector(index, "index_select")
     dim = normalize_dim(dim, self.ndim)
     if self.ndim == 0:
+        if index.numel() != 1:
+            raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got {index.numel()} value(s)")
         return dim, ()
     return dim, self._shape[:dim] + (index.numel(),) + self._shape[dim + 1 :]
 
@@ -66,7 +68,10 @@ def _index_select(self: Tensor, dim: int, index: Tensor) -> Tensor:
     dim, _shape = _select_shape(self, dim, index)
     positions = _positions(index)
     size = self._shape[dim] if self.ndim else 1
-    if out_of_bounds(positions, size) is not None:
+    bad = out_of_bounds(positions, size)
+    if bad is not None:
+        if dim == 1:  # PyTorch's kernel for dim 1 has its own words
+            raise RuntimeError(f"INDICES element is out of DATA bounds, id={bad} axis_dim={size}")
         raise IndexError("index out of range in self")
     if self.ndim == 0:
         return from_array(self._array.reshape(1)[positions].reshape(()), self.dtype)
@@ -91,6 +96,8 @@ def _check_source(name: str, self: Tensor, dim: int, index: Tensor, source: Tens
     if not isinstance(source, Tensor):
         raise TypeError(f"{name}(): argument 'source' must be Tensor, not {type(source).__name__}")
     dim = normalize_dim(dim, self.ndim)
+    if source.ndim == 0 and index.numel() != 1:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
     n = source._shape[dim] if source.ndim else 1
     if index.numel() != n:
         if name == "index_add_":
@@ -111,7 +118,7 @@ def _check_index_add(self: Tensor, dim: int, index: Tensor, source: Tensor, *, a
             f"index_add_(): self ({INDEX_NAMES[self.dtype]}) and source ({INDEX_NAMES[source.dtype]}) must have the "
             "same scalar type"
         )
-    mismatch = source.ndim != self.ndim and source.ndim > 0 and self.ndim > 0
+    mismatch = source.ndim != self.ndim
     mismatch = mismatch or any(
         s != t for d, (s, t) in enumerate(zip(self._shape, source._shape, strict=False)) if d != dim
     )
@@ -130,6 +137,8 @@ def _index_add(self: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1
     size = self._shape[dim] if self.ndim else 1
     bad = out_of_bounds(positions, size)
     if bad is not None:
+        if self.ndim <= 1 or alpha != 1 or self.dtype is D.bool_:  # PyTorch's slower kernel says it so
+            raise IndexError("index out of range in self")
         raise RuntimeError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
     values = _rows(source._array, dim)
     if alpha != 1:
