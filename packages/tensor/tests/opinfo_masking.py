@@ -111,6 +111,10 @@ def unique_consecutive_samples(dtype, rng):
     return out
 
 
+def nonzero_static_errors():
+    return [ErrorSample(Sample((T(np.ones(3, np.float32)),)), RuntimeError, "non-negative")]
+
+
 def unique_errors():
     return [ErrorSample(Sample((T(np.ones(3, np.complex64)),)), NotImplementedError, "ComplexFloat")]
 
@@ -151,6 +155,20 @@ OPS = [
     OpInfo("nonzero", _call("nonzero"), ALL, nonzero_samples, out=True, meta=False),
     OpInfo("nonzero_as_tuple", lambda lib, a: lib.nonzero(a, as_tuple=True), ALL, nonzero_samples, meta=False),
     OpInfo("argwhere", _call("argwhere"), ALL, nonzero_samples, meta=False),
+    OpInfo("nonzero_static", lambda lib, a, size=5: lib.nonzero_static(a, size=size), ALL, nonzero_samples),
+    OpInfo(
+        "nonzero_static_errors",
+        lambda lib, a: lib.nonzero_static(a, size=-1),
+        ("float32",),
+        lambda dtype, rng: [],
+        errors=nonzero_static_errors,
+    ),
+    OpInfo(
+        "nonzero_static_fill",
+        lambda lib, a: a.nonzero_static(size=2, fill_value=7),
+        ("float32", "bool"),
+        nonzero_samples,
+    ),
     OpInfo(
         "where_condition", lambda lib, a: lib.where(a != 0), ("float32", "int64", "bool"), nonzero_samples, meta=False
     ),

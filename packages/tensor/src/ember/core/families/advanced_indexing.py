@@ -364,6 +364,7 @@ def _index_put_method(self, indices, values, accumulate: bool = False) -> Tensor
     return index_put(self, _indices_arg(indices), values, accumulate)
 
 
+@public("index_put_")
 @method("index_put_")
 def _index_put_inplace(self, indices, values, accumulate: bool = False) -> Tensor:
     return index_put_(self, _indices_arg(indices), values, accumulate)

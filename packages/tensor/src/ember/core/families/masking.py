@@ -1,6 +1,6 @@
 """Ops steered by a bool mask or by where a tensor is nonzero: ``masked_fill``, ``masked_scatter``,
-``masked_select``, ``nonzero`` (and ``argwhere``, and ``where(condition)`` through ``nonzero(...,
-as_tuple=True)``).
+``masked_select``, ``nonzero`` (and ``argwhere``, ``nonzero_static`` with its given size, and ``where(condition)`` through
+``nonzero(..., as_tuple=True)``).
 
 The mask broadcasts against ``self`` (the in-place forms only towards ``self``'s shape). How many
 elements ``masked_select`` and ``nonzero`` return depends on the data, so their meta kernels raise
@@ -150,6 +150,7 @@ nonzero = define("nonzero(Tensor self) -> Tensor", ("core",))
 nonzero_out = define("nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)", ("out", "core"))
 nonzero_numpy = define("nonzero_numpy(Tensor self) -> Tensor[]", ())
 argwhere = define("argwhere(Tensor self) -> Tensor", ())
+nonzero_static = define("nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor", ())
 
 
 def _data_dependent(name: str):
@@ -188,6 +189,27 @@ def _nonzero(self: Tensor) -> Tensor:
 def _nonzero_numpy(self: Tensor) -> list[Tensor]:
     data = self._array.reshape(1) if self.ndim == 0 else self._array
     return [from_array(np.ascontiguousarray(c, np.int64), D.int64) for c in np.nonzero(data)]
+
+
+def _check_static(self: Tensor, size) -> None:
+    if not isinstance(size, int) or size < 0:
+        raise RuntimeError("nonzero_static: 'size' must be an non-negative integer")
+
+
+@nonzero_static.register_kernel("cpu")
+def _nonzero_static(self: Tensor, *, size: int, fill_value: int = -1) -> Tensor:
+    _check_static(self, size)
+    out = np.full((size, self.ndim), fill_value, np.int64)
+    found = np.argwhere(self._array)[:size]
+    out[: len(found)] = found
+    return from_array(out, D.int64)
+
+
+@nonzero_static.register_meta
+def _nonzero_static_meta(self: Tensor, *, size: int, fill_value: int = -1) -> Tensor:
+    # The size is given, so the meta tensor needs no data; laid out as the CPU result (PyTorch's meta differs).
+    _check_static(self, size)
+    return empty((size, self.ndim), D.int64, self.device)
 
 
 @argwhere.register_decomposition
@@ -272,6 +294,16 @@ def nonzero_function(input, *, out=None, as_tuple: bool = False):
 @method("nonzero")
 def _nonzero_method(self, *, as_tuple: bool = False):
     return nonzero_function(self, as_tuple=as_tuple)
+
+
+@public("nonzero_static")
+def nonzero_static_function(input, *, size: int, fill_value: int = -1) -> Tensor:
+    return nonzero_static(input, size=size, fill_value=fill_value)
+
+
+@method("nonzero_static")
+def _nonzero_static_method(self, *, size: int, fill_value: int = -1) -> Tensor:
+    return nonzero_static(self, size=size, fill_value=fill_value)
 
 
 @public("argwhere")
