@@ -8,8 +8,9 @@ Tensors, lists, NumPy arrays and bools are advanced indices: the basic ones are 
 first (an int is a ``select``, so it never counts as an advanced index, unlike NumPy), then what is
 left goes to aten ``index`` (reading, a copy) or ``index_put_`` (writing), in
 ``families/advanced_indexing.py``. A bool adds a dimension indexed by ``[0]`` (True) or ``[]``
-(False). A list holding sequences, slices, tensors, None or ``...`` counts as a tuple, as PyTorch
-still does (with its deprecation warning).
+(False); bools broadcast together. A list holding sequences, slices, tensors, None or ``...`` counts
+as a tuple, as PyTorch still does (with its deprecation warning). The basic path runs first and hands
+over (``_AdvancedIndex``) on meeting an advanced item, so purely basic indexing pays nothing for it.
 """
 
 from __future__ import annotations
