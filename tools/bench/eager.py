@@ -40,6 +40,8 @@ def large_cases(lib) -> dict[str, Callable[[], object]]:
     x = lib.from_numpy(data.copy())
     y = x.clone()
     square = lib.from_numpy(np.random.default_rng(1).standard_normal((1024, 1024), dtype=np.float32))
+    rows = lib.from_numpy(np.random.default_rng(2).integers(0, 1024, 256))
+    million = x[: 1024 * 1024]
     return {
         "add 4M floats": lambda: x + y,
         "exp 4M floats": lambda: x.exp(),
@@ -49,6 +51,8 @@ def large_cases(lib) -> dict[str, Callable[[], object]]:
         "sort 1024x1024 rows": lambda: square.sort(-1),
         "rand 4M floats": lambda: lib.rand(4 * 1024 * 1024),
         "dropout 4M floats": lambda: lib.dropout(x, 0.5, True),
+        "advanced indexing x[idx], 256 rows": lambda: square[rows],
+        "boolean mask x[x > 0] 1M": lambda: million[million > 0],
     }
 
 

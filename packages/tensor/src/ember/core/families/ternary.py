@@ -13,6 +13,7 @@ import numpy as np
 
 from ember.core import dtypes as D
 from ember.core.api import method, public
+from ember.core.families.masking import nonzero_function
 from ember.core.families.unary import exact_out
 from ember.core.pointwise import define_pointwise, expose, unsupported
 from ember.core.promotion import result_type
@@ -56,12 +57,7 @@ where = define_pointwise(
 @public("where")
 def where_function(condition, input=None, other=None, *, out: Tensor | None = None) -> Tensor:
     if input is None and other is None:
-        # where(condition) is nonzero(condition, as_tuple=True), which the indexing ops provide.
-        from ember.core.api import functions
-
-        if "nonzero" not in functions:
-            raise NotImplementedError("where(condition) needs ember.nonzero, which is not available")
-        return functions["nonzero"](condition, as_tuple=True)
+        return nonzero_function(condition, as_tuple=True)  # where(condition) is nonzero(condition, as_tuple=True)
     if out is None:
         return where.functional(condition, input, other)
     for position, (name, value) in enumerate((("input", input), ("other", other)), start=2):
