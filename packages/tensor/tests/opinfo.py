@@ -120,9 +120,9 @@ def build(value: Any, lib) -> Any:
 def functional(lib):
     """``torch.nn.functional`` for torch, ``ember.core.functional`` for ember: where the F-only ops live."""
     if lib is ember:
-        import ember.core.functional
+        from ember.core import functional as ember_functional
 
-        return ember.core.functional
+        return ember_functional
     return lib.nn.functional
 
 
