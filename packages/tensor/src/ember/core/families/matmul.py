@@ -248,27 +248,29 @@ def _baddbmm_meta(self: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha
     return empty(_baddbmm_plan(self, batch1, batch2), batch1.dtype, batch1.device)
 
 
-def _inplace(functional: OpOverload, inplace: OpOverload) -> None:
+def _write_inplace(self: Tensor, result: Tensor) -> Tensor:
     """``self.addmm_(...)``: the result must have self's shape (self does not broadcast up)."""
-
-    def kernel(self: Tensor, a: Tensor, b: Tensor, *, beta=1, alpha=1) -> Tensor:
-        result = functional(self, a, b, beta=beta, alpha=alpha)
-        if result._shape != self._shape:
-            raise RuntimeError(
-                f"Bad in-place call: input tensor size {list(self._shape)} and output tensor size "
-                f"{list(result._shape)} should match"
-            )
-        if self._array is not None:
-            np.copyto(self._array, result._array)
-            self._storage.version += 1
-        return self
-
-    inplace.register_kernel("cpu")(kernel)
-    inplace.register_meta(kernel)
+    if result._shape != self._shape:
+        raise RuntimeError(
+            f"Bad in-place call: input tensor size {list(self._shape)} and output tensor size "
+            f"{list(result._shape)} should match"
+        )
+    if self._array is not None:
+        np.copyto(self._array, result._array)
+        self._storage.version += 1
+    return self
 
 
-_inplace(addmm, addmm_)
-_inplace(baddbmm, baddbmm_)
+@addmm_.register_kernel("cpu")
+@addmm_.register_meta
+def _addmm_inplace(self: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:
+    return _write_inplace(self, addmm(self, mat1, mat2, beta=beta, alpha=alpha))
+
+
+@baddbmm_.register_kernel("cpu")
+@baddbmm_.register_meta
+def _baddbmm_inplace(self: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
+    return _write_inplace(self, baddbmm(self, batch1, batch2, beta=beta, alpha=alpha))
 
 
 # -- vectors: dot, vdot, mv, outer -------------------------------------------------------------------
