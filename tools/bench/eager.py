@@ -40,12 +40,15 @@ def large_cases(lib) -> dict[str, Callable[[], object]]:
     x = lib.from_numpy(data.copy())
     y = x.clone()
     square = lib.from_numpy(np.random.default_rng(1).standard_normal((1024, 1024), dtype=np.float32))
+    image = lib.from_numpy(np.random.default_rng(2).standard_normal((32, 64, 56, 56), dtype=np.float32))
+    kernel = lib.from_numpy(np.random.default_rng(3).standard_normal((64, 64, 3, 3), dtype=np.float32))
     return {
         "add 4M floats": lambda: x + y,
         "exp 4M floats": lambda: x.exp(),
         "sum 4M floats": lambda: x.sum(),
         "softmax 1024x1024": lambda: square.softmax(-1),
         "matmul 1024x1024": lambda: square @ square,
+        "conv2d 32x64x56x56, 3x3, 64->64, padding 1": lambda: lib.conv2d(image, kernel, None, 1, 1),
     }
 
 

@@ -2,13 +2,14 @@
 ``conv1d``, ``conv2d`` (with ``padding="same"``/``"valid"``) and ``conv_transpose2d``.
 
 A 1-D convolution runs as a 2-D one of height 1. The forward kernel turns the convolution into few,
-large GEMMs. With stride 1 it works on the zero-padded input flattened per channel: the output at
-flat position ``p`` of the padded grid reads input ``p + i*dh*Wp + j*dw`` for tap (i, j), so for
-each kernel row ``i`` the taps of that row are a strided view of the same buffer. Stacking the
-``kw`` column shifts (one copy) gives, per kernel row, one GEMM of (Og, Cg*kw) by (Cg*kw, Ho*Wp);
-the ``Wp - Wo`` columns past the right edge are computed and dropped. Other strides gather windows
-with ``as_strided`` (im2col) into one GEMM. A transposed convolution is one GEMM into columns and a
-scatter-add of each kernel tap into the output (col2im). Half types compute in float32.
+large 2-D GEMMs over the whole batch. With stride 1 it works on the zero-padded input laid out
+channel-major and flattened, (C, N*Hp*Wp): the output at flat position ``p`` of the padded grid
+reads input ``p + i*dh*Wp + j*dw`` for tap (i, j), so each tap is a shifted slice of one buffer.
+Stacking the ``kw`` column shifts (one copy) leaves one GEMM per kernel row, (Og, Cg*kw) by
+(Cg*kw, N*Hp*Wp); positions past the right and bottom edges are computed and dropped. Other
+strides gather windows with ``as_strided`` (im2col) into one GEMM per group. A transposed
+convolution is one GEMM per group into columns and a scatter-add of each kernel tap into the
+output (col2im). Half types compute in float32.
 
 The result is laid out channels-last when the input or the weight is (as PyTorch's CPU backends
 choose), contiguous otherwise.
@@ -180,61 +181,72 @@ def _as_2d(params: tuple, k: int, fill: int) -> tuple:
 
 
 def _conv_forward(x: np.ndarray, w: np.ndarray, stride, padding, dilation, groups: int) -> np.ndarray:
-    """(N, C, H, W) by (O, C/groups, kh, kw) as an (N, O, Ho, Wo) array (possibly a view)."""
+    """(N, C, H, W) by (O, C/groups, kh, kw) as an (N, O, Ho, Wo) array (a view of a channel-major one).
+
+    The input is laid out channel-major, (C, N*Hp*Wp), so that each GEMM spans the whole batch: one
+    large 2-D product multithreads in BLAS far better than a stack of small ones.
+    """
     n, c, h, wd = x.shape
     o, cg, kh, kw = w.shape
-    g, og = groups, o // groups
+    og = o // groups
     (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
     hp, wp = h + 2 * ph, wd + 2 * pw
     ho, wo = (hp - dh * (kh - 1) - 1) // sh + 1, (wp - dw * (kw - 1) - 1) // sw + 1
     if sh == 1 and sw == 1:
-        extra = (kw - 1) * dw
-        xp = np.zeros((n, c, hp * wp + extra), x.dtype)
-        xp[:, :, : hp * wp].reshape(n, c, hp, wp)[:, :, ph : ph + h, pw : pw + wd] = x
-        s = xp.strides
-        # Rows (channel, column tap j) of the flat padded input shifted by j*dw: one copy.
-        shifted = as_strided(xp, (n, g, cg, kw, hp * wp), (s[0], cg * s[1], s[1], dw * s[2], s[2]))
-        stacked = np.ascontiguousarray(shifted).reshape(n, g, cg * kw, hp * wp)
-        taps = np.ascontiguousarray(w.reshape(g, og, cg, kh, kw).transpose(3, 0, 1, 2, 4)).reshape(kh, g, og, cg * kw)
-        length = ho * wp
-        out = np.matmul(taps[0], stacked[..., :length])
-        if kh > 1:
-            partial = np.empty_like(out)
+        total = n * hp * wp
+        xp = np.zeros((c, total + (kw - 1) * dw), x.dtype)
+        xp[:, :total].reshape(c, n, hp, wp)[:, :, ph : ph + h, pw : pw + wd] = x.transpose(1, 0, 2, 3)
+        # Output column p reads input p + i*dh*Wp + j*dw; the last valid p is below ``length``.
+        length = total - (kh - 1) * dh * wp
+        out = np.empty((o, total), x.dtype)
+        partial = np.empty((og, length), x.dtype) if kh > 1 else None
+        for g in range(groups):
+            rows = xp[g * cg : (g + 1) * cg]
+            s = rows.strides
+            stacked = np.ascontiguousarray(as_strided(rows, (cg, kw, total), (s[0], dw * s[1], s[1])))
+            stacked = stacked.reshape(cg * kw, total)
+            taps = w[g * og : (g + 1) * og].transpose(2, 0, 1, 3).reshape(kh, og, cg * kw)
+            acc = out[g * og : (g + 1) * og, :length]
+            np.matmul(taps[0], stacked[:, :length], out=acc)
             for i in range(1, kh):
                 start = i * dh * wp
-                np.matmul(taps[i], stacked[..., start : start + length], out=partial)
-                np.add(out, partial, out=out)
-        return out.reshape(n, o, ho, wp)[..., :wo]
-    if ph or pw:
-        xp = np.zeros((n, c, hp, wp), x.dtype)
-        xp[:, :, ph : ph + h, pw : pw + wd] = x
-    else:
-        xp = x
+                np.matmul(taps[i], stacked[:, start : start + length], out=partial)
+                np.add(acc, partial, out=acc)
+        return out.reshape(o, n, hp, wp)[:, :, :ho, :wo].transpose(1, 0, 2, 3)
+    xp = np.zeros((c, n, hp, wp), x.dtype)
+    xp[:, :, ph : ph + h, pw : pw + wd] = x.transpose(1, 0, 2, 3)
     s = xp.strides
-    windows = as_strided(
-        xp, (n, g, cg, kh, kw, ho, wo), (s[0], cg * s[1], s[1], dh * s[2], dw * s[3], sh * s[2], sw * s[3])
-    )
-    columns = np.ascontiguousarray(windows).reshape(n, g, cg * kh * kw, ho * wo)
-    return np.matmul(w.reshape(g, og, cg * kh * kw), columns).reshape(n, o, ho, wo)
+    out = np.empty((o, n * ho * wo), x.dtype)
+    for g in range(groups):
+        windows = as_strided(
+            xp[g * cg :], (cg, kh, kw, n, ho, wo), (s[0], dh * s[2], dw * s[3], s[1], sh * s[2], sw * s[3])
+        )
+        columns = np.ascontiguousarray(windows).reshape(cg * kh * kw, n * ho * wo)
+        np.matmul(w[g * og : (g + 1) * og].reshape(og, cg * kh * kw), columns, out=out[g * og : (g + 1) * og])
+    return out.reshape(o, n, ho, wo).transpose(1, 0, 2, 3)
 
 
 def _conv_transpose(x: np.ndarray, w: np.ndarray, stride, padding, dilation, output_padding, groups: int):
-    """(N, Cin, H, W) by (Cin, Cout/groups, kh, kw): one GEMM into columns, then each tap added in place."""
+    """(N, Cin, H, W) by (Cin, Cout/groups, kh, kw): one GEMM per group into columns, then each tap
+    added into the output in place (col2im)."""
     n, c, h, wd = x.shape
     _, og, kh, kw = w.shape
-    g, cg = groups, c // groups
+    cg = c // groups
     (sh, sw), (ph, pw), (dh, dw), (oph, opw) = stride, padding, dilation, output_padding
-    weight = np.ascontiguousarray(w.reshape(g, cg, og * kh * kw).transpose(0, 2, 1))
-    columns = np.matmul(weight, x.reshape(n, g, cg, h * wd)).reshape(n, g, og, kh, kw, h, wd)
+    channels = np.ascontiguousarray(x.transpose(1, 0, 2, 3)).reshape(c, n * h * wd)
     full_h = (h - 1) * sh + dh * (kh - 1) + 1 + oph
     full_w = (wd - 1) * sw + dw * (kw - 1) + 1 + opw
-    full = np.zeros((n, g, og, full_h, full_w), columns.dtype)
-    for i in range(kh):
-        rows = slice(i * dh, i * dh + (h - 1) * sh + 1, sh)
-        for j in range(kw):
-            cols = slice(j * dw, j * dw + (wd - 1) * sw + 1, sw)
-            full[:, :, :, rows, cols] += columns[:, :, :, i, j]
-    return full.reshape(n, g * og, full_h, full_w)[:, :, ph : full_h - ph, pw : full_w - pw]
+    full = np.zeros((n, groups * og, full_h, full_w), x.dtype)
+    for g in range(groups):
+        weight = w[g * cg : (g + 1) * cg].reshape(cg, og * kh * kw)
+        columns = np.matmul(weight.T, channels[g * cg : (g + 1) * cg]).reshape(og, kh, kw, n, h, wd)
+        target = full[:, g * og : (g + 1) * og]
+        for i in range(kh):
+            rows = slice(i * dh, i * dh + (h - 1) * sh + 1, sh)
+            for j in range(kw):
+                cols = slice(j * dw, j * dw + (wd - 1) * sw + 1, sw)
+                target[:, :, rows, cols] += columns[:, i, j].transpose(1, 0, 2, 3)
+    return full[:, :, ph : full_h - ph, pw : full_w - pw]
 
 
 @convolution.register_kernel("cpu")
