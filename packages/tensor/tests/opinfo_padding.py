@@ -33,6 +33,10 @@ CASES = [
     ((1, 2, 3, 4, 3), (1, 1, 2, 0, 1, 2), "reflect", None),
     ((2, 3, 4, 3), (1, 1, 2, 0, 1, 2), "replicate", None),
     ((0, 3, 4), (1, 2), "replicate", None),
+    ((1, 2, 3, 4), (1, 2, 3, 1), "circular", None),
+    ((2, 3, 4), (3, -1), "circular", None),
+    ((2, 3, 5), (-2, 2), "circular", None),
+    ((2, 3, 4, 5), (1, 1, 1, 1, 1, 1), "circular", None),
 ]
 
 
@@ -68,6 +72,7 @@ def _errors() -> list[ErrorSample]:
         ErrorSample(Sample((x, (1, 1)), {"mode": "reflect", "value": 2.0}), RuntimeError, "doesn't take in value"),
         ErrorSample(Sample((x, (1, 1)), {"mode": "foo"}), NotImplementedError, "Unrecognised padding mode foo"),
         ErrorSample(Sample((x, (-2, -2))), RuntimeError),
+        ErrorSample(Sample((x, (5, 0, 0, 0)), {"mode": "circular"}), RuntimeError, "wrapping around more than once"),
         ErrorSample(
             Sample((_ones(1, 0, 3, 3), (1, 1, 1, 1)), {"mode": "reflect"}), RuntimeError, "non-zero dimensions"
         ),

@@ -63,7 +63,7 @@ def _scalar_in(value, dtype: D.dtype):
         value = value.item()
     if isinstance(value, complex) and dtype.category != D.COMPLEX:
         if value.imag != 0:
-            raise RuntimeError(f"value cannot be converted to type {dtype.np.name} without overflow")
+            raise RuntimeError(f"value cannot be converted to type {_lower(dtype)} without overflow")
         value = value.real
     if dtype.category <= D.INTEGRAL:
         return int(value)

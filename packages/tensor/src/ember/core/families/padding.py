@@ -1,9 +1,9 @@
-"""Padding: ``constant_pad_nd`` (negative pads crop), ``reflection_pad{1,2,3}d``, ``replication_pad{1,2,3}d``
-and the composite ``pad`` behind ``torch.nn.functional.pad``.
+"""Padding: ``constant_pad_nd`` (negative pads crop), ``reflection_pad{1,2,3}d``, ``replication_pad{1,2,3}d``,
+``_pad_circular`` and the composite ``pad`` behind ``torch.nn.functional.pad``.
 
 Pads are given last dimension first, as pairs (before, after). Reflection and replication read the
 input through one index array per padded dimension (reflection mirrors about the edge without
-repeating it, replication clamps), gathered in one fancy-indexing step. Results keep a
+repeating it, replication clamps, circular wraps around), gathered in one fancy-indexing step. Results keep a
 channels-last input's layout, as PyTorch does.
 """
 
@@ -150,6 +150,48 @@ def _define_padding(kind: str, k: int):
 
 PADDINGS = {(kind, k): _define_padding(kind, k) for kind in ("reflection", "replication") for k in (1, 2, 3)}
 
+pad_circular = define("_pad_circular(Tensor self, SymInt[] pad) -> Tensor")
+
+
+def _circular_plan(self: Tensor, pad) -> tuple:
+    pad = tuple(pad)
+    shape = list(self._shape)
+    for i in range(len(pad) // 2):
+        d = self.ndim - 1 - i
+        before, after = pad[2 * i], pad[2 * i + 1]
+        if before > shape[d] or after > shape[d]:
+            raise RuntimeError("Padding value causes wrapping around more than once.")
+        size = shape[d] + before + after
+        if size < 0 or (size == 0 and shape[d] != 0):
+            raise RuntimeError("Negative padding value is resulting in an empty dimension.")
+        shape[d] = size
+    return tuple(shape), pad
+
+
+def _circular_index(size: int, before: int, after: int) -> np.ndarray:
+    # Negative pads crop first; positive pads then wrap around what is left, as PyTorch copies them.
+    low, high = max(0, -before), size - max(0, -after)
+    kept = high - low
+    return np.arange(-max(before, 0), kept + max(after, 0)) % kept + low
+
+
+@pad_circular.register_kernel("cpu")
+def _pad_circular_cpu(self: Tensor, pad) -> Tensor:
+    shape, pad = _circular_plan(self, pad)
+    out = empty(shape, self.dtype, self.device)
+    if numel(shape) == 0:
+        return out
+    indices = [_circular_index(self._shape[-1 - i], pad[2 * i], pad[2 * i + 1]) for i in range(len(pad) // 2)]
+    np.copyto(out._array, self._array[(Ellipsis, *np.ix_(*reversed(indices)))])
+    return out
+
+
+@pad_circular.register_meta
+def _pad_circular_meta(self: Tensor, pad) -> Tensor:
+    shape, _ = _circular_plan(self, pad)
+    return empty(shape, self.dtype, self.device)
+
+
 pad_op = define('pad(Tensor self, SymInt[] pad, str mode="constant", float? value=None) -> Tensor')
 
 
@@ -167,10 +209,8 @@ def _pad(self: Tensor, pad, mode: str = "constant", value=None) -> Tensor:
         return constant_pad_nd(self, pad, 0.0 if value is None else float(value))
     if value is not None and value != 0:
         raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
-    kinds = {"reflect": "reflection", "replicate": "replication"}
+    kinds = {"reflect": "reflection", "replicate": "replication", "circular": "circular"}
     if mode not in kinds:
-        if mode == "circular":
-            raise NotImplementedError("Padding mode circular is not implemented here")
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
     k = len(pad) // 2
     if k not in (1, 2, 3) or self.ndim not in (k + 1, k + 2):
@@ -181,4 +221,6 @@ def _pad(self: Tensor, pad, mode: str = "constant", value=None) -> Tensor:
             "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
             "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)"
         )
+    if mode == "circular":
+        return pad_circular(self, pad)
     return PADDINGS[(kinds[mode], k)](self, pad)
