@@ -28,7 +28,7 @@ from ember.core.devices import CPU
 from ember.core.dispatch import define
 from ember.core.families import views
 from ember.core.families.joining import memory_format_strides, suggest_memory_format
-from ember.core.families.matmul import compute_array
+from ember.core.families.matmul import compute_array, lower_type_name
 from ember.core.families.padding import constant_pad_nd
 from ember.core.layout import numel
 from ember.core.pointwise import type_name
@@ -40,12 +40,6 @@ convolution = define(
     "bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor",
     ("core",),
 )
-
-
-def _lower(d: D.dtype) -> str:
-    return {D.float32: "float", D.float64: "double", D.float16: "c10::Half", D.bfloat16: "c10::BFloat16"}.get(
-        d, type_name(d).lower()
-    )
 
 
 def _expand_param(name: str, value, k: int) -> tuple:
@@ -150,7 +144,8 @@ def _plan(input: Tensor, weight: Tensor, bias, stride, padding, dilation, transp
         raise RuntimeError(f"expected scalar type {type_name(input.dtype)} but found {type_name(weight.dtype)}")
     if bias is not None and bias.dtype is not input.dtype:
         raise RuntimeError(
-            f"Input type ({_lower(input.dtype)}) and bias type ({_lower(bias.dtype)}) should be the same"
+            f"Input type ({lower_type_name(input.dtype)}) and bias type ({lower_type_name(bias.dtype)}) should be "
+            "the same"
         )
     _check_kernel_dtype(input, k, transposed, any(d != 1 for d in dilation))
     shape = (input._shape[0], out_channels, *out_spatial)

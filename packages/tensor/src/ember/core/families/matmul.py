@@ -63,14 +63,14 @@ def _scalar_in(value, dtype: D.dtype):
         value = value.item()
     if isinstance(value, complex) and dtype.category != D.COMPLEX:
         if value.imag != 0:
-            raise RuntimeError(f"value cannot be converted to type {_lower(dtype)} without overflow")
+            raise RuntimeError(f"value cannot be converted to type {lower_type_name(dtype)} without overflow")
         value = value.real
     if dtype.category <= D.INTEGRAL:
         return int(value)
     return value
 
 
-def _lower(d: D.dtype) -> str:
+def lower_type_name(d: D.dtype) -> str:
     """PyTorch's lower-case C++ type names, used by a few messages (``float != double``)."""
     return {D.float32: "float", D.float64: "double", D.float16: "c10::Half", D.bfloat16: "c10::BFloat16"}.get(
         d, type_name(d).lower()
@@ -100,7 +100,8 @@ def _mm_plan(self: Tensor, mat2: Tensor) -> tuple:
     shape = _mm_shape(self, mat2)
     if self.dtype is not mat2.dtype:
         raise RuntimeError(
-            f"expected m1 and m2 to have the same dtype, but got: {_lower(self.dtype)} != {_lower(mat2.dtype)}"
+            "expected m1 and m2 to have the same dtype, but got: "
+            f"{lower_type_name(self.dtype)} != {lower_type_name(mat2.dtype)}"
         )
     _refuse_bool("addmm_impl_cpu_", self, shape, self._shape[1])
     return shape
@@ -174,7 +175,8 @@ def _addmm_plan(self: Tensor, mat1: Tensor, mat2: Tensor) -> tuple:
     shape = _mm_shape(mat1, mat2, mat2_suffix="got")
     if mat1.dtype is not mat2.dtype:
         raise RuntimeError(
-            f"expected m1 and m2 to have the same dtype, but got: {_lower(mat1.dtype)} != {_lower(mat2.dtype)}"
+            "expected m1 and m2 to have the same dtype, but got: "
+            f"{lower_type_name(mat1.dtype)} != {lower_type_name(mat2.dtype)}"
         )
     if self.dtype is not mat2.dtype:
         raise RuntimeError(
@@ -199,8 +201,8 @@ def _baddbmm_plan(self: Tensor, batch1: Tensor, batch2: Tensor) -> tuple:
     shape = (b, n, batch2._shape[2])
     if not (self.dtype is batch1.dtype is batch2.dtype):
         raise RuntimeError(
-            f"Input dtypes must be the same, got: input {_lower(self.dtype)}, batch1: {_lower(batch1.dtype)}, "
-            f"batch2: {_lower(batch2.dtype)}"
+            f"Input dtypes must be the same, got: input {lower_type_name(self.dtype)}, "
+            f"batch1: {lower_type_name(batch1.dtype)}, batch2: {lower_type_name(batch2.dtype)}"
         )
     views.expand.kernel("*")(self, shape)
     _refuse_bool("baddbmm", batch1, shape, k, adds=True)
@@ -437,7 +439,8 @@ def _out_form(out_op: OpOverload, functional: OpOverload) -> None:
         result = functional(*args, **kwargs)
         if result.dtype is not out.dtype:
             raise RuntimeError(
-                f"Expected out tensor to have dtype {_lower(result.dtype)}, but got {_lower(out.dtype)} instead"
+                f"Expected out tensor to have dtype {lower_type_name(result.dtype)}, but got "
+                f"{lower_type_name(out.dtype)} instead"
             )
         if out._shape != result._shape:
             resize_out(out, result._shape)
