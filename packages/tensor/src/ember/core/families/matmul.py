@@ -427,6 +427,21 @@ def _matmul(self: Tensor, other: Tensor) -> Tensor:
     return views.view(product, shape)
 
 
+@matmul.register_kernel("cpu")
+def _matmul_cpu(self: Tensor, other: Tensor) -> Tensor:
+    # The commonest call, two float matrices of one dtype, straight to BLAS; the rest decomposes.
+    if (
+        self.ndim == 2
+        and other.ndim == 2
+        and self.dtype is other.dtype
+        and (self.dtype is D.float32 or self.dtype is D.float64)
+        and self._shape[1] == other._shape[0]
+        and type(other) is Tensor
+    ):
+        return from_array(np.matmul(self._array, other._array), self.dtype)
+    return _matmul(self, other)
+
+
 # -- out= forms -------------------------------------------------------------------------------------------
 
 
