@@ -42,6 +42,8 @@ def large_cases(lib) -> dict[str, Callable[[], object]]:
     square = lib.from_numpy(np.random.default_rng(1).standard_normal((1024, 1024), dtype=np.float32))
     rows = lib.from_numpy(np.random.default_rng(2).integers(0, 1024, 256))
     million = x[: 1024 * 1024]
+    image = lib.from_numpy(np.random.default_rng(2).standard_normal((32, 64, 56, 56), dtype=np.float32))
+    kernel = lib.from_numpy(np.random.default_rng(3).standard_normal((64, 64, 3, 3), dtype=np.float32))
     return {
         "add 4M floats": lambda: x + y,
         "exp 4M floats": lambda: x.exp(),
@@ -53,6 +55,7 @@ def large_cases(lib) -> dict[str, Callable[[], object]]:
         "dropout 4M floats": lambda: lib.dropout(x, 0.5, True),
         "advanced indexing x[idx], 256 rows": lambda: square[rows],
         "boolean mask x[x > 0] 1M": lambda: million[million > 0],
+        "conv2d 32x64x56x56, 3x3, 64->64, padding 1": lambda: lib.conv2d(image, kernel, None, 1, 1),
     }
 
 

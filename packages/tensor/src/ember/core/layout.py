@@ -88,7 +88,11 @@ def pointwise_strides(shape: tuple, operands: list[tuple[tuple, tuple]]) -> tupl
     ndim = len(shape)
     if ndim == 0:
         return ()
-    if all(is_contiguous(s, st) for s, st in operands):
+    # TensorIterator's shortcut: contiguous operands all of the result's shape, or all with exactly
+    # contiguous strides. Otherwise odd strides of size-1 dims take part in ordering the result's dims.
+    if all(is_contiguous(s, st) for s, st in operands) and (
+        all(s == shape for s, _ in operands) or all(st == contiguous_strides(s) for s, st in operands)
+    ):
         return contiguous_strides(shape)
     # Each operand's strides as seen in the broadcast shape; 0 where it is broadcast.
     seen = []

@@ -66,7 +66,9 @@ def plan(rule: str | Callable, inputs: tuple) -> Plan:
     tensors = [t for t in inputs if isinstance(t, Tensor)]
     check_same_device(tensors)
     shape = broadcast_shapes(*(t._shape for t in tensors)) if len(tensors) > 1 else tensors[0]._shape
-    if all(t.is_contiguous() for t in tensors):
+    if all(t.is_contiguous() for t in tensors) and (
+        all(t._shape == shape for t in tensors) or all(t._stride == contiguous_strides(t._shape) for t in tensors)
+    ):
         strides = contiguous_strides(shape)
     else:
         strides = pointwise_strides(shape, [(t._shape, t._stride) for t in tensors])
