@@ -11,6 +11,7 @@ runs every check over every table.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -120,9 +121,8 @@ def build(value: Any, lib) -> Any:
 def functional(lib):
     """``torch.nn.functional`` for torch, ``ember.core.functional`` for ember: where the F-only ops live."""
     if lib is ember:
-        import ember.core.functional
-
-        return ember.core.functional
+        # importlib, not ``import ember.core.functional``: that would make ``ember`` a local name here.
+        return importlib.import_module("ember.core.functional")
     return lib.nn.functional
 
 
