@@ -17,6 +17,7 @@ from collections.abc import Callable
 import numpy as np
 
 import ember
+import ember.core.functional
 
 try:
     import torch
@@ -40,11 +41,19 @@ def large_cases(lib) -> dict[str, Callable[[], object]]:
     x = lib.from_numpy(data.copy())
     y = x.clone()
     square = lib.from_numpy(np.random.default_rng(1).standard_normal((1024, 1024), dtype=np.float32))
+    F = lib.nn.functional if lib is torch else ember.core.functional
+    rows = lib.from_numpy(np.random.default_rng(2).standard_normal((64, 1024), dtype=np.float32))
+    weight, bias = lib.ones(1024), lib.zeros(1024)
+    logits = lib.from_numpy(np.random.default_rng(3).standard_normal((256, 1000), dtype=np.float32))
+    classes = lib.from_numpy(np.random.default_rng(4).integers(0, 1000, 256))
     return {
         "add 4M floats": lambda: x + y,
         "exp 4M floats": lambda: x.exp(),
         "sum 4M floats": lambda: x.sum(),
         "softmax 1024x1024": lambda: square.softmax(-1),
+        "log_softmax 1024x1024": lambda: F.log_softmax(square, -1),
+        "layer_norm 64x1024 (weight, bias)": lambda: F.layer_norm(rows, (1024,), weight, bias),
+        "cross_entropy 256x1000 (class indices)": lambda: F.cross_entropy(logits, classes),
         "matmul 1024x1024": lambda: square @ square,
     }
 
