@@ -94,6 +94,7 @@ def _group_norm_errors():
         ErrorSample(Sample((T(np.ones(4, np.float32)), 2)), RuntimeError, "at least 2 dimensions"),
         ErrorSample(Sample((x, 2, T(np.ones(3, np.float32)))), RuntimeError, "weight"),
         ErrorSample(Sample((T(np.ones((1, 4), np.float32)), 4)), ValueError, "more than 1 value per channel"),
+        ErrorSample(Sample((T(np.ones((1, 4), np.float32)), 3)), ValueError, "more than 1 value per channel"),
         ErrorSample(Sample((T(np.ones((2, 4, 3), np.int64)), 2)), NotImplementedError, "not implemented"),
     ]
 

@@ -65,7 +65,7 @@ OPS = []
 for _name in ("softmax", "log_softmax"):
     _torch, _method, _f = _calls(_name)
     OPS += [
-        OpInfo(_name, _torch, FLOATS, _samples, _errors),
+        OpInfo(_name, _torch, FLOATS, _samples, _errors, out=True),
         OpInfo(f"Tensor.{_name}", _method, ("float32",), _samples),
         OpInfo(f"F.{_name}", _f, FLOATS, lambda d, r: _samples(d, r)[:12] + _implicit_samples(d, r), _errors),
     ]

@@ -178,3 +178,31 @@ def test_meta_shapes_of_multi_output_ops():
         ember.empty(5, 3, device="meta"), ember.empty(5, dtype=ember.int64, device="meta"), None, 0, -100
     )
     assert (out.shape, total.shape) == ((5,), ())
+
+
+@needs_torch
+def test_native_and_enum_forms_at_torch_level():
+    x = RNG.standard_normal((5, 4)).astype(np.float32)
+    t = RNG.uniform(0, 1, (5, 4)).astype(np.float32)
+    cases = [
+        lambda L, a, b: L.binary_cross_entropy_with_logits(a, b),
+        lambda L, a, b: L.binary_cross_entropy_with_logits(a, b, None, None, 2),
+        lambda L, a, b: L.kl_div(a, b),
+        lambda L, a, b: L.kl_div(a, b, 1, log_target=True),
+        lambda L, a, b: L._softmax(a, 0, False),
+        lambda L, a, b: L._log_softmax(a, 1, False),
+        lambda L, a, b: L.native_layer_norm(a, [4], None, None, 1e-5),
+        lambda L, a, b: L.native_group_norm(a, None, None, 5, 4, 1, 2, 1e-5),
+        lambda L, a, b: L._native_batch_norm_legit(a, None, None, True, 0.1, 1e-5),
+        lambda L, a, b: L._native_batch_norm_legit(a, None, None, L.zeros(4), L.ones(4), False, 0.1, 1e-5)[0],
+    ]
+    for case in cases:
+        ours = case(ember, ember.from_numpy(x.copy()), ember.from_numpy(t.copy()))
+        theirs = case(torch, torch.from_numpy(x.copy()), torch.from_numpy(t.copy()))
+        for a, b in zip(
+            ours if isinstance(ours, tuple) else [ours], theirs if isinstance(theirs, tuple) else [theirs], strict=True
+        ):
+            assert tuple(a.shape) == tuple(b.shape)
+            _close(a, b.numpy(), rtol=1e-5, atol=1e-5)
+    with pytest.raises(RuntimeError, match="half to float"):
+        ember._softmax(ember.ones(3).half(), 0, True)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ember.core import dtypes as D
+from ember.core.api import public
 from ember.core.dispatch import define
 from ember.core.layout import broadcast_shapes, contiguous_strides, dense_strides_like, pointwise_strides
 from ember.core.pointwise import type_name
@@ -255,3 +256,17 @@ def _kl_div(self: Tensor, target: Tensor, reduction: int = MEAN, *, log_target: 
 
 
 kl_div_op.register_meta(_kl_div)
+
+
+@public("binary_cross_entropy_with_logits")
+def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None, reduction=NONE):
+    """``ember.binary_cross_entropy_with_logits``: the op with the enum ``reduction``. Its default is 0
+    (none), not the schema's Mean: PyTorch's binding of ``torch.binary_cross_entropy_with_logits``
+    reads the enum default that way, and so do we."""
+    return bce_logits_op(input, target, weight, pos_weight, reduction)
+
+
+@public("kl_div")
+def kl_div(input, target, reduction=NONE, *, log_target=False):
+    """``ember.kl_div``: the op with the enum ``reduction`` (default 0, none, as ``torch.kl_div``'s binding)."""
+    return kl_div_op(input, target, reduction, log_target=log_target)

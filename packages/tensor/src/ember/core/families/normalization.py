@@ -183,7 +183,8 @@ def _native_layer_norm_decomposition(input, normalized_shape, weight, bias, eps)
         out = out * weight
     if bias is not None:
         out = out + bias
-    return out.to(input.dtype), mean, rstd
+    stat_dtype = _param_dtype(input, weight, bias)
+    return out.to(input.dtype), mean.to(stat_dtype), rstd.to(stat_dtype)
 
 
 @layer_norm_op.register_decomposition
@@ -424,3 +425,27 @@ def batch_norm(input, weight, bias, running_mean, running_var, training, momentu
     return batch_norm_op(
         input, weight, bias, running_mean, running_var, training, float(momentum), float(eps), cudnn_enabled
     )
+
+
+@public("native_layer_norm")
+def native_layer_norm(input, normalized_shape, weight, bias, eps):
+    """``ember.native_layer_norm``: (result, mean, rstd)."""
+    return native_layer_norm_op(input, _int_list("native_layer_norm", normalized_shape), weight, bias, float(eps))
+
+
+@public("native_group_norm")
+def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
+    """``ember.native_group_norm``: (result, mean, rstd), each statistic of shape (N, group)."""
+    return native_group_norm_op(input, weight, bias, N, C, HxW, group, float(eps))
+
+
+@public("_native_batch_norm_legit")
+def _native_batch_norm_legit(input, weight, bias, *args):
+    """``ember._native_batch_norm_legit``: (result, saved mean, saved 1/std), from
+    ``(running_mean, running_var, training, momentum, eps)`` or, without running statistics, from
+    ``(training, momentum, eps)``."""
+    if len(args) == 3:
+        training, momentum, eps = args
+        return batch_norm_no_stats_op(input, weight, bias, training, float(momentum), float(eps))
+    running_mean, running_var, training, momentum, eps = args
+    return batch_norm_legit_op(input, weight, bias, running_mean, running_var, training, float(momentum), float(eps))

@@ -13,11 +13,11 @@ from __future__ import annotations
 import numpy as np
 
 from ember.core import dtypes as D
+from ember.core import reduction as R
 from ember.core.api import method, public
 from ember.core.dispatch import define
 from ember.core.dispatch import ops as _ops
 from ember.core.layout import normalize_dim
-from ember.core.pointwise import unsupported
 from ember.core.quiet import restore, silence
 from ember.core.tensor import Tensor, empty, from_array
 
@@ -62,11 +62,11 @@ def softmax_into(x: np.ndarray, axis: int, out: np.ndarray, log: bool) -> np.nda
 def _kernel(name: str, log: bool):
     def kernel(self: Tensor, dim: int, half_to_float: bool) -> Tensor:
         if self.dtype.category != D.FLOATING:
-            raise unsupported(name, self.dtype)
+            # PyTorch names the kernel it would have run: the last-dim one or the general one.
+            kernel_name = f"{name}_lastdim_kernel_impl" if dim in (-1, self.ndim - 1) else f"{name}_kernel_impl"
+            raise NotImplementedError(f"\"{kernel_name}\" not implemented for '{D.SCALAR_TYPE_NAMES[self.dtype]}'")
         if half_to_float:
-            raise RuntimeError(
-                f"{name}: conversion from {D.SCALAR_TYPE_NAMES[self.dtype]} to Float is not supported on CPU"
-            )
+            raise RuntimeError(f"{name} with half to float conversion is not supported on CPU")
         axis = normalize_dim(dim, self.ndim)
         if self._array is None:
             return empty(self._shape, self.dtype, self.device)
@@ -85,9 +85,9 @@ def _kernel(name: str, log: bool):
     return kernel
 
 
-softmax_op.register_kernel("cpu")(_kernel("softmax_lastdim_kernel_impl", log=False))
+softmax_op.register_kernel("cpu")(_kernel("softmax", log=False))
 softmax_op.register_meta(softmax_op.kernel("cpu"))
-log_softmax_op.register_kernel("cpu")(_kernel("log_softmax_lastdim_kernel_impl", log=True))
+log_softmax_op.register_kernel("cpu")(_kernel("log_softmax", log=True))
 log_softmax_op.register_meta(log_softmax_op.kernel("cpu"))
 
 _aten = _ops.aten
@@ -143,19 +143,42 @@ def softmax_call(input: Tensor, dim, dtype=None, *, log: bool = False) -> Tensor
     return (log_softmax_op if log else softmax_op)(input, dim, False)
 
 
+def _write_out(result: Tensor, out) -> Tensor:
+    R.check_out_dtype(out, result.dtype)
+    return R.write_out(out, result)
+
+
 @public("softmax")
-@method("softmax")
 def softmax(input: Tensor, dim, dtype=None, *, out=None) -> Tensor:
-    """``ember.softmax`` / ``Tensor.softmax``: ``exp(x) / sum(exp(x))`` along ``dim``."""
-    if out is not None:
-        raise TypeError("softmax() got an unexpected keyword argument 'out'")
-    return softmax_call(input, dim, dtype)
+    """``ember.softmax``: ``exp(x) / sum(exp(x))`` along ``dim``."""
+    result = softmax_call(input, dim, dtype)
+    return result if out is None else _write_out(result, out)
 
 
 @public("log_softmax")
-@method("log_softmax")
 def log_softmax(input: Tensor, dim, dtype=None, *, out=None) -> Tensor:
-    """``ember.log_softmax`` / ``Tensor.log_softmax``: ``x - logsumexp(x)`` along ``dim``."""
-    if out is not None:
-        raise TypeError("log_softmax() got an unexpected keyword argument 'out'")
-    return softmax_call(input, dim, dtype, log=True)
+    """``ember.log_softmax``: ``x - logsumexp(x)`` along ``dim``."""
+    result = softmax_call(input, dim, dtype, log=True)
+    return result if out is None else _write_out(result, out)
+
+
+@method("softmax")
+def _softmax_method(self: Tensor, dim, dtype=None) -> Tensor:
+    return softmax_call(self, dim, dtype)
+
+
+@method("log_softmax")
+def _log_softmax_method(self: Tensor, dim, dtype=None) -> Tensor:
+    return softmax_call(self, dim, dtype, log=True)
+
+
+@public("_softmax")
+def _softmax(input: Tensor, dim: int, half_to_float: bool) -> Tensor:
+    """``ember._softmax``: the kernel op itself (``half_to_float`` is refused on the CPU, as in PyTorch)."""
+    return softmax_op(input, dim, half_to_float)
+
+
+@public("_log_softmax")
+def _log_softmax(input: Tensor, dim: int, half_to_float: bool) -> Tensor:
+    """``ember._log_softmax``: the kernel op itself."""
+    return log_softmax_op(input, dim, half_to_float)

@@ -30,8 +30,8 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
     """Normalize each group of channels of each sample (input ``(N, C, *)``)."""
     if input.ndim < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.ndim}")
-    if num_groups and input.shape[1] % num_groups == 0:
-        _verify_batch_size([input.shape[0] * input.shape[1] // num_groups, num_groups, *input.shape[2:]])
+    # As PyTorch: checked before the divisibility of the channels (num_groups=0 divides by zero here too).
+    _verify_batch_size([input.shape[0] * input.shape[1] // num_groups, num_groups, *input.shape[2:]])
     return N.group_norm(input, num_groups, weight, bias, eps)
 
 
