@@ -78,7 +78,8 @@ def _pick(self: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int
     x = self._array
     if x.dtype.itemsize == 2:
         x = x.astype(np.float32)
-    x = x if self.ndim == 1 else np.moveaxis(x, 1, -1)
+    if self.ndim > 2:
+        x = np.moveaxis(x, 1, -1)
     # Rows of classes, one per target (a 1-d input is one row): results are reshaped by the caller.
     classes = x.shape[-1]
     x = x.reshape(-1, classes)
@@ -100,8 +101,8 @@ def _pick(self: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int
 def _reduce(loss: np.ndarray, w: np.ndarray, reduction: int) -> np.ndarray:
     if reduction == NONE:
         return loss
-    total = np.sum(loss, dtype=loss.dtype)
-    return total if reduction == SUM else total / np.sum(w, dtype=loss.dtype)
+    total = np.add.reduce(loss, axis=None)
+    return total if reduction == SUM else total / np.add.reduce(w, axis=None)
 
 
 def _loss_shape(target: Tensor, reduction: int) -> tuple:
@@ -191,7 +192,7 @@ def _cross_entropy(self: Tensor, target: Tensor, weight=None, reduction=MEAN, ig
 def _logsumexp_last(x: np.ndarray) -> np.ndarray:
     if x.shape[-1] == 0:
         return np.full(x.shape[:-1], -np.inf, x.dtype)
-    m = np.max(x, axis=-1, keepdims=True)
+    m = np.maximum.reduce(x, axis=-1, keepdims=True)
     if not np.isfinite(m).all():
         m[~np.isfinite(m)] = 0  # an infinite maximum shifts by 0 (inf stays inf, all -inf stays -inf)
     e = np.subtract(x, m)

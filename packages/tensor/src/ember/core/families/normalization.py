@@ -102,7 +102,7 @@ def _moments(rows: np.ndarray, axis) -> tuple[np.ndarray, np.ndarray]:
 
 def check_normalized(name: str, input: Tensor, normalized_shape, weight, bias) -> int:
     """The first normalized axis; RuntimeError as PyTorch's for shapes that do not fit."""
-    normalized = tuple(int(n) for n in normalized_shape)
+    normalized = tuple(normalized_shape)
     if not normalized:
         raise RuntimeError(
             "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one element, "

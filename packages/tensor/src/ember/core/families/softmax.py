@@ -41,14 +41,14 @@ def row_sums(a: np.ndarray, axis: int) -> np.ndarray:
     one thread, so it does not slow down on a busy machine."""
     if axis == a.ndim - 1:
         return np.einsum("...i->...", a)[..., None]
-    return np.sum(a, axis=axis, keepdims=True)
+    return np.add.reduce(a, axis=axis, keepdims=True)
 
 
 def softmax_into(x: np.ndarray, axis: int, out: np.ndarray, log: bool) -> np.ndarray:
     """(log-)softmax of ``x`` along ``axis`` written into the C-contiguous ``out`` (same shape)."""
     if x.size == 0:
         return out
-    np.subtract(x, np.max(x, axis=axis, keepdims=True), out=out)
+    np.subtract(x, np.maximum.reduce(x, axis=axis, keepdims=True), out=out)
     if log:
         total = row_sums(np.exp(out), axis)
         np.log(total, out=total)
