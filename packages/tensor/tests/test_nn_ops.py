@@ -206,3 +206,16 @@ def test_native_and_enum_forms_at_torch_level():
             _close(a, b.numpy(), rtol=1e-5, atol=1e-5)
     with pytest.raises(RuntimeError, match="half to float"):
         ember._softmax(ember.ones(3).half(), 0, True)
+
+
+@needs_torch
+def test_softmax_of_integers_with_a_float_dtype():
+    data = np.arange(6).reshape(2, 3)
+    ours = ember.softmax(ember.tensor(data), 1, dtype=ember.float32)
+    theirs = torch.softmax(torch.tensor(data), 1, dtype=torch.float32)
+    assert ours.dtype == ember.float32
+    _close(ours, theirs.numpy())
+    _close(
+        F.log_softmax(ember.tensor(data), 0, dtype=ember.float64),
+        torch.log_softmax(torch.tensor(data), 0, dtype=torch.float64).numpy(),
+    )
