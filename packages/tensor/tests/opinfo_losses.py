@@ -51,6 +51,17 @@ def _class_samples(log_probabilities: bool):
                         smoothing = {"label_smoothing": 0.2, "ignore_index": 1, "reduction": reduction}
                         out.append(Sample((x, ignored), smoothing, name=f"{x} smoothing {reduction}"))
                         out.append(Sample((x, ignored), {**smoothing, "weight": weight}, name=f"{x} smoothing weight"))
+        np_dtype = make((1,), dtype, rng).array.dtype
+        # Logits beyond exp's range take the path that shifts by each row's maximum.
+        big = T((rng.standard_normal((4, 5)) * 300).astype(np_dtype))
+        special = T(np.array([[1.0, np.inf, 2.0], [-np.inf, -np.inf, 0.0], [np.nan, 1.0, 0.0]], np_dtype))
+        for reduction in REDUCTIONS:
+            out.append(
+                Sample((big, T(np.array([0, 4, 2, 1]))), {"reduction": reduction}, name=f"large logits {reduction}")
+            )
+            out.append(
+                Sample((special, T(np.array([0, 2, 1]))), {"reduction": reduction}, name=f"inf and nan {reduction}")
+            )
         x = make((3, 4), dtype, rng)
         out.append(Sample((x, T(np.full(3, -100))), name="every target ignored: mean is NaN"))
         out.append(Sample((x, T(np.array([1, 0, 3], np.uint8))), name="uint8 target"))

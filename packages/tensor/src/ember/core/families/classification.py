@@ -15,7 +15,7 @@ import numpy as np
 
 from ember.core import dtypes as D
 from ember.core.dispatch import define
-from ember.core.families.softmax import row_sums, softmax_into
+from ember.core.families.softmax import row_sums, softmax_into, unshifted
 from ember.core.pointwise import type_name
 from ember.core.promotion import result_type
 from ember.core.quiet import restore, silence
@@ -192,9 +192,11 @@ def _cross_entropy(self: Tensor, target: Tensor, weight=None, reduction=MEAN, ig
 def _logsumexp_last(x: np.ndarray) -> np.ndarray:
     if x.shape[-1] == 0:
         return np.full(x.shape[:-1], -np.inf, x.dtype)
+    if unshifted(x):
+        total = row_sums(np.exp(x), 1)
+        return np.log(total, out=total).reshape(-1)
+    # Shifted by the row maximum even where it is infinite: inf - inf is NaN there, as in PyTorch.
     m = np.maximum.reduce(x, axis=-1, keepdims=True)
-    if not np.isfinite(m).all():
-        m[~np.isfinite(m)] = 0  # an infinite maximum shifts by 0 (inf stays inf, all -inf stays -inf)
     e = np.subtract(x, m)
     np.exp(e, out=e)
     total = row_sums(e, 1)

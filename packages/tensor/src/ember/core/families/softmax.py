@@ -1,9 +1,10 @@
 """Softmax and log-softmax along one dimension: aten ``_softmax``/``_log_softmax`` (the kernels) and
 ``softmax.int``/``log_softmax.int`` (the ``dtype=`` front ends, which cast and call them).
 
-The CPU kernel is fused on NumPy: shift by the maximum into the result buffer, exponentiate it in
-place, sum once, then scale (softmax) or subtract the log of the sum (log-softmax, so that it is a
-logsumexp and never takes the log of a rounded probability). float16/bfloat16 compute in float32
+The CPU kernel is fused on NumPy: shift by the maximum into the result buffer (skipped when every
+value is small enough that exp cannot overflow), exponentiate it in place, sum once, then scale
+(softmax) or subtract the log of the sum (log-softmax, so that it is a logsumexp and never takes
+the log of a rounded probability). float16/bfloat16 compute in float32
 and round once, as PyTorch's CPU kernels do. The result is contiguous whatever the input's layout.
 The decompositions say the same in core ops (amax, sub, exp, sum, div, log).
 """
@@ -44,17 +45,37 @@ def row_sums(a: np.ndarray, axis: int) -> np.ndarray:
     return np.add.reduce(a, axis=axis, keepdims=True)
 
 
+# Inputs within [-SAFE, SAFE] need no shift by the maximum: exp neither overflows (nor does a sum of
+# up to 1e12 such terms) nor leaves the normal range, and softmax is shift-invariant. Checking the
+# range reads the data twice but saves the subtraction pass, which writes it.
+SAFE = 60.0
+
+
+def unshifted(x: np.ndarray) -> bool:
+    """Whether ``x`` may be exponentiated without the shift (NaN fails both comparisons)."""
+    if x.size == 0:
+        return False
+    return bool(np.minimum.reduce(x, axis=None) >= -SAFE) and bool(np.maximum.reduce(x, axis=None) <= SAFE)
+
+
 def softmax_into(x: np.ndarray, axis: int, out: np.ndarray, log: bool) -> np.ndarray:
     """(log-)softmax of ``x`` along ``axis`` written into the C-contiguous ``out`` (same shape)."""
     if x.size == 0:
         return out
-    np.subtract(x, np.maximum.reduce(x, axis=axis, keepdims=True), out=out)
-    if log:
-        total = row_sums(np.exp(out), axis)
-        np.log(total, out=total)
-        return np.subtract(out, total, out=out)
-    np.exp(out, out=out)
-    total = row_sums(out, axis)
+    if unshifted(x):
+        np.exp(x, out=out)
+        total = row_sums(out, axis)
+        if log:
+            np.log(total, out=total)
+            return np.subtract(x, total, out=out)
+    else:
+        np.subtract(x, np.maximum.reduce(x, axis=axis, keepdims=True), out=out)
+        if log:
+            total = row_sums(np.exp(out), axis)
+            np.log(total, out=total)
+            return np.subtract(out, total, out=out)
+        np.exp(out, out=out)
+        total = row_sums(out, axis)
     np.divide(1, total, out=total)
     return np.multiply(out, total, out=out)
 
