@@ -25,6 +25,7 @@ def _samples(dtype: str, rng) -> list[Sample]:
     special = np.array([[1.0, np.inf, 3.0], [-np.inf, -np.inf, -np.inf], [np.nan, 1.0, 2.0], [1e4, -1e4, 0.0]])
     np_dtype = make((1,), dtype, rng).array.dtype
     out += [Sample((T(special.astype(np_dtype)),), {"dim": d}, name=f"special dim={d}") for d in (0, 1)]
+    out += [Sample((T(np.array(v, np_dtype)),), {"dim": 0}, name=f"0-dim {v}") for v in (np.inf, -np.inf, np.nan, 3.0)]
     t = make((3, 4), dtype, rng)
     out += [Sample((t,), {"dim": 1, "dtype": d}, name=f"dtype={d}") for d in ("float64", "float32")]
     return out

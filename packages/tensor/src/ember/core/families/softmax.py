@@ -4,8 +4,8 @@
 The CPU kernel is fused on NumPy: shift by the maximum into the result buffer (skipped when every
 value is small enough that exp cannot overflow), exponentiate it in place, sum once, then scale
 (softmax) or subtract the log of the sum (log-softmax, so that it is a logsumexp and never takes
-the log of a rounded probability). float16/bfloat16 compute in float32
-and round once, as PyTorch's CPU kernels do. The result is contiguous whatever the input's layout.
+the log of a rounded probability). float16/bfloat16 compute in float32 and round once, as PyTorch's
+CPU kernels do. The result is contiguous whatever the input's layout.
 The decompositions say the same in core ops (amax, sub, exp, sum, div, log).
 """
 
@@ -94,11 +94,9 @@ def _kernel(name: str, log: bool):
         x = compute_array(self)
         token = silence()
         try:
-            if x.ndim == 0:
-                result = np.zeros((), x.dtype) if log else np.ones((), x.dtype)
-                result = np.where(np.isnan(x), x, result)
-            else:
-                result = softmax_into(x, axis, np.empty(x.shape, x.dtype), log)
+            # A 0-dim input is a row of one (inf and NaN give NaN, as in PyTorch).
+            rows = x.reshape(1) if x.ndim == 0 else x
+            result = softmax_into(rows, axis, np.empty(rows.shape, rows.dtype), log).reshape(x.shape)
         finally:
             restore(token)
         return from_array(result.astype(self.dtype.np, copy=False), self.dtype)
