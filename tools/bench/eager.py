@@ -17,6 +17,7 @@ from collections.abc import Callable
 import numpy as np
 
 import ember
+import ember.core.functional
 
 try:
     import torch
@@ -44,11 +45,19 @@ def large_cases(lib) -> dict[str, Callable[[], object]]:
     million = x[: 1024 * 1024]
     image = lib.from_numpy(np.random.default_rng(2).standard_normal((32, 64, 56, 56), dtype=np.float32))
     kernel = lib.from_numpy(np.random.default_rng(3).standard_normal((64, 64, 3, 3), dtype=np.float32))
+    F = lib.nn.functional if lib is torch else ember.core.functional
+    activations = lib.from_numpy(np.random.default_rng(2).standard_normal((64, 1024), dtype=np.float32))
+    weight, bias = lib.ones(1024), lib.zeros(1024)
+    logits = lib.from_numpy(np.random.default_rng(3).standard_normal((256, 1000), dtype=np.float32))
+    classes = lib.from_numpy(np.random.default_rng(4).integers(0, 1000, 256))
     return {
         "add 4M floats": lambda: x + y,
         "exp 4M floats": lambda: x.exp(),
         "sum 4M floats": lambda: x.sum(),
         "softmax 1024x1024": lambda: square.softmax(-1),
+        "log_softmax 1024x1024": lambda: F.log_softmax(square, -1),
+        "layer_norm 64x1024 (weight, bias)": lambda: F.layer_norm(activations, (1024,), weight, bias),
+        "cross_entropy 256x1000 (class indices)": lambda: F.cross_entropy(logits, classes),
         "matmul 1024x1024": lambda: square @ square,
         "sort 1024x1024 rows": lambda: square.sort(-1),
         "rand 4M floats": lambda: lib.rand(4 * 1024 * 1024),

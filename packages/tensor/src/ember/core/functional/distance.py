@@ -1,0 +1,7 @@
+"""``torch.nn.functional.cosine_similarity``."""
+
+from __future__ import annotations
+
+from ember.core.families.similarity import cosine_similarity
+
+__all__ = ["cosine_similarity"]
