@@ -223,6 +223,9 @@ def test_reduce_needs_an_allowed_callable():
     for func in (g("torch", "float32"), g("torch", "FloatStorage"), s("os.system")):
         with pytest.raises(pickle.UnpicklingError, match="REDUCE"):
             _load(archive(b"\x80\x02" + func + b")R."))
+    # torch.Tensor is a name a pickle may use, but Tensor(n) would allocate n elements: not callable.
+    with pytest.raises(pickle.UnpicklingError, match="REDUCE"):
+        _load(archive(b"\x80\x02" + call(g("torch", "Tensor"), b"\x8a\x05" + (10**12).to_bytes(5, "little")) + b"."))
     # A result of an allowed call cannot be called either (an OrderedDict instance).
     with pytest.raises(pickle.UnpicklingError, match="REDUCE"):
         _load(archive(b"\x80\x02" + call(g("collections", "OrderedDict")) + b")R."))
@@ -562,3 +565,41 @@ def test_error_messages_name_the_global():
         _load(archive(b"\x80\x02" + g("builtins", "eval") + b"."))
     assert "builtins.eval" in str(info.value) and "weights_only=False" in str(info.value)
     assert "never allowed" in str(info.value)
+
+
+def test_random_corruption_gives_only_clear_errors():
+    """Bytes of a real checkpoint (its pickle, then the whole archive) flipped, dropped and inserted at random."""
+    import random
+    from collections import OrderedDict
+
+    buffer = io.BytesIO()
+    x = ember.arange(12.0).reshape(3, 4)
+    state = OrderedDict(a=x, b=x.t(), c=[1, "s", None, 2.5, (1, 2)], d=ember.ones(2, dtype=ember.bfloat16))
+    ember.save(state, buffer, pickle_protocol=4)
+    good = buffer.getvalue()
+    source = zipfile.ZipFile(io.BytesIO(good))
+    records = {info.filename: source.read(info) for info in source.infolist()}
+    rng = random.Random(0)
+    for trial in range(300):
+        pkl = bytearray(records["archive/data.pkl"])
+        for _ in range(rng.randint(1, 4)):
+            where, what = rng.randrange(len(pkl)), rng.random()
+            if what < 0.6:
+                pkl[where] = rng.randrange(256)
+            elif what < 0.8:
+                del pkl[where]
+            else:
+                pkl.insert(where, rng.randrange(256))
+        out = io.BytesIO()
+        with zipfile.ZipFile(out, "w") as z:
+            for name, data in records.items():
+                z.writestr(name, bytes(pkl) if name.endswith("data.pkl") else data)
+        whole = bytearray(good)
+        whole[rng.randrange(len(whole))] = rng.randrange(256)
+        for data in (out.getvalue(), bytes(whole)):
+            try:
+                _load(data)
+            except (RuntimeError, pickle.UnpicklingError):
+                pass
+            except Exception as error:  # pragma: no cover  (the failure message names the case)
+                raise AssertionError(f"trial {trial}: {type(error).__name__}: {error}") from error

@@ -142,7 +142,7 @@ class ArchiveReader:
         stream.seek(0)
         try:
             self._zip = zipfile.ZipFile(stream)
-        except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError) as error:
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError, NotImplementedError) as error:
             raise _fail(f"reading zip archive: failed finding central directory ({error})") from None
         infos = self._zip.infolist()
         if not infos:
@@ -193,7 +193,7 @@ class ArchiveReader:
         info = self._info(name)
         try:
             return self._zip.read(info)
-        except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as error:
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, NotImplementedError) as error:
             raise _fail(f"reading file {name}: {error}") from None
 
     def _data_offset(self, info: zipfile.ZipInfo) -> int:

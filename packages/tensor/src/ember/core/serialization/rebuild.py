@@ -242,13 +242,6 @@ def _unsupported(name: str, why: str):
 _TENSOR_REBUILDERS = {rebuild_tensor_v2, rebuild_tensor_v3, rebuild_tensor, rebuild_meta_tensor_no_storage}
 
 
-def _parameter_type(*args, **kwargs):
-    cls = parameter_class()
-    if cls is None:
-        raise RuntimeError("the checkpoint holds a torch.nn.Parameter: import ember.nn before loading it")
-    return cls(*args, **kwargs)
-
-
 # The names a checkpoint may use, and what each stands for. This is the weights-only allow-list.
 GLOBALS: dict[str, object] = {
     "collections.OrderedDict": OrderedDict,
@@ -260,7 +253,6 @@ GLOBALS: dict[str, object] = {
     "torch._utils._rebuild_parameter": rebuild_parameter,
     "torch._utils._rebuild_parameter_with_state": rebuild_parameter,
     "torch._tensor._rebuild_from_type_v2": rebuild_from_type_v2,
-    "torch.nn.parameter.Parameter": _parameter_type,
     "torch.Tensor": Tensor,
     "torch.Size": rebuild_size,
     "torch.device": rebuild_device,

@@ -18,9 +18,13 @@ import struct
 from collections import Counter, OrderedDict
 from pickle import UnpicklingError, decode_long
 
+from ember.core.tensor import Tensor
+
 from .rebuild import GLOBALS, NEWOBJ_CLASSES, UNSUPPORTED_DTYPES
 
-_ALLOWED_CALLABLES = {id(v): v for v in GLOBALS.values() if callable(v)}
+# ``torch.Tensor`` resolves (as the type ``_rebuild_from_type_v2`` names) but is not called: Tensor(n)
+# would allocate n elements.
+_ALLOWED_CALLABLES = {id(v): v for v in GLOBALS.values() if callable(v) and v is not Tensor}
 # Python 2 names that protocol 2 pickles use for builtins (what ``fix_imports`` undoes).
 _PY2_MODULES = {"__builtin__": "builtins", "copy_reg": "copyreg", "_abcoll": "collections.abc"}
 _BLOCKED_MODULES = ("sys", "os", "posix", "nt", "subprocess", "builtins", "__builtin__", "importlib", "runpy")
