@@ -133,3 +133,17 @@ def test_bfloat16_bits_are_exact():
     assert (loaded.numpy(force=True).view(np.uint16) == bits).all()
     again = st.load(es.save({"b": loaded}))["b"]
     assert (again.view(torch.int16).numpy().view(np.uint16) == bits).all()
+
+
+def test_load_file_maps_copy_on_write_and_handles_unaligned_offsets(tmp_path):
+    path = tmp_path / "odd.safetensors"
+    # Sorted by name, "a" (3 bytes) comes first: the float64 tensor starts at an odd offset.
+    st.save_file({"a": torch.arange(3, dtype=torch.int8), "b": torch.arange(5, dtype=torch.float64) / 3}, str(path))
+    before = path.read_bytes()
+    loaded = es.load_file(path)
+    assert loaded["a"].tolist() == [0, 1, 2]
+    np.testing.assert_array_equal(loaded["b"].numpy(), (torch.arange(5, dtype=torch.float64) / 3).numpy())
+    loaded["a"].fill_(9)
+    loaded["b"].fill_(9.0)
+    assert path.read_bytes() == before
+    assert es.load_file(path)["a"].tolist() == [0, 1, 2]

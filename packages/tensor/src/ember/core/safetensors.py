@@ -3,15 +3,16 @@
 The format is an 8-byte little-endian header length, a JSON header (dtype, shape and byte range of
 each tensor, plus optional ``__metadata__`` of strings) and the raw little-endian bytes. Saving goes
 through ``safetensors.numpy``'s writer, which takes ml_dtypes' ``bfloat16`` arrays as they are.
-Loading uses the package's parser and reader, but its NumPy table has no ``BF16``: those tensors are
-read here from the byte range the (already validated) header gives, and viewed as ml_dtypes'
-``bfloat16``. The checks before saving are ``safetensors.torch``'s: a dict of tensors, contiguous,
+Loading uses the package's parser (its NumPy table has no ``BF16``, so dtypes are mapped here, with
+ml_dtypes' ``bfloat16``); ``load_file`` maps the file and views each tensor's byte range, which the
+package has validated, as PyTorch's loader does. The checks before saving are ``safetensors.torch``'s: a dict of tensors, contiguous,
 no two sharing bytes.
 """
 
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import struct
 
@@ -130,22 +131,31 @@ def load(data: bytes) -> dict[str, Tensor]:
 
 
 def load_file(filename: str | os.PathLike, device: str | _device = "cpu") -> dict[str, Tensor]:
-    """The tensors of the safetensors file ``filename``, on ``device``."""
+    """The tensors of the safetensors file ``filename``, on ``device``.
+
+    The file is mapped copy-on-write, as PyTorch's loader maps it: tensors view its pages (no copy, and
+    writing to a tensor never writes the file).
+    """
     target = _device(device) if not isinstance(device, int) else _device("cuda", device)
     if target.type not in ("cpu", "meta"):
         check_backend(target)
+    with safetensors.safe_open(filename, framework="np") as f:  # the package validates the header
+        codes = {name: f.get_slice(name).get_dtype() for name in f.keys()}  # noqa: SIM118  (not a mapping)
+    dtypes = {name: _dtype(code, name) for name, code in codes.items()}
+    start, table = _header(filename)
+    with open(filename, "rb") as f:
+        mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
     out = {}
-    with safetensors.safe_open(filename, framework="np") as f:
-        header = None
-        for name in f.keys():  # noqa: SIM118  (safe_open is not a mapping)
-            code = f.get_slice(name).get_dtype()
-            dtype = _dtype(code, name)
-            if code == "BF16":
-                header = header or _header(filename)
-                out[name] = _read_raw(filename, header, name, dtype)
-            else:
-                array = f.get_tensor(name)
-                out[name] = from_array(np.ascontiguousarray(array), dtype)
+    for name, dtype in dtypes.items():
+        begin, end = table[name]["data_offsets"]
+        offset = start + begin
+        if end == begin:
+            array = np.empty(0, np.uint8)
+        else:
+            array = np.frombuffer(mapped, np.uint8, end - begin, offset)
+            if offset % dtype.itemsize:
+                array = array.copy()  # NumPy kernels want aligned elements
+        out[name] = _tensor(array, dtype, table[name]["shape"])
     if target.type != "cpu":
         out = {name: t.to(target) for name, t in out.items()}
     return out
@@ -155,14 +165,3 @@ def _header(filename) -> tuple[int, dict]:
     with open(filename, "rb") as f:
         (length,) = struct.unpack("<Q", f.read(8))
         return 8 + length, json.loads(f.read(length))
-
-
-def _read_raw(filename, header: tuple[int, dict], name: str, dtype: D.dtype) -> Tensor:
-    start, table = header
-    begin, end = table[name]["data_offsets"]
-    array = np.empty(end - begin, np.uint8)
-    with open(filename, "rb") as f:
-        f.seek(start + begin)
-        if f.readinto(memoryview(array)) != end - begin:
-            raise RuntimeError(f"safetensors file {os.fspath(filename)!r} is truncated in tensor {name!r}")
-    return _tensor(array, dtype, table[name]["shape"])
