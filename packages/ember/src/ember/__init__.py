@@ -27,8 +27,8 @@ globals().update({d.name: d for d in _ALL_DTYPES})
 globals().update(_ALIASES)
 _autoload_backends()
 
-# Imported on first use, as their start-up cost is their own: ``ember.distributed``.
-_LAZY_SUBPACKAGES = ("distributed",)
+# Imported on first use, as their start-up cost is their own: ``ember.distributed``, ``ember.library``.
+_LAZY_SUBPACKAGES = ("distributed", "library")
 
 
 def __getattr__(name: str):

@@ -4,6 +4,7 @@ names; ``ember.ops.aten.<name>.<overload>`` reaches each op."""
 
 from ember.core import families as _families  # noqa: F401  (registers every op)
 from ember.core import printing as _printing  # noqa: F401  (set_printoptions, Tensor.__format__)
+from ember.core import serialization as _serialization  # noqa: F401  (ember.save, ember.load)
 from ember.core.api import attach_methods as _attach_methods
 from ember.core.api import functions
 from ember.core.creation import as_tensor, from_dlpack, from_numpy, tensor

@@ -46,7 +46,18 @@ def _refresh_flags() -> None:
 
 
 class OpOverload:
-    __slots__ = ("_any", "_kernels", "decomposition", "name", "namespace", "overload", "packet", "schema", "tags")
+    __slots__ = (
+        "_any",
+        "_kernels",
+        "autograd",
+        "decomposition",
+        "name",
+        "namespace",
+        "overload",
+        "packet",
+        "schema",
+        "tags",
+    )
 
     def __init__(self, namespace: str, schema: FunctionSchema, tags: frozenset) -> None:
         self.namespace = namespace
@@ -57,6 +68,8 @@ class OpOverload:
         self._kernels: dict[str, Callable] = {}
         self._any: Callable | None = None  # the "*" kernel, kept apart for the fast path
         self.decomposition: Callable | None = None
+        # A custom op's derivative from ember.library.register_autograd: (backward, setup_context).
+        self.autograd: tuple[Callable, Callable | None] | None = None
         self.packet: OpOverloadPacket | None = None
 
     # -- registration -------------------------------------------------------------------------
@@ -362,6 +375,18 @@ def define(schema: str, tags: tuple[str, ...] = (), namespace: str = "aten") -> 
     op.packet = packet
     _registry[key] = op
     return op
+
+
+def undefine(op: OpOverload) -> None:
+    """Remove an op defined by ``define`` (``ember.library.Library`` undoing its registrations)."""
+    key = f"{op.namespace}::{op.schema.qualified}"
+    if _registry.get(key) is not op:
+        raise RuntimeError(f"op {key} is not defined")
+    del _registry[key]
+    packet = op.packet
+    del packet._overloads[op.overload]
+    if not packet._overloads:
+        del ops.namespace(op.namespace)._packets[op.name]
 
 
 def all_ops() -> list[OpOverload]:

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 
 _TYPE = re.compile(
-    r"(?P<base>[A-Za-z]+)(?P<alias>\([a-z]+!?(?: -> \*)?\))?(?P<opt1>\?)?(?P<list>\[\d*\])?(?P<opt2>\?)?"
+    r"(?P<base>[A-Za-z]+)(?P<alias>\([a-z][a-z0-9]*!?(?: -> \*)?\))?(?P<opt1>\?)?(?P<list>\[\d*\])?(?P<opt2>\?)?"
 )
 _NAME = re.compile(r"(?P<name>[a-z_][a-z0-9_]*)(?:\.(?P<overload>[A-Za-z0-9_]+))?")
 BASE_TYPES = frozenset(
