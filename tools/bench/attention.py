@@ -1,6 +1,6 @@
 """Attention speed against PyTorch's scaled_dot_product_attention, measured interleaved in one run.
 
-    python tools/bench/attention.py [--quick] [--rounds R] [--device cpu|cuda]
+    python tools/bench/attention.py [--quick] [--sizes S ...] [--rounds R] [--device cpu|cuda]
 
 On the CPU: Ember's FlashAttention-2 kernel (``ember.sdpa.kernels.flash_cpu``) against
 ``torch.nn.functional.scaled_dot_product_attention`` on float32 (B=4, H=8, D=64), causal and not,
@@ -87,7 +87,7 @@ def run_cpu(args: argparse.Namespace) -> None:
         f"pytorch threads {torch.get_num_threads()}; TFLOP/s, ratio = ours / pytorch (above 1: faster)"
     )
     print(f"{'S':>6} {'causal':>7} {'pass':>9} {'ember':>8} {'pytorch':>8} {'ratio':>7}")
-    for s in QUICK_SIZES if args.quick else SIZES:
+    for s in args.sizes or (QUICK_SIZES if args.quick else SIZES):
         for causal in (False, True):
             for name, pair in zip(("forward", "fwd+bwd"), cpu_cases(s, causal), strict=True):
                 rounds = args.rounds if s <= 1024 else max(2, args.rounds // 2)
@@ -111,6 +111,7 @@ def run_cuda(args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help=f"only S in {QUICK_SIZES}")
+    parser.add_argument("--sizes", type=int, nargs="+", help=f"sequence lengths (default {SIZES})")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds per case; the best one counts")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     args = parser.parse_args()

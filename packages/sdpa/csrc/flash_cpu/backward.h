@@ -53,8 +53,8 @@ void backward(const Options& o, View4<const T> dout, View4<const T> q, View4<con
 
       for (int64_t j0 = 0; j0 < o.Skv; j0 += kBlockK) {
         const int N = static_cast<int>(std::min<int64_t>(kBlockK, o.Skv - j0));
-        pack_transposed<T, C>(k, b, hk, j0, N, o.D, Dp, kt_buf.get());
-        pack_transposed<T, C>(v, b, hk, j0, N, o.D, Dp, vt_buf.get());
+        pack_transposed<T, C, kBlockK>(k, b, hk, j0, N, o.D, Dp, kt_buf.get());
+        pack_transposed<T, C, kBlockK>(v, b, hk, j0, N, o.D, Dp, vt_buf.get());
         const RowTile<T, C> kr = row_tile<T, C>(k, b, hk, j0, N, o.D, Dp, k_buf.get());
         C *dk_acc = dk_buf.get(), *dv_acc = dv_buf.get();
         std::fill(dk_acc, dk_acc + kBlockK * Dp, C(0));

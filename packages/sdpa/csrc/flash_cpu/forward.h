@@ -4,6 +4,10 @@
 // see, keeping the running row max m, the running sum l and the unnormalized output O in scratch
 // the size of one tile, and rescales O by exp(m_old - m_new) when the max grows. Nothing of size
 // Sq x Skv ever exists.
+//
+// The scores are formed transposed, Sᵀ = K Qᵀ (keys x queries): Qᵀ is packed once per task, the
+// key rows are read in place, and the softmax statistics of all queries of the tile move together
+// in vectors, with no per-tile transposition and no horizontal reductions.
 #pragma once
 
 #include <cmath>
@@ -18,18 +22,20 @@ namespace flash {
 template <typename T, typename C>
 void forward(const Options& o, View4<const T> q, View4<const T> k, View4<const T> v, View4<T> out, View3f lse,
              const void* mask, const int64_t* ms) {
-  const int64_t Dp = round_up(o.D, kLanes<C>);
+  constexpr int L = kLanes<C>;
+  const int64_t Dp = round_up(o.D, L);
   const int64_t group = o.Hq / o.Hkv;
   const int64_t q_blocks = (o.Sq + kBlockQ - 1) / kBlockQ;
   const int64_t tasks = o.B * o.Hq * q_blocks;
   const float p_drop = static_cast<float>(o.dropout_p);
   const C inv_keep = static_cast<C>(1.0 / (1.0 - o.dropout_p));
+  const C scale = static_cast<C>(o.scale);
   const C neg_inf = -std::numeric_limits<C>::infinity();
 
 #pragma omp parallel
   {
-    Scratch<C> q_buf(kBlockQ * Dp), kt_buf(Dp * kBlockK), v_buf(kBlockK * Dp), s_buf(kBlockQ * kBlockK),
-        o_buf(kBlockQ * Dp), m_buf(kBlockQ), l_buf(kBlockQ), f_buf(kBlockK);
+    Scratch<C> qt_buf(Dp * kBlockQ), k_buf(kBlockK * Dp), v_buf(kBlockK * Dp), s_buf(kBlockK * kBlockQ),
+        o_buf(kBlockQ * Dp), m_buf(kBlockQ), l_buf(kBlockQ), alpha_buf(kBlockQ);
 #pragma omp for schedule(dynamic, 1)
     for (int64_t task = 0; task < tasks; ++task) {
       const int64_t b = task / (o.Hq * q_blocks);
@@ -37,52 +43,77 @@ void forward(const Options& o, View4<const T> q, View4<const T> k, View4<const T
       const int64_t i0 = task % q_blocks * kBlockQ;
       const int64_t hk = h / group;
       const int M = static_cast<int>(std::min<int64_t>(kBlockQ, o.Sq - i0));
-      C *s = s_buf.get(), *acc = o_buf.get(), *m = m_buf.get(), *l = l_buf.get();
+      C *st = s_buf.get(), *acc = o_buf.get(), *m = m_buf.get(), *l = l_buf.get(), *alpha = alpha_buf.get();
       std::fill(acc, acc + M * Dp, C(0));
-      std::fill(m, m + M, neg_inf);
-      std::fill(l, l + M, C(0));
-      const RowTile<T, C> qt = row_tile<T, C>(q, b, h, i0, M, o.D, Dp, q_buf.get());
+      std::fill(m, m + kBlockQ, neg_inf);
+      std::fill(l, l + kBlockQ, C(0));
+      pack_transposed<T, C, kBlockQ>(q, b, h, i0, M, o.D, Dp, qt_buf.get());
       const int64_t j_end = o.causal ? std::min<int64_t>(o.Skv, i0 + M) : o.Skv;
 
       for (int64_t j0 = 0; j0 < j_end; j0 += kBlockK) {
         const int N = static_cast<int>(std::min<int64_t>(kBlockK, j_end - j0));
-        pack_transposed<T, C>(k, b, hk, j0, N, o.D, Dp, kt_buf.get());
-        gemm_nt<C>(M, kBlockK, static_cast<int>(Dp), qt.ptr, qt.ld, kt_buf.get(), kBlockK, s, kBlockK);
-        for (int r = 0; r < M; ++r) {
-          C* srow = s + r * kBlockK;
-          finish_scores<T, C>(srow, o, mask, ms, b, h, i0 + r, j0, N);
-          const C m_new = std::max(m[r], row_max(srow));
-          if (m_new == neg_inf) {  // every key so far masked out: this tile adds nothing
-            std::fill(srow, srow + kBlockK, C(0));
-            continue;
+        const RowTile<T, C> kr = row_tile<T, C>(k, b, hk, j0, N, o.D, Dp, k_buf.get());
+        gemm_nt<C>(N, kBlockQ, static_cast<int>(Dp), kr.ptr, kr.ld, qt_buf.get(), kBlockQ, st, kBlockQ);
+
+        // Scale and mask each key row; the new running max of every query column.
+        Vec<C> m_new[kBlockQ / L];
+        for (int c = 0; c < kBlockQ; c += L) m_new[c / L] = load(m + c);
+        for (int r = 0; r < N; ++r) {
+          C* srow = st + r * kBlockQ;
+          for (int c = 0; c < kBlockQ; c += L) store(srow + c, load(srow + c) * scale);
+          mask_key_row<T, C>(srow, o, mask, ms, b, h, i0, M, j0 + r);
+          for (int c = 0; c < kBlockQ; c += L) {
+            const Vec<C> x = load(srow + c);
+            m_new[c / L] = x > m_new[c / L] ? x : m_new[c / L];
           }
-          const C alpha = sexp(m[r] - m_new);
-          l[r] = l[r] * alpha + exp_row(srow, m_new);
-          m[r] = m_new;
-          if (alpha != C(1)) {
-            C* orow = acc + r * Dp;
-            for (int64_t d = 0; d < Dp; ++d) orow[d] *= alpha;
+        }
+        // Columns with every key so far masked keep max -inf; shifting them by 0 makes their P 0.
+        Vec<C> shift[kBlockQ / L];
+        for (int c = 0; c < kBlockQ; c += L) {
+          const Vec<C> mn = m_new[c / L];
+          shift[c / L] = mn == splat(neg_inf) ? splat(C(0)) : mn;
+          const Vec<C> a = vexp(load(m + c) - shift[c / L]);
+          store(alpha + c, a);
+          store(l + c, load(l + c) * a);
+          store(m + c, mn);
+        }
+        for (int r = 0; r < N; ++r) {
+          C* srow = st + r * kBlockQ;
+          for (int c = 0; c < kBlockQ; c += L) {
+            const Vec<C> p = vexp(load(srow + c) - shift[c / L]);
+            store(srow + c, p);
+            store(l + c, load(l + c) + p);
           }
           if (o.dropout_p > 0.0) {
-            dropout_factors(f_buf.get(), N, o.seed, dropout_counter(o, b, h, i0 + r, j0), p_drop, inv_keep);
-            for (int j = 0; j < N; ++j) srow[j] *= f_buf.get()[j];
+            const uint64_t first = dropout_counter(o, b, h, i0, j0 + r);
+            for (int c = 0; c < M; ++c) {
+              const uint64_t counter = first + static_cast<uint64_t>(c) * static_cast<uint64_t>(o.Skv);
+              if (philox_uniform(o.seed, counter) < p_drop) srow[c] = C(0);
+              else srow[c] *= inv_keep;
+            }
           }
         }
+        for (int c = 0; c < M; ++c) {
+          if (alpha[c] == C(1)) continue;
+          C* orow = acc + c * Dp;
+          const Vec<C> a = splat(alpha[c]);
+          for (int64_t d = 0; d < Dp; d += L) store(orow + d, load(orow + d) * a);
+        }
         const RowTile<T, C> vt = row_tile<T, C>(v, b, hk, j0, N, o.D, Dp, v_buf.get());
-        gemm_acc<C>(M, static_cast<int>(Dp), N, s, kBlockK, 1, vt.ptr, vt.ld, acc, Dp);
+        gemm_acc<C>(M, static_cast<int>(Dp), N, st, 1, kBlockQ, vt.ptr, vt.ld, acc, Dp);
       }
 
-      for (int r = 0; r < M; ++r) {
-        T* dst = out.row(b, h, i0 + r);
-        const C* orow = acc + r * Dp;
-        if (l[r] == C(0)) {  // fully masked row
+      for (int c = 0; c < M; ++c) {
+        T* dst = out.row(b, h, i0 + c);
+        const C* orow = acc + c * Dp;
+        if (l[c] == C(0)) {  // fully masked row
           for (int64_t d = 0; d < o.D; ++d) store_from(dst + d * out.s3, C(0));
-          lse.at(b, h, i0 + r) = std::numeric_limits<float>::infinity();
+          lse.at(b, h, i0 + c) = std::numeric_limits<float>::infinity();
           continue;
         }
-        const C inv_l = C(1) / l[r];
+        const C inv_l = C(1) / l[c];
         for (int64_t d = 0; d < o.D; ++d) store_from(dst + d * out.s3, orow[d] * inv_l);
-        lse.at(b, h, i0 + r) = static_cast<float>(m[r] + std::log(l[r]));
+        lse.at(b, h, i0 + c) = static_cast<float>(m[c] + std::log(l[c]));
       }
     }
   }

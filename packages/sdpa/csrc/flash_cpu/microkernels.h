@@ -16,10 +16,10 @@
 
 namespace flash {
 
-// Register tiles: 24 accumulators fit AVX-512's 32 registers; 8 fit the 16 of AVX2/SSE/NEON.
-constexpr int kRowsNT = kVectorBytes == 64 ? 6 : 4;
+// Register tiles: 24 accumulators fit AVX-512's 32 registers; 12 (plus loads) fit the 16 of AVX2/SSE.
+constexpr int kRowsNT = 6;
 constexpr int kVecsNT = kVectorBytes == 64 ? 4 : 2;
-constexpr int kRowsAcc = kVectorBytes == 64 ? 6 : 4;
+constexpr int kRowsAcc = 6;
 constexpr int kVecsAcc = kVectorBytes == 64 ? 4 : 2;
 
 template <typename C, int MR, int NV>

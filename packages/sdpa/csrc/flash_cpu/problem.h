@@ -90,14 +90,35 @@ inline RowTile<T, C> row_tile(const View4<const T>& x, int64_t b, int64_t h, int
   return {buf, Dp};
 }
 
-// Rows i0..i0+rows of x transposed into dst (Dp rows of kBlockK), zero elsewhere.
-template <typename T, typename C>
+// Rows i0..i0+rows of x transposed into dst (Dp rows of W), zero elsewhere.
+template <typename T, typename C, int W>
 inline void pack_transposed(const View4<const T>& x, int64_t b, int64_t h, int64_t i0, int rows, int64_t D, int64_t Dp,
                             C* dst) {
-  std::fill(dst, dst + Dp * kBlockK, C(0));
+  std::fill(dst, dst + Dp * W, C(0));
   for (int r = 0; r < rows; ++r) {
     const T* src = x.row(b, h, i0 + r);
-    for (int64_t d = 0; d < D; ++d) dst[d * kBlockK + r] = load_as<C>(src + d * x.s3);
+    for (int64_t d = 0; d < D; ++d) dst[d * W + r] = load_as<C>(src + d * x.s3);
+  }
+}
+
+// Row j of a transposed score tile (queries i0..i0+M as columns): the mask added or applied, and
+// -inf where causality hides key j from a query (j > i).
+template <typename T, typename C>
+inline void mask_key_row(C* s, const Options& o, const void* mask, const int64_t* ms, int64_t b, int64_t h,
+                         int64_t i0, int M, int64_t j) {
+  const C neg_inf = -std::numeric_limits<C>::infinity();
+  int first = 0;  // first query column that sees key j
+  if (o.causal) {
+    first = static_cast<int>(std::clamp<int64_t>(j - i0, 0, M));
+    for (int c = 0; c < first; ++c) s[c] = neg_inf;
+  }
+  if (o.mask_kind == MaskKind::boolean) {
+    const uint8_t* m = static_cast<const uint8_t*>(mask) + b * ms[0] + h * ms[1] + i0 * ms[2] + j * ms[3];
+    for (int c = first; c < M; ++c)
+      if (!m[c * ms[2]]) s[c] = neg_inf;
+  } else if (o.mask_kind == MaskKind::additive) {
+    const T* m = static_cast<const T*>(mask) + b * ms[0] + h * ms[1] + i0 * ms[2] + j * ms[3];
+    for (int c = first; c < M; ++c) s[c] += load_as<C>(m + c * ms[2]);
   }
 }
 
