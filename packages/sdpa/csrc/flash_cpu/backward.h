@@ -4,7 +4,9 @@
 // paper). Within a task, key tiles are the outer loop (dK, dV of a tile accumulate in scratch), and
 // the query tiles of every head in the group are the inner loop; P is recomputed from the saved
 // lse, and dS = P ∘ (dP - Δ) with Δ = rowsum(dO ∘ O). dQ accumulates in a per-task Sq x D scratch
-// per group head (the one buffer longer than a tile, and never Sq x Skv).
+// per group head (the one buffer longer than a tile, and never Sq x Skv). When there are fewer
+// heads than threads, a head's key tiles are dealt out to several tasks whose dQ scratches are
+// summed at the end.
 #pragma once
 
 #include <cmath>
@@ -14,7 +16,37 @@
 #include "philox.h"
 #include "problem.h"
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 namespace flash {
+
+inline int64_t max_threads() {
+#ifdef _OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
+// grad_q of one (batch, kv head)'s query group: scale times the sum of `count` accumulators.
+template <typename T, typename C>
+void write_dq(const Options& o, const View4<T>& dq, int64_t b, int64_t hk, int64_t group, int64_t Dp, const C* acc,
+              int64_t count, int64_t stride) {
+  const C scale = static_cast<C>(o.scale);
+  for (int64_t g = 0; g < group; ++g) {
+    for (int64_t i = 0; i < o.Sq; ++i) {
+      T* dst = dq.row(b, hk * group + g, i);
+      const C* src = acc + (g * o.Sq + i) * Dp;
+      for (int64_t d = 0; d < o.D; ++d) {
+        C sum = 0;
+        for (int64_t n = 0; n < count; ++n) sum += src[n * stride + d];
+        store_from(dst + d * dq.s3, sum * scale);
+      }
+    }
+  }
+}
 
 template <typename T, typename C>
 void backward(const Options& o, View4<const T> dout, View4<const T> q, View4<const T> k, View4<const T> v,
@@ -23,7 +55,15 @@ void backward(const Options& o, View4<const T> dout, View4<const T> q, View4<con
   constexpr int L = kLanes<C>;
   const int64_t Dp = round_up(o.D, L);
   const int64_t group = o.Hq / o.Hkv;
-  const int64_t tasks = o.B * o.Hkv;
+  // With fewer (batch, kv head) pairs than threads, each pair's key tiles are dealt out to several
+  // tasks; each task then accumulates its own dQ, summed after the parallel loop.
+  const int64_t heads = o.B * o.Hkv;
+  const int64_t key_blocks = (o.Skv + kBlockK - 1) / kBlockK;
+  const int64_t splits = std::clamp<int64_t>((max_threads() + heads - 1) / std::max<int64_t>(heads, 1), 1,
+                                             std::max<int64_t>(key_blocks, 1));
+  const int64_t tasks = heads * splits;
+  const int64_t dq_size = group * o.Sq * Dp;
+  Scratch<C> partials(splits > 1 ? tasks * dq_size : 0);
   const float p_drop = static_cast<float>(o.dropout_p);
   const C inv_keep = static_cast<C>(1.0 / (1.0 - o.dropout_p));
   const C scale = static_cast<C>(o.scale);
@@ -33,13 +73,14 @@ void backward(const Options& o, View4<const T> dout, View4<const T> q, View4<con
   {
     Scratch<C> q_buf(kBlockQ * Dp), do_buf(kBlockQ * Dp), kt_buf(Dp * kBlockK), vt_buf(Dp * kBlockK),
         k_buf(kBlockK * Dp), p_buf(kBlockQ * kBlockK), pd_buf(kBlockQ * kBlockK), ds_buf(kBlockQ * kBlockK),
-        dk_buf(kBlockK * Dp), dv_buf(kBlockK * Dp), dq_buf(group * o.Sq * Dp), delta_buf(group * o.Sq),
+        dk_buf(kBlockK * Dp), dv_buf(kBlockK * Dp), dq_buf(splits > 1 ? 0 : dq_size), delta_buf(group * o.Sq),
         lse_buf(group * o.Sq);
 #pragma omp for schedule(dynamic, 1)
     for (int64_t task = 0; task < tasks; ++task) {
-      const int64_t b = task / o.Hkv, hk = task % o.Hkv;
-      C *dq_acc = dq_buf.get(), *delta = delta_buf.get(), *row_lse = lse_buf.get();
-      std::fill(dq_acc, dq_acc + group * o.Sq * Dp, C(0));
+      const int64_t b = task / splits / o.Hkv, hk = task / splits % o.Hkv, split = task % splits;
+      C* dq_acc = splits > 1 ? partials.get() + task * dq_size : dq_buf.get();
+      C *delta = delta_buf.get(), *row_lse = lse_buf.get();
+      std::fill(dq_acc, dq_acc + dq_size, C(0));
       for (int64_t g = 0; g < group; ++g) {
         const int64_t h = hk * group + g;
         for (int64_t i = 0; i < o.Sq; ++i) {
@@ -51,7 +92,8 @@ void backward(const Options& o, View4<const T> dout, View4<const T> q, View4<con
         }
       }
 
-      for (int64_t j0 = 0; j0 < o.Skv; j0 += kBlockK) {
+      // Ranges interleave key tiles, so causal work (heavier for early keys) is shared evenly.
+      for (int64_t j0 = split * kBlockK; j0 < o.Skv; j0 += splits * kBlockK) {
         const int N = static_cast<int>(std::min<int64_t>(kBlockK, o.Skv - j0));
         pack_transposed<T, C, kBlockK>(k, b, hk, j0, N, o.D, Dp, kt_buf.get());
         pack_transposed<T, C, kBlockK>(v, b, hk, j0, N, o.D, Dp, vt_buf.get());
@@ -109,13 +151,13 @@ void backward(const Options& o, View4<const T> dout, View4<const T> q, View4<con
         }
       }
 
-      for (int64_t g = 0; g < group; ++g) {
-        for (int64_t i = 0; i < o.Sq; ++i) {
-          T* dst = dq.row(b, hk * group + g, i);
-          const C* src = dq_acc + (g * o.Sq + i) * Dp;
-          for (int64_t d = 0; d < o.D; ++d) store_from(dst + d * dq.s3, src[d] * scale);
-        }
-      }
+      if (splits == 1) write_dq<T, C>(o, dq, b, hk, group, Dp, dq_acc, 1, 0);
+    }
+    if (splits > 1) {
+#pragma omp for schedule(static)
+      for (int64_t head = 0; head < heads; ++head)
+        write_dq<T, C>(o, dq, head / o.Hkv, head % o.Hkv, group, Dp, partials.get() + head * splits * dq_size,
+                       splits, dq_size);
     }
   }
 }
