@@ -89,7 +89,9 @@ def test_matches_reference_in_float32(shape):
 @pytest.mark.parametrize("dtype", [np.float64, np.float16, ml_dtypes.bfloat16], ids=lambda t: np.dtype(t).name)
 @pytest.mark.parametrize("is_causal", [False, True])
 def test_other_dtypes(dtype, is_causal):
-    _check(np.random.default_rng(), 2, 4, 2, 70, 90, 40, dtype=dtype, is_causal=is_causal)
+    rng = np.random.default_rng()
+    mask = None if is_causal else rng.standard_normal((1, 4, 70, 90)).astype(dtype)  # a mask of q's dtype
+    _check(rng, 2, 4, 2, 70, 90, 40, dtype=dtype, is_causal=is_causal, mask=mask)
 
 
 @pytest.mark.parametrize("layout", ["bshd", "reversed"])
