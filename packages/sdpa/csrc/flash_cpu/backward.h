@@ -88,7 +88,7 @@ void backward(const Options& o, View4<const T> dout, View4<const T> q, View4<con
           C sum = 0;
           for (int64_t d = 0; d < o.D; ++d) sum += load_as<C>(a + d * dout.s3) * load_as<C>(c + d * out.s3);
           delta[g * o.Sq + i] = sum;
-          row_lse[g * o.Sq + i] = static_cast<C>(lse.at(b, h, i));
+          row_lse[g * o.Sq + i] = static_cast<C>(lse.at(b, h, i) * kLog2e);  // log2 units, as the scores
         }
       }
 

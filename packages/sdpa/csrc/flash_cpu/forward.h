@@ -29,7 +29,7 @@ void forward(const Options& o, View4<const T> q, View4<const T> k, View4<const T
   const int64_t tasks = o.B * o.Hq * q_blocks;
   const float p_drop = static_cast<float>(o.dropout_p);
   const C inv_keep = static_cast<C>(1.0 / (1.0 - o.dropout_p));
-  const C scale = static_cast<C>(o.scale);
+  const C scale = static_cast<C>(o.scale * kLog2e);  // scores in log2 units, folded into Qᵀ
   const C neg_inf = -std::numeric_limits<C>::infinity();
 
 #pragma omp parallel
@@ -47,7 +47,7 @@ void forward(const Options& o, View4<const T> q, View4<const T> k, View4<const T
       std::fill(acc, acc + M * Dp, C(0));
       std::fill(m, m + kBlockQ, neg_inf);
       std::fill(l, l + kBlockQ, C(0));
-      pack_transposed<T, C, kBlockQ>(q, b, h, i0, M, o.D, Dp, qt_buf.get());
+      pack_transposed<T, C, kBlockQ>(q, b, h, i0, M, o.D, Dp, qt_buf.get(), scale);
       const int64_t j_end = o.causal ? std::min<int64_t>(o.Skv, i0 + M) : o.Skv;
 
       for (int64_t j0 = 0; j0 < j_end; j0 += kBlockK) {
@@ -55,12 +55,11 @@ void forward(const Options& o, View4<const T> q, View4<const T> k, View4<const T
         const RowTile<T, C> kr = row_tile<T, C>(k, b, hk, j0, N, o.D, Dp, k_buf.get());
         gemm_nt<C>(N, kBlockQ, static_cast<int>(Dp), kr.ptr, kr.ld, qt_buf.get(), kBlockQ, st, kBlockQ);
 
-        // Scale and mask each key row; the new running max of every query column.
+        // Mask each key row; the new running max (log2 units) of every query column.
         Vec<C> m_new[kBlockQ / L];
         for (int c = 0; c < kBlockQ; c += L) m_new[c / L] = load(m + c);
         for (int r = 0; r < N; ++r) {
           C* srow = st + r * kBlockQ;
-          for (int c = 0; c < kBlockQ; c += L) store(srow + c, load(srow + c) * scale);
           mask_key_row<T, C>(srow, o, mask, ms, b, h, i0, M, j0 + r);
           for (int c = 0; c < kBlockQ; c += L) {
             const Vec<C> x = load(srow + c);
@@ -72,7 +71,7 @@ void forward(const Options& o, View4<const T> q, View4<const T> k, View4<const T
         for (int c = 0; c < kBlockQ; c += L) {
           const Vec<C> mn = m_new[c / L];
           shift[c / L] = mn == splat(neg_inf) ? splat(C(0)) : mn;
-          const Vec<C> a = vexp(load(m + c) - shift[c / L]);
+          const Vec<C> a = vexp2(load(m + c) - shift[c / L]);
           store(alpha + c, a);
           store(l + c, load(l + c) * a);
           store(m + c, mn);
@@ -80,7 +79,7 @@ void forward(const Options& o, View4<const T> q, View4<const T> k, View4<const T
         for (int r = 0; r < N; ++r) {
           C* srow = st + r * kBlockQ;
           for (int c = 0; c < kBlockQ; c += L) {
-            const Vec<C> p = vexp(load(srow + c) - shift[c / L]);
+            const Vec<C> p = vexp2(load(srow + c) - shift[c / L]);
             store(srow + c, p);
             store(l + c, load(l + c) + p);
           }
@@ -113,7 +112,7 @@ void forward(const Options& o, View4<const T> q, View4<const T> k, View4<const T
         }
         const C inv_l = C(1) / l[c];
         for (int64_t d = 0; d < o.D; ++d) store_from(dst + d * out.s3, orow[d] * inv_l);
-        lse.at(b, h, i0 + c) = static_cast<float>(m[c] + std::log(l[c]));
+        lse.at(b, h, i0 + c) = static_cast<float>(m[c] * static_cast<C>(kLn2) + std::log(l[c]));
       }
     }
   }

@@ -90,19 +90,19 @@ inline RowTile<T, C> row_tile(const View4<const T>& x, int64_t b, int64_t h, int
   return {buf, Dp};
 }
 
-// Rows i0..i0+rows of x transposed into dst (Dp rows of W), zero elsewhere.
+// Rows i0..i0+rows of x, times factor, transposed into dst (Dp rows of W), zero elsewhere.
 template <typename T, typename C, int W>
 inline void pack_transposed(const View4<const T>& x, int64_t b, int64_t h, int64_t i0, int rows, int64_t D, int64_t Dp,
-                            C* dst) {
+                            C* dst, C factor = C(1)) {
   std::fill(dst, dst + Dp * W, C(0));
   for (int r = 0; r < rows; ++r) {
     const T* src = x.row(b, h, i0 + r);
-    for (int64_t d = 0; d < D; ++d) dst[d * W + r] = load_as<C>(src + d * x.s3);
+    for (int64_t d = 0; d < D; ++d) dst[d * W + r] = load_as<C>(src + d * x.s3) * factor;
   }
 }
 
-// Row j of a transposed score tile (queries i0..i0+M as columns): the mask added or applied, and
-// -inf where causality hides key j from a query (j > i).
+// Row j of a transposed score tile (queries i0..i0+M as columns), in log2 units: the mask (times
+// log2 e) added or applied, and -inf where causality hides key j from a query (j > i).
 template <typename T, typename C>
 inline void mask_key_row(C* s, const Options& o, const void* mask, const int64_t* ms, int64_t b, int64_t h,
                          int64_t i0, int M, int64_t j) {
@@ -118,17 +118,18 @@ inline void mask_key_row(C* s, const Options& o, const void* mask, const int64_t
       if (!m[c * ms[2]]) s[c] = neg_inf;
   } else if (o.mask_kind == MaskKind::additive) {
     const T* m = static_cast<const T*>(mask) + b * ms[0] + h * ms[1] + i0 * ms[2] + j * ms[3];
-    for (int c = first; c < M; ++c) s[c] += load_as<C>(m + c * ms[2]);
+    for (int c = first; c < M; ++c) s[c] += load_as<C>(m + c * ms[2]) * static_cast<C>(kLog2e);
   }
 }
 
-// Scores row s[0:kBlockK] of query i against keys j0..: times scale, plus the mask; -inf where
+// Scores row s[0:kBlockK] of query i against keys j0.. in log2 units: times scale·log2(e), plus the
+// mask (times log2 e); -inf where
 // masked out, causal (j > i) or past the last key (n valid keys).
 template <typename T, typename C>
 inline void finish_scores(C* s, const Options& o, const void* mask, const int64_t* ms, int64_t b, int64_t h,
                           int64_t i, int64_t j0, int n) {
   constexpr int L = kLanes<C>;
-  const C scale = static_cast<C>(o.scale);
+  const C scale = static_cast<C>(o.scale * kLog2e);
   for (int j = 0; j < kBlockK; j += L) store(s + j, load(s + j) * scale);
   int limit = n;
   if (o.causal) limit = static_cast<int>(std::clamp<int64_t>(i - j0 + 1, 0, n));
@@ -139,7 +140,7 @@ inline void finish_scores(C* s, const Options& o, const void* mask, const int64_
       if (!m[j * ms[3]]) s[j] = neg_inf;
   } else if (o.mask_kind == MaskKind::additive) {
     const T* m = static_cast<const T*>(mask) + b * ms[0] + h * ms[1] + i * ms[2] + j0 * ms[3];
-    for (int j = 0; j < limit; ++j) s[j] += load_as<C>(m + j * ms[3]);
+    for (int j = 0; j < limit; ++j) s[j] += load_as<C>(m + j * ms[3]) * static_cast<C>(kLog2e);
   }
   for (int j = std::max(limit, 0); j < kBlockK; ++j) s[j] = neg_inf;
 }
@@ -157,13 +158,13 @@ inline C row_max(const C* s) {
   return r;
 }
 
-// s <- exp(s - shift) in place; returns the sum.
+// s <- 2^(s - shift) in place; returns the sum.
 template <typename C>
 inline C exp_row(C* s, C shift) {
   constexpr int L = kLanes<C>;
   Vec<C> total{};
   for (int j = 0; j < kBlockK; j += L) {
-    const Vec<C> p = vexp(load(s + j) - shift);
+    const Vec<C> p = vexp2(load(s + j) - shift);
     store(s + j, p);
     total += p;
   }
