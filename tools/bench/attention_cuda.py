@@ -21,6 +21,7 @@ CHANNELS = 2048
 SEQUENCES = [512, 1024, 2048, 4096, 8192, 16384]
 QUICK_SEQUENCES = [1024, 4096]
 HEAD_DIMS = [64, 128]
+DEVICE = "cuda"
 
 
 def _time_ms(torch, fn: Callable[[], object], calls: int) -> float:
@@ -97,7 +98,7 @@ def _check(torch, ours, reference, label: str) -> None:
 
 
 def _tflops(flops: float, ms: float | None) -> str:
-    return "n/a" if ms is None else f"{flops / ms / 1e9:7.1f}"
+    return f"{'n/a':>7}" if ms is None else f"{flops / ms / 1e9:7.1f}"
 
 
 def _ratio(ours: float | None, theirs: float | None) -> str:
@@ -126,10 +127,10 @@ def run(args) -> None:
         for seq in sequences:
             batch = max(1, TOKENS // seq)
             for is_causal in (False, True):
-                generator = torch.Generator(device="cuda").manual_seed(0)
+                generator = torch.Generator(device=DEVICE).manual_seed(0)
                 shape = (batch, heads, seq, head_dim)
                 q, k, v, grad_out = (
-                    torch.randn(shape, generator=generator, device="cuda", dtype=torch.bfloat16) for _ in range(4)
+                    torch.randn(shape, generator=generator, device=DEVICE, dtype=torch.bfloat16) for _ in range(4)
                 )
                 flops = 4.0 * batch * heads * seq * seq * head_dim * (0.5 if is_causal else 1.0)
                 ours = _ours_case(torch, flash_triton, q, k, v, grad_out, is_causal)

@@ -87,7 +87,7 @@ def _run(case: dict, dtype: str = "float32", layout: str = "contiguous", rng_see
         offset=case.get("offset", 0),
     )
     out = _poisoned(q.shape, q.dtype, layout)
-    lse = _poisoned((b, hq, sq), torch.float32)
+    lse = _poisoned((b, hq, sq), torch.float32, layout)
     flash_triton.forward(q, k, v, out, lse, **{**kwargs, "mask": mask})
     arrays = [_numpy(t) for t in (q, k, v)]
     want_out, want_lse, _ = reference.forward(*arrays, **{**kwargs, "mask": mask_np})
@@ -148,6 +148,33 @@ def test_float32_matches_reference(name, layout):
 def test_half_precision_matches_reference(name, dtype):
     errors = _run(CASES[name], dtype)
     assert max(errors) < TOLERANCE[dtype], errors
+
+
+def test_mask_read_through_transposed_and_expanded_strides():
+    rng = np.random.default_rng(9)
+    b, hq, hkv, sq, skv, d = 2, 2, 1, 19, 23, 16
+    q, grad_out = (torch.tensor(rng.standard_normal((b, hq, sq, d)), dtype=torch.float32) for _ in range(2))
+    k, v = (torch.tensor(rng.standard_normal((b, hkv, skv, d)), dtype=torch.float32) for _ in range(2))
+    q, grad_out, k, v = (t.to(DEVICE) for t in (q, grad_out, k, v))
+    stored = torch.tensor(rng.standard_normal((skv, sq)), dtype=torch.float32, device=DEVICE)
+    mask = stored.t().expand(b, hq, sq, skv)  # strides (0, 0, 1, sq)
+    out, lse = _poisoned(q.shape, q.dtype), _poisoned((b, hq, sq), torch.float32)
+    flash_triton.forward(q, k, v, out, lse, mask=mask, is_causal=True)
+    grads = [_poisoned(t.shape, t.dtype) for t in (q, k, v)]
+    flash_triton.backward(grad_out, q, k, v, out, lse, *grads, mask=mask, is_causal=True)
+    arrays = [_numpy(t) for t in (q, k, v)]
+    want_out, want_lse, _ = reference.forward(*arrays, mask=_numpy(mask), is_causal=True)
+    want_grads = reference.backward(_numpy(grad_out), *arrays, mask=_numpy(mask), is_causal=True)
+    _assert_lse(lse, want_lse)
+    for got, want in zip([out, *grads], [want_out, *want_grads], strict=True):
+        assert _relative(got, want) < TOLERANCE["float32"]
+
+
+def test_single_query_and_single_key():
+    """Lengths of 1 (which Triton compiles as constants on a GPU)."""
+    for sq, skv in ((1, 20), (20, 1), (1, 1)):
+        errors = _run(dict(b=1, hq=2, hkv=1, sq=sq, skv=skv, d=16, causal=sq == 20, dropout_p=0.2, seed=1))
+        assert max(errors) < TOLERANCE["float32"], (sq, skv, errors)
 
 
 def test_dropout_mask_is_the_reference_mask_exactly():

@@ -66,25 +66,32 @@ def _scores_log2(
     IS_CAUSAL: tl.constexpr,
     MASK_KIND: tl.constexpr,
     TRANSPOSED: tl.constexpr,
+    EDGE: tl.constexpr,
 ):
-    """Masked scores in base 2: ``s`` is (M, N), or (N, M) when TRANSPOSED; masked-out entries are -inf."""
+    """Masked scores in base 2: ``s`` is (M, N), or (N, M) when TRANSPOSED; masked-out entries are -inf.
+
+    Only EDGE blocks (the last partial key block, blocks crossing the causal diagonal) test bounds and
+    causality; the callers arrange that the other blocks need neither."""
     if TRANSPOSED:
         rows = offs_m[None, :]
         cols = offs_n[:, None]
     else:
         rows = offs_m[:, None]
         cols = offs_n[None, :]
-    inside = (rows < Sq) & (cols < Skv)
-    keep = inside
-    if IS_CAUSAL:
-        keep = keep & (cols <= rows)
-    if MASK_KIND == 1:
-        flag = tl.load(mask_base + rows * smm + cols * smn, mask=inside, other=0)
-        keep = keep & (flag != 0)
-    if MASK_KIND == 2:
-        bias = tl.load(mask_base + rows * smm + cols * smn, mask=inside, other=0.0)
-        s = s + bias.to(tl.float32) * _LOG2E
-    return tl.where(keep, s, float("-inf"))
+    if MASK_KIND != 0:
+        inside = (rows < Sq) & (cols < Skv)
+        if MASK_KIND == 1:
+            flag = tl.load(mask_base + rows * smm + cols * smn, mask=inside, other=0)
+            s = tl.where(flag != 0, s, float("-inf"))
+        else:
+            bias = tl.load(mask_base + rows * smm + cols * smn, mask=inside, other=0.0)
+            s = s + bias.to(tl.float32) * _LOG2E
+    if EDGE:
+        keep = (rows < Sq) & (cols < Skv)
+        if IS_CAUSAL:
+            keep = keep & (cols <= rows)
+        s = tl.where(keep, s, float("-inf"))
+    return s
 
 
 @triton.jit
@@ -104,6 +111,39 @@ def _dropout_keep(seed, rng_offset, dropout_p, row_base, offs_m, offs_n, Skv, TR
     else:
         index = (row_base + offs_m[:, None].to(tl.int64)) * Skv + offs_n[None, :]
     return tl.rand(seed, rng_offset + index) >= dropout_p
+
+
+@triton.jit
+def _fwd_blocks(
+    acc, l_i, m_i, q, k_base, v_base, mask_base, offs_m, offs_d, d_ok, skn, skd, svn, svd, smm, smn,
+    Sq, Skv, scale_log2, dropout_p, seed, rng_offset, row_base, lo, hi,
+    IS_CAUSAL: tl.constexpr, MASK_KIND: tl.constexpr, HAS_DROPOUT: tl.constexpr, DOT_PRECISION: tl.constexpr,
+    UPCAST_DOT: tl.constexpr, BLOCK_N: tl.constexpr, EDGE: tl.constexpr,
+):  # fmt: skip
+    """The online softmax over key blocks [lo, hi): rescale by the new running max, accumulate P V."""
+    for start_n in range(lo, hi, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        kv_ok = (offs_n[:, None] < Skv) & d_ok[None, :]
+        kt = tl.load(
+            k_base + offs_n[None, :] * skn + offs_d[:, None] * skd,
+            mask=(offs_n[None, :] < Skv) & d_ok[:, None],
+            other=0.0,
+        )
+        s = _dot(q, kt, DOT_PRECISION, UPCAST_DOT) * scale_log2
+        s = _scores_log2(s, offs_m, offs_n, Sq, Skv, mask_base, smm, smn, IS_CAUSAL, MASK_KIND, False, EDGE)
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        # A row with nothing kept yet has m = -inf; shifting by 0 instead keeps exp2 away from NaN.
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        p = tl.exp2(s - m_safe[:, None])
+        alpha = tl.exp2(m_i - m_safe)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        if HAS_DROPOUT:
+            keep = _dropout_keep(seed, rng_offset, dropout_p, row_base, offs_m, offs_n, Skv, False)
+            p = tl.where(keep, p, 0.0)
+        v = tl.load(v_base + offs_n[:, None] * svn + offs_d[None, :] * svd, mask=kv_ok, other=0.0)
+        acc = acc * alpha[:, None] + _dot(p.to(v.dtype), v, DOT_PRECISION, UPCAST_DOT)
+        m_i = m_new
+    return acc, l_i, m_i
 
 
 @triton.autotune(configs=FWD_CONFIGS, key=AUTOTUNE_KEY, prune_configs_by={"early_config_prune": _prune_for_head_dim})
@@ -177,31 +217,22 @@ def _fwd(
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
+    # Key blocks before `full` are whole and, when causal, left of every row of this block.
+    full = (Skv // BLOCK_N) * BLOCK_N
     hi = Skv
     if IS_CAUSAL:
+        full = tl.minimum(full, (start_m * BLOCK_M // BLOCK_N) * BLOCK_N)
         hi = tl.minimum(Skv, (start_m + 1) * BLOCK_M)
-    for start_n in range(0, hi, BLOCK_N):
-        offs_n = start_n + tl.arange(0, BLOCK_N)
-        col_ok = offs_n < Skv
-        kt = tl.load(
-            k_base + offs_n[None, :] * skn + offs_d[:, None] * skd, mask=col_ok[None, :] & d_ok[:, None], other=0.0
-        )
-        s = _dot(q, kt, DOT_PRECISION, UPCAST_DOT) * scale_log2
-        s = _scores_log2(s, offs_m, offs_n, Sq, Skv, mask_base, smm, smn, IS_CAUSAL, MASK_KIND, False)
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        # A row with nothing kept yet has m = -inf; shifting by 0 instead keeps exp2 away from NaN.
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-        p = tl.exp2(s - m_safe[:, None])
-        alpha = tl.exp2(m_i - m_safe)
-        l_i = l_i * alpha + tl.sum(p, 1)
-        if HAS_DROPOUT:
-            keep = _dropout_keep(seed, rng_offset, dropout_p, row_base, offs_m, offs_n, Skv, False)
-            p = tl.where(keep, p, 0.0)
-        v = tl.load(
-            v_base + offs_n[:, None] * svn + offs_d[None, :] * svd, mask=col_ok[:, None] & d_ok[None, :], other=0.0
-        )
-        acc = acc * alpha[:, None] + _dot(p.to(v.dtype), v, DOT_PRECISION, UPCAST_DOT)
-        m_i = m_new
+    acc, l_i, m_i = _fwd_blocks(
+        acc, l_i, m_i, q, k_base, v_base, mask_base, offs_m, offs_d, d_ok, skn, skd, svn, svd, smm, smn,
+        Sq, Skv, scale_log2, dropout_p, seed, rng_offset, row_base, 0, full,
+        IS_CAUSAL, MASK_KIND, HAS_DROPOUT, DOT_PRECISION, UPCAST_DOT, BLOCK_N, False,
+    )  # fmt: skip
+    acc, l_i, m_i = _fwd_blocks(
+        acc, l_i, m_i, q, k_base, v_base, mask_base, offs_m, offs_d, d_ok, skn, skd, svn, svd, smm, smn,
+        Sq, Skv, scale_log2, dropout_p, seed, rng_offset, row_base, full, hi,
+        IS_CAUSAL, MASK_KIND, HAS_DROPOUT, DOT_PRECISION, UPCAST_DOT, BLOCK_N, True,
+    )  # fmt: skip
 
     empty = m_i == float("-inf")
     l_safe = tl.where(empty, 1.0, l_i)
@@ -247,6 +278,42 @@ def _bwd_preprocess(
     do = tl.load(DO + b * sdob + h * sdoh + offs_m[:, None] * sdom + offs_d[None, :] * sdod, mask=inside, other=0.0)
     delta = tl.sum(o.to(tl.float32) * do.to(tl.float32), 1)
     tl.store(Delta + (b * Hq + h) * Sq + offs_m, delta, mask=offs_m < Sq)
+
+
+@triton.jit
+def _dkdv_blocks(
+    dk, dv, k, v, q_base, do_base, mask_base, lse_base, delta_base, offs_n, offs_d, d_ok,
+    sqm, sqd, sdom, sdod, slm, smm, smn, Sq, Skv, scale_log2, dropout_p, seed, rng_offset, row_base, lo, hi,
+    IS_CAUSAL: tl.constexpr, MASK_KIND: tl.constexpr, HAS_DROPOUT: tl.constexpr, DOT_PRECISION: tl.constexpr,
+    UPCAST_DOT: tl.constexpr, BLOCK_M: tl.constexpr, EDGE: tl.constexpr,
+):  # fmt: skip
+    """dK and dV of one key block from query blocks [lo, hi) of one query head, in transposed form.
+
+    Keys past the end need no test here: they only touch rows of dK/dV that are never stored."""
+    inv_keep = 1.0 / (1.0 - dropout_p)
+    for start_m in range(lo, hi, BLOCK_M):
+        offs_m = start_m + tl.arange(0, BLOCK_M)
+        row_ok = offs_m < Sq
+        q_inside = row_ok[:, None] & d_ok[None, :]
+        q = tl.load(q_base + offs_m[:, None] * sqm + offs_d[None, :] * sqd, mask=q_inside, other=0.0)
+        do = tl.load(do_base + offs_m[:, None] * sdom + offs_d[None, :] * sdod, mask=q_inside, other=0.0)
+        # Rows past the end read lse = +inf, so their probabilities are exactly 0.
+        lse = tl.load(lse_base + offs_m * slm, mask=row_ok, other=float("inf"))
+        delta = tl.load(delta_base + offs_m, mask=row_ok, other=0.0)
+        st = _dot(k, tl.trans(q), DOT_PRECISION, UPCAST_DOT) * scale_log2
+        st = _scores_log2(st, offs_m, offs_n, Sq, Skv, mask_base, smm, smn, IS_CAUSAL, MASK_KIND, True, EDGE)
+        pt = tl.exp2(st - lse[None, :] * _LOG2E)
+        dpt = _dot(v, tl.trans(do), DOT_PRECISION, UPCAST_DOT)
+        if HAS_DROPOUT:
+            keep = _dropout_keep(seed, rng_offset, dropout_p, row_base, offs_m, offs_n, Skv, True)
+            pt_drop = tl.where(keep, pt * inv_keep, 0.0)
+            dpt = tl.where(keep, dpt * inv_keep, 0.0)
+        else:
+            pt_drop = pt
+        dv += _dot(pt_drop.to(do.dtype), do, DOT_PRECISION, UPCAST_DOT)
+        dst = pt * (dpt - delta[None, :])
+        dk += _dot(dst.to(q.dtype), q, DOT_PRECISION, UPCAST_DOT)
+    return dk, dv
 
 
 @triton.autotune(configs=DKDV_CONFIGS, key=AUTOTUNE_KEY, prune_configs_by={"early_config_prune": _prune_for_head_dim})
@@ -323,39 +390,30 @@ def _bwd_dkdv(
     v = tl.load(V + b * svb + hk * svh + offs_n[:, None] * svn + offs_d[None, :] * svd, mask=kv_inside, other=0.0)
     dk = tl.zeros([BLOCK_N, BLOCK_D], tl.float32)
     dv = tl.zeros([BLOCK_N, BLOCK_D], tl.float32)
-    inv_keep = 1.0 / (1.0 - dropout_p)
     lo = 0
+    diag = 0
     if IS_CAUSAL:
         # Query rows above this block's first key see none of it.
         lo = (start_n * BLOCK_N // BLOCK_M) * BLOCK_M
+        last_key = start_n * BLOCK_N + BLOCK_N - 1
+        diag = tl.maximum(lo, tl.minimum(Sq, (last_key + BLOCK_M - 1) // BLOCK_M * BLOCK_M))
     for g in range(0, GROUP):
         h = hk * GROUP + g
         q_base = Q + b * sqb + h * sqh
         do_base = DO + b * sdob + h * sdoh
         mask_base = Mask + b * smb + h * smh
         row_base = (b * Hq + h) * Sq
-        for start_m in range(lo, Sq, BLOCK_M):
-            offs_m = start_m + tl.arange(0, BLOCK_M)
-            row_ok = offs_m < Sq
-            q_inside = row_ok[:, None] & d_ok[None, :]
-            q = tl.load(q_base + offs_m[:, None] * sqm + offs_d[None, :] * sqd, mask=q_inside, other=0.0)
-            do = tl.load(do_base + offs_m[:, None] * sdom + offs_d[None, :] * sdod, mask=q_inside, other=0.0)
-            # Rows past the end read lse = +inf, so their probabilities are exactly 0.
-            lse = tl.load(Lse + b * slb + h * slh + offs_m * slm, mask=row_ok, other=float("inf"))
-            delta = tl.load(Delta + row_base + offs_m, mask=row_ok, other=0.0)
-            st = _dot(k, tl.trans(q), DOT_PRECISION, UPCAST_DOT) * scale_log2
-            st = _scores_log2(st, offs_m, offs_n, Sq, Skv, mask_base, smm, smn, IS_CAUSAL, MASK_KIND, True)
-            pt = tl.exp2(st - lse[None, :] * _LOG2E)
-            dpt = _dot(v, tl.trans(do), DOT_PRECISION, UPCAST_DOT)
-            if HAS_DROPOUT:
-                keep = _dropout_keep(seed, rng_offset, dropout_p, row_base, offs_m, offs_n, Skv, True)
-                pt_drop = tl.where(keep, pt * inv_keep, 0.0)
-                dpt = tl.where(keep, dpt * inv_keep, 0.0)
-            else:
-                pt_drop = pt
-            dv += _dot(pt_drop.to(do.dtype), do, DOT_PRECISION, UPCAST_DOT)
-            dst = pt * (dpt - delta[None, :])
-            dk += _dot(dst.to(q.dtype), q, DOT_PRECISION, UPCAST_DOT)
+        # Query blocks from `diag` on lie below the diagonal: every row sees every key of this block.
+        dk, dv = _dkdv_blocks(
+            dk, dv, k, v, q_base, do_base, mask_base, Lse + b * slb + h * slh, Delta + row_base, offs_n, offs_d, d_ok,
+            sqm, sqd, sdom, sdod, slm, smm, smn, Sq, Skv, scale_log2, dropout_p, seed, rng_offset, row_base, lo, diag,
+            IS_CAUSAL, MASK_KIND, HAS_DROPOUT, DOT_PRECISION, UPCAST_DOT, BLOCK_M, True,
+        )  # fmt: skip
+        dk, dv = _dkdv_blocks(
+            dk, dv, k, v, q_base, do_base, mask_base, Lse + b * slb + h * slh, Delta + row_base, offs_n, offs_d, d_ok,
+            sqm, sqd, sdom, sdod, slm, smm, smn, Sq, Skv, scale_log2, dropout_p, seed, rng_offset, row_base, diag, Sq,
+            IS_CAUSAL, MASK_KIND, HAS_DROPOUT, DOT_PRECISION, UPCAST_DOT, BLOCK_M, False,
+        )  # fmt: skip
     dk = dk * scale
     tl.store(
         DK + b * sdkb + hk * sdkh + offs_n[:, None] * sdkn + offs_d[None, :] * sdkd,
@@ -367,6 +425,33 @@ def _bwd_dkdv(
         dv.to(DV.dtype.element_ty),
         mask=kv_inside,
     )
+
+
+@triton.jit
+def _dq_blocks(
+    dq, q, do, lse, delta, k_base, v_base, mask_base, offs_m, offs_d, d_ok, skn, skd, svn, svd, smm, smn,
+    Sq, Skv, scale_log2, dropout_p, seed, rng_offset, row_base, lo, hi,
+    IS_CAUSAL: tl.constexpr, MASK_KIND: tl.constexpr, HAS_DROPOUT: tl.constexpr, DOT_PRECISION: tl.constexpr,
+    UPCAST_DOT: tl.constexpr, BLOCK_N: tl.constexpr, EDGE: tl.constexpr,
+):  # fmt: skip
+    """dQ of one query block from key blocks [lo, hi)."""
+    inv_keep = 1.0 / (1.0 - dropout_p)
+    for start_n in range(lo, hi, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        col_ok = offs_n < Skv
+        kv_inside = col_ok[:, None] & d_ok[None, :]
+        k = tl.load(k_base + offs_n[:, None] * skn + offs_d[None, :] * skd, mask=kv_inside, other=0.0)
+        v = tl.load(v_base + offs_n[:, None] * svn + offs_d[None, :] * svd, mask=kv_inside, other=0.0)
+        s = _dot(q, tl.trans(k), DOT_PRECISION, UPCAST_DOT) * scale_log2
+        s = _scores_log2(s, offs_m, offs_n, Sq, Skv, mask_base, smm, smn, IS_CAUSAL, MASK_KIND, False, EDGE)
+        p = tl.exp2(s - lse[:, None] * _LOG2E)
+        dp = _dot(do, tl.trans(v), DOT_PRECISION, UPCAST_DOT)
+        if HAS_DROPOUT:
+            keep = _dropout_keep(seed, rng_offset, dropout_p, row_base, offs_m, offs_n, Skv, False)
+            dp = tl.where(keep, dp * inv_keep, 0.0)
+        ds = p * (dp - delta[:, None])
+        dq += _dot(ds.to(k.dtype), k, DOT_PRECISION, UPCAST_DOT)
+    return dq
 
 
 @triton.autotune(configs=DQ_CONFIGS, key=AUTOTUNE_KEY, prune_configs_by={"early_config_prune": _prune_for_head_dim})
@@ -443,26 +528,23 @@ def _bwd_dq(
     k_base = K + b * skb + hk * skh
     v_base = V + b * svb + hk * svh
     mask_base = Mask + b * smb + h * smh
-    inv_keep = 1.0 / (1.0 - dropout_p)
     dq = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
+    # As in the forward pass: key blocks before `full` need no bounds or causal test.
+    full = (Skv // BLOCK_N) * BLOCK_N
     hi = Skv
     if IS_CAUSAL:
+        full = tl.minimum(full, (start_m * BLOCK_M // BLOCK_N) * BLOCK_N)
         hi = tl.minimum(Skv, (start_m + 1) * BLOCK_M)
-    for start_n in range(0, hi, BLOCK_N):
-        offs_n = start_n + tl.arange(0, BLOCK_N)
-        col_ok = offs_n < Skv
-        kv_inside = col_ok[:, None] & d_ok[None, :]
-        k = tl.load(k_base + offs_n[:, None] * skn + offs_d[None, :] * skd, mask=kv_inside, other=0.0)
-        v = tl.load(v_base + offs_n[:, None] * svn + offs_d[None, :] * svd, mask=kv_inside, other=0.0)
-        s = _dot(q, tl.trans(k), DOT_PRECISION, UPCAST_DOT) * scale_log2
-        s = _scores_log2(s, offs_m, offs_n, Sq, Skv, mask_base, smm, smn, IS_CAUSAL, MASK_KIND, False)
-        p = tl.exp2(s - lse[:, None] * _LOG2E)
-        dp = _dot(do, tl.trans(v), DOT_PRECISION, UPCAST_DOT)
-        if HAS_DROPOUT:
-            keep = _dropout_keep(seed, rng_offset, dropout_p, row_base, offs_m, offs_n, Skv, False)
-            dp = tl.where(keep, dp * inv_keep, 0.0)
-        ds = p * (dp - delta[:, None])
-        dq += _dot(ds.to(k.dtype), k, DOT_PRECISION, UPCAST_DOT)
+    dq = _dq_blocks(
+        dq, q, do, lse, delta, k_base, v_base, mask_base, offs_m, offs_d, d_ok, skn, skd, svn, svd, smm, smn,
+        Sq, Skv, scale_log2, dropout_p, seed, rng_offset, row_base, 0, full,
+        IS_CAUSAL, MASK_KIND, HAS_DROPOUT, DOT_PRECISION, UPCAST_DOT, BLOCK_N, False,
+    )  # fmt: skip
+    dq = _dq_blocks(
+        dq, q, do, lse, delta, k_base, v_base, mask_base, offs_m, offs_d, d_ok, skn, skd, svn, svd, smm, smn,
+        Sq, Skv, scale_log2, dropout_p, seed, rng_offset, row_base, full, hi,
+        IS_CAUSAL, MASK_KIND, HAS_DROPOUT, DOT_PRECISION, UPCAST_DOT, BLOCK_N, True,
+    )  # fmt: skip
     dq = dq * scale
     tl.store(
         DQ + b * sdqb + h * sdqh + offs_m[:, None] * sdqm + offs_d[None, :] * sdqd,
