@@ -3,7 +3,8 @@
 Forward: one program per (query block, query head, batch) walks the key blocks with the online softmax
 (running max ``m``, running sum ``l``, rescaled accumulator), in base 2 (``exp2`` with the scale folded
 into ``log2 e``), and stores ``lse`` (natural log) for the backward pass. Causal programs stop at the
-diagonal; fully masked rows keep ``m = -inf`` and finish as zeros with ``lse = +inf``.
+diagonal; fully masked rows keep ``m = -inf`` and finish as zeros with ``lse = +inf``. Every loop runs in
+two parts: whole blocks off the diagonal, compiled without bounds or causal tests, then edge blocks.
 
 Backward, without atomics (each output block has one writer, so autotuning may rerun any kernel):
 ``_bwd_preprocess`` computes ``delta = rowsum(dO * O)``; ``_bwd_dkdv`` owns a key block of one key/value
