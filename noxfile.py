@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 from pathlib import Path
 
 import nox
@@ -21,6 +22,9 @@ TEST_PATHS = [f"{p}/tests" for p in PACKAGES]
 # (elsewhere pip would fetch a multi-GB CUDA build), so oracle tests skip where it is absent.
 ORACLE = "torch==2.13.0"
 ORACLE_PYTHON = "3.11"
+TRITON = "triton"
+# The Triton kernels' tests: they skip in the plain sessions, which have no Triton.
+TRITON_TESTS = ["packages/sdpa/tests/test_flash_triton.py", "packages/sdpa/tests/test_triton_philox.py"]
 
 
 def _find_pyenv_interpreters() -> None:
@@ -106,6 +110,27 @@ def bench(session: nox.Session) -> None:
     session.run("python", "tools/bench/logs.py")
     session.run("python", "tools/bench/eager.py")
     session.run("python", "tools/bench/store.py")
+
+
+def run_triton_tests(session: nox.Session, env: dict[str, str]) -> None:
+    install_ember(session)
+    install_test_deps(session)
+    session.install(TRITON)
+    session.run("pytest", *TRITON_TESTS, *session.posargs, env=env)
+
+
+@nox.session(python=ORACLE_PYTHON)
+def triton_interpret(session: nox.Session) -> None:
+    """The Triton kernels on the CPU, through Triton's interpreter (no GPU needed)."""
+    run_triton_tests(session, {"TRITON_INTERPRET": "1"})
+
+
+@nox.session(python=ORACLE_PYTHON)
+def cuda(session: nox.Session) -> None:
+    """The Triton kernels compiled for the GPU; skips on machines without one."""
+    if shutil.which("nvidia-smi") is None:
+        session.skip("no NVIDIA GPU here (nvidia-smi not found); run `nox -s triton_interpret` for the CPU")
+    run_triton_tests(session, {"TRITON_INTERPRET": "0"})
 
 
 @nox.session(python="3.11")
