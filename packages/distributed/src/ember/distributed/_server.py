@@ -28,6 +28,7 @@ from typing import cast
 
 import uvloop
 
+from ember.distributed import _fastpath as fastpath
 from ember.distributed._protocol import (
     HEADER,
     HELLO_REPLY,
@@ -226,10 +227,18 @@ class _Connection(asyncio.Protocol):
         size = len(data)
         pos = 0
         replies: list[bytes] = []
-        max_size = self.state.max_value_size
+        state = self.state
+        max_size = state.max_value_size
         header_size = HEADER.size
         try:
-            while self.waiter is None and size - pos >= header_size:
+            while self.waiter is None:
+                if self.greeted:
+                    # The common frames in C++; it stops at the first one these handlers must run.
+                    pos, answered = fastpath.run(data, pos, state.data, state.waiting, max_size)
+                    if answered:
+                        replies.append(answered)
+                if size - pos < header_size:
+                    break
                 length, op = HEADER.unpack_from(data, pos)
                 handler = HANDLERS.get(op) if self.greeted else _Connection.hello
                 if handler is None or length > max_size or not self.greeted:
