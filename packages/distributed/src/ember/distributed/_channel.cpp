@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
@@ -122,8 +123,7 @@ class Channel {
     std::memcpy(&out_[0], &length, 4);
     out_[4] = static_cast<char>(op);
     if (within_us != within_us_) set_timeouts(within_us);
-    send_all();
-    const size_t reply = receive_frame();
+    const size_t reply = round_trip();
     const int status = static_cast<unsigned char>(buf_[4]);
     py::bytes body(buf_ + kHeader, reply);
     consume(kHeader + reply);
@@ -140,69 +140,59 @@ class Channel {
     within_us_ = within_us;
   }
 
-  void send_all() {
-    size_t sent_total = 0;
-    while (sent_total < out_.size()) {
-      ssize_t sent;
-      int error = 0;
-      {
-        py::gil_scoped_release nogil;
-        sent = send(fd_, out_.data() + sent_total, out_.size() - sent_total, MSG_NOSIGNAL);
-        if (sent < 0) error = errno;
-      }
-      if (sent < 0) {
-        if (error == EINTR) {
-          if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-          continue;
-        }
-        raise_errno(error);
-      }
-      sent_total += static_cast<size_t>(sent);
-    }
-  }
-
-  // Reads until buf_ starts with a whole frame; returns its body length.
-  size_t receive_frame() {
+  // Sends out_ and reads until buf_ starts with a whole frame; returns its body length. The GIL
+  // is released once for both: a thread that retook it between the send and the recv would only
+  // queue behind the process's other threads for it, twice per call.
+  size_t round_trip() {
+    size_t sent = 0;
     while (true) {
-      size_t want;
-      if (len_ >= kHeader) {
-        const size_t body = load_u32(buf_);
-        if (len_ >= kHeader + body) return body;
-        want = kHeader + body - len_;
-      } else {
-        want = kHeader - len_;
-      }
-      reserve(len_ + (want > kChunk ? want : kChunk));
-      ssize_t got;
+      size_t body = 0;
+      const bool whole = has_frame(body);
+      if (whole && sent == out_.size()) return body;
+      if (!whole) reserve(len_ + std::max(wanted(), kChunk));
       int error = 0;
+      bool closed = false;
       {
         py::gil_scoped_release nogil;
-        // Read on without the GIL while the reply is incomplete: most replies take one recv.
-        while (true) {
-          got = recv(fd_, buf_ + len_, cap_ - len_, 0);
-          if (got <= 0) {
-            if (got < 0) error = errno;
+        while (sent < out_.size()) {
+          const ssize_t n = send(fd_, out_.data() + sent, out_.size() - sent, MSG_NOSIGNAL);
+          if (n < 0) {
+            error = errno;
             break;
           }
-          len_ += static_cast<size_t>(got);
-          if (len_ < kHeader) continue;
-          const size_t body = load_u32(buf_);
-          if (len_ >= kHeader + body || cap_ < kHeader + body) break;
+          sent += static_cast<size_t>(n);
+        }
+        // Read on while the reply is incomplete and fits: most replies take one recv.
+        while (error == 0 && !has_frame(body) && len_ + wanted() <= cap_) {
+          const ssize_t n = recv(fd_, buf_ + len_, cap_ - len_, 0);
+          if (n <= 0) {
+            if (n < 0) error = errno;
+            closed = n == 0;
+            break;
+          }
+          len_ += static_cast<size_t>(n);
         }
       }
-      if (got == 0) {
+      if (closed) {
         PyErr_SetString(PyExc_ConnectionResetError, "the server closed the connection");
         throw py::error_already_set();
       }
-      if (got < 0) {
-        if (error == EINTR) {
-          if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-          continue;
-        }
+      if (error == EINTR) {
+        if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+      } else if (error != 0) {
         raise_errno(error);
       }
     }
   }
+
+  bool has_frame(size_t& body) const {
+    if (len_ < kHeader) return false;
+    body = load_u32(buf_);
+    return len_ >= kHeader + body;
+  }
+
+  // How many more bytes the frame at the front of buf_ needs (at least its header's).
+  size_t wanted() const { return len_ < kHeader ? kHeader - len_ : kHeader + load_u32(buf_) - len_; }
 
   void reserve(size_t capacity) {
     if (capacity <= cap_) return;

@@ -1,12 +1,13 @@
 // The server's hot requests in C++, run from the uvloop protocol's data_received.
 //
-// ``run(data, pos, keys, waiting, max_size)`` answers, in order, the complete frames of ``data``
-// from ``pos`` that need nothing but the key dict: SET and ADD on keys nobody waits for, GET and
-// WAIT on keys that exist, CHECK. It stops at the first frame it does not take (another opcode, a
-// write that would wake a waiter, a read that would park, anything malformed or unusual, a frame
-// not yet whole) and returns (position, replies); the Python handlers then run that frame, with
-// their full semantics and error messages, and call back in. The keys stay in the Python dict the
-// rest of the server uses, so the two paths can never disagree about the store's contents.
+// A Runner answers, in order, the complete frames of the bytes a connection read that need nothing
+// but the key dict: SET and ADD on keys nobody waits for, GET and WAIT on keys that exist, CHECK.
+// It stops at the first frame it does not take (another opcode, a write that would wake a waiter,
+// a read that would park, anything malformed or unusual, a frame not yet whole); the Python
+// handlers run that frame with their full semantics and error messages, and call back in. The keys
+// stay in the Python dict the rest of the server uses, so the two paths never disagree about the
+// store's contents. uvloop calls the Runner's ``feed`` directly as the protocol's data_received,
+// so a read of common requests runs no Python code at all.
 
 #include <pybind11/pybind11.h>
 
@@ -172,29 +173,71 @@ int run_frame(uint8_t op, Fields body, PyObject* keys, PyObject* waiting, std::s
   }
 }
 
-py::tuple run(const py::bytes& data, Py_ssize_t pos, const py::dict& keys, const py::dict& waiting,
-              Py_ssize_t max_size) {
-  const char* base = PyBytes_AS_STRING(data.ptr());
-  const Py_ssize_t size = PyBytes_GET_SIZE(data.ptr());
-  std::string out;
-  while (size - pos >= static_cast<Py_ssize_t>(kHeader)) {
-    uint32_t length;
-    std::memcpy(&length, base + pos, 4);
-    const uint8_t op = static_cast<uint8_t>(base[pos + 4]);
-    if (static_cast<Py_ssize_t>(length) > max_size || size - pos - static_cast<Py_ssize_t>(kHeader) < length) break;
-    const char* start = base + pos + kHeader;
-    const int done = run_frame(op, Fields{start, start + length}, keys.ptr(), waiting.ptr(), out);
-    if (done < 0) throw py::error_already_set();
-    if (done == 0) break;
-    pos += static_cast<Py_ssize_t>(kHeader) + length;
+// One connection's C++ side. uvloop calls ``feed`` as the protocol's data_received: while
+// ``enabled`` (the Python side keeps it so: greeted, nothing buffered, no parked request) it answers
+// the leading frames itself, writes their replies, and hands only what is left to ``fallback``
+// (data, position), the Python protocol's own data_received. ``run`` serves that Python loop.
+class Runner {
+ public:
+  Runner(py::dict keys, py::dict waiting, Py_ssize_t max_size, py::object fallback)
+      : keys_(std::move(keys)), waiting_(std::move(waiting)), max_size_(max_size), fallback(std::move(fallback)) {}
+
+  void feed(const py::bytes& data) {
+    if (!enabled) {
+      fallback(data, 0);
+      return;
+    }
+    std::string out;
+    const Py_ssize_t pos = run_frames(data, 0, out);
+    if (!out.empty() && !write.is_none()) write(py::bytes(out));
+    if (pos < PyBytes_GET_SIZE(data.ptr())) fallback(data, pos);
   }
-  return py::make_tuple(pos, py::bytes(out));
-}
+
+  // (position after the frames answered, their replies).
+  py::tuple run(const py::bytes& data, Py_ssize_t pos) {
+    std::string out;
+    pos = run_frames(data, pos, out);
+    return py::make_tuple(pos, py::bytes(out));
+  }
+
+  bool enabled = false;
+  py::object write = py::none();  // the transport's write, once connected
+  py::object fallback;
+
+ private:
+  Py_ssize_t run_frames(const py::bytes& data, Py_ssize_t pos, std::string& out) {
+    const char* base = PyBytes_AS_STRING(data.ptr());
+    const Py_ssize_t size = PyBytes_GET_SIZE(data.ptr());
+    while (size - pos >= static_cast<Py_ssize_t>(kHeader)) {
+      uint32_t length;
+      std::memcpy(&length, base + pos, 4);
+      const uint8_t op = static_cast<uint8_t>(base[pos + 4]);
+      if (static_cast<Py_ssize_t>(length) > max_size_ || size - pos - static_cast<Py_ssize_t>(kHeader) < length) break;
+      const char* start = base + pos + kHeader;
+      const int done = run_frame(op, Fields{start, start + length}, keys_.ptr(), waiting_.ptr(), out);
+      if (done < 0) throw py::error_already_set();
+      if (done == 0) break;
+      pos += static_cast<Py_ssize_t>(kHeader) + length;
+    }
+    return pos;
+  }
+
+  py::dict keys_;
+  py::dict waiting_;
+  Py_ssize_t max_size_;
+};
 
 }  // namespace
 
 PYBIND11_MODULE(_fastpath, m) {
   m.doc() = "The TCPStore server's common requests, answered from the key dict in C++.";
-  m.def("run", &run, py::arg("data"), py::arg("pos"), py::arg("keys"), py::arg("waiting"), py::arg("max_size"),
-        "Answer the leading frames of data[pos:] that need only the keys; return (position, replies).");
+  py::class_<Runner>(m, "Runner")
+      .def(py::init<py::dict, py::dict, Py_ssize_t, py::object>(), py::arg("keys"), py::arg("waiting"),
+           py::arg("max_size"), py::arg("fallback"))
+      .def("feed", &Runner::feed, py::arg("data"), "The protocol's data_received.")
+      .def("run", &Runner::run, py::arg("data"), py::arg("pos"),
+           "Answer the leading frames of data[pos:] that need only the keys; return (position, replies).")
+      .def_readwrite("enabled", &Runner::enabled)
+      .def_readwrite("write", &Runner::write)
+      .def_readwrite("fallback", &Runner::fallback);
 }

@@ -156,11 +156,21 @@ class _Connection(asyncio.Protocol):
         self.greeted = False
         self.paused = False
         self.peer: object = None
+        self.runner = fastpath.Runner(state.data, state.waiting, state.max_value_size, self.received)
+        # uvloop calls the C++ side directly; it hands back to received() what it does not take.
+        self.data_received = self.runner.feed  # type: ignore[method-assign]
+
+    def refresh(self) -> None:
+        """Let the C++ side take reads again once nothing is buffered or parked."""
+        self.runner.enabled = (
+            self.greeted and self.waiter is None and not self.buffer and self.transport is not None
+        )
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's does not subclass it
         self.peer = transport.get_extra_info("peername")
         self.state.connections.add(self)
+        self.runner.write = self.transport.write
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self.waiter is not None:
@@ -169,6 +179,15 @@ class _Connection(asyncio.Protocol):
         self.state.connections.discard(self)
         self.transport = None
         self.buffer.clear()
+        # The runner refers back to this protocol and its transport: break the cycle.
+        self.runner.enabled = False
+        self.runner.write = None
+        self.runner.fallback = None
+
+    def received(self, data: bytes, pos: int) -> None:
+        """The bytes read from ``pos`` on that the C++ side did not answer."""
+        _Connection.data_received(self, data[pos:] if pos else data)
+        self.refresh()
 
     def data_received(self, data: bytes) -> None:
         if self.buffer or self.waiter is not None:
@@ -194,6 +213,8 @@ class _Connection(asyncio.Protocol):
         if self.buffer:
             # Later, not now: running them here would nest one connection's work inside another's.
             asyncio.get_running_loop().call_soon(self.drain)
+        else:
+            self.refresh()
 
     def drain(self) -> None:
         buffer = self.buffer
@@ -204,6 +225,7 @@ class _Connection(asyncio.Protocol):
             return  # a large frame still arriving: copy nothing until it is whole
         pos = self.run_frames(bytes(buffer))
         del buffer[:pos]
+        self.refresh()
 
     def send(self, data: bytes) -> None:
         if self.transport is not None:
@@ -234,7 +256,7 @@ class _Connection(asyncio.Protocol):
             while self.waiter is None:
                 if self.greeted:
                     # The common frames in C++; it stops at the first one these handlers must run.
-                    pos, answered = fastpath.run(data, pos, state.data, state.waiting, max_size)
+                    pos, answered = self.runner.run(data, pos)
                     if answered:
                         replies.append(answered)
                 if size - pos < header_size:
