@@ -2,9 +2,14 @@
 
 One thread runs the loop; every key, waiter and connection is touched only from it, so nothing
 needs a lock except the join count, which the master's own thread waits on. Each connection is an
-``asyncio.Protocol``: ``data_received`` runs every complete frame it has (straight from the bytes
-read, when nothing was left over from before) and writes all the replies in one
+``asyncio.Protocol`` whose ``data_received`` is a C++ ``Runner`` (``_fastpath.cpp``): uvloop calls
+it with the bytes read, it answers the common requests (SET, ADD, GET, WAIT, CHECK that need only
+the key dict) and writes their replies, and it hands the rest, from the first frame it does not
+take, to ``received``: these Python handlers, which run every complete frame (straight from the
+bytes read, when nothing was left over from before) and write all the replies in one
 ``transport.write``, so a client that pipelines costs one write per read, not one per request.
+The Python side keeps the runner disabled while it buffers bytes or parks a request, so replies
+stay in request order.
 
 Blocking requests (``GET``, ``WAIT`` and ``MULTI_GET`` on keys not yet set) become waiters: the
 server answers them when a write sets their last missing key, or when their timer (a libuv timer,
@@ -162,9 +167,7 @@ class _Connection(asyncio.Protocol):
 
     def refresh(self) -> None:
         """Let the C++ side take reads again once nothing is buffered or parked."""
-        self.runner.enabled = (
-            self.greeted and self.waiter is None and not self.buffer and self.transport is not None
-        )
+        self.runner.enabled = self.greeted and self.waiter is None and not self.buffer and self.transport is not None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's does not subclass it

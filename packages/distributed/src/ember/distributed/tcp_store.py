@@ -2,17 +2,20 @@
 
 The process created with ``is_master=True`` starts the server (``_server.py``, uvloop in a daemon
 thread) and then, like every other process, talks to it through one blocking TCP socket. The
-client is plain synchronous code: each call sends one request frame and reads its reply. Writes
-are acknowledged too (PyTorch's are not): when ``set`` returns, every client sees the value, which
-an out-of-band handshake between ranks (a collective, a file) can rely on. A lock makes a store
-safe to share between threads, one request at a time, as PyTorch's is.
+client is synchronous: each call sends one request frame and reads its reply. The socket belongs
+to this class (connecting, closing); the exchange on it is a ``Channel`` (``_channel.cpp``), which
+encodes the common request bodies, sends, and reads the whole reply with the GIL released once,
+so that a call costs the process's other threads two GIL handoffs and little Python. Writes are
+acknowledged too (PyTorch's are not): when ``set`` returns, every client sees the value, which an
+out-of-band handshake between ranks (a collective, a file) can rely on. A lock makes a store safe
+to share between threads, one request at a time, as PyTorch's is.
 
 Timeouts. A blocking read (``get``, ``wait``, ``multi_get``) sends its timeout to the server,
 which parks the request and answers when the keys appear or the time is up; the client never
 polls. The socket's own receive timeout (``SO_RCVTIMEO``, so the kernel enforces it without an
-extra ``poll`` per call) is that timeout plus a grace period, the backstop for a server that stops
-answering; after it fires the connection is in an unknown state, so it is dropped and the next
-call reconnects.
+extra ``poll`` per call; the channel sets it only when it changes) is that timeout plus a grace
+period, the backstop for a server that stops answering; after it fires the connection is in an
+unknown state, so it is dropped and the next call reconnects.
 
 Connecting retries with exponential backoff and jitter until the store's timeout, because workers
 routinely start before the master's server listens. ``wait_for_workers`` with a ``world_size``
@@ -245,6 +248,9 @@ class TCPStore(Store):
                 status, reply = channel.request(op, keys, value, within_us)
             except OSError as error:
                 raise self._failed(error, op, keys, within_us) from error
+            except BaseException:
+                self._drop()  # interrupted (KeyboardInterrupt) mid-exchange: its reply would come out of step
+                raise
         if status == _OK:
             return reply
         raise self._refused(status, reply, op, keys, value)
@@ -257,6 +263,9 @@ class TCPStore(Store):
                 status, reply = channel.call(op, body, self._reply_within_us)
             except OSError as error:
                 raise self._failed(error, op, name, self._reply_within_us) from error
+            except BaseException:
+                self._drop()
+                raise
         if status == _OK:
             return reply
         raise self._refused(status, reply, op, name, None)
