@@ -184,13 +184,14 @@ class Runner {
 
   void feed(const py::bytes& data) {
     if (!enabled) {
-      fallback(data, 0);
+      if (!fallback.is_none()) fallback(data, 0);
       return;
     }
     std::string out;
     const Py_ssize_t pos = run_frames(data, 0, out);
     if (!out.empty() && !write.is_none()) write(py::bytes(out));
-    if (pos < PyBytes_GET_SIZE(data.ptr())) fallback(data, pos);
+    // The write may have lost the connection, which clears the fallback.
+    if (pos < PyBytes_GET_SIZE(data.ptr()) && !fallback.is_none()) fallback(data, pos);
   }
 
   // (position after the frames answered, their replies).
