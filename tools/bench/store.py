@@ -1,12 +1,13 @@
 """Ember's TCPStore against PyTorch's libuv TCPStore: N clients doing set/add/get/wait, one run.
 
-    python tools/bench/store.py [--clients 16 64 256] [--processes 4] [--ops 20000] [--rounds 3]
+    python tools/bench/store.py [--clients 16 64 256] [--processes 4] [--ops 100000] [--rounds 3]
 
 Each case is a real rendezvous: this process is the master (its store's server runs in a thread of
 it, for both libraries), and N clients (``--processes`` processes x N/processes threads, one store
-each) join with ``world_size=N+1``. The clients import everything first and then wait for one
-signal, so that "connect" times only the connecting: from the signal until the master's
-constructor returns, which is when all N+1 stores have joined. Then every client runs the same
+each) connect and join with ``world_size=N``. The clients import everything first and then wait
+for one signal, so that "connect" times only the connecting: from the signal until the last
+client's constructor has returned (connected, handshaken, joined). Then each client warms up (a
+few untimed requests on keys of its own) and, once all have, every client runs the same
 loop of set, add (one shared counter), get and wait on its own keys until ``--ops`` requests are
 done in total; "ops/s" is that total over the time from the start signal (a key the master sets)
 until the last client has finished. Rounds alternate the two libraries; each case reports its
@@ -26,6 +27,7 @@ from datetime import timedelta
 os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
 TIMEOUT = timedelta(seconds=120)
 PAYLOAD = b"x" * 64
+WARMUP = 5
 
 
 def _library(name: str):
@@ -47,6 +49,12 @@ def _client_process(library, port, threads, first_id, clients, iterations, ready
         connected_at.append(time.monotonic())
         if len(connected_at) == threads:
             results.put(max(connected_at))
+        # Untimed warm-up on keys of its own, so that the timed loop runs warm code on both sides.
+        for i in range(WARMUP):
+            store.set(f"w{cid}/{i}", PAYLOAD)
+            store.get(f"w{cid}/{i}")
+        if store.add("warm", 1) == clients:
+            store.set("all-warm", "1")
         store.wait(["start"])
         for i in range(iterations):
             key = f"c{cid}/{i}"
@@ -91,6 +99,7 @@ def run_case(library: str, clients: int, processes: int, total_ops: int) -> tupl
     go.set()
     connected_at = [results.get(timeout=TIMEOUT.total_seconds()) for _ in children]
     connected = max(connected_at) - began
+    master.wait(["all-warm"])
     started = time.monotonic()
     master.set("start", "1")
     master.wait(["all-done"])
@@ -105,7 +114,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, nargs="+", default=[16, 64, 256])
     parser.add_argument("--processes", type=int, default=4)
-    parser.add_argument("--ops", type=int, default=20_000)
+    parser.add_argument("--ops", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
 

@@ -2,9 +2,14 @@
 
 One thread runs the loop; every key, waiter and connection is touched only from it, so nothing
 needs a lock except the join count, which the master's own thread waits on. Each connection is an
-``asyncio.Protocol``: ``data_received`` runs every complete frame it has (straight from the bytes
-read, when nothing was left over from before) and writes all the replies in one
+``asyncio.Protocol`` whose ``data_received`` is a C++ ``Runner`` (``_fastpath.cpp``): uvloop calls
+it with the bytes read, it answers the common requests (SET, ADD, GET, WAIT, CHECK that need only
+the key dict) and writes their replies, and it hands the rest, from the first frame it does not
+take, to ``received``: these Python handlers, which run every complete frame (straight from the
+bytes read, when nothing was left over from before) and write all the replies in one
 ``transport.write``, so a client that pipelines costs one write per read, not one per request.
+The Python side keeps the runner disabled while it buffers bytes or parks a request, so replies
+stay in request order.
 
 Blocking requests (``GET``, ``WAIT`` and ``MULTI_GET`` on keys not yet set) become waiters: the
 server answers them when a write sets their last missing key, or when their timer (a libuv timer,
@@ -28,6 +33,7 @@ from typing import cast
 
 import uvloop
 
+from ember.distributed import _fastpath as fastpath
 from ember.distributed._protocol import (
     HEADER,
     HELLO_REPLY,
@@ -155,11 +161,19 @@ class _Connection(asyncio.Protocol):
         self.greeted = False
         self.paused = False
         self.peer: object = None
+        self.runner = fastpath.Runner(state.data, state.waiting, state.max_value_size, self.received)
+        # uvloop calls the C++ side directly; it hands back to received() what it does not take.
+        self.data_received = self.runner.feed  # type: ignore[method-assign]
+
+    def refresh(self) -> None:
+        """Let the C++ side take reads again once nothing is buffered or parked."""
+        self.runner.enabled = self.greeted and self.waiter is None and not self.buffer and self.transport is not None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's does not subclass it
         self.peer = transport.get_extra_info("peername")
         self.state.connections.add(self)
+        self.runner.write = self.transport.write
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self.waiter is not None:
@@ -168,6 +182,15 @@ class _Connection(asyncio.Protocol):
         self.state.connections.discard(self)
         self.transport = None
         self.buffer.clear()
+        # The runner refers back to this protocol and its transport: break the cycle.
+        self.runner.enabled = False
+        self.runner.write = None
+        self.runner.fallback = None
+
+    def received(self, data: bytes, pos: int) -> None:
+        """The bytes read from ``pos`` on that the C++ side did not answer."""
+        _Connection.data_received(self, data[pos:] if pos else data)
+        self.refresh()
 
     def data_received(self, data: bytes) -> None:
         if self.buffer or self.waiter is not None:
@@ -193,6 +216,8 @@ class _Connection(asyncio.Protocol):
         if self.buffer:
             # Later, not now: running them here would nest one connection's work inside another's.
             asyncio.get_running_loop().call_soon(self.drain)
+        else:
+            self.refresh()
 
     def drain(self) -> None:
         buffer = self.buffer
@@ -203,6 +228,7 @@ class _Connection(asyncio.Protocol):
             return  # a large frame still arriving: copy nothing until it is whole
         pos = self.run_frames(bytes(buffer))
         del buffer[:pos]
+        self.refresh()
 
     def send(self, data: bytes) -> None:
         if self.transport is not None:
@@ -226,10 +252,18 @@ class _Connection(asyncio.Protocol):
         size = len(data)
         pos = 0
         replies: list[bytes] = []
-        max_size = self.state.max_value_size
+        state = self.state
+        max_size = state.max_value_size
         header_size = HEADER.size
         try:
-            while self.waiter is None and size - pos >= header_size:
+            while self.waiter is None:
+                if self.greeted:
+                    # The common frames in C++; it stops at the first one these handlers must run.
+                    pos, answered = self.runner.run(data, pos)
+                    if answered:
+                        replies.append(answered)
+                if size - pos < header_size:
+                    break
                 length, op = HEADER.unpack_from(data, pos)
                 handler = HANDLERS.get(op) if self.greeted else _Connection.hello
                 if handler is None or length > max_size or not self.greeted:

@@ -2,17 +2,20 @@
 
 The process created with ``is_master=True`` starts the server (``_server.py``, uvloop in a daemon
 thread) and then, like every other process, talks to it through one blocking TCP socket. The
-client is plain synchronous code: each call sends one request frame and reads its reply. Writes
-are acknowledged too (PyTorch's are not): when ``set`` returns, every client sees the value, which
-an out-of-band handshake between ranks (a collective, a file) can rely on. A lock makes a store
-safe to share between threads, one request at a time, as PyTorch's is.
+client is synchronous: each call sends one request frame and reads its reply. The socket belongs
+to this class (connecting, closing); the exchange on it is a ``Channel`` (``_channel.cpp``), which
+encodes the common request bodies, sends, and reads the whole reply with the GIL released once,
+so that a call costs the process's other threads two GIL handoffs and little Python. Writes are
+acknowledged too (PyTorch's are not): when ``set`` returns, every client sees the value, which an
+out-of-band handshake between ranks (a collective, a file) can rely on. A lock makes a store safe
+to share between threads, one request at a time, as PyTorch's is.
 
 Timeouts. A blocking read (``get``, ``wait``, ``multi_get``) sends its timeout to the server,
 which parks the request and answers when the keys appear or the time is up; the client never
 polls. The socket's own receive timeout (``SO_RCVTIMEO``, so the kernel enforces it without an
-extra ``poll`` per call) is that timeout plus a grace period, the backstop for a server that stops
-answering; after it fires the connection is in an unknown state, so it is dropped and the next
-call reconnects.
+extra ``poll`` per call; the channel sets it only when it changes) is that timeout plus a grace
+period, the backstop for a server that stops answering; after it fires the connection is in an
+unknown state, so it is dropped and the next call reconnects.
 
 Connecting retries with exponential backoff and jitter until the store's timeout, because workers
 routinely start before the master's server listens. ``wait_for_workers`` with a ``world_size``
@@ -32,24 +35,22 @@ import time
 import weakref
 from collections.abc import Sequence
 from datetime import timedelta
+from typing import cast
 
 from ember.distributed import _server
+from ember.distributed._channel import BAD_KEY, TOO_LARGE, Channel
 from ember.distributed._protocol import (
-    HEADER,
     HELLO_REPLY,
     HELLO_REQUEST,
     I64,
     MAGIC,
     MAX_TIMEOUT_MS,
-    U32,
-    U64,
     VERSION,
     ErrorKind,
     Op,
     Reader,
     Status,
     field,
-    fields,
 )
 from ember.distributed.store import (
     DEFAULT_TIMEOUT,
@@ -77,11 +78,11 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_VALUE_SIZE = 64 * 1024 * 1024
 # How much longer than a blocking call's own timeout the socket waits for the server's answer.
 REPLY_GRACE = timedelta(seconds=5)
-RECV_SIZE = 65536
 _OK, _TIMEOUT = int(Status.OK), int(Status.TIMEOUT)
+_SET, _GET, _ADD, _WAIT = int(Op.SET), int(Op.GET), int(Op.ADD), int(Op.WAIT)
+_MAX_WAIT_MS = timedelta.max // timedelta(milliseconds=1)
 FIRST_BACKOFF_S = 0.01
 MAX_BACKOFF_S = 1.0
-_TIMEVAL = struct.Struct("@ll")
 
 # multi_tenant servers by port, alive while some store holds them
 _tenants: dict[int, weakref.ref[_server.StoreServer]] = {}
@@ -91,19 +92,20 @@ _tenants_lock = threading.Lock()
 class TCPStore(Store):
     """A key-value store served over TCP by the master process (``torch.distributed.TCPStore``).
 
-    >>> from datetime import timedelta
-    >>> master = TCPStore("127.0.0.1", 0, world_size=1, is_master=True, timeout=timedelta(seconds=5))
-    >>> worker = TCPStore("127.0.0.1", master.port, timeout=timedelta(seconds=5))
-    >>> worker.set("rank0/address", "10.0.0.1:2345")
-    >>> master.get("rank0/address")
-    b'10.0.0.1:2345'
-    >>> master.add("arrived", 1), worker.add("arrived", 1)
-    (1, 2)
+        >>> from datetime import timedelta
+    from typing import cast
+        >>> master = TCPStore("127.0.0.1", 0, world_size=1, is_master=True, timeout=timedelta(seconds=5))
+        >>> worker = TCPStore("127.0.0.1", master.port, timeout=timedelta(seconds=5))
+        >>> worker.set("rank0/address", "10.0.0.1:2345")
+        >>> master.get("rank0/address")
+        b'10.0.0.1:2345'
+        >>> master.add("arrived", 1), worker.add("arrived", 1)
+        (1, 2)
 
-    ``port=0`` on the master asks the OS for a free port; ``port`` tells which. The server always
-    runs on libuv (through uvloop); ``use_libuv`` is accepted for compatibility. ``max_value_size``
-    (not in PyTorch) bounds one request's keys and values together; the master's server enforces
-    it and tells every client at connect time.
+        ``port=0`` on the master asks the OS for a free port; ``port`` tells which. The server always
+        runs on libuv (through uvloop); ``use_libuv`` is accepted for compatibility. ``max_value_size``
+        (not in PyTorch) bounds one request's keys and values together; the master's server enforces
+        it and tells every client at connect time.
     """
 
     def __init__(
@@ -135,10 +137,7 @@ class TCPStore(Store):
         self._host = host_name
         self._lock = threading.Lock()
         self._sock: socket.socket | None = None
-        self._buffer = bytearray()  # the part of a reply that one recv did not complete
-        self._recv_space = bytearray(RECV_SIZE)
-        self._recv_view = memoryview(self._recv_space)
-        self._recv_timeout: timedelta | None = None
+        self._channel: Channel | None = None  # the round trips, on self._sock's descriptor
         self.set_timeout(timeout)
         self._server: _server.StoreServer | None = None
         if is_master:
@@ -149,7 +148,7 @@ class TCPStore(Store):
         self._max_value_size = max_value_size
         self._connect(retry=True)
         if world_size is not None and wait_for_workers:
-            self._call(Op.JOIN, b"")
+            self._call(Op.JOIN, None, None, self._reply_within_us)
             if self._server is not None:
                 self._server.wait_for_joins(world_size, self.timeout)
 
@@ -167,7 +166,7 @@ class TCPStore(Store):
         super().set_timeout(timeout)
         # Precomputed because every request needs them.
         self._timeout_ms = _ms(self.timeout)
-        self._reply_within = plus(self.timeout, REPLY_GRACE)
+        self._reply_within_us = _us(plus(self.timeout, REPLY_GRACE))
 
     @property
     def host(self) -> str:
@@ -183,142 +182,125 @@ class TCPStore(Store):
 
     # -- the Store methods -------------------------------------------------------------------
 
-    # The hot methods check their arguments' types inline: the helpers run only for the odd cases.
+    # The hot methods check their arguments' types inline (the helpers run only for the odd
+    # cases) and hand the key and value to the channel, which encodes the request in C++.
 
     def set(self, key: str, value: str | bytes) -> None:
-        name = (key if type(key) is str else check_key(key)).encode()
-        data = value if type(value) is bytes else to_bytes(value)
-        self._call(Op.SET, U32.pack(len(name)) + name + U32.pack(len(data)) + data, name=key)
+        if type(key) is not str:
+            check_key(key)
+        self._call(_SET, key, value if type(value) is bytes else to_bytes(value), self._reply_within_us)
 
     def get(self, key: str) -> bytes:
-        name = (key if type(key) is str else check_key(key)).encode()
-        return self._call(Op.GET, U32.pack(len(name)) + name + U64.pack(self._timeout_ms), self._timeout, [key])
+        if type(key) is not str:
+            check_key(key)
+        return self._call(_GET, key, self._timeout_ms, self._reply_within_us)
 
     def add(self, key: str, amount: int) -> int:
-        name = (key if type(key) is str else check_key(key)).encode()
+        if type(key) is not str:
+            check_key(key)
         delta = amount if type(amount) is int and INT64_MIN <= amount <= INT64_MAX else check_amount(amount)
-        return I64.unpack(self._call(Op.ADD, U32.pack(len(name)) + name + I64.pack(delta), name=key))[0]
+        return I64.unpack(self._call(_ADD, key, delta, self._reply_within_us))[0]
 
     def compare_set(self, key: str, expected_value: str | bytes, desired_value: str | bytes) -> bytes:
         name = check_key(key)
         body = field(name.encode()) + field(to_bytes(expected_value)) + field(to_bytes(desired_value))
-        return self._call(Op.COMPARE_SET, body, name=name)
+        return self._call_encoded(Op.COMPARE_SET, body, name)
 
     def wait(self, keys: Sequence[str], timeout: timedelta | None = None) -> None:
-        names = check_keys(keys)
+        names = keys if type(keys) is list else check_keys(keys)
         if timeout is None:
-            self._call(Op.WAIT, _keys(names) + U64.pack(self._timeout_ms), self._timeout, names)
+            self._call(_WAIT, names, self._timeout_ms, self._reply_within_us)
         else:
             wait_for = check_timeout(timeout)
-            self._call(Op.WAIT, _keys(names) + U64.pack(_ms(wait_for)), wait_for, names)
+            self._call(_WAIT, names, _ms(wait_for), _us(plus(wait_for, REPLY_GRACE)))
 
     def check(self, keys: Sequence[str]) -> bool:
-        names = check_keys(keys)
-        return self._call(Op.CHECK, _keys(names)) == b"\x01"
+        return self._call(Op.CHECK, check_keys(keys), None, self._reply_within_us) == b"\x01"
 
     def delete_key(self, key: str) -> bool:
-        name = check_key(key)
-        return self._call(Op.DELETE_KEY, field(name.encode()), name=name) == b"\x01"
+        return self._call(Op.DELETE_KEY, check_key(key), None, self._reply_within_us) == b"\x01"
 
     def num_keys(self) -> int:
-        return I64.unpack(self._call(Op.NUM_KEYS, b""))[0]
+        return I64.unpack(self._call(Op.NUM_KEYS, None, None, self._reply_within_us))[0]
 
     def multi_get(self, keys: Sequence[str]) -> list[bytes]:
         names = check_keys(keys)
-        body = _keys(names) + U64.pack(self._timeout_ms)
-        return Reader(self._call(Op.MULTI_GET, body, self._timeout, names)).list()
+        return Reader(self._call(Op.MULTI_GET, names, self._timeout_ms, self._reply_within_us)).list()
 
     def multi_set(self, keys: Sequence[str], values: Sequence[str | bytes]) -> None:
         names = check_keys(keys)
-        data = check_values(names, values)
-        body = _keys(names) + fields(data)
-        self._call(Op.MULTI_SET, body, name=", ".join(names))
+        self._call(Op.MULTI_SET, names, check_values(names, values), self._reply_within_us)
 
     def append(self, key: str, value: str | bytes) -> None:
-        name = check_key(key)
-        self._call(Op.APPEND, field(name.encode()) + field(to_bytes(value)), name=name)
+        self._call(Op.APPEND, check_key(key), to_bytes(value), self._reply_within_us)
 
     # -- the connection ----------------------------------------------------------------------
 
-    def _call(
-        self,
-        op: Op,
-        body: bytes,
-        wait_for: timedelta | None = None,
-        keys: list[str] | None = None,
-        name: str = "",
-    ) -> bytes:
-        """One request and its reply. ``wait_for`` is set for the requests the server may park."""
-        if len(body) > self._max_value_size:
-            raise self._too_large(body, op, name)
-        request = HEADER.pack(len(body), op) + body
+    def _call(self, op: int, keys: str | list[str] | None, value: bytes | int | list[bytes] | None, within_us: int):
+        """One request and its reply: ``keys`` and ``value`` are the parts of its body, in order.
+
+        An int ``value`` is the timeout of a request the server may park (GET, WAIT, MULTI_GET),
+        or ADD's amount; ``within_us`` bounds the wait for the reply.
+        """
         with self._lock:
-            sock = self._sock or self._reconnect()
-            if wait_for is None or wait_for is self._timeout:
-                answer_within = self._reply_within
-            else:
-                answer_within = plus(wait_for, REPLY_GRACE)
-            if answer_within is not self._recv_timeout and answer_within != self._recv_timeout:
-                self._set_recv_timeout(sock, answer_within)
+            channel = self._channel or self._reconnect()
             try:
-                sock.sendall(request)
-                status, reply = self._read_frame(sock)
-            except (TimeoutError, BlockingIOError) as error:
-                # The reply may still come: this connection's replies would be out of step.
-                self._drop()
-                raise DistStoreError(
-                    f"the TCPStore at {self._address()} did not answer {op.name} {name or keys or ''} "
-                    f"within {format_ms(answer_within)}"
-                ) from error
+                status, reply = channel.request(op, keys, value, within_us)
             except OSError as error:
-                raise self._broken(error) from error
+                raise self._failed(error, op, keys, within_us) from error
+            except BaseException:
+                self._drop()  # interrupted (KeyboardInterrupt) mid-exchange: its reply would come out of step
+                raise
         if status == _OK:
             return reply
-        if status == _TIMEOUT:
-            assert wait_for is not None
-            missing_keys = [key.decode() for key in Reader(reply).list()]
-            raise timeout_error(missing_keys, wait_for)
-        raise _server_error(reply, self._address())
+        raise self._refused(status, reply, op, keys, value)
 
-    def _read_frame(self, sock: socket.socket) -> tuple[int, bytes]:
-        buffer = self._buffer
-        if not buffer:
-            # The common case: the whole reply arrives in one read into the preallocated space.
-            size = sock.recv_into(self._recv_space)
-            if size >= HEADER.size:
-                length, status = HEADER.unpack_from(self._recv_space)
-                if size == HEADER.size + length:
-                    return status, bytes(self._recv_view[HEADER.size : size])
-            if not size:
-                raise ConnectionResetError("the server closed the connection")
-            buffer += self._recv_view[:size]
-        while True:
-            if len(buffer) >= HEADER.size:
-                length, status = HEADER.unpack_from(buffer)
-                end = HEADER.size + length
-                if len(buffer) >= end:
-                    reply = bytes(buffer[HEADER.size : end])
-                    del buffer[:end]
-                    return status, reply
-                want = end - len(buffer)
-            else:
-                want = HEADER.size
-            chunk = sock.recv(max(want, RECV_SIZE))
-            if not chunk:
-                raise ConnectionResetError("the server closed the connection")
-            buffer += chunk
+    def _call_encoded(self, op: int, body: bytes, name: str) -> bytes:
+        """One request whose body the caller encoded."""
+        with self._lock:
+            channel = self._channel or self._reconnect()
+            try:
+                status, reply = channel.call(op, body, self._reply_within_us)
+            except OSError as error:
+                raise self._failed(error, op, name, self._reply_within_us) from error
+            except BaseException:
+                self._drop()
+                raise
+        if status == _OK:
+            return reply
+        raise self._refused(status, reply, op, name, None)
 
-    def _too_large(self, body: bytes, op: Op, name: str) -> ValueError:
-        return ValueError(
-            f"{op.name.lower()} of key {name!r}: the request is {len(body)} bytes, over the store's "
-            f"max_value_size of {self._max_value_size} bytes"
+    def _failed(self, error: OSError, op: int, keys: str | list[str] | None, within_us: int) -> DistStoreError:
+        if not isinstance(error, (TimeoutError, BlockingIOError)):
+            return self._broken(error)
+        # The reply may still come: this connection's replies would be out of step.
+        self._drop()
+        return DistStoreError(
+            f"the TCPStore at {self._address()} did not answer {Op(op).name} {keys or ''} "
+            f"within {round(within_us / 1000)} ms"
         )
 
-    def _reconnect(self) -> socket.socket:
+    def _refused(self, status: int, reply: object, op: int, keys: object, value: object) -> Exception:
+        if status == _TIMEOUT:
+            # Only requests the server parks time out, and their int value is the timeout.
+            assert isinstance(value, int)
+            missing_keys = [key.decode() for key in Reader(cast(bytes, reply)).list()]
+            return timeout_error(missing_keys, timedelta(milliseconds=min(value, _MAX_WAIT_MS)))
+        if status == TOO_LARGE:
+            name = keys if isinstance(keys, str) else ", ".join(cast(list, keys or []))
+            return ValueError(
+                f"{Op(op).name.lower()} of key {name!r}: the request is {reply} bytes, over the store's "
+                f"max_value_size of {self._max_value_size} bytes"
+            )
+        if status == BAD_KEY:
+            check_keys(keys)  # raises the TypeError naming the key
+        return _server_error(cast(bytes, reply), self._address())
+
+    def _reconnect(self) -> Channel:
         # One attempt, no retries: a server that went away should fail fast.
         self._connect(retry=False)
-        assert self._sock is not None
-        return self._sock
+        assert self._channel is not None
+        return self._channel
 
     def _connect(self, retry: bool) -> None:
         deadline = time.monotonic() + seconds(self.timeout)
@@ -342,15 +324,13 @@ class TCPStore(Store):
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.settimeout(None)
         self._sock = sock
-        self._buffer.clear()
-        self._recv_timeout = None
-        self._hello(sock)
+        channel = Channel(sock.fileno())
+        self._channel = channel
+        self._hello(channel)
 
-    def _hello(self, sock: socket.socket) -> None:
-        self._set_recv_timeout(sock, self._reply_within)
+    def _hello(self, channel: Channel) -> None:
         try:
-            sock.sendall(HEADER.pack(HELLO_REQUEST.size, Op.HELLO) + HELLO_REQUEST.pack(MAGIC, VERSION))
-            status, reply = self._read_frame(sock)
+            status, reply = channel.call(Op.HELLO, HELLO_REQUEST.pack(MAGIC, VERSION), self._reply_within_us)
         except OSError as error:
             raise self._broken(error) from error
         if status != Status.OK:
@@ -358,22 +338,17 @@ class TCPStore(Store):
             raise _server_error(reply, self._address())
         try:
             _version, self._max_value_size = HELLO_REPLY.unpack(reply)
+            channel.max_size = self._max_value_size
         except struct.error as error:
             self._drop()
             raise DistStoreError(f"{self._address()} did not answer like a TCPStore server") from error
-
-    def _set_recv_timeout(self, sock: socket.socket, timeout: timedelta) -> None:
-        micros = min(round(timeout / timedelta(microseconds=1)), 2**31 * 10**6)
-        value = _TIMEVAL.pack(*divmod(micros, 10**6))
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, value)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, value)
-        self._recv_timeout = timeout
 
     def _broken(self, error: OSError) -> DistNetworkError:
         self._drop()
         return DistNetworkError(f"the connection to the TCPStore at {self._address()} failed: {error}")
 
     def _drop(self) -> None:
+        self._channel = None
         if self._sock is not None:
             self._sock.close()
             self._sock = None
@@ -401,8 +376,9 @@ def _server_error(reply: bytes, address: str) -> Exception:
     return DistStoreError(f"the TCPStore at {address} refused the request: {message}")
 
 
-def _keys(names: list[str]) -> bytes:
-    return fields([name.encode() for name in names])
+def _us(timeout: timedelta) -> int:
+    """A reply timeout in microseconds, as SO_RCVTIMEO takes it (capped where a timeval ends)."""
+    return min(round(timeout / timedelta(microseconds=1)), 2**31 * 10**6)
 
 
 def _ms(timeout: timedelta) -> int:
