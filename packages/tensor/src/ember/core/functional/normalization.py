@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from ember.core.api import functions
 from ember.core.families import normalization as N
 
 __all__ = ["batch_norm", "group_norm", "layer_norm", "normalize", "rms_norm"]
@@ -47,6 +48,4 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     denom = input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
     if out is None:
         return input / denom
-    import ember
-
-    return ember.div(input, denom, out=out)
+    return functions["div"](input, denom, out=out)
