@@ -5,7 +5,10 @@ python demo/tensors_demo.py
 
 from __future__ import annotations
 
+import io
+
 import ember as torch
+import ember.core.functional as F
 from ember.core import DispatchMode
 
 
@@ -58,6 +61,29 @@ def main() -> None:
     m = torch.empty(1024, 1024, device="meta")
     out = (m.t() * 2).sum(dim=1, keepdim=True)
     print(out.shape, out.dtype, out.stride(), out.device)
+
+    section("a small classifier step by hand: linear, softmax, cross entropy, argmax")
+    torch.manual_seed(0)
+    features, weight = torch.randn(8, 16), torch.randn(4, 16) * 0.1
+    labels = torch.randint(0, 4, (8,))
+    logits = features @ weight.t()
+    print("probabilities sum to", logits.softmax(-1).sum(-1)[:3])
+    print(
+        "cross entropy:",
+        F.cross_entropy(logits, labels).item(),
+        "| accuracy:",
+        (logits.argmax(-1) == labels).float().mean().item(),
+    )
+    print("hardest examples:", F.cross_entropy(logits, labels, reduction="none").topk(2).indices)
+
+    section("advanced indexing and a checkpoint PyTorch can read")
+    picked = features[labels == 0, ::4]
+    print("rows of class 0, every 4th feature:", tuple(picked.shape))
+    buffer = io.BytesIO()
+    torch.save({"weight": weight, "step": 1}, buffer)
+    buffer.seek(0)
+    restored = torch.load(buffer)
+    print("restored:", sorted(restored), bool((restored["weight"] == weight).all()))
 
     section("one door for every op: a dispatch mode sees them all")
     with RecordOps() as recorder:
