@@ -50,3 +50,14 @@ def test_environment_variable_forces_numpy():
     env = dict(os.environ, EMBER_PHILOX_NUMPY="1")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "True"
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("start", [0, 7, (1 << 32) - 5, (1 << 64) - 9])
+@pytest.mark.parametrize("n", [0, 1, 3, 17, 1001, 200_003])
+def test_fused_rand_equals_numpy(seed, start, n):
+    offsets = np.uint64(start) + np.arange(n, dtype=np.uint64)
+    want = philox.uint_to_uniform(_numpy(seed, offsets)[0])
+    got = philox.rand_range(seed, start, n)
+    assert got.dtype == np.float32 and got.shape == (n,)
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))

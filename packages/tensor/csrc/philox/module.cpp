@@ -50,6 +50,22 @@ void randint4x(uint64_t seed, const Offsets& offsets, Words& w0, Words& w1, Word
   }
 }
 
+// Triton's uint_to_uniform_float of word 0 for counters offset, offset + 1, ... (wrapping at 2**64):
+// the int32 view, negatives bit-flipped, times 4.6566127342e-10 in float32 (one rounding, as NumPy).
+void rand_range(uint64_t seed, uint64_t offset, py::array_t<float, py::array::c_style>& out) {
+  const py::ssize_t n = out.size();
+  float* o = out.mutable_data();
+  const uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
+  py::gil_scoped_release release;
+#pragma omp parallel for schedule(static) if (n > 65536)
+  for (py::ssize_t i = 0; i < n; ++i) {
+    uint32_t w[4];
+    philox(k0, k1, offset + static_cast<uint64_t>(i), w);
+    const int32_t x = static_cast<int32_t>(w[0]);
+    o[i] = static_cast<float>(x < 0 ? ~x : x) * 4.6566127342e-10f;
+  }
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_philox, m) {
@@ -57,4 +73,6 @@ PYBIND11_MODULE(_philox, m) {
   m.def("randint4x", &randint4x, py::arg("seed"), py::arg("offsets").noconvert(), py::arg("w0").noconvert(),
         py::arg("w1").noconvert(), py::arg("w2").noconvert(), py::arg("w3").noconvert(),
         "Fills w0..w3 (uint32, C-contiguous, one per offset) with the Philox words of each uint64 offset.");
+  m.def("rand_range", &rand_range, py::arg("seed"), py::arg("offset"), py::arg("out").noconvert(),
+        "Fills out (float32, C-contiguous) with philox.rand for counters offset, offset + 1, ...");
 }

@@ -116,6 +116,15 @@ def rand(seed: int, offsets: np.ndarray) -> np.ndarray:
     return uint_to_uniform(randint4x(seed, offsets)[0])
 
 
+def rand_range(seed: int, offset: int, n: int) -> np.ndarray:
+    """``rand`` for the ``n`` counters ``offset, offset + 1, ...`` (mod 2**64), fused into one compiled pass."""
+    if _compiled is None:
+        return rand(seed, np.uint64(int(offset) & 0xFFFFFFFFFFFFFFFF) + np.arange(n, dtype=np.uint64))
+    out = np.empty(n, np.float32)
+    _compiled.rand_range(int(seed) & 0xFFFFFFFFFFFFFFFF, int(offset) & 0xFFFFFFFFFFFFFFFF, out)
+    return out
+
+
 def randn(seed: int, offsets: np.ndarray) -> np.ndarray:
     """Standard normal float32 per offset; equals Triton's ``tl.randn(seed, offsets)``."""
     w0, w1, _, _ = randint4x(seed, offsets)
