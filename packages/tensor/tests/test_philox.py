@@ -6,6 +6,17 @@ import pytest
 
 from ember.core import philox
 
+
+@pytest.fixture(autouse=True, params=["compiled", "numpy"])
+def path(request, monkeypatch):
+    """Every test runs through the compiled kernel and through the NumPy fallback."""
+    if request.param == "numpy":
+        monkeypatch.setattr(philox, "_compiled", None)
+    elif philox._compiled is None:
+        pytest.skip("ember.core._philox was not built")
+    return request.param
+
+
 # (counter words, key words (k0, k1), expected output words): kat_vectors of Random123 1.09.
 KAT = [
     ((0, 0, 0, 0), (0, 0), (0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8)),
@@ -27,6 +38,11 @@ def test_known_answers(counter, key, expected):
     seed = key[0] | (key[1] << 32)
     words = philox.philox4x32(seed, *(np.array([c]) for c in counter))
     assert tuple(int(w[0]) for w in words) == expected
+
+
+def test_randint4x_known_answer_at_counter_zero():
+    words = philox.randint4x(0, np.zeros(1, np.int64))
+    assert tuple(int(w[0]) for w in words) == KAT[0][2]
 
 
 def test_offsets_split_into_low_and_high_counter_words():

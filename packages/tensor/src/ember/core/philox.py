@@ -12,13 +12,24 @@ counter of each element produce the same numbers. The definitions here are the o
   (so the result is in [0, 1) as float32);
 - ``randn``: Box-Muller on the first two words (u1 clamped to 1e-7), the cosine branch.
 
-All functions take NumPy arrays of offsets (any shape, int64 or uint64) and are vectorized; 64-bit
-NumPy arithmetic supplies the high halves of the 32x32 products.
+All functions take NumPy arrays of offsets (any shape, int64 or uint64). ``randint4x`` runs the
+compiled kernel ``ember.core._philox`` (built at install, OpenMP-parallel, GIL released) when it is
+there, else the vectorized NumPy rounds below (64-bit products give the high halves), which stay as
+the reference and the fallback; ``EMBER_PHILOX_NUMPY=1`` forces them. Both give the same bits.
 """
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
+
+try:
+    from ember.core import _philox as _compiled
+except ImportError:  # built without a compiler: the NumPy rounds give the same bits
+    _compiled = None
+if os.environ.get("EMBER_PHILOX_NUMPY", "") not in ("", "0"):
+    _compiled = None
 
 _KEY_A = np.uint64(0x9E3779B9)
 _KEY_B = np.uint64(0xBB67AE85)
@@ -72,6 +83,16 @@ _BLOCK = 1 << 15  # counters per block: a block's working arrays stay in the CPU
 def randint4x(seed: int, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Four uint32 words per offset, as Triton's ``tl.randint4x(seed, offsets)`` with int64 offsets."""
     offsets = np.asarray(offsets).astype(np.uint64, copy=False)
+    if _compiled is not None:
+        flat = np.ascontiguousarray(offsets).reshape(-1)
+        words = tuple(np.empty(flat.shape, np.uint32) for _ in range(4))
+        _compiled.randint4x(int(seed) & 0xFFFFFFFFFFFFFFFF, flat, *words)
+        return tuple(w.reshape(offsets.shape) for w in words)
+    return _randint4x_numpy(seed, offsets)
+
+
+def _randint4x_numpy(seed: int, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``randint4x`` by NumPy rounds over cache-sized blocks; ``offsets`` is a uint64 array."""
     flat = offsets.reshape(-1)
     words = tuple(np.empty(flat.shape, np.uint32) for _ in range(4))
     zero = np.zeros(min(flat.size, _BLOCK), np.uint64)
@@ -93,6 +114,15 @@ def uint_to_uniform(words: np.ndarray) -> np.ndarray:
 def rand(seed: int, offsets: np.ndarray) -> np.ndarray:
     """Uniform float32 in [0, 1) per offset; equals Triton's ``tl.rand(seed, offsets)``."""
     return uint_to_uniform(randint4x(seed, offsets)[0])
+
+
+def rand_range(seed: int, offset: int, n: int) -> np.ndarray:
+    """``rand`` for the ``n`` counters ``offset, offset + 1, ...`` (mod 2**64), fused into one compiled pass."""
+    if _compiled is None:
+        return rand(seed, np.uint64(int(offset) & 0xFFFFFFFFFFFFFFFF) + np.arange(n, dtype=np.uint64))
+    out = np.empty(n, np.float32)
+    _compiled.rand_range(int(seed) & 0xFFFFFFFFFFFFFFFF, int(offset) & 0xFFFFFFFFFFFFFFFF, out)
+    return out
 
 
 def randn(seed: int, offsets: np.ndarray) -> np.ndarray:

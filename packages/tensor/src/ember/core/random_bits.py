@@ -47,7 +47,7 @@ def uniform(seed: int, offset: int, n: int, dtype: D.dtype) -> np.ndarray:
     if dtype is D.float64:
         w0, w1, _, _ = philox.randint4x(seed, counters(offset, n))
         return _unit53(w0, w1)
-    u = np.minimum(philox.rand(seed, counters(offset, n)), _BELOW_ONE)
+    u = np.minimum(philox.rand_range(seed, offset, n), _BELOW_ONE)
     bits = _HALF_BITS.get(dtype)
     if bits is not None:
         scale = np.float32(2.0**bits)

@@ -1,0 +1,75 @@
+"""Builds ember.core._philox, the C++ Philox 4x32-10 kernel, with the system compiler.
+
+The same build as ember-sdpa's kernel: ``-O3`` with ``-march=native`` where the compiler accepts it
+(the loop vectorizes), OpenMP where it compiles and links, else one thread. ``EMBER_PHILOX_MARCH``
+overrides the target (e.g. ``x86-64-v3`` for a portable wheel, or empty for the compiler's default).
+Python falls back to the NumPy Philox when the extension is absent, with the same bits.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from pybind11.setup_helpers import Pybind11Extension, build_ext
+from setuptools import setup
+
+SOURCES = ["csrc/philox/module.cpp"]
+
+OPENMP_PROBE = """
+#include <omp.h>
+int main() {
+  int n = 0;
+#pragma omp parallel reduction(+ : n)
+  n += omp_get_num_threads() > 0;
+  return n > 0 ? 0 : 1;
+}
+"""
+
+
+def _compiles(compiler, flags: list[str], link_flags: list[str], source: str = "int main() { return 0; }\n") -> bool:
+    """Whether a small program compiles and links with these flags."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp, "probe.cpp")
+        path.write_text(source)
+        try:
+            objects = compiler.compile([str(path)], output_dir=tmp, extra_postargs=flags)
+            compiler.link_executable(objects, "probe", output_dir=tmp, extra_postargs=link_flags)
+        except Exception:  # any compiler or linker failure means "not available"
+            return False
+    return True
+
+
+class BuildPhilox(build_ext):
+    """Chooses the optimization flags this machine's compiler accepts before building."""
+
+    def build_extensions(self) -> None:
+        if self.compiler.compiler_type != "msvc":
+            march = os.environ.get("EMBER_PHILOX_MARCH", "native")
+            compile_flags = ["-O3"]
+            if march and _compiles(self.compiler, [f"-march={march}"], []):
+                compile_flags.append(f"-march={march}")
+            link_flags = []
+            if _compiles(self.compiler, ["-fopenmp"], ["-fopenmp"], OPENMP_PROBE):
+                compile_flags.append("-fopenmp")
+                link_flags.append("-fopenmp")
+            for ext in self.extensions:
+                ext.extra_compile_args += compile_flags
+                ext.extra_link_args += link_flags
+        else:
+            for ext in self.extensions:
+                ext.extra_compile_args += ["/O2", "/openmp"]
+        super().build_extensions()
+
+
+setup(
+    ext_modules=[
+        Pybind11Extension(
+            "ember.core._philox",
+            SOURCES,
+            cxx_std=17,
+        )
+    ],
+    cmdclass={"build_ext": BuildPhilox},
+)
