@@ -115,42 +115,36 @@ def _required_size(args: tuple, size, name: str) -> tuple:
     return _size_args(args)
 
 
-@public("rand")
-def rand(
-    *args,
-    size=None,
-    generator=None,
-    out=None,
-    dtype=None,
-    layout=None,
-    device=None,
-    requires_grad=False,
-    pin_memory=False,
-):
-    """``ember.rand``: uniform numbers in [0, 1) from the generator's Philox stream."""
-    size = _required_size(args, size, "rand")
-    if out is not None:
-        return rand_outs[1](size, generator=generator, out=out)
-    return _finish(_fresh(rand_ops[1](size, generator=generator, dtype=dtype, device=device)), requires_grad, None)
+def _size_sampler(name: str, ops, outs, doc: str):
+    """``ember.rand``/``ember.randn``: the same Python surface over their own ops."""
+
+    def sampler(
+        *args,
+        size=None,
+        generator=None,
+        out=None,
+        dtype=None,
+        layout=None,
+        device=None,
+        requires_grad=False,
+        pin_memory=False,
+    ):
+        size = _required_size(args, size, name)
+        if out is not None:
+            return outs[1](size, generator=generator, out=out)
+        return _finish(_fresh(ops[1](size, generator=generator, dtype=dtype, device=device)), requires_grad, None)
+
+    sampler.__name__ = sampler.__qualname__ = name
+    sampler.__doc__ = doc
+    return public(name)(sampler)
 
 
-@public("randn")
-def randn(
-    *args,
-    size=None,
-    generator=None,
-    out=None,
-    dtype=None,
-    layout=None,
-    device=None,
-    requires_grad=False,
-    pin_memory=False,
-):
-    """``ember.randn``: standard normal numbers from the generator's Philox stream."""
-    size = _required_size(args, size, "randn")
-    if out is not None:
-        return randn_outs[1](size, generator=generator, out=out)
-    return _finish(_fresh(randn_ops[1](size, generator=generator, dtype=dtype, device=device)), requires_grad, None)
+rand = _size_sampler(
+    "rand", rand_ops, rand_outs, "``ember.rand``: uniform numbers in [0, 1) from the generator's Philox stream."
+)
+randn = _size_sampler(
+    "randn", randn_ops, randn_outs, "``ember.randn``: standard normal numbers from the generator's Philox stream."
+)
 
 
 def _like(self: Tensor, dtype, device, memory_format) -> Tensor:
