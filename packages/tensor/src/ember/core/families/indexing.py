@@ -37,6 +37,16 @@ def _scalar_tensor_index(item):
     return item
 
 
+def _slice_dim(result: Tensor, dim: int, item: slice) -> Tensor:
+    """``result`` sliced along ``dim`` by a Python slice, as a view (negative steps are PyTorch's ValueError)."""
+    step = 1 if item.step is None else operator.index(item.step)
+    if step <= 0:
+        raise ValueError("step must be greater than zero")
+    start = None if item.start is None else operator.index(item.start)
+    stop = None if item.stop is None else operator.index(item.stop)
+    return slice_(result, dim, start, stop, step)
+
+
 def apply_index(self: Tensor, index) -> tuple[Tensor, bool]:
     """The view ``self[index]`` selects, and whether a bool took part (which makes it a mask)."""
     items = index if type(index) is tuple else (index,)
@@ -71,12 +81,7 @@ def apply_index(self: Tensor, index) -> tuple[Tensor, bool]:
             if item.start is None and item.stop is None and item.step is None:
                 dim += 1
                 continue
-            step = 1 if item.step is None else operator.index(item.step)
-            if step <= 0:
-                raise ValueError("step must be greater than zero")
-            start = None if item.start is None else operator.index(item.start)
-            stop = None if item.stop is None else operator.index(item.stop)
-            result = slice_(result, dim, start, stop, step)
+            result = _slice_dim(result, dim, item)
             dim += 1
         elif isinstance(item, str):
             raise TypeError(f"invalid index of type 'str': {item!r}")
@@ -229,12 +234,7 @@ def _split(self: Tensor, items: tuple) -> tuple[Tensor, list]:
             record(item, item.ndim if item.dtype in (D.bool_, D.uint8) else 1)
         elif type(item) is slice:
             if not (item.start is None and item.stop is None and item.step is None):
-                step = 1 if item.step is None else operator.index(item.step)
-                if step <= 0:
-                    raise ValueError("step must be greater than zero")
-                start = None if item.start is None else operator.index(item.start)
-                stop = None if item.stop is None else operator.index(item.stop)
-                result = slice_(result, dim, start, stop, step)
+                result = _slice_dim(result, dim, item)
             dim += 1
         elif isinstance(item, str):
             raise TypeError(f"invalid index of type 'str': {item!r}")
