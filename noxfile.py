@@ -14,7 +14,14 @@ nox.options.sessions = ["ci"]
 
 PYTHONS = ["3.11", "3.12", "3.13"]
 # In DESIGN.md's order; installed together so that pip resolves the siblings from this tree.
-PACKAGES = ["packages/logging", "packages/tensor", "packages/sdpa", "packages/distributed", "packages/ember"]
+PACKAGES = [
+    "packages/logging",
+    "packages/tensor",
+    "packages/autograd",
+    "packages/sdpa",
+    "packages/distributed",
+    "packages/ember",
+]
 TEST_DEPS = ["pytest>=8", "hypothesis>=6.100"]
 LINT_DEPS = ["ruff>=0.6"]
 TEST_PATHS = [f"{p}/tests" for p in PACKAGES]

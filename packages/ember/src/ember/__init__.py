@@ -15,7 +15,18 @@ __path__ = extend_path(__path__, __name__)
 from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
 from importlib.metadata import version as _version
 
-from ember import logs  # noqa: F401  (reads EMBER_LOGS)
+from ember import (
+    autograd,  # noqa: F401  (installs the autograd level of the dispatcher)
+    logs,  # noqa: F401  (reads EMBER_LOGS)
+)
+from ember.autograd import (  # noqa: F401
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from ember.core import *  # noqa: F403
 from ember.core import functions as _functions
 from ember.core.devices import autoload_backends as _autoload_backends

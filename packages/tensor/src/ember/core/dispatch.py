@@ -4,15 +4,17 @@ An op is an ``OpOverload`` (``ember.ops.aten.add.Tensor``) created once from its
 kernel per device type, a meta kernel (which is the kernel of the ``meta`` device), an optional
 decomposition and tags. Calling it dispatches, in this order:
 
-1. interposers (autocast, then autograd), which later packages install with ``add_interposer``;
-   each may handle the call or pass it down;
+1. interposers (autocast), which later packages install with ``add_interposer``; each may handle
+   the call or pass it down;
+1b. the autograd handler (``set_autograd_handler``), when an argument requires grad;
 2. the innermost active dispatch mode, else a tensor subclass that defines ``__ember_dispatch__``
    (fake tensors, tracing, functionalization and DTensor live here); inside its handler the mode is
    off, so the ops it calls go further down;
 3. the kernel for the device type of the first tensor argument, else the decomposition.
 
-The fast path, taken when no interposer or mode is active and no argument is a dispatching
-subclass, is one flag test, a scan of the arguments for the first tensor, and a dict lookup.
+The fast path, taken when no interposer or mode is active, no argument is a dispatching subclass and
+none requires grad, is one flag test, a scan of the arguments for a tensor requiring grad, and a
+dict lookup.
 """
 
 from __future__ import annotations
@@ -37,6 +39,9 @@ _state = _DispatchState()
 # ``subclasses`` once a Tensor subclass defining __ember_dispatch__ exists (set by ember.core.tensor).
 _flags = type("Flags", (), {"slow": False, "subclasses": False})()
 _interposers: list = []
+# handler(op, args, kwargs, call_below), installed by the autograd package; called for any op an
+# argument of which requires grad (``Tensor.requires_grad``, also true of tensors with a grad_fn).
+_autograd: Callable | None = None
 _mode_count = 0
 _mode_lock = threading.Lock()
 
@@ -106,7 +111,7 @@ class OpOverload:
     # -- calling ------------------------------------------------------------------------------
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if _flags.slow:
+        if _flags.slow or (_autograd is not None and _needs_grad(args, kwargs)):
             return _dispatch_slow(self, args, kwargs, 0)
         # The fast path: the first argument is a plain tensor with a kernel for its device.
         if args and not _flags.subclasses:
@@ -164,6 +169,22 @@ def _first_tensor(args: tuple, kwargs: dict):
     return None
 
 
+def _needs_grad(args: tuple, kwargs: dict) -> bool:
+    for a in args:
+        if isinstance(a, Tensor):
+            if a.requires_grad:
+                return True
+        elif type(a) in (list, tuple):
+            for b in a:
+                if isinstance(b, Tensor) and b.requires_grad:
+                    return True
+    if kwargs:
+        for a in kwargs.values():
+            if isinstance(a, Tensor) and a.requires_grad:
+                return True
+    return False
+
+
 def _factory_device_type(kwargs: dict) -> str:
     d = kwargs.get("device")
     return (to_device(d) if d is not None else get_default_device()).type
@@ -183,6 +204,8 @@ def _dispatch_slow(op: OpOverload, args: tuple, kwargs: dict, level: int) -> Any
     # 1. interposers, outermost first; each gets a callable that continues below it.
     if level < len(_interposers):
         return _interposers[level](op, args, kwargs, lambda a, k: _dispatch_slow(op, a, k, level + 1))
+    if level == len(_interposers) and _autograd is not None and _needs_grad(args, kwargs):
+        return _autograd(op, args, kwargs, lambda a, k: _dispatch_slow(op, a, k, level + 1))
     # 2. modes, innermost first, each switched off while it runs.
     modes = _state.modes
     if modes:
@@ -222,6 +245,12 @@ def add_interposer(handler: Callable) -> None:
 def remove_interposer(handler: Callable) -> None:
     _interposers.remove(handler)
     _refresh_flags()
+
+
+def set_autograd_handler(handler: Callable | None) -> None:
+    """Install the autograd level: ``handler(op, args, kwargs, call_below)`` for calls needing grad."""
+    global _autograd
+    _autograd = handler
 
 
 class DispatchMode:

@@ -125,7 +125,9 @@ def alias(self: Tensor) -> Tensor:
 
 @_view_op("detach(Tensor(a) self) -> Tensor(a)")
 def detach(self: Tensor) -> Tensor:
-    return make_view(self, self._shape, self._stride, self._offset)
+    out = make_view(self, self._shape, self._stride, self._offset)
+    out._base = None  # shares the storage but is no view for autograd: in-place changes do not reach self's graph
+    return out
 
 
 @_view_op("permute(Tensor(a) self, int[] dims) -> Tensor(a)")
@@ -625,7 +627,13 @@ def _squeeze_inplace(self, dim=None):
 
 @method("detach_")
 def _detach_inplace(self):
+    if self._base is not None and getattr(self._base, "requires_grad", False):
+        raise RuntimeError(
+            "Can't detach views in-place. Use detach() instead. If you are using DistributedDataParallel (DDP), "
+            "this error can be caused by a view of a tensor requiring grad being detached in place"
+        )
     self.requires_grad = False
+    self.grad_fn = None
     return self
 
 

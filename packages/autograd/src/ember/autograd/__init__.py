@@ -1,0 +1,42 @@
+"""``ember.autograd``: reverse-mode differentiation recorded at the dispatcher's autograd level.
+
+Importing this package installs the autograd handler in the dispatcher (``recording.record``),
+gives ``Tensor`` its autograd methods, and loads the derivative table (``derivatives/``).
+"""
+
+from __future__ import annotations
+
+from ember.autograd import derivatives as _derivatives  # noqa: F401  (fills the table)
+from ember.autograd import tensor_methods as _tensor_methods
+from ember.autograd.anomaly import detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, set_detect_anomaly
+from ember.autograd.functional_api import backward, grad
+from ember.autograd.grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
+from ember.autograd.graph import Node
+from ember.autograd.recording import record as _record
+from ember.core import dispatch as _dispatch
+
+_tensor_methods.attach()
+_dispatch.set_autograd_handler(_record)
+
+__all__ = [
+    "Node",
+    "backward",
+    "detect_anomaly",
+    "enable_grad",
+    "grad",
+    "inference_mode",
+    "is_anomaly_check_nan_enabled",
+    "is_anomaly_enabled",
+    "is_grad_enabled",
+    "is_inference_mode_enabled",
+    "no_grad",
+    "set_detect_anomaly",
+    "set_grad_enabled",
+]

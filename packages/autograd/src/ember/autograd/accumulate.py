@@ -1,0 +1,63 @@
+"""Adding a gradient into a leaf's ``.grad``, and fitting a gradient to its input.
+
+The first gradient is copied into a fresh tensor laid out like the leaf (PyTorch's layout contract:
+``.grad`` has the parameter's strides when the parameter is dense), so that no two leaves and no
+user tensor share a ``.grad``. Later ones add in place, or out of place under ``create_graph``
+(then ``.grad`` itself has a history).
+"""
+
+from __future__ import annotations
+
+from ember.core import dtypes as D
+from ember.core.tensor import Tensor
+
+
+def _dense_like(grad: Tensor, like: Tensor) -> Tensor:
+    from ember.core.api import functions
+    from ember.core.layout import contiguous_strides, is_non_overlapping_and_dense
+
+    stride = (
+        like._stride if is_non_overlapping_and_dense(like._shape, like._stride) else contiguous_strides(like._shape)
+    )
+    out = functions["empty_strided"](like._shape, stride, dtype=like.dtype, device=like.device)
+    out.copy_(grad)
+    return out
+
+
+def accumulate_into(variable: Tensor, grad: Tensor) -> None:
+    from ember.autograd.grad_mode import state
+
+    if grad is None:
+        return
+    old = variable.grad
+    if old is None:
+        if state.enabled and grad.requires_grad:
+            variable.grad = grad if grad._shape == variable._shape else grad.expand(variable._shape).clone()
+        else:
+            variable.grad = _dense_like(grad, variable)
+    elif state.enabled and (grad.requires_grad or old.requires_grad):
+        variable.grad = old + grad
+    else:
+        old.add_(grad)
+
+
+def fit(grad: Tensor, shape: tuple, dtype: D.dtype) -> Tensor:
+    """``grad`` summed down to ``shape`` (where the input was broadcast) and cast to ``dtype``."""
+    if grad._shape != shape:
+        grad = sum_to(grad, shape)
+    if grad.dtype is not dtype:
+        grad = grad.to(dtype)
+    return grad
+
+
+def sum_to(grad: Tensor, shape: tuple) -> Tensor:
+    lead = grad.ndim - len(shape)
+    if lead < 0:
+        return grad.reshape(shape)
+    dims = list(range(lead))
+    dims += [lead + i for i, n in enumerate(shape) if n == 1 and grad._shape[lead + i] != 1]
+    if dims:
+        grad = grad.sum(dims, keepdim=True)
+    if lead:
+        grad = grad.reshape(shape)
+    return grad

@@ -1,0 +1,255 @@
+"""The backward pass: run the graph's nodes from the roots, each once all its gradients are in.
+
+``run_backward`` counts, for every node reachable from the roots, how many edges lead into it; a
+node is ready when that count falls to zero, and ready nodes run latest-created first (the order
+PyTorch's engine gives on one device). Gradients meeting at a node's output are summed.
+
+``autograd.grad`` captures gradients instead of accumulating: the gradient reaching an input's edge
+is kept, and only nodes on a path to some input run. ``backward(inputs=...)`` accumulates only into
+the given tensors. Without ``retain_graph``, each node frees its saved tensors after running.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+from ember.autograd import anomaly, views
+from ember.autograd.grad_mode import state
+from ember.autograd.graph import AccumulateGrad
+from ember.core.tensor import Tensor
+
+
+def _make_grads(outputs: list, grads: list, is_grads_batched: bool = False) -> list:
+    from ember.core.api import functions
+
+    out = []
+    for i, (t, g) in enumerate(zip(outputs, grads, strict=True)):
+        if g is None:
+            if t.numel() != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            if t.dtype.category < 2:
+                raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {t.dtype}")
+            out.append(functions["ones_like"](t))
+            continue
+        if not isinstance(g, Tensor):
+            raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
+        shape = g._shape[1:] if is_grads_batched else g._shape
+        if shape != t._shape:
+            from ember.core.tensor import Size
+
+            raise RuntimeError(
+                f"Mismatch in shape: grad_output[{i}] has a shape of {Size(g._shape)} and output[{i}] has a shape "
+                f"of {Size(t._shape)}."
+            )
+        if g.dtype.category != t.dtype.category:
+            raise RuntimeError(
+                f"For complex Tensors, both grad_output and output are required to have the same dtype. Mismatch "
+                f"in dtype: grad_output[{i}] has a dtype of {g.dtype} and output[{i}] has a dtype of {t.dtype}."
+                if t.dtype.category == 3 or g.dtype.category == 3
+                else f"grad_output[{i}] has dtype {g.dtype}, which cannot be the gradient of {t.dtype} output[{i}]"
+            )
+        out.append(g)
+    return out
+
+
+def _graph(roots: list) -> dict:
+    """Incoming edge count of every node reachable from ``roots``."""
+    deps: dict = {}
+    seen = set()
+    stack = [node for node in roots if node is not None]
+    for node in stack:
+        seen.add(node)
+    while stack:
+        node = stack.pop()
+        for nxt, _ in node.next_functions:
+            if nxt is None:
+                continue
+            deps[nxt] = deps.get(nxt, 0) + 1
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    return deps
+
+
+def _needed(roots: list, targets: set) -> set:
+    """The nodes from which some target node is reachable (iterative post-order)."""
+    needed: set = set()
+    done: set = set()
+    for root in roots:
+        if root is None or root in done:
+            continue
+        stack = [(root, iter(root.next_functions))]
+        done.add(root)
+        while stack:
+            node, it = stack[-1]
+            advanced = False
+            for nxt, _ in it:
+                if nxt is None:
+                    continue
+                if nxt not in done:
+                    done.add(nxt)
+                    stack.append((nxt, iter(nxt.next_functions)))
+                    advanced = True
+                    break
+            if advanced:
+                continue
+            stack.pop()
+            if node in targets or any(n in needed for n, _ in node.next_functions if n is not None):
+                needed.add(node)
+    return needed
+
+
+def _tensor_hooks(node, output_nr: int):
+    if type(node) is AccumulateGrad:
+        return node.variable.__dict__.get("_tensor_hooks")
+    hooks = node._output_hooks
+    return hooks.get(output_nr) if hooks else None
+
+
+def run_backward(
+    outputs,
+    grad_outputs,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    inputs=None,
+    allow_unused: bool = False,
+    accumulate: bool = True,
+    is_grads_batched: bool = False,
+):
+    outputs = list(outputs)
+    for i, t in enumerate(outputs):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"backward: expected a Tensor, got {type(t).__name__}")
+        if not t.requires_grad:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+    grads = _make_grads(outputs, list(grad_outputs), is_grads_batched)
+    if retain_graph is None:
+        retain_graph = create_graph
+
+    root_edges = [views.edge(t) for t in outputs]
+    captures: dict = {}  # (node, input_nr) -> positions in inputs
+    input_list = list(inputs) if inputs is not None else None
+    if input_list is not None:
+        for i, t in enumerate(input_list):
+            if not isinstance(t, Tensor):
+                raise TypeError(f"inputs: expected Tensors, got {type(t).__name__}")
+            if not t.requires_grad:
+                raise RuntimeError(f"One of the differentiated Tensors does not require grad (input {i})")
+            node, nr = views.edge(t)
+            captures.setdefault((node, nr), []).append(i)
+    captured = [None] * (len(input_list) if input_list is not None else 0)
+
+    roots = [e[0] for e in root_edges]
+    deps = _graph(roots)
+    needed = None
+    if input_list is not None:
+        needed = _needed(roots, {node for node, _ in captures})
+
+    buffers: dict = {}
+    for (node, nr), g in zip(root_edges, grads, strict=True):
+        buf = buffers.setdefault(node, {})
+        buf[nr] = g if nr not in buf else buf[nr] + g
+    ready = []
+    for node in dict.fromkeys(roots):
+        if deps.get(node, 0) == 0:
+            heapq.heappush(ready, (-node.seq, id(node), node))
+
+    prev = state.enabled
+    state.enabled = create_graph
+    try:
+        while ready:
+            _, _, node = heapq.heappop(ready)
+            buf = buffers.pop(node, {})
+            n = max(buf) + 1 if buf else 1
+            n = max(n, getattr(node, "n_outputs", 1))
+            grads_in = [buf.get(i) for i in range(n)]
+            for i in range(n):
+                hooks = _tensor_hooks(node, i)
+                if hooks and grads_in[i] is not None:
+                    for hook in list(hooks.values()):
+                        r = hook(grads_in[i])
+                        if r is not None:
+                            grads_in[i] = r
+                retains = _retains(node, i)
+                if retains is not None and grads_in[i] is not None:
+                    retains(grads_in[i])
+            if node._pre_hooks:
+                for hook in list(node._pre_hooks.values()):
+                    r = hook(tuple(grads_in))
+                    if r is not None:
+                        grads_in = list(r)
+            if captures:
+                for i in range(n):
+                    positions = captures.get((node, i))
+                    if positions:
+                        for p in positions:
+                            captured[p] = grads_in[i]
+            is_acc = type(node) is AccumulateGrad
+            run = not (is_acc and (not accumulate or (input_list is not None and (node, 0) not in captures)))
+            if needed is not None and node not in needed:
+                run = False
+            if run and all(g is None for g in grads_in):
+                run = False
+            grads_out = None
+            if run:
+                grads_out = node.apply(tuple(grads_in))
+                if anomaly.state.enabled:
+                    anomaly.check(node, grads_out)
+                if node._hooks:
+                    for hook in list(node._hooks.values()):
+                        r = hook(tuple(grads_out), tuple(grads_in))
+                        if r is not None:
+                            grads_out = tuple(r)
+                if not retain_graph:
+                    node.release()
+            elif not is_acc and not retain_graph and (needed is None or node in needed):
+                node.release()
+            for k, (nxt, nr) in enumerate(node.next_functions):
+                if nxt is None:
+                    continue
+                g = grads_out[k] if grads_out is not None and k < len(grads_out) else None
+                if g is not None:
+                    buf = buffers.setdefault(nxt, {})
+                    buf[nr] = g if buf.get(nr) is None else buf[nr] + g
+                deps[nxt] -= 1
+                if deps[nxt] == 0:
+                    heapq.heappush(ready, (-nxt.seq, id(nxt), nxt))
+    finally:
+        state.enabled = prev
+
+    if input_list is None:
+        return None
+    if accumulate:
+        from ember.autograd.accumulate import accumulate_into
+
+        for t, g in zip(input_list, captured, strict=True):
+            if t.grad_fn is not None and g is not None:
+                accumulate_into(t, g)
+        return None
+    for i, g in enumerate(captured):
+        if g is None and not allow_unused:
+            raise RuntimeError(
+                "One of the differentiated Tensors appears to not have been used in the graph. Set allow_unused=True "
+                "if this is the desired behavior."
+            )
+        if g is not None and not create_graph and g.requires_grad:
+            captured[i] = g.detach()
+    return tuple(captured)
+
+
+def _retains(node, output_nr: int):
+    """The tensor whose ``retain_grad`` asked for this output's gradient, as a callback."""
+    meta = node.metadata_
+    refs = meta.get("_retains_grad") if meta else None
+    ref = refs.get(output_nr) if refs else None
+    t = ref() if ref is not None else None
+    if t is None:
+        return None
+    return lambda g: _retain(t, g)
+
+
+def _retain(t: Tensor, g: Tensor) -> None:
+    if t.grad is None:
+        t.grad = g.clone() if g.requires_grad else g.detach().clone()
+    else:
+        t.grad = t.grad + g

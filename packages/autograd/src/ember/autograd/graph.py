@@ -1,0 +1,224 @@
+"""The backward graph: nodes, their edges, saved tensors and hooks.
+
+A ``Node`` takes the gradients of its forward outputs and returns those of its forward inputs;
+``next_functions`` holds one ``(node, input_nr)`` edge per input (``(None, 0)`` for inputs that need
+no gradient). Leaves that require grad end in an ``AccumulateGrad`` node, one per tensor, which adds
+into ``.grad``. A tensor's hooks are pre-hooks of its ``grad_fn`` for its output number (or of its
+``AccumulateGrad``, for a leaf).
+
+Saved tensors remember the version of their storage when saved; unpacking one that changed since
+raises PyTorch's error naming the node. ``release`` frees them after a backward that does not
+retain the graph.
+"""
+
+from __future__ import annotations
+
+import itertools
+import weakref
+
+from ember.core.tensor import Tensor, _new
+
+_sequence = itertools.count()
+
+
+def shallow(t: Tensor) -> Tensor:
+    """A plain alias of ``t`` (same storage and geometry) without autograd state."""
+    out = _new(Tensor, t._storage, t._shape, t._stride, t._offset, t.dtype, t._array)
+    return out
+
+
+class RemovableHandle:
+    _ids = itertools.count()
+
+    def __init__(self, hooks: dict) -> None:
+        self.id = next(RemovableHandle._ids)
+        self._hooks = weakref.ref(hooks) if hooks is not None else None
+
+    def remove(self) -> None:
+        hooks = self._hooks() if self._hooks is not None else None
+        if hooks is not None:
+            hooks.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
+
+
+class _HookDict(dict):
+    """A dict that a weakref can point at (handles must not keep the hooks alive)."""
+
+    __slots__ = ("__weakref__",)
+
+
+class Node:
+    __slots__ = (
+        "__weakref__",
+        "_anomaly_trace",
+        "_hooks",
+        "_output_hooks",
+        "_pre_hooks",
+        "metadata_",
+        "next_functions",
+        "seq",
+    )
+
+    def __init__(self, next_functions: tuple = ()) -> None:
+        self.next_functions = next_functions
+        self.seq = next(_sequence)
+        self._pre_hooks: _HookDict | None = None  # whole-node pre-hooks: fn(grad_outputs) -> grad_outputs
+        self._output_hooks: dict | None = None  # output_nr -> _HookDict of tensor hooks
+        self._hooks: _HookDict | None = None  # post-hooks: fn(grad_inputs, grad_outputs)
+        self.metadata_ = None
+        self._anomaly_trace = None
+
+    # -- what subclasses define ------------------------------------------------------------------
+
+    def apply(self, grads: tuple) -> tuple:
+        raise NotImplementedError
+
+    def release(self) -> None:
+        """Free saved tensors once a backward that does not retain the graph has run this node."""
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    # -- PyTorch's Node surface ------------------------------------------------------------------
+
+    @property
+    def metadata(self) -> dict:
+        if self.metadata_ is None:
+            self.metadata_ = {}
+        return self.metadata_
+
+    def register_hook(self, fn) -> RemovableHandle:
+        """``fn(grad_inputs, grad_outputs)`` after the node runs; a non-None result replaces grad_inputs."""
+        if self._hooks is None:
+            self._hooks = _HookDict()
+        handle = RemovableHandle(self._hooks)
+        self._hooks[handle.id] = fn
+        return handle
+
+    def register_prehook(self, fn) -> RemovableHandle:
+        """``fn(grad_outputs)`` before the node runs; a non-None result replaces grad_outputs."""
+        if self._pre_hooks is None:
+            self._pre_hooks = _HookDict()
+        handle = RemovableHandle(self._pre_hooks)
+        self._pre_hooks[handle.id] = fn
+        return handle
+
+    def _register_output_hook(self, output_nr: int, fn) -> RemovableHandle:
+        if self._output_hooks is None:
+            self._output_hooks = {}
+        hooks = self._output_hooks.setdefault(output_nr, _HookDict())
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = fn
+        return handle
+
+    def __call__(self, *grads):
+        return self.apply(grads)
+
+    def _sequence_nr(self) -> int:
+        return self.seq
+
+    def __repr__(self) -> str:
+        return f"<{self.name()} object at {hex(id(self))}>"
+
+
+class SavedTensor:
+    """A tensor saved for backward: its data alias, version at save time, and how to rebuild it."""
+
+    __slots__ = ("_data", "_grad_fn", "_is_output", "_node_name", "_output_nr", "_requires_grad", "_version")
+
+    def __init__(self, t: Tensor, is_output: bool = False) -> None:
+        if getattr(t, "_inference", False):
+            raise RuntimeError(
+                "Inference tensors cannot be saved for backward. To work around you can make a clone to get a "
+                "normal tensor and use it in autograd."
+            )
+        self._version = t._storage.version
+        self._is_output = is_output
+        self._requires_grad = t.requires_grad
+        self._output_nr = getattr(t, "_output_nr", 0)
+        if is_output:
+            # An output keeps no strong reference to its own node (that would be a cycle).
+            self._data = shallow(t)
+            self._grad_fn = weakref.ref(t.grad_fn) if t.grad_fn is not None else None
+        else:
+            self._data = t
+            self._grad_fn = None
+        self._node_name = None
+
+    def unpack(self, node: Node) -> Tensor:
+        data = self._data
+        if data is None:
+            raise RuntimeError(
+                "Trying to backward through the graph a second time (or directly access saved tensors after they "
+                "have already been freed). Saved intermediate values of the graph are freed when you call "
+                ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
+                "graph a second time or if you need to access saved tensors after calling backward."
+            )
+        if data._storage.version != self._version:
+            shape = list(data._shape)
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an inplace operation: "
+                f"[{data.dtype} {shape}], which is output {self._output_nr} of {node.name()}, is at version "
+                f"{data._storage.version}; expected version {self._version} instead. Hint: the backtrace further "
+                "above can show the operation that failed to compute its gradient; enable anomaly detection with "
+                "ember.autograd.set_detect_anomaly(True) to see it."
+            )
+        if self._is_output:
+            out = shallow(data)
+            grad_fn = self._grad_fn() if self._grad_fn is not None else None
+            if grad_fn is not None:
+                out.grad_fn = grad_fn
+                out._output_nr = self._output_nr
+                out.requires_grad = True
+            elif self._requires_grad:
+                out.requires_grad = True
+            return out
+        return data
+
+    def release(self) -> None:
+        self._data = None
+
+
+class AccumulateGrad(Node):
+    """The end of a leaf's path: adds the gradient into ``variable.grad``."""
+
+    __slots__ = ("_post_acc_hooks", "variable")
+
+    def __init__(self, variable: Tensor) -> None:
+        super().__init__(())
+        self.variable = variable
+        self._post_acc_hooks: _HookDict | None = None
+
+    def apply(self, grads: tuple) -> tuple:
+        from ember.autograd.accumulate import accumulate_into
+
+        accumulate_into(self.variable, grads[0])
+        if self._post_acc_hooks:
+            for hook in list(self._post_acc_hooks.values()):
+                hook(self.variable)
+        return ()
+
+
+def grad_accumulator(t: Tensor) -> AccumulateGrad:
+    """The leaf's one ``AccumulateGrad`` node, kept alive by the graphs that use it."""
+    ref = t.__dict__.get("_grad_acc")
+    node = ref() if ref is not None else None
+    if node is None:
+        node = AccumulateGrad(t)
+        t._grad_acc = weakref.ref(node)
+    return node
+
+
+def gradient_edge(t: Tensor) -> tuple:
+    """Where the gradient of ``t`` goes: its grad_fn and output number, or its accumulator."""
+    fn = t.grad_fn
+    if fn is not None:
+        return (fn, t.__dict__.get("_output_nr", 0))
+    if t.requires_grad:
+        return (grad_accumulator(t), 0)
+    return (None, 0)

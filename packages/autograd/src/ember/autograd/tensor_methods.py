@@ -1,0 +1,121 @@
+"""The autograd methods of ``Tensor``: backward, hooks, retain_grad, and ``.grad`` checks."""
+
+from __future__ import annotations
+
+import weakref
+
+from ember.autograd import views
+from ember.autograd.graph import AccumulateGrad, RemovableHandle, _HookDict, grad_accumulator
+from ember.core.tensor import Tensor
+
+
+def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+    from ember.autograd.functional_api import backward as _backward
+
+    _backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+
+def register_hook(self, hook) -> RemovableHandle:
+    """``hook(grad)`` when the gradient of this tensor is computed; a non-None result replaces it."""
+    if not self.requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if self.grad_fn is None:
+        hooks = self.__dict__.get("_tensor_hooks")
+        if hooks is None:
+            hooks = self._tensor_hooks = _HookDict()
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        return handle
+    node, nr = views.edge(self)
+    return node._register_output_hook(nr, hook)
+
+
+def register_post_accumulate_grad_hook(self, hook) -> RemovableHandle:
+    """``hook(tensor)`` after a gradient is accumulated into this leaf's ``.grad``."""
+    if not self.requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if self.grad_fn is not None:
+        raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+    node = grad_accumulator(self)
+    self._grad_acc_keep = node  # the hook lives as long as the tensor, graph or not
+    if node._post_acc_hooks is None:
+        node._post_acc_hooks = _HookDict()
+    handle = RemovableHandle(node._post_acc_hooks)
+    node._post_acc_hooks[handle.id] = hook
+    return handle
+
+
+def retain_grad(self) -> None:
+    if not self.requires_grad:
+        raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+    if self.grad_fn is None:
+        return  # leaves keep their gradient anyway
+    node, nr = views.edge(self)
+    node.metadata.setdefault("_retains_grad", {})[nr] = weakref.ref(self)
+
+
+def _retains_grad(self) -> bool:
+    if self.grad_fn is None:
+        return False
+    meta = self.grad_fn.metadata_
+    refs = meta.get("_retains_grad") if meta else None
+    ref = refs.get(self.__dict__.get("_output_nr", 0)) if refs else None
+    return ref is not None and ref() is self
+
+
+def _grad_get(self):
+    return self.__dict__.get("_grad")
+
+
+def _grad_set(self, value) -> None:
+    if value is not None:
+        if not isinstance(value, Tensor):
+            raise TypeError(
+                f"assigned grad expected to be a Tensor or None but got grad of type {type(value).__name__}"
+            )
+        if value.dtype is not self.dtype:
+            raise RuntimeError(
+                f"attempting to assign a gradient with dtype '{value.dtype}' to a tensor with dtype "
+                f"'{self.dtype}'. Please ensure that the gradient and the tensor have the same dtype"
+            )
+        if value._shape != self._shape:
+            raise RuntimeError(
+                f"attempting to assign a gradient of size '{list(value._shape)}' to a tensor of size "
+                f"'{list(self._shape)}'. Please ensure that the gradient and the tensor are the same size"
+            )
+        if value.device != self.device:
+            raise RuntimeError("attempting to assign a gradient to a tensor that has data of a different type")
+    self.__dict__["_grad"] = value
+
+
+def _grad_del(self) -> None:
+    self.__dict__["_grad"] = None
+
+
+def _is_leaf(self) -> bool:
+    return self.grad_fn is None
+
+
+def _requires_grad_(self, requires_grad: bool = True):
+    from ember.core import dtypes as D
+
+    if not requires_grad and self.grad_fn is not None:
+        raise RuntimeError(
+            "you can only change requires_grad flags of leaf variables. If you want to use a computed variable in a "
+            "subgraph that doesn't require differentiation use var_no_grad = var.detach()."
+        )
+    if requires_grad and self.dtype.category not in (D.FLOATING, D.COMPLEX):
+        raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+    self.requires_grad = requires_grad
+    return self
+
+
+def attach() -> None:
+    Tensor.backward = backward
+    Tensor.register_hook = register_hook
+    Tensor.register_post_accumulate_grad_hook = register_post_accumulate_grad_hook
+    Tensor.retain_grad = retain_grad
+    Tensor.retains_grad = property(_retains_grad)
+    Tensor.grad = property(_grad_get, _grad_set, _grad_del)
+    Tensor.requires_grad_ = _requires_grad_
+    Tensor._grad_accumulator_cls = AccumulateGrad

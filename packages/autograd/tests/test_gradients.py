@@ -1,0 +1,71 @@
+"""Gradients of every op in every OpInfo table, in float64: against PyTorch and against finite differences."""
+
+from __future__ import annotations
+
+import importlib
+import pathlib
+
+import numpy as np
+import pytest
+from grad_harness import grad_case, numerical_case
+from opinfo import ORACLE_MISSING, OpInfo, torch
+
+TABLE_DIR = pathlib.Path(__file__).parents[2] / "tensor" / "tests"
+TABLES = sorted(p.stem for p in TABLE_DIR.glob("opinfo_*.py"))
+OPS: list[OpInfo] = [op for table in TABLES for op in importlib.import_module(table).OPS if "float64" in op.dtypes]
+# Ops that draw random numbers: their gradients are compared in their own tests, from one draw.
+RANDOM = {op.name for op in importlib.import_module("opinfo_random").OPS} if "opinfo_random" in TABLES else set()
+CASES = [pytest.param(op, id=op.name) for op in OPS if op.name not in RANDOM]
+needs_torch = pytest.mark.skipif(torch is None, reason=ORACLE_MISSING)
+
+
+def _samples(op: OpInfo):
+    return op.samples("float64", np.random.default_rng(1234))
+
+
+@needs_torch
+@pytest.mark.parametrize("op", CASES)
+def test_gradients_match_pytorch(op: OpInfo):
+    compared = 0
+    for sample in _samples(op):
+        try:
+            case = grad_case(op, sample)
+        except Exception as error:
+            if _torch_refuses(op, sample):
+                continue
+            raise AssertionError(f"{op.name} {sample}: {type(error).__name__}: {error}") from error
+        if case is None:
+            continue
+        ours, theirs = case
+        for a, b in zip(ours, theirs, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-7, atol=1e-7, equal_nan=True, err_msg=f"{op.name} {sample}")
+        compared += 1
+    if compared == 0:
+        pytest.skip(f"{op.name}: no sample has a gradient")
+
+
+@pytest.mark.parametrize("op", CASES)
+def test_gradients_match_finite_differences(op: OpInfo):
+    checked = 0
+    for sample in _samples(op)[:6]:
+        try:
+            case = numerical_case(op, sample)
+        except Exception:
+            continue
+        if case is None:
+            continue
+        for a, n in zip(*case, strict=True):
+            np.testing.assert_allclose(a, n, rtol=1e-5, atol=1e-5, err_msg=f"{op.name} {sample}")
+        checked += 1
+    if checked == 0:
+        pytest.skip(f"{op.name}: no small differentiable sample")
+
+
+def _torch_refuses(op: OpInfo, sample) -> bool:
+    from grad_harness import _run
+
+    try:
+        _run(op, torch, sample)
+    except Exception:
+        return True
+    return False
