@@ -53,25 +53,17 @@ class _HookDict(dict):
 
 
 class Node:
-    __slots__ = (
-        "__weakref__",
-        "_anomaly_trace",
-        "_hooks",
-        "_output_hooks",
-        "_pre_hooks",
-        "metadata_",
-        "next_functions",
-        "seq",
-    )
+    # Hooks, metadata and the anomaly trace are rare: class-level defaults keep making a node cheap.
+    __slots__ = ("__dict__", "__weakref__", "next_functions", "seq")
+    _pre_hooks: _HookDict | None = None  # whole-node pre-hooks: fn(grad_outputs) -> grad_outputs
+    _output_hooks: dict | None = None  # output_nr -> _HookDict of tensor hooks
+    _hooks: _HookDict | None = None  # post-hooks: fn(grad_inputs, grad_outputs)
+    metadata_: dict | None = None
+    _anomaly_trace: str | None = None
 
     def __init__(self, next_functions: tuple = ()) -> None:
         self.next_functions = next_functions
         self.seq = next(_sequence)
-        self._pre_hooks: _HookDict | None = None  # whole-node pre-hooks: fn(grad_outputs) -> grad_outputs
-        self._output_hooks: dict | None = None  # output_nr -> _HookDict of tensor hooks
-        self._hooks: _HookDict | None = None  # post-hooks: fn(grad_inputs, grad_outputs)
-        self.metadata_ = None
-        self._anomaly_trace = None
 
     # -- what subclasses define ------------------------------------------------------------------
 
@@ -129,10 +121,10 @@ class Node:
 class SavedTensor:
     """A tensor saved for backward: its data alias, version at save time, and how to rebuild it."""
 
-    __slots__ = ("_data", "_grad_fn", "_is_output", "_node_name", "_output_nr", "_requires_grad", "_version")
+    __slots__ = ("_data", "_grad_fn", "_is_output", "_output_nr", "_requires_grad", "_version")
 
     def __init__(self, t: Tensor, is_output: bool = False) -> None:
-        if getattr(t, "_inference", False):
+        if t._inference:
             raise RuntimeError(
                 "Inference tensors cannot be saved for backward. To work around you can make a clone to get a "
                 "normal tensor and use it in autograd."
@@ -140,7 +132,7 @@ class SavedTensor:
         self._version = t._storage.version
         self._is_output = is_output
         self._requires_grad = t.requires_grad
-        self._output_nr = getattr(t, "_output_nr", 0)
+        self._output_nr = t._output_nr
         if is_output:
             # An output keeps no strong reference to its own node (that would be a cycle).
             self._data = shallow(t)
@@ -148,7 +140,6 @@ class SavedTensor:
         else:
             self._data = t
             self._grad_fn = None
-        self._node_name = None
 
     def unpack(self, node: Node) -> Tensor:
         data = self._data
@@ -218,7 +209,7 @@ def gradient_edge(t: Tensor) -> tuple:
     """Where the gradient of ``t`` goes: its grad_fn and output number, or its accumulator."""
     fn = t.grad_fn
     if fn is not None:
-        return (fn, t.__dict__.get("_output_nr", 0))
+        return (fn, t._output_nr)
     if t.requires_grad:
         return (grad_accumulator(t), 0)
     return (None, 0)

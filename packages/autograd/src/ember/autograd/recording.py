@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from ember.autograd import anomaly, views
 from ember.autograd.grad_mode import state
-from ember.autograd.graph import Node, SavedTensor
+from ember.autograd.graph import Node, SavedTensor, _sequence, grad_accumulator
 from ember.autograd.registry import is_nondifferentiable, lookup
 from ember.core import dtypes as D
 from ember.core.schema import _NO_DEFAULT
 from ember.core.tensor import Tensor
 
-_DIFFERENTIABLE = (D.FLOATING, D.COMPLEX)
+_FLOATING = D.FLOATING
 
 
 class TensorMeta:
@@ -27,8 +27,8 @@ class TensorMeta:
 
     __slots__ = ("_shape", "device", "dtype")
 
-    def __init__(self, t: Tensor) -> None:
-        self._shape, self.dtype, self.device = t._shape, t.dtype, t.device
+    def __init__(self, meta: tuple) -> None:
+        self._shape, self.dtype, self.device = meta
 
     @property
     def shape(self):
@@ -53,27 +53,46 @@ class TensorMeta:
 
 
 class _Plan:
-    """Per op: how to bind a call's arguments to schema names, and what the op is."""
+    """Per op: where its tensor arguments sit in a call, and what the op is."""
 
-    __slots__ = ("defaults", "entry", "inplace", "is_out", "names", "nondiff", "op", "positional")
+    __slots__ = (
+        "defaults",
+        "entry",
+        "inplace",
+        "is_out",
+        "nondiff",
+        "op",
+        "positional",
+        "saved_positions",
+        "saved_slots",
+        "simple",
+        "tensor_positions",
+        "tensor_slots",
+    )
 
     def __init__(self, op) -> None:
         schema = op.schema
         self.op = op
-        self.names = tuple(a.name for a in schema.arguments)
         self.positional = tuple(a.name for a in schema.arguments if not a.kwarg_only)
         self.defaults = {a.name: (a.default if a.default is not _NO_DEFAULT else None) for a in schema.arguments}
         self.is_out = schema.is_out
         self.inplace = schema.is_inplace or (bool(schema.arguments) and schema.arguments[0].is_write)
-        self.entry = lookup(op)
+        self.entry = entry = lookup(op)
         self.nondiff = is_nondifferentiable(op)
-
-    def bind(self, args: tuple, kwargs: dict) -> dict:
-        bound = dict(self.defaults)
-        bound.update(zip(self.positional, args, strict=False))
-        if kwargs:
-            bound.update(kwargs)
-        return bound
+        if entry is not None:
+            position = {name: i for i, name in enumerate(self.positional)}
+            self.tensor_slots = tuple(
+                (name, position.get(name, -1), name in entry.list_args) for name in entry.tensor_args
+            )
+            self.saved_slots = tuple(
+                (a.name, position.get(a.name, -1)) for a in schema.arguments if a.name in entry.save
+            )
+            # Every tensor argument positional and none a list: ``record`` takes its quick path.
+            self.simple = all(pos >= 0 and not is_list for _, pos, is_list in self.tensor_slots)
+            self.tensor_positions = tuple(pos for _, pos, _ in self.tensor_slots)
+            self.saved_positions = tuple(
+                pos for name, pos in self.saved_slots if name in entry.tensor_args and pos >= 0
+            )
 
 
 _plans: dict = {}
@@ -86,19 +105,29 @@ def plan_of(op) -> _Plan:
     return plan
 
 
+_NO_EDGE = (None, 0)
+
+
 class OpNode(Node):
-    """The backward of one recorded op call: its formula over what the call saved."""
+    """The backward of one recorded op call: its formula over what the call saved.
 
-    __slots__ = ("_name", "bound", "entry", "inputs_meta", "list_sizes", "n_outputs", "outputs_meta", "saved_result")
+    The call's arguments are kept as given, with every tensor replaced: by a ``SavedTensor`` where the
+    formula saves it, else by ``None`` (its shape, dtype and device are in ``inputs_meta``); they are
+    bound to the schema's names only when the node runs.
+    """
 
-    def __init__(self, entry, bound: dict, edges: tuple, inputs_meta: list, list_sizes: dict) -> None:
-        super().__init__(edges)
-        self.entry = entry
-        self.bound = bound
+    __slots__ = ("_name", "args", "entry", "inputs_meta", "kwargs", "list_sizes", "n_outputs", "plan", "saved_result")
+
+    def __init__(self, plan: _Plan, args: list, kwargs: dict, edges: tuple, inputs_meta: list, list_sizes) -> None:
+        self.next_functions = edges
+        self.seq = next(_sequence)
+        self.plan = plan
+        self.entry = plan.entry
+        self.args = args
+        self.kwargs = kwargs
         self.inputs_meta = inputs_meta
         self.list_sizes = list_sizes
         self.n_outputs = 1
-        self.outputs_meta: list = []
         self.saved_result = None
         self._name = None
 
@@ -110,7 +139,7 @@ class OpNode(Node):
         return self._name
 
     def release(self) -> None:
-        for value in self.bound.values():
+        for value in (*self.args, *self.kwargs.values()):
             if type(value) is SavedTensor:
                 value.release()
             elif type(value) is list:
@@ -122,53 +151,67 @@ class OpNode(Node):
                 if s is not None:
                     s.release()
 
+    def _bind(self) -> dict:
+        plan = self.plan
+        bound = dict(plan.defaults)
+        bound.update(zip(plan.positional, self.args, strict=False))
+        if self.kwargs:
+            bound.update(self.kwargs)
+        metas = self.inputs_meta
+        i = 0
+        for name, _, is_list in plan.tensor_slots:
+            value = bound[name]
+            if is_list:
+                n = self.list_sizes[name]
+                items = value if value is not None else [None] * n
+                bound[name] = [_unpack(v, metas[i + k], self) for k, v in enumerate(items)]
+                i += n
+            else:
+                bound[name] = _unpack(value, metas[i], self)
+                i += 1
+        for name, _ in plan.saved_slots:
+            value = bound[name]
+            if type(value) is SavedTensor:
+                bound[name] = value.unpack(self)
+        return bound
+
     def apply(self, grads: tuple) -> tuple:
         entry = self.entry
-        kw = {}
-        for name, value in self.bound.items():
-            if type(value) is SavedTensor:
-                value = value.unpack(self)
-            elif type(value) is list and value and type(value[0]) is SavedTensor:
-                value = [v.unpack(self) for v in value]
-            kw[name] = value
+        kw = self._bind()
         if self.saved_result is not None:
             outs = [s.unpack(self) if s is not None else None for s in self.saved_result]
             kw["result"] = outs[0] if self.n_outputs == 1 else tuple(outs)
         if entry.wants_needs:
             kw["needs"] = self._needs()
-        if self.n_outputs == 1:
-            g = grads[0]
-        else:
-            g = tuple(grads)
-        result = entry.formula(g, **kw)
-        return self._fit(result)
+        g = grads[0] if self.n_outputs == 1 else tuple(grads)
+        return self._fit(entry.formula(g, **kw))
 
     def _needs(self) -> tuple:
         needs, i = [], 0
-        for name in self.entry.tensor_args:
-            n = self.list_sizes.get(name)
-            if n is None:
-                needs.append(self.next_functions[i][0] is not None)
-                i += 1
-            else:
+        for name, _, is_list in self.plan.tensor_slots:
+            if is_list:
+                n = self.list_sizes[name]
                 needs.append([e[0] is not None for e in self.next_functions[i : i + n]])
                 i += n
+            else:
+                needs.append(self.next_functions[i][0] is not None)
+                i += 1
         return tuple(needs)
 
     def _fit(self, result) -> tuple:
         from ember.autograd.accumulate import fit
 
-        names = self.entry.tensor_args
-        if len(names) == 1:
+        slots = self.plan.tensor_slots
+        if len(slots) == 1:
             result = (result,)
         elif not isinstance(result, tuple | list):
-            raise RuntimeError(f"{self.name()}: the formula returned one gradient for {len(names)} inputs")
+            raise RuntimeError(f"{self.name()}: the formula returned one gradient for {len(slots)} inputs")
         flat = []
-        for name, value in zip(names, result, strict=True):
-            n = self.list_sizes.get(name)
-            if n is None:
+        for (name, _, is_list), value in zip(slots, result, strict=True):
+            if not is_list:
                 flat.append(value)
             else:
+                n = self.list_sizes[name]
                 flat.extend([None] * n if value is None else value)
         out = []
         for (node, _), meta, g in zip(self.next_functions, self.inputs_meta, flat, strict=True):
@@ -177,6 +220,14 @@ class OpNode(Node):
             else:
                 out.append(fit(g, meta[0], meta[1]))
         return tuple(out)
+
+
+def _unpack(value, meta, node):
+    if type(value) is SavedTensor:
+        return value.unpack(node)
+    if meta is None:
+        return value
+    return TensorMeta(meta)
 
 
 def _refuse_out(op) -> None:
@@ -198,90 +249,163 @@ def record(op, args: tuple, kwargs: dict, call_below):
     if not state.enabled:
         return call_below(args, kwargs)
     plan = _plans.get(op) or plan_of(op)
-    if plan.is_out:
-        _refuse_out(op)
     entry = plan.entry
-    if entry is None:
+    if entry is None or plan.is_out:
+        if plan.is_out:
+            _refuse_out(op)
         if plan.nondiff:
             return call_below(args, kwargs)
         if op.decomposition is not None:
             return op.decomposition(*args, **kwargs)
         raise RuntimeError(f"the derivative for '{op.namespace}::{op.schema.qualified}' is not implemented")
+    if kwargs or not plan.simple:
+        return _record_general(op, plan, args, kwargs, call_below)
 
-    bound = plan.bind(args, kwargs)
-    edges, metas, list_sizes = [], [], {}
+    # The common case: every tensor argument is positional and none is a list.
+    nargs = len(args)
+    edges, metas = [], []
+    stored = list(args)
     any_grad = False
-    for name in entry.tensor_args:
-        value = bound[name]
-        if name in entry.list_args:
+    for pos in plan.tensor_positions:
+        if pos < nargs:
+            t = args[pos]
+            if isinstance(t, Tensor):
+                if t.requires_grad:
+                    if t._base is None:
+                        fn = t.grad_fn
+                        edges.append((fn, t._output_nr) if fn is not None else (grad_accumulator(t), 0))
+                    else:
+                        edges.append(views.edge(t))
+                    any_grad = True
+                else:
+                    edges.append(_NO_EDGE)
+                metas.append((t._shape, t.dtype, t.device))
+                stored[pos] = None
+                continue
+        edges.append(_NO_EDGE)
+        metas.append(None)
+    if not any_grad:
+        return call_below(args, kwargs)
+    target = args[0] if plan.inplace else None
+    if target is not None:
+        _check_inplace_target(target)
+    for pos in plan.saved_positions:
+        if pos < nargs:
+            t = args[pos]
+            if isinstance(t, Tensor):
+                stored[pos] = SavedTensor(t.clone() if t is target else t)
+    return _run_and_record(plan, args, kwargs, call_below, stored, {}, edges, metas, None, target)
+
+
+def _record_general(op, plan: _Plan, args: tuple, kwargs: dict, call_below):
+    edges, metas, list_sizes = [], [], None
+    any_grad = False
+    nargs = len(args)
+    for name, pos, is_list in plan.tensor_slots:
+        value = args[pos] if 0 <= pos < nargs else kwargs.get(name)
+        if is_list:
             items = list(value) if value is not None else []
+            if list_sizes is None:
+                list_sizes = {}
             list_sizes[name] = len(items)
         else:
             items = (value,)
         for t in items:
-            if isinstance(t, Tensor) and t.requires_grad:
-                edges.append(views.edge(t))
-                any_grad = True
+            if isinstance(t, Tensor):
+                if t.requires_grad:
+                    edges.append(views.edge(t))
+                    any_grad = True
+                else:
+                    edges.append(_NO_EDGE)
+                metas.append((t._shape, t.dtype, t.device))
             else:
-                edges.append((None, 0))
-            metas.append((t._shape, t.dtype) if isinstance(t, Tensor) else None)
+                edges.append(_NO_EDGE)
+                metas.append(None)
     if not any_grad:
         return call_below(args, kwargs)
 
-    inplace = plan.inplace
-    target = args[0] if inplace else None
-    if inplace:
+    target = args[0] if plan.inplace else None
+    if target is not None:
         _check_inplace_target(target)
-    save = entry.save
-    for name in entry.tensor_args:
-        value = bound[name]
-        if name in save:
-            if name in entry.list_args:
-                bound[name] = [SavedTensor(v) for v in value]
+    stored = list(args)
+    stored_kw = dict(kwargs) if kwargs else {}
+    saved_names = set()
+    for name, pos in plan.saved_slots:
+        value = args[pos] if 0 <= pos < nargs else kwargs.get(name)
+        if isinstance(value, Tensor):
+            value = SavedTensor(value.clone() if value is target else value)
+        elif type(value) in (list, tuple) and value and isinstance(value[0], Tensor):
+            value = [SavedTensor(v) for v in value]
+        else:
+            continue
+        saved_names.add(name)
+        if 0 <= pos < nargs:
+            stored[pos] = value
+        else:
+            stored_kw[name] = value
+    for name, pos, is_list in plan.tensor_slots:
+        if name not in saved_names:
+            value = stored[pos] if 0 <= pos < nargs else stored_kw.get(name)
+            if is_list and value is not None:
+                value = [None if isinstance(v, Tensor) else v for v in value]
             elif isinstance(value, Tensor):
-                if inplace and value is target:
-                    value = value.clone()
-                bound[name] = SavedTensor(value)
-        elif name in entry.list_args:
-            bound[name] = [TensorMeta(v) if isinstance(v, Tensor) else v for v in (value or ())]
-        elif isinstance(value, Tensor):
-            bound[name] = TensorMeta(value)
-    for name in save:
-        value = bound.get(name)
-        if name not in entry.tensor_args and isinstance(value, Tensor):
-            bound[name] = SavedTensor(value)
+                value = None
+            if 0 <= pos < nargs:
+                stored[pos] = value
+            elif name in stored_kw:
+                stored_kw[name] = value
+    return _run_and_record(plan, args, kwargs, call_below, stored, stored_kw, edges, metas, list_sizes, target)
 
-    node = OpNode(entry, bound, tuple(edges), metas, list_sizes)
+
+def _run_and_record(plan, args, kwargs, call_below, stored, stored_kw, edges, metas, list_sizes, target):
+    entry = plan.entry
+    node = OpNode(plan, stored, stored_kw, tuple(edges), metas, list_sizes)
     if anomaly.state.enabled:
         anomaly.remember(node)
-    if inplace and target._base is not None:
+    save_result = entry.saves_result
+    if target is not None and target._base is not None:
         result = call_below(args, kwargs)
         views.rebase(target, node)
-        _save_result(node, entry, (target,), save)
+        if save_result:
+            _save_result(node, (target,))
         return result
 
     result = call_below(args, kwargs)
+    if type(result) is Tensor:
+        if result.dtype.category >= _FLOATING and (target is not None or not _is_input(result, args)):
+            result.grad_fn = node
+            if target is not None:
+                result._output_nr = 0
+            result.requires_grad = True
+        if save_result:
+            _save_result(node, (result,))
+        return result
     outputs = result if isinstance(result, tuple | list) else (result,)
     node.n_outputs = len(outputs)
-    node.outputs_meta = [(o._shape, o.dtype) if isinstance(o, Tensor) else None for o in outputs]
     differentiable = entry.output_differentiable
-    inputs = args if not inplace else ()
     for i, out in enumerate(outputs):
-        if not isinstance(out, Tensor) or out.dtype.category not in _DIFFERENTIABLE:
+        if not isinstance(out, Tensor) or out.dtype.category < _FLOATING:
             continue
         if differentiable is not None and not differentiable[i]:
             continue
-        if not inplace and any(out is a for a in inputs):
+        if target is None and _is_input(out, args):
             continue  # the op handed back its input itself: nothing to record
         out.grad_fn = node
         out._output_nr = i
         out.requires_grad = True
-    _save_result(node, entry, outputs, save)
+    if save_result:
+        _save_result(node, outputs)
     return result
 
 
-def _save_result(node: OpNode, entry, outputs, save) -> None:
-    if "result" in save:
-        node.saved_result = [
-            SavedTensor(o, is_output=o.grad_fn is node) if isinstance(o, Tensor) else None for o in outputs
-        ]
+def _is_input(out, args) -> bool:
+    for a in args:  # noqa: SIM110  (a loop: any() over a generator costs a frame per call)
+        if out is a:
+            return True
+    return False
+
+
+def _save_result(node: OpNode, outputs) -> None:
+    node.saved_result = [
+        SavedTensor(o, is_output=o.grad_fn is node) if isinstance(o, Tensor) else None for o in outputs
+    ]

@@ -47,6 +47,10 @@ class Derivative:
     tensor_args: tuple[str, ...]
     list_args: frozenset[str]
     output_differentiable: tuple[bool, ...] | None = None
+    saves_result: bool = False
+
+    def __post_init__(self) -> None:
+        self.saves_result = "result" in self.save
 
 
 DERIVATIVES: dict[OpOverload, Derivative] = {}

@@ -59,7 +59,7 @@ def _retains_grad(self) -> bool:
         return False
     meta = self.grad_fn.metadata_
     refs = meta.get("_retains_grad") if meta else None
-    ref = refs.get(self.__dict__.get("_output_nr", 0)) if refs else None
+    ref = refs.get(self._output_nr) if refs else None
     return ref is not None and ref() is self
 
 
@@ -119,3 +119,6 @@ def attach() -> None:
     Tensor.grad = property(_grad_get, _grad_set, _grad_del)
     Tensor.requires_grad_ = _requires_grad_
     Tensor._grad_accumulator_cls = AccumulateGrad
+    # Defaults read by the recorder on every tensor, set on the few tensors that differ.
+    Tensor._output_nr = 0
+    Tensor._inference = False

@@ -111,8 +111,10 @@ class OpOverload:
     # -- calling ------------------------------------------------------------------------------
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if _flags.slow or (_autograd is not None and _needs_grad(args, kwargs)):
+        if _flags.slow:
             return _dispatch_slow(self, args, kwargs, 0)
+        if _autograd is not None and _needs_grad(args, kwargs):
+            return _autograd(self, args, kwargs, self._below_autograd)
         # The fast path: the first argument is a plain tensor with a kernel for its device.
         if args and not _flags.subclasses:
             first = args[0]
@@ -124,6 +126,21 @@ class OpOverload:
         # Once a dispatching subclass exists, any argument (not only the first) may be one.
         if _flags.subclasses and any(t._dispatches for t in _all_tensors(args, kwargs)):
             return _dispatch_slow(self, args, kwargs, 0)
+        return self.redispatch_backend(tensor, args, kwargs)
+
+    def _below_autograd(self, args: tuple, kwargs: dict) -> Any:
+        """What runs under the autograd level when no interposer or mode is active (the fast path's rest)."""
+        if _flags.slow:
+            return _dispatch_slow(self, args, kwargs, len(_interposers) + 1)
+        if args and not _flags.subclasses:
+            first = args[0]
+            if type(first) is Tensor:
+                kernel = self._kernels.get(first.device.type) or self._any
+                if kernel is not None:
+                    return kernel(*args, **kwargs)
+        tensor = _first_tensor(args, kwargs)
+        if _flags.subclasses and any(t._dispatches for t in _all_tensors(args, kwargs)):
+            return _dispatch_slow(self, args, kwargs, len(_interposers) + 1)
         return self.redispatch_backend(tensor, args, kwargs)
 
     def redispatch_backend(self, tensor, args: tuple, kwargs: dict) -> Any:
