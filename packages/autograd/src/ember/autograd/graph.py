@@ -131,15 +131,14 @@ class SavedTensor:
             )
         self._version = t._storage.version
         self._is_output = is_output
-        self._requires_grad = t.requires_grad
-        self._output_nr = t._output_nr
         if is_output:
             # An output keeps no strong reference to its own node (that would be a cycle).
             self._data = shallow(t)
             self._grad_fn = weakref.ref(t.grad_fn) if t.grad_fn is not None else None
+            self._requires_grad = t.requires_grad
+            self._output_nr = t._output_nr
         else:
-            self._data = t
-            self._grad_fn = None
+            self._data = t  # an input: the other fields are read from it when needed
 
     def unpack(self, node: Node) -> Tensor:
         data = self._data
@@ -154,7 +153,8 @@ class SavedTensor:
             shape = list(data._shape)
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an inplace operation: "
-                f"[{data.dtype} {shape}], which is output {self._output_nr} of {node.name()}, is at version "
+                f"[{data.dtype} {shape}], which is output {data._output_nr if not self._is_output else self._output_nr} "
+                f"of {node.name()}, is at version "
                 f"{data._storage.version}; expected version {self._version} instead. Hint: the backtrace further "
                 "above can show the operation that failed to compute its gradient; enable anomaly detection with "
                 "ember.autograd.set_detect_anomaly(True) to see it."
