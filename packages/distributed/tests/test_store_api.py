@@ -264,11 +264,16 @@ def test_a_timeout_of_forever_is_accepted(pair):
     assert result == [(b"v", None)]
 
 
-def test_a_write_is_visible_to_every_handle_once_it_returns(pair):
+def test_writes_are_read_by_their_writer_at_once_and_by_everyone_after_its_next_call(pair):
+    # set is one-way (as PyTorch's): a handle reads its own writes in order; another handle sees a
+    # write once any later call of the writer has returned (its reply comes after the write's).
     first, second = pair
     for i in range(50):
         first.set(f"k{i}", "v")
-        assert second.check([f"k{i}"])
+        assert first.check([f"k{i}"])
+        first.set(f"j{i}", "w")
+        first.num_keys()
+        assert second.check([f"j{i}"])
         first.append("log", "a")
         second.append("log", "b")
     assert first.get("log") == b"ab" * 50

@@ -224,3 +224,42 @@ def test_values_over_the_limit_are_refused_before_sending():
         client.multi_set(["a", "b"], [b"x" * 600, b"y" * 600])
     client.set("small", b"x" * 500)
     assert client.get("small") == b"x" * 500
+
+
+def test_sets_in_a_row_keep_few_replies_owed_and_land_in_order(master, connect):
+    client = connect()
+    for i in range(2000):
+        client.set("counter", str(i))
+    assert client._channel.pending <= 256  # the channel reads acknowledgements once too many are owed
+    assert client.get("counter") == b"1999"
+    assert client._channel.pending == 0
+    assert master.get("counter") == b"1999"
+
+
+def test_posted_sets_from_threads_sharing_a_store(master, connect):
+    client = connect()
+
+    def work(t: int) -> None:
+        for i in range(200):
+            client.set(f"t{t}/{i}", str(i))
+            if i % 50 == 0:
+                assert client.get(f"t{t}/{i}") == str(i).encode()
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert client.check([f"t{t}/{i}" for t in range(4) for i in range(200)])
+
+
+def test_a_set_after_the_server_is_gone_fails_then_or_at_the_next_call():
+    server = TCPStore("127.0.0.1", 0, is_master=True, timeout=timedelta(seconds=5))
+    client = TCPStore("127.0.0.1", server.port, timeout=timedelta(seconds=5))
+    client.set("before", "1")
+    del server
+    gc.collect()
+    with pytest.raises(DistStoreError):
+        for _ in range(100):  # the first sends may still fit the kernel's buffers
+            client.set("after", "1")
+        client.get("after")

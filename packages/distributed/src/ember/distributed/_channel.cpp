@@ -1,5 +1,9 @@
 // The client's round trip in C++: one request frame out, one reply frame in, without the GIL.
 //
+// ``post`` sends a request without waiting for its reply (SET: PyTorch's set is one-way too); the
+// channel counts the replies owed and reads them, in order, ahead of the next request's reply,
+// so a set costs a send and no round trip. A posted request's error is reported by the next call.
+//
 // A TCPStore client spends most of a call waiting on the kernel. Python's socket methods drop and
 // retake the GIL around every syscall, and the framing around them costs more than the syscalls;
 // here the whole exchange (header, send, every recv until the reply is whole) runs with the GIL
@@ -113,21 +117,60 @@ class Channel {
     return exchange(op, within_us);
   }
 
+  // Like ``request``, but returns (0, None) once the request is sent; its reply is read later.
+  // A failed earlier posted request is returned (status, body) instead, and this one is not sent.
+  py::tuple post(int op, py::handle keys, py::handle value, long long within_us) {
+    if (failed_status_ != 0) return take_failure();
+    out_.assign(kHeader, '\0');
+    if (!append_part(out_, keys.ptr(), true)) return py::make_tuple(kBadKey, py::none());
+    if (!append_part(out_, value.ptr(), false)) throw py::type_error("a store value must be bytes");
+    if (!frame(op)) return py::make_tuple(kTooLarge, out_.size() - kHeader);
+    if (within_us != within_us_) set_timeouts(within_us);
+    // Bound the replies owed, so that a client that only sets keeps the server's buffers small.
+    round_trip(true, pending_ >= kMaxPending ? pending_ / 2 : -1, false);
+    ++pending_;
+    if (failed_status_ != 0) return take_failure();
+    return py::make_tuple(0, py::none());
+  }
+
+  // Reads every reply still owed to posted requests; returns a failure among them as ``post`` does.
+  py::tuple flush() {
+    if (pending_ > 0) round_trip(false, 0, false);
+    if (failed_status_ != 0) return take_failure();
+    return py::make_tuple(0, py::none());
+  }
+
   long long max_size = INT64_MAX;
+  int pending() const { return pending_; }
 
  private:
-  py::tuple exchange(int op, long long within_us) {
+  static constexpr int kMaxPending = 256;
+
+  bool frame(int op) {
     const size_t size = out_.size() - kHeader;
-    if (static_cast<long long>(size) > max_size) return py::make_tuple(kTooLarge, size);
+    if (static_cast<long long>(size) > max_size) return false;
     const uint32_t length = static_cast<uint32_t>(size);
     std::memcpy(&out_[0], &length, 4);
     out_[4] = static_cast<char>(op);
+    return true;
+  }
+
+  py::tuple take_failure() {
+    py::tuple failure = py::make_tuple(failed_status_, py::bytes(failed_body_));
+    failed_status_ = 0;
+    failed_body_.clear();
+    return failure;
+  }
+
+  py::tuple exchange(int op, long long within_us) {
+    if (!frame(op)) return py::make_tuple(kTooLarge, out_.size() - kHeader);
     if (within_us != within_us_) set_timeouts(within_us);
-    const size_t reply = round_trip();
+    const size_t reply = round_trip(true, 0, true);
     const int status = static_cast<unsigned char>(buf_[4]);
     py::bytes body(buf_ + kHeader, reply);
     consume(kHeader + reply);
     if (out_.capacity() > 4 * kChunk) std::string().swap(out_);  // give back one large request's space
+    if (failed_status_ != 0) return take_failure();
     return py::make_tuple(status, std::move(body));
   }
 
@@ -140,16 +183,20 @@ class Channel {
     within_us_ = within_us;
   }
 
-  // Sends out_ and reads until buf_ starts with a whole frame; returns its body length. The GIL
-  // is released once for both: a thread that retook it between the send and the recv would only
-  // queue behind the process's other threads for it, twice per call.
-  size_t round_trip() {
-    size_t sent = 0;
+  // Sends out_ (when ``send_request``), then reads until no more than ``keep_pending`` replies are
+  // owed to posted requests (-1: read nothing) and, with ``want_reply``, buf_ starts with the whole
+  // reply frame of this request, whose body length it returns. The GIL is released once for the
+  // send and the reads: a thread that retook it in between would only queue behind the process's
+  // other threads for it, twice per call.
+  size_t round_trip(bool send_request, int keep_pending, bool want_reply) {
+    size_t sent = send_request ? 0 : out_.size();
     while (true) {
+      settle_until(keep_pending);
       size_t body = 0;
-      const bool whole = has_frame(body);
-      if (whole && sent == out_.size()) return body;
-      if (!whole) reserve(len_ + std::max(wanted(), kChunk));
+      const bool settled = keep_pending < 0 || pending_ <= keep_pending;
+      const bool done = settled && (!want_reply || has_frame(body));
+      if (done && sent == out_.size()) return body;
+      if (!done) reserve(len_ + std::max(wanted(), kChunk));
       int error = 0;
       bool closed = false;
       {
@@ -162,8 +209,8 @@ class Channel {
           }
           sent += static_cast<size_t>(n);
         }
-        // Read on while the reply is incomplete and fits: most replies take one recv.
-        while (error == 0 && !has_frame(body) && len_ + wanted() <= cap_) {
+        // Read until a whole frame is in (an owed reply or this one), while it fits: most take one recv.
+        while (error == 0 && !done && !has_frame(body) && len_ + wanted() <= cap_) {
           const ssize_t n = recv(fd_, buf_ + len_, cap_ - len_, 0);
           if (n <= 0) {
             if (n < 0) error = errno;
@@ -183,6 +230,22 @@ class Channel {
         raise_errno(error);
       }
     }
+  }
+
+  void settle_until(int keep_pending) {
+    if (keep_pending < 0) return;
+    size_t body = 0;
+    while (pending_ > keep_pending && has_frame(body)) settle_one(body);
+  }
+
+  void settle_one(size_t body) {
+    const int status = static_cast<unsigned char>(buf_[4]);
+    if (status != 0 && failed_status_ == 0) {
+      failed_status_ = status;
+      failed_body_.assign(buf_ + kHeader, body);
+    }
+    consume(kHeader + body);
+    --pending_;
   }
 
   bool has_frame(size_t& body) const {
@@ -220,6 +283,9 @@ class Channel {
   char* buf_ = nullptr;   // received bytes not yet returned: [0, len_) of cap_
   size_t len_ = 0;
   size_t cap_ = 0;
+  int pending_ = 0;          // replies owed to posted requests, read ahead of the next reply
+  int failed_status_ = 0;    // the first failure among them, until a call reports it
+  std::string failed_body_;
 };
 
 }  // namespace
@@ -234,5 +300,9 @@ PYBIND11_MODULE(_channel, m) {
            "Send op with a key (or key list) and a value (bytes, int, list of bytes) part; return (status, body).")
       .def("call", &Channel::call, py::arg("op"), py::arg("body"), py::arg("within_us"),
            "Send op with an encoded body; return (status, body) of its reply.")
+      .def("post", &Channel::post, py::arg("op"), py::arg("keys"), py::arg("value"), py::arg("within_us"),
+           "Send a request like request() without waiting for its reply; return (0, None), or an earlier failure.")
+      .def("flush", &Channel::flush, "Read the replies owed to posted requests; return (0, None) or a failure.")
+      .def_property_readonly("pending", &Channel::pending, "Replies owed to posted requests.")
       .def_readwrite("max_size", &Channel::max_size, "The server's max_value_size: larger bodies are not sent.");
 }

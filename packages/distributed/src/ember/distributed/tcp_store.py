@@ -5,10 +5,11 @@ thread) and then, like every other process, talks to it through one blocking TCP
 client is synchronous: each call sends one request frame and reads its reply. The socket belongs
 to this class (connecting, closing); the exchange on it is a ``Channel`` (``_channel.cpp``), which
 encodes the common request bodies, sends, and reads the whole reply with the GIL released once,
-so that a call costs the process's other threads two GIL handoffs and little Python. Writes are
-acknowledged too (PyTorch's are not): when ``set`` returns, every client sees the value, which an
-out-of-band handshake between ranks (a collective, a file) can rely on. A lock makes a store safe
-to share between threads, one request at a time, as PyTorch's is.
+so that a call costs the process's other threads two GIL handoffs and little Python. ``set`` is
+one-way, as PyTorch's is: it returns once its request is sent, and the channel reads the server's
+acknowledgement ahead of the next call's reply (a failed set is reported by that call). Requests on
+one connection are applied in order, so a client always reads its own writes. A lock makes a store
+safe to share between threads, one request at a time, as PyTorch's is.
 
 Timeouts. A blocking read (``get``, ``wait``, ``multi_get``) sends its timeout to the server,
 which parks the request and answers when the keys appear or the time is up; the client never
@@ -188,7 +189,7 @@ class TCPStore(Store):
     def set(self, key: str, value: str | bytes) -> None:
         if type(key) is not str:
             check_key(key)
-        self._call(_SET, key, value if type(value) is bytes else to_bytes(value), self._reply_within_us)
+        self._post(_SET, key, value if type(value) is bytes else to_bytes(value))
 
     def get(self, key: str) -> bytes:
         if type(key) is not str:
@@ -254,6 +255,20 @@ class TCPStore(Store):
         if status == _OK:
             return reply
         raise self._refused(status, reply, op, keys, value)
+
+    def _post(self, op: int, key: str, value: bytes) -> None:
+        """Send a request whose reply is read later, ahead of the next call's (see ``Channel.post``)."""
+        with self._lock:
+            channel = self._channel or self._reconnect()
+            try:
+                status, reply = channel.post(op, key, value, self._reply_within_us)
+            except OSError as error:
+                raise self._failed(error, op, key, self._reply_within_us) from error
+            except BaseException:
+                self._drop()
+                raise
+        if status != _OK:
+            raise self._refused(status, reply, op, key, value)
 
     def _call_encoded(self, op: int, body: bytes, name: str) -> bytes:
         """One request whose body the caller encoded."""
