@@ -16,7 +16,6 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from ember.autograd import forward_ad
 from ember.autograd.functional_api import grad as autograd_grad
 from ember.autograd.grad_mode import enable_grad, state
 from ember.core.api import functions
@@ -187,6 +186,8 @@ def vjp(func, *primals, has_aux: bool = False):
 
 def jvp(func, primals, tangents, *, strict: bool = False, has_aux: bool = False):
     """``(func(*primals), J @ tangents)`` by forward-mode AD."""
+    from ember.autograd import forward_ad
+
     api = "jvp(f, primals, tangents)"
     if not isinstance(primals, tuple):
         raise RuntimeError(f"{api}: Expected primals to be a tuple. E.g. it should be valid to call f(*primals).")
@@ -227,6 +228,8 @@ def jvp(func, primals, tangents, *, strict: bool = False, has_aux: bool = False)
 
 
 def _strip_duals(tree):
+    from ember.autograd import forward_ad
+
     leaves, spec = flatten(tree)
     return unflatten([forward_ad.unpack_dual(x).primal if isinstance(x, Tensor) else x for x in leaves], spec)
 
