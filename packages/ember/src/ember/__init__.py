@@ -38,8 +38,9 @@ globals().update({d.name: d for d in _ALL_DTYPES})
 globals().update(_ALIASES)
 _autoload_backends()
 
-# Imported on first use, as their start-up cost is their own: ``ember.distributed``, ``ember.library``.
-_LAZY_SUBPACKAGES = ("distributed", "library")
+# Imported on first use, as their start-up cost is their own: ``ember.distributed``, ``ember.func``, ``ember.library``,
+# ``ember.utils``.
+_LAZY_SUBPACKAGES = ("distributed", "func", "library", "utils")
 
 
 def __getattr__(name: str):
