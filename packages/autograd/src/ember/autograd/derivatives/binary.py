@@ -171,7 +171,8 @@ def _fmin(grad, self, other, needs, **_):
 
 @derivative(aten.atan2.default, save=("self", "other"))
 def _atan2(grad, self, other, needs, **_):
-    recip = (self * self + other * other).reciprocal()
+    denominator = self * self + other * other
+    recip = where(denominator == 0, 0.0, denominator.reciprocal())  # zero, not nan, at the origin
     return (grad * other * recip if needs[0] else None), (grad * -self * recip if needs[1] else None)
 
 
