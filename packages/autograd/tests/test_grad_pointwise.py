@@ -311,3 +311,21 @@ def test_jvp_kinds_of_unary_entries():
         entry = registry.DERIVATIVES.get(op)
         if entry is not None and entry.jvp == "elementwise":
             assert len(entry.tensor_args) == 1, op  # a diagonal Jacobian needs one tensor input
+
+
+@pytest.mark.parametrize("name", ["fmax", "fmin", "maximum", "minimum", "atan2", "hypot", "pow", "div", "fmod"])
+def test_numbers_in_tensor_positions_of_aten_ops(name):
+    """Ember's ops take a number where the schema says Tensor; PyTorch's answer for a 0-dim tensor is the oracle."""
+    overload = {"pow": "Tensor_Tensor", "div": "Tensor", "fmod": "Tensor"}.get(name, "default")
+
+    def fn(lib, x, number, first):
+        if lib is torch:
+            number = torch.tensor(number, dtype=torch.float64)
+            return getattr(torch, name)(number, x) if first else getattr(torch, name)(x, number)
+        op = getattr(getattr(ember.ops.aten, name), overload)
+        return op(number, x) if first else op(x, number)
+
+    x = np.array([0.5, -1.0, 2.0, NAN, 1.5])
+    for number in (1.5, NAN, 2.0):
+        for first in (False, True):
+            check(lambda lib, t, n=number, f=first: fn(lib, t if name != "pow" or f else t.abs(), n, f), x)

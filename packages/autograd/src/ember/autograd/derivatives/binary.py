@@ -111,6 +111,8 @@ def _pow_self_by_number(grad, self, exponent):
 def _pow(grad, self, exponent, result, needs, **_):
     if not isinstance(exponent, Tensor):
         return _pow_self_by_number(grad, self, exponent), None
+    if not isinstance(self, Tensor):
+        return None, _pow_scalar(grad, self, exponent, result)
     g_self = g_exponent = None
     if needs[0]:
         g_self = where(exponent == 0.0, 0.0, grad * conj(exponent * self.pow(exponent - 1)))
@@ -159,14 +161,18 @@ def _fextremum(grad, picks_self, needs):
     return (where(picks_self, grad, 0.0) if needs[0] else None), (where(picks_self, 0.0, grad) if needs[1] else None)
 
 
+def _isnan(x):
+    return x.isnan() if isinstance(x, Tensor) else x != x
+
+
 @derivative(aten.fmax.default, save=("self", "other"))
 def _fmax(grad, self, other, needs, **_):
-    return _fextremum(grad, (self >= other).logical_or(other.isnan()), needs)
+    return _fextremum(grad, aten.logical_or.default(self >= other, _isnan(other)), needs)
 
 
 @derivative(aten.fmin.default, save=("self", "other"))
 def _fmin(grad, self, other, needs, **_):
-    return _fextremum(grad, (self <= other).logical_or(other.isnan()), needs)
+    return _fextremum(grad, aten.logical_or.default(self <= other, _isnan(other)), needs)
 
 
 @derivative(aten.atan2.default, save=("self", "other"))
