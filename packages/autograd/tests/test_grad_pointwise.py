@@ -329,3 +329,15 @@ def test_numbers_in_tensor_positions_of_aten_ops(name):
     for number in (1.5, NAN, 2.0):
         for first in (False, True):
             check(lambda lib, t, n=number, f=first: fn(lib, t if name != "pow" or f else t.abs(), n, f), x)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_activations_compute_reduced_precision_in_float32(dtype):
+    x = np.linspace(-4, 4, 97)
+
+    def fn(lib, t, name, **kwargs):
+        return act(lib, name, t.to(getattr(lib, dtype)), **kwargs)
+
+    for name, kwargs in (("gelu", {}), ("gelu", {"approximate": "tanh"}), ("silu", {}), ("mish", {})):
+        ours, theirs = grads(lambda lib, t, n=name, k=kwargs: fn(lib, t, n, **k), x)
+        np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-2, atol=1e-3, err_msg=f"{name} {kwargs}")

@@ -189,11 +189,20 @@ def _nan_to_num(grad, self, **_):
 
 
 # -- activations: the expressions of PyTorch's backward kernels ------------------------------------
+# Those kernels compute float16 and bfloat16 in float32 and round once; so do these formulas.
+
+_REDUCED = (D.float16, D.bfloat16)
+
+
+def _opmath(grad, self):
+    if self.dtype in _REDUCED:
+        return grad.to(D.float32), self.to(D.float32)
+    return grad, self
 
 
 @derivative(aten.gelu.default, save=("self",), jvp="elementwise")
 def _gelu(grad, self, approximate, **_):
-    x = self
+    grad, x = _opmath(grad, self)
     if approximate == "tanh":
         beta = math.sqrt(2.0) * TWO_OVER_SQRT_PI * 0.5
         kappa = 0.044715
@@ -211,15 +220,17 @@ def _gelu(grad, self, approximate, **_):
 
 @derivative(aten.silu.default, save=("self",), jvp="elementwise")
 def _silu(grad, self, **_):
-    sigmoid = 1 / (1 + (-self).exp())
-    return grad * sigmoid * (1 + self * (1 - sigmoid))
+    grad, x = _opmath(grad, self)
+    sigmoid = 1 / (1 + (-x).exp())
+    return grad * sigmoid * (1 + x * (1 - sigmoid))
 
 
 @derivative(aten.mish.default, save=("self",), jvp="elementwise")
 def _mish(grad, self, **_):
-    sigmoid = 1 / (1 + (-self).exp())
-    tanh_softplus = self.exp().log1p().tanh()
-    return grad * (tanh_softplus + self * sigmoid * (1 - tanh_softplus * tanh_softplus))
+    grad, x = _opmath(grad, self)
+    sigmoid = 1 / (1 + (-x).exp())
+    tanh_softplus = x.exp().log1p().tanh()
+    return grad * (tanh_softplus + x * sigmoid * (1 - tanh_softplus * tanh_softplus))
 
 
 nondifferentiable(
