@@ -332,12 +332,20 @@ def test_numbers_in_tensor_positions_of_aten_ops(name):
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_activations_compute_reduced_precision_in_float32(dtype):
-    x = np.linspace(-4, 4, 97)
-
-    def fn(lib, t, name, **kwargs):
-        return act(lib, name, t.to(getattr(lib, dtype)), **kwargs)
-
-    for name, kwargs in (("gelu", {}), ("gelu", {"approximate": "tanh"}), ("silu", {}), ("mish", {})):
-        ours, theirs = grads(lambda lib, t, n=name, k=kwargs: fn(lib, t, n, **k), x)
-        np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-2, atol=1e-3, err_msg=f"{name} {kwargs}")
+def test_reduced_precision_rounds_as_pytorch_kernels_do(dtype):
+    """PyTorch's one-kernel gradients (tanh, sigmoid in bfloat16, the activations) compute in float32 and
+    round once; its composite ones (addcdiv) round after each op. Nearly every element must agree exactly."""
+    x = np.linspace(-4, 4, 397)
+    cases = [
+        ("gelu", lambda lib, t: act(lib, "gelu", t)),
+        ("gelu tanh", lambda lib, t: act(lib, "gelu", t, approximate="tanh")),
+        ("silu", lambda lib, t: act(lib, "silu", t)),
+        ("mish", lambda lib, t: act(lib, "mish", t)),
+        ("tanh", lambda lib, t: t.tanh()),
+        ("sigmoid", lambda lib, t: t.sigmoid()),
+        ("addcdiv", lambda lib, t: lib.addcdiv(t, t, t * t + 1, value=0.7)),
+    ]
+    for name, fn in cases:
+        ours, theirs = grads(lambda lib, t, f=fn: f(lib, t.to(getattr(lib, dtype))), x)
+        assert np.mean(ours[0] != theirs[0]) <= 0.05, name
+        np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-2, atol=1e-3, err_msg=name)

@@ -112,6 +112,7 @@ def _addcmul(grad, self, tensor1, tensor2, value, needs, **_):
 
 @derivative(aten.addcdiv.default, save=("tensor1", "tensor2"))
 def _addcdiv(grad, self, tensor1, tensor2, value, needs, **_):
-    g_t1 = grad * conj(functions["div"](value, tensor2)) if needs[1] else None
+    # value / tensor2 as PyTorch's C++ operator computes it: value filled in tensor2's dtype, then divided.
+    g_t1 = grad * conj(functions["full_like"](tensor2, value).div_(tensor2)) if needs[1] else None
     g_t2 = -grad * conj(value * tensor1 / (tensor2 * tensor2)) if needs[2] else None
     return (grad if needs[0] else None), g_t1, g_t2

@@ -25,6 +25,17 @@ SQRT_PI_OVER_TWO = 0.5 * math.sqrt(math.pi)
 SQRT1_2 = math.sqrt(0.5)
 
 
+_REDUCED = (D.float16, D.bfloat16)
+
+
+def _opmath(grad, x, reduced=_REDUCED):
+    """Where PyTorch's gradient is one kernel (tanh, sigmoid, the activations), float16 and bfloat16
+    compute in float32 and round once; so do these formulas."""
+    if x.dtype in reduced:
+        return grad.to(D.float32), x.to(D.float32)
+    return grad, x
+
+
 def sgn(x):
     """``x / |x|`` (0 at 0); for real tensors ``sign``, whose value at nan is 0 as in PyTorch."""
     if x.dtype.category != D.COMPLEX:
@@ -135,14 +146,16 @@ def _cosh(grad, self, **_):
 
 @derivative(aten.tanh.default, save=("result",), jvp="elementwise")
 def _tanh(grad, self, result, **_):
-    return grad * conj(1 - result * result)
+    grad, y = _opmath(grad, result)
+    return grad * conj(1 - y * y)
 
 
 @derivative(aten.sigmoid.default, save=("result",), jvp="elementwise")
 def _sigmoid(grad, self, result, **_):
-    if result.dtype.category == D.COMPLEX:
-        return grad * conj((1 - result) * result)
-    return grad * (1 - result) * result
+    grad, y = _opmath(grad, result, (D.bfloat16,))  # PyTorch's float16 kernel computes in float16
+    if y.dtype.category == D.COMPLEX:
+        return grad * conj((1 - y) * y)
+    return grad * (1 - y) * y
 
 
 @derivative(aten.reciprocal.default, save=("result",), jvp="elementwise")
@@ -189,15 +202,6 @@ def _nan_to_num(grad, self, **_):
 
 
 # -- activations: the expressions of PyTorch's backward kernels ------------------------------------
-# Those kernels compute float16 and bfloat16 in float32 and round once; so do these formulas.
-
-_REDUCED = (D.float16, D.bfloat16)
-
-
-def _opmath(grad, self):
-    if self.dtype in _REDUCED:
-        return grad.to(D.float32), self.to(D.float32)
-    return grad, self
 
 
 @derivative(aten.gelu.default, save=("self",), jvp="elementwise")
