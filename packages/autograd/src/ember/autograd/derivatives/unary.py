@@ -3,8 +3,9 @@
 Each formula is PyTorch's, written in the same order of operations so that special points agree:
 ``abs'(0) = 0`` (through ``sgn``), ``relu'(0) = 0``, ``sqrt'(0) = inf``, and the rounding ops and
 ``sign`` pass a zero gradient (a tensor of zeros, as PyTorch gives, not none). Formulas that read
-the output (exp, tanh, sigmoid...) save ``result`` instead of recomputing it. Predicates and
-bitwise ops are not differentiable.
+the output (exp, tanh, sigmoid...) save ``result`` instead of recomputing it. Where PyTorch's
+gradient is one kernel (tanh, sigmoid, gelu, silu, mish), float16 and bfloat16 compute in float32
+and round once, as that kernel does. Predicates and bitwise ops are not differentiable.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ LN10 = math.log(10.0)
 TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 SQRT_PI_OVER_TWO = 0.5 * math.sqrt(math.pi)
 SQRT1_2 = math.sqrt(0.5)
-
 
 _REDUCED = (D.float16, D.bfloat16)
 
