@@ -114,7 +114,9 @@ def main() -> None:
         if key in t and base in t:
             ours = t[key][0] - t[base][0]
             theirs = t[key][1] - t[base][1]
-            print(f"recording cost of {op}: ember {ours * 1e6:.2f} us, pytorch {theirs * 1e6:.2f} us, {ours / theirs:.2f}x")
+            print(
+                f"recording cost of {op}: ember {ours * 1e6:.2f} us, pytorch {theirs * 1e6:.2f} us, {ours / theirs:.2f}x"
+            )
     run("3-layer MLP, forward and backward", mlp_cases, max(1, 50 // scale), args.rounds)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-import ember  # noqa: F401  (loads every op family and the table)
+import ember
 from ember.autograd import registry
 from ember.core.dispatch import define, undefine
 
@@ -40,5 +40,5 @@ def test_a_formula_is_registered_once():
 def test_out_overloads_refuse_to_record():
     x = ember.ones(3, requires_grad=True)
     out = ember.empty(3)
-    with pytest.raises(RuntimeError, match="out=... arguments don't support automatic differentiation"):
+    with pytest.raises(RuntimeError, match=r"out=\.\.\. arguments don't support automatic differentiation"):
         ember.add(x, x, out=out)
