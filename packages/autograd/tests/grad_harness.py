@@ -99,8 +99,8 @@ def numerical_case(op, sample, eps: float = 1e-6, max_numel: int = 24):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         outs = outputs(op.call(ember, *args, **kwargs), ember)
-        if not outs:
-            return None
+        if not outs or any(o.dtype != ember.float64 for o in outs):
+            return None  # a step of 1e-6 is below the resolution of lower precisions
         rng = np.random.default_rng(1)
         cots = [rng.standard_normal(tuple(o.shape)) for o in outs]
 
