@@ -131,7 +131,8 @@ def _conv1d_errors() -> list[ErrorSample]:
 
 # Sums of a few dozen products with cancellation; PyTorch's half-precision transposed kernel also
 # rounds its columns to the input dtype before adding them up.
-TOLERANCES = {"float16": (5e-3, 5e-3), "bfloat16": (3e-2, 6e-2), "complex64": (1e-5, 1e-4), "float32": (1e-5, 1e-4)}
+# PyTorch's float16 convolutions round partial sums to float16: one ulp of a sum near 10 is 0.008.
+TOLERANCES = {"float16": (5e-3, 2e-2), "bfloat16": (3e-2, 6e-2), "complex64": (1e-5, 1e-4), "float32": (1e-5, 1e-4)}
 
 
 def _fn(name):

@@ -132,15 +132,14 @@ def _sign(a):
     return (a > 0).astype(a.dtype) - (a < 0).astype(a.dtype)
 
 
-def _gelu(a, *, approximate="none"):
+def _gelu(a, *, approximate="none", posinf_gives_nan=False):
     if approximate == "tanh":
         inner = np.sqrt(2.0 / np.pi).astype(a.dtype) * (a + np.asarray(0.044715, a.dtype) * a * a * a)
         return 0.5 * a * (1.0 + np.tanh(inner))
     x = a.astype(np.float64)
     result = (0.5 * x * (1.0 + _erf_f64(x / np.sqrt(2.0)))).astype(a.dtype)
-    if a.dtype == np.float32:
-        # PyTorch's float32 kernel (float16 and bfloat16 compute in it too) gives nan for +inf; float64 gives inf.
-        return np.where(np.isposinf(a), np.float32(np.nan), result)
+    if posinf_gives_nan:
+        return np.where(np.isposinf(a), np.asarray(np.nan, a.dtype), result)
     return result
 
 
@@ -182,6 +181,8 @@ def _check_gelu(p, inputs, params) -> None:
     d = inputs[0].dtype
     if d.category != D.FLOATING:
         raise NotImplementedError(f"\"GeluKernelImpl\" not implemented for '{D.SCALAR_TYPE_NAMES[d]}'")
+    # PyTorch's exact kernel gives nan for +inf in float32 and bfloat16 (float16 and float64 give inf).
+    params["posinf_gives_nan"] = params["approximate"] == "none" and d in (D.float32, D.bfloat16)
 
 
 def _check_round_decimals(p, inputs, params) -> None:
