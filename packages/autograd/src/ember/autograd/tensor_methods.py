@@ -110,6 +110,35 @@ def _requires_grad_(self, requires_grad: bool = True):
     return self
 
 
+_SHALLOW_FIELDS = ("_storage", "_shape", "_stride", "_offset", "dtype", "device", "_contig", "_array")
+
+
+def _data_get(self):
+    """The same bytes as a tensor outside autograd, with a version counter of its own.
+
+    Changes made through it are invisible to autograd's checks of saved tensors, as in PyTorch:
+    that is what ``.data`` is for (and why ``detach()`` is the safer spelling).
+    """
+    from ember.core.storage import Storage
+
+    out = self.detach()
+    shared = self._storage
+    out._storage = Storage(shared.data, shared.nbytes, shared.device)
+    return out
+
+
+def _data_set(self, value) -> None:
+    from ember.core import dtypes as D
+
+    if not isinstance(value, Tensor):
+        raise TypeError(f"Variable data has to be a tensor, but got {type(value).__name__}")
+    if self.requires_grad and value.dtype.category not in (D.FLOATING, D.COMPLEX):
+        raise RuntimeError("data set to a tensor that requires gradients must be floating point or complex dtype")
+    for field in _SHALLOW_FIELDS:
+        if hasattr(value, field):  # _array is unset on storage without bytes (meta)
+            object.__setattr__(self, field, getattr(value, field))
+
+
 def attach() -> None:
     Tensor.backward = backward
     Tensor.register_hook = register_hook
@@ -118,6 +147,7 @@ def attach() -> None:
     Tensor.retains_grad = property(_retains_grad)
     Tensor.grad = property(_grad_get, _grad_set, _grad_del)
     Tensor.requires_grad_ = _requires_grad_
+    Tensor.data = property(_data_get, _data_set)
     Tensor._grad_accumulator_cls = AccumulateGrad
     # Defaults read by the recorder on every tensor, set on the few tensors that differ.
     Tensor._output_nr = 0
