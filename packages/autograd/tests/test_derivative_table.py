@@ -42,7 +42,6 @@ PENDING = frozenset(
         "aten.bucketize.Tensor",
         "aten.cat.default",
         "aten.constant_pad_nd.default",
-        "aten.convolution.default",
         "aten.count_nonzero.default",
         "aten.count_nonzero.dim_IntList",
         "aten.cumprod.default",
