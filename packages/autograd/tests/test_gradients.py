@@ -92,7 +92,6 @@ PENDING_GRAD = frozenset(
         "nn.functional.interpolate",
         "nn.functional.linear",
         "nn.functional.max_pool2d",
-        "nn.functional.pad",
         "nn.functional.pools_channels_last",
         "norm",
         "prod",
