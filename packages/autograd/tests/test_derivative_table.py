@@ -12,7 +12,6 @@ from ember.core.dispatch import define, undefine
 # must leave it (test_pending_ops_are_still_missing fails otherwise).
 PENDING = frozenset(
     {
-        "aten._adaptive_avg_pool2d.default",
         "aten._native_batch_norm_legit.default",
         "aten._native_batch_norm_legit.no_stats",
         "aten._unique2.default",
@@ -30,7 +29,6 @@ PENDING = frozenset(
         "aten.argmax.default",
         "aten.argmin.default",
         "aten.as_strided.default",
-        "aten.avg_pool2d.default",
         "aten.bernoulli.default",
         "aten.bernoulli.p",
         "aten.bernoulli_.Tensor",
@@ -77,7 +75,6 @@ PENDING = frozenset(
         "aten.masked_select.default",
         "aten.max.default",
         "aten.max.dim",
-        "aten.max_pool2d_with_indices.default",
         "aten.median.default",
         "aten.median.dim",
         "aten.min.default",
