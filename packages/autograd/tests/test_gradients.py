@@ -31,12 +31,10 @@ PENDING_GRAD = frozenset(
         "F.kl_div",
         "F.l1_loss",
         "F.layer_norm",
-        "F.log_softmax",
         "F.mse_loss",
         "F.nll_loss",
         "F.normalize",
         "F.smooth_l1_loss",
-        "F.softmax",
         "Tensor.matmul",
         "Tensor.repeat(*sizes)",
         "amax",
@@ -63,7 +61,6 @@ PENDING_GRAD = frozenset(
         "index_put",
         "index_select",
         "kthvalue",
-        "log_softmax",
         "logsumexp",
         "masked_fill",
         "masked_scatter",
@@ -97,7 +94,6 @@ PENDING_GRAD = frozenset(
         "scatter",
         "scatter_add",
         "scatter_reduce",
-        "softmax",
         "sort",
         "stack",
         "stack_channels_last",
@@ -143,8 +139,9 @@ def test_gradients_match_pytorch(op: OpInfo):
         if case is None:
             continue
         ours, theirs = case
+        tol = _tolerance(sample)
         for a, b in zip(ours, theirs, strict=True):
-            np.testing.assert_allclose(a, b, rtol=1e-7, atol=1e-7, equal_nan=True, err_msg=f"{op.name} {sample}")
+            np.testing.assert_allclose(a, b, rtol=tol, atol=tol, equal_nan=True, err_msg=f"{op.name} {sample}")
         compared += 1
     if compared == 0:
         pytest.skip(f"{op.name}: no sample has a gradient")
@@ -165,6 +162,12 @@ def test_gradients_match_finite_differences(op: OpInfo):
         checked += 1
     if checked == 0:
         pytest.skip(f"{op.name}: no small differentiable sample")
+
+
+def _tolerance(sample) -> float:
+    """A sample that computes in float32 (``dtype="float32"``) differs from PyTorch by float32 roundings
+    (exp and sums in another order), a few ulps."""
+    return 1e-5 if sample.kwargs.get("dtype") == "float32" else 1e-7
 
 
 def _torch_refuses(op: OpInfo, sample) -> bool:
