@@ -20,21 +20,12 @@ RANDOM = {op.name for op in importlib.import_module("opinfo_random").OPS} if "op
 PENDING_GRAD = frozenset(
     {
         "F.batch_norm",
-        "F.binary_cross_entropy",
-        "F.binary_cross_entropy_with_logits",
         "F.cosine_similarity",
-        "F.cross_entropy",
-        "F.cross_entropy probabilities",
         "F.embedding",
         "F.embedding max_norm",
         "F.group_norm",
-        "F.kl_div",
-        "F.l1_loss",
         "F.layer_norm",
-        "F.mse_loss",
-        "F.nll_loss",
         "F.normalize",
-        "F.smooth_l1_loss",
         "Tensor.matmul",
         "Tensor.repeat(*sizes)",
         "amax",
@@ -158,7 +149,9 @@ def test_gradients_match_finite_differences(op: OpInfo):
         if case is None:
             continue
         for a, n in zip(*case, strict=True):
-            np.testing.assert_allclose(a, n, rtol=1e-5, atol=1e-5, err_msg=f"{op.name} {sample}")
+            # Where the function is NaN nearby (a log of a negative target) differences say nothing.
+            known = np.isfinite(n)
+            np.testing.assert_allclose(a[known], n[known], rtol=1e-5, atol=1e-5, err_msg=f"{op.name} {sample}")
         checked += 1
     if checked == 0:
         pytest.skip(f"{op.name}: no small differentiable sample")
