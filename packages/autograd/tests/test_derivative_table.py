@@ -45,7 +45,6 @@ PENDING = frozenset(
         "aten.diagonal.default",
         "aten.dropout.default",
         "aten.dropout_.default",
-        "aten.embedding_renorm_.default",
         "aten.exponential_.default",
         "aten.flip.default",
         "aten.gather.default",
