@@ -20,31 +20,15 @@ RANDOM = {op.name for op in importlib.import_module("opinfo_random").OPS} if "op
 PENDING_GRAD = frozenset(
     {
         "F.batch_norm",
-        "F.binary_cross_entropy",
-        "F.binary_cross_entropy_with_logits",
         "F.cosine_similarity",
-        "F.cross_entropy",
-        "F.cross_entropy probabilities",
-        "F.embedding",
-        "F.embedding max_norm",
         "F.group_norm",
-        "F.kl_div",
-        "F.l1_loss",
         "F.layer_norm",
-        "F.log_softmax",
-        "F.mse_loss",
-        "F.nll_loss",
         "F.normalize",
-        "F.smooth_l1_loss",
-        "F.softmax",
         "Tensor.matmul",
         "Tensor.repeat(*sizes)",
-        "addmm",
         "amax",
         "amin",
         "aminmax",
-        "baddbmm",
-        "bmm",
         "cat",
         "cat(axis=)",
         "cat_channels_last",
@@ -53,7 +37,6 @@ PENDING_GRAD = frozenset(
         "concatenate(axis=)",
         "cumprod",
         "cumsum",
-        "dot",
         "dstack",
         "einsum",
         "flip",
@@ -67,7 +50,6 @@ PENDING_GRAD = frozenset(
         "index_put",
         "index_select",
         "kthvalue",
-        "log_softmax",
         "logsumexp",
         "masked_fill",
         "masked_scatter",
@@ -83,21 +65,16 @@ PENDING_GRAD = frozenset(
         "min_all",
         "mode",
         "msort",
-        "mv",
         "nanmean",
         "nanmedian",
         "nanmedian_dim",
         "nansum",
-        "nn.functional.adaptive_avg_pool2d",
-        "nn.functional.avg_pool2d",
         "nn.functional.conv1d",
         "nn.functional.conv2d",
         "nn.functional.conv2d_channels_last",
         "nn.functional.conv_transpose2d",
         "nn.functional.interpolate",
         "nn.functional.linear",
-        "nn.functional.max_pool2d",
-        "nn.functional.pad",
         "nn.functional.pools_channels_last",
         "norm",
         "prod",
@@ -106,7 +83,6 @@ PENDING_GRAD = frozenset(
         "scatter",
         "scatter_add",
         "scatter_reduce",
-        "softmax",
         "sort",
         "stack",
         "stack_channels_last",
@@ -120,13 +96,15 @@ PENDING_GRAD = frozenset(
         "triu",
         "var",
         "var_mean",
-        "vdot",
         "vector_norm",
         "vstack",
     }
 )
 _PENDING = pytest.mark.xfail(strict=True, reason="the derivative of an op it calls is not written yet")
-CASES = [pytest.param(op, id=op.name) for op in OPS if op.name not in RANDOM]
+# Ops whose gradient is by definition not the derivative of their forward: finite differences do not apply.
+# max_norm rescales the weight in place, outside autograd, on every call (PyTorch's gradient ignores it).
+NOT_DERIVATIVES = {"F.embedding max_norm"}
+CASES = [pytest.param(op, id=op.name) for op in OPS if op.name not in RANDOM | NOT_DERIVATIVES]
 ORACLE_CASES = [
     pytest.param(op, id=op.name, marks=[_PENDING] if op.name in PENDING_GRAD else [])
     for op in OPS
@@ -153,8 +131,9 @@ def test_gradients_match_pytorch(op: OpInfo):
         if case is None:
             continue
         ours, theirs = case
+        tol = _tolerance(sample)
         for a, b in zip(ours, theirs, strict=True):
-            np.testing.assert_allclose(a, b, rtol=1e-7, atol=1e-7, equal_nan=True, err_msg=f"{op.name} {sample}")
+            np.testing.assert_allclose(a, b, rtol=tol, atol=tol, equal_nan=True, err_msg=f"{op.name} {sample}")
         compared += 1
     if compared == 0:
         pytest.skip(f"{op.name}: no sample has a gradient")
@@ -171,10 +150,18 @@ def test_gradients_match_finite_differences(op: OpInfo):
         if case is None:
             continue
         for a, n in zip(*case, strict=True):
-            np.testing.assert_allclose(a, n, rtol=1e-5, atol=1e-5, err_msg=f"{op.name} {sample}")
+            # Where the function is NaN nearby (a log of a negative target) differences say nothing.
+            known = np.isfinite(n)
+            np.testing.assert_allclose(a[known], n[known], rtol=1e-5, atol=1e-5, err_msg=f"{op.name} {sample}")
         checked += 1
     if checked == 0:
         pytest.skip(f"{op.name}: no small differentiable sample")
+
+
+def _tolerance(sample) -> float:
+    """A sample that computes in float32 (``dtype="float32"``) differs from PyTorch by float32 roundings
+    (exp and sums in another order), a few ulps."""
+    return 1e-5 if sample.kwargs.get("dtype") == "float32" else 1e-7
 
 
 def _torch_refuses(op: OpInfo, sample) -> bool:

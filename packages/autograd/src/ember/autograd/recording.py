@@ -87,8 +87,9 @@ class _Plan:
             self.saved_slots = tuple(
                 (a.name, position.get(a.name, -1)) for a in schema.arguments if a.name in entry.save
             )
-            # Every tensor argument positional and none a list: ``record`` takes its quick path.
-            self.simple = all(pos >= 0 and not is_list for _, pos, is_list in self.tensor_slots)
+            # Every tensor argument positional and none a list: ``record`` takes its quick path. Ops
+            # that refuse some argument check it on the general path.
+            self.simple = not entry.refused and all(pos >= 0 and not is_list for _, pos, is_list in self.tensor_slots)
             self.tensor_positions = tuple(pos for _, pos, _ in self.tensor_slots)
             self.saved_positions = tuple(
                 pos for name, pos in self.saved_slots if name in entry.tensor_args and pos >= 0
@@ -237,6 +238,13 @@ def _refuse_out(op) -> None:
     )
 
 
+def _refuse_argument(op, name: str) -> None:
+    raise RuntimeError(
+        f"The function '{op.name}' is not differentiable with respect to argument '{name}'. This input cannot "
+        "have requires_grad True."
+    )
+
+
 def _check_inplace_target(t: Tensor) -> None:
     if t.grad_fn is None and t.requires_grad and t._base is None:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
@@ -313,6 +321,8 @@ def _record_general(op, plan: _Plan, args: tuple, kwargs: dict, call_below):
         for t in items:
             if isinstance(t, Tensor):
                 if t.requires_grad:
+                    if name in plan.entry.refused:
+                        _refuse_argument(op, name)
                     edges.append(views.edge(t))
                     any_grad = True
                 else:

@@ -22,7 +22,8 @@ sampling) are listed with ``nondifferentiable``. Ops with neither but with a dec
 differentiated through it. ``jvp=`` gives the forward-mode rule (``forward_ad``): a function of
 (tangents, ...) like the formula's, or ``"linear"`` (the op applied to the tangents) or
 ``"elementwise"`` (the formula itself applied to the tangent, valid where the Jacobian is diagonal
-and real).
+and real). ``refuse=("weight",)`` names tensor arguments the op is not differentiable in: a call
+where one of them requires grad raises, as PyTorch's does (the formula returns None for them).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ class Derivative:
     list_args: frozenset[str]
     output_differentiable: tuple[bool, ...] | None = None
     saves_result: bool = False
+    refused: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         self.saves_result = "result" in self.save
@@ -67,7 +69,7 @@ def tensor_arguments(op: OpOverload) -> tuple[tuple[str, ...], frozenset[str]]:
     return tuple(names), frozenset(lists)
 
 
-def derivative(*ops: OpOverload, save=(), jvp: Callable | str | None = None, output_differentiable=None):
+def derivative(*ops: OpOverload, save=(), jvp: Callable | str | None = None, output_differentiable=None, refuse=()):
     """Register ``formula`` as the derivative of each op in ``ops``."""
 
     def register(formula: Callable) -> Callable:
@@ -81,6 +83,8 @@ def derivative(*ops: OpOverload, save=(), jvp: Callable | str | None = None, out
             unknown = set(save) - {a.name for a in op.schema.arguments} - {"result"}
             if unknown:
                 raise ValueError(f"derivative({op}): save names {sorted(unknown)}, which the schema does not have")
+            if set(refuse) - set(names):
+                raise ValueError(f"derivative({op}): refuse names {sorted(set(refuse) - set(names))}, not tensors")
             DERIVATIVES[op] = Derivative(
                 op,
                 formula,
@@ -90,6 +94,7 @@ def derivative(*ops: OpOverload, save=(), jvp: Callable | str | None = None, out
                 names,
                 lists,
                 None if output_differentiable is None else tuple(output_differentiable),
+                refused=frozenset(refuse),
             )
         return formula
 

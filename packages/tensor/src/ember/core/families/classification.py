@@ -293,7 +293,9 @@ def _cross_entropy_decomposition(self, target, weight=None, reduction=MEAN, igno
     else:
         smooth = -logp.sum(class_axis)
     counted = target != ignore_index
-    smooth = smooth * counted
+    # Zeroed by selection, not by a product: with every target ignored, mean's division by zero sends
+    # an infinite gradient back, which a product would turn into NaN (PyTorch masks it).
+    smooth = smooth.where(counted, 0.0)
     if reduction == SUM:
         smooth = smooth.sum()
     elif reduction == MEAN:

@@ -6,7 +6,8 @@ none. Kept elements are scaled by ``1 / (1 - p)``, computed in the input's dtype
 ``div_`` does, and ``dropout`` returns ``input * noise`` with ``noise = mask / (1 - p)``.
 
 As in PyTorch, ``dropout`` returns its input itself when not training, when ``p == 0`` or when the
-input is empty, and ``input * 0`` when ``p == 1`` (so inf and NaN become NaN).
+input is empty, and ``input * 0`` when ``p == 1`` (so inf and NaN become NaN). Under autograd,
+``dropout`` and ``dropout_`` run as ``native_dropout``, whose mask the gradient reads.
 ``native_dropout`` returns a new tensor always, with a bool mask (all True when not training).
 """
 
@@ -93,6 +94,28 @@ def _dropout(input: Tensor, p: float, train: bool) -> Tensor:
         with np.errstate(all="ignore"):
             np.copyto(output._array, input._array * noise, casting="unsafe")
     return output
+
+
+@dropout_op.register_decomposition
+def _dropout_decomposition(input: Tensor, p: float, train: bool) -> Tensor:
+    """``dropout`` through ``native_dropout``, whose mask its gradient keeps; the same draws as the
+    kernel (one uniform per element whatever the mask's dtype), so results agree with and without grad."""
+    _check_p(p)
+    if p == 0 or not train or not numel(input._shape):
+        return input
+    if p == 1:
+        return input * 0
+    return native_dropout_op(input, p, train)[0]
+
+
+@dropout_inplace.register_decomposition
+def _dropout_inplace_decomposition(self: Tensor, p: float, train: bool) -> Tensor:
+    _check_p(p)
+    if p == 0 or not train or not numel(self._shape):
+        return self
+    if p == 1:
+        return self.mul_(0)
+    return self.copy_(native_dropout_op(self, p, train)[0])
 
 
 @dropout_inplace.register_kernel("cpu")
