@@ -12,11 +12,32 @@ the given tensors. Without ``retain_graph``, each node frees its saved tensors a
 from __future__ import annotations
 
 import heapq
+import itertools
+import threading
 
 from ember.autograd import anomaly, views
 from ember.autograd.grad_mode import state
 from ember.autograd.graph import AccumulateGrad
 from ember.core.tensor import Tensor
+
+
+class _Tasks(threading.local):
+    def __init__(self) -> None:
+        self.stack: list = []  # (task id, whether checkpointing may run a backward inside) per running backward
+
+
+_tasks = _Tasks()
+_task_ids = itertools.count()
+
+
+def current_graph_task_id() -> int:
+    """The id of the backward running in this thread (innermost), or -1 outside of backward."""
+    return _tasks.stack[-1][0] if _tasks.stack else -1
+
+
+def is_checkpoint_valid() -> bool:
+    """False inside ``autograd.grad`` or ``backward(inputs=...)``, whose captures a nested backward would miss."""
+    return _tasks.stack[-1][1] if _tasks.stack else True
 
 
 def _make_grads(outputs: list, grads: list, is_grads_batched: bool = False) -> list:
@@ -156,6 +177,7 @@ def run_backward(
 
     prev = state.enabled
     state.enabled = create_graph
+    _tasks.stack.append((next(_task_ids), input_list is None))
     try:
         while ready:
             _, _, node = heapq.heappop(ready)
@@ -216,6 +238,7 @@ def run_backward(
                     heapq.heappush(ready, (-nxt.seq, id(nxt), nxt))
     finally:
         state.enabled = prev
+        _tasks.stack.pop()
 
     if input_list is None:
         return None
