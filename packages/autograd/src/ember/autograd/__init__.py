@@ -10,6 +10,7 @@ from ember.autograd import derivatives as _derivatives  # noqa: F401  (fills the
 from ember.autograd import graph
 from ember.autograd import tensor_methods as _tensor_methods
 from ember.autograd.anomaly import detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, set_detect_anomaly
+from ember.autograd.engine import is_checkpoint_valid as _is_checkpoint_valid  # noqa: F401  (PyTorch's name)
 from ember.autograd.function import Function, once_differentiable
 from ember.autograd.functional_api import backward, grad
 from ember.autograd.grad_mode import (

@@ -155,7 +155,7 @@ def run_backward(
             if not isinstance(t, Tensor):
                 raise TypeError(f"inputs: expected Tensors, got {type(t).__name__}")
             if not t.requires_grad:
-                raise RuntimeError(f"One of the differentiated Tensors does not require grad (input {i})")
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
             node, nr = views.edge(t)
             captures.setdefault((node, nr), []).append(i)
     captured = [None] * (len(input_list) if input_list is not None else 0)
@@ -252,8 +252,8 @@ def run_backward(
     for i, g in enumerate(captured):
         if g is None and not allow_unused:
             raise RuntimeError(
-                "One of the differentiated Tensors appears to not have been used in the graph. Set allow_unused=True "
-                "if this is the desired behavior."
+                f"The differentiated Tensor at index {i} appears to not have been used in the graph. Set "
+                "allow_unused=True if this is the desired behavior."
             )
         if g is not None and not create_graph and g.requires_grad:
             captured[i] = g.detach()
