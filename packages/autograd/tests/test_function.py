@@ -487,6 +487,44 @@ def test_save_for_backward_rejects_non_tensors_and_keeps_none():
     same(with_none)
 
 
+@needs_torch
+def test_clear_saved_tensors_on_access():
+    def program(lib):
+        class Once(lib.autograd.Function):
+            clear_saved_tensors_on_access = True
+
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x * x
+
+            @staticmethod
+            def backward(ctx, g):
+                (x,) = ctx.saved_tensors
+                ctx.log.append(x.tolist())
+                try:
+                    ctx.log.append(len(ctx.saved_tensors))
+                except RuntimeError as exc:
+                    ctx.log.append(str(exc))
+                return 2 * x * g
+
+        x = data(lib, 2)
+        y = Once.apply(x)
+        y.grad_fn.log = log = []
+        return lib.autograd.grad(y.sum(), x), log
+
+    same(program)
+
+
+def test_increment_version():
+    x = ember.ones(3)
+    v = x[1:]
+    before = x._version
+    ember.autograd.graph.increment_version(v)
+    ember.autograd.graph.increment_version([x, v])
+    assert x._version == before + 3
+
+
 # -- once_differentiable, class misuse, hooks -------------------------------------------------------
 
 

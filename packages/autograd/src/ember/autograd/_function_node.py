@@ -88,6 +88,7 @@ class BackwardCFunction(Node, FunctionCtx):
     _nondiff_ids: frozenset = frozenset()
     _saved: list | None = None
     _freed = False
+    _cleared_on_access = False
     _in_jvp = False
     n_outputs = 1
 
@@ -98,12 +99,22 @@ class BackwardCFunction(Node, FunctionCtx):
     def saved_tensors(self) -> tuple:
         if self._in_jvp and self.saved_for_forward is not None:
             return tuple(self.saved_for_forward)
+        if self._cleared_on_access:
+            raise RuntimeError(
+                "saved_tensors can only be accessed once when clear_saved_tensors_on_access=True is set on the "
+                "autograd.Function. Either access saved_tensors only once, or set clear_saved_tensors_on_access=False."
+            )
         if self._freed:
             raise RuntimeError(_BACKWARD_TWICE)
         saved = self._saved
         if saved is None:
             return ()
-        return tuple(s.unpack(self) if s is not None else None for s in saved)
+        out = tuple(s.unpack(self) if s is not None else None for s in saved)
+        if self._forward_cls.clear_saved_tensors_on_access:
+            # The Function promises one access: its saved tensors can go now rather than after backward.
+            self._saved = None
+            self._cleared_on_access = True
+        return out
 
     @property
     def saved_variables(self) -> tuple:

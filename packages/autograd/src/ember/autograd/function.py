@@ -84,6 +84,9 @@ class FunctionMeta(type):
 
 
 class _SingleLevelFunction(FunctionCtx, metaclass=FunctionMeta):
+    # True: ``ctx.saved_tensors`` may be read once, and frees the saved tensors as it is read.
+    clear_saved_tensors_on_access = False
+
     @staticmethod
     def forward(*args: Any, **kwargs: Any) -> Any:
         """Compute the outputs; with ``setup_context`` defined, ``forward`` takes no ``ctx``."""
@@ -131,7 +134,6 @@ class Function(_SingleLevelFunction):
     """
 
     generate_vmap_rule = False
-    clear_saved_tensors_on_access = False
 
     def __init__(self, *args, **kwargs) -> None:
         warnings.warn(
@@ -161,9 +163,11 @@ class Function(_SingleLevelFunction):
     def apply(cls, *args, **kwargs):
         if _uses_setup_context(cls):
             # forward's defaults become explicit inputs: setup_context sees every one.
-            bound = inspect.signature(cls.forward).bind(*args, **kwargs)
-            bound.apply_defaults()
-            args, kwargs = bound.args, bound.kwargs
+            signature = _signature(cls)
+            if kwargs or signature is not None:
+                bound = (signature or inspect.signature(cls.forward)).bind(*args, **kwargs)
+                bound.apply_defaults()
+                args, kwargs = bound.args, bound.kwargs
         if _transform_handler is not None and _any_subclass(args, kwargs):
             result = _transform_handler(cls, args, kwargs)
             if result is not NotImplemented:
@@ -173,6 +177,21 @@ class Function(_SingleLevelFunction):
             if result is not NotImplemented:
                 return result
         return _run(cls, args, kwargs)[1]
+
+
+def _signature(cls):
+    """``forward``'s signature where binding can change positional arguments (defaults, ``*args``), else None."""
+    cached = cls.__dict__.get("_forward_signature")
+    if cached is not None and cached[0] is cls.forward:
+        return cached[1]
+    signature = inspect.signature(cls.forward)
+    trivial = all(
+        p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD and p.default is inspect.Parameter.empty
+        for p in signature.parameters.values()
+    )
+    # Kept on the class itself (a subclass computes its own): classes made on the fly are not kept alive.
+    cls._forward_signature = (cls.forward, None if trivial else signature)
+    return cls._forward_signature[1]
 
 
 def _uses_setup_context(cls) -> bool:

@@ -345,6 +345,12 @@ class AccumulateGrad(Node):
         return ()
 
 
+def increment_version(tensor) -> None:
+    """Bump the version of ``tensor`` (or of each tensor given), as an in-place op autograd did not see would."""
+    for t in (tensor,) if isinstance(tensor, Tensor) else tensor:
+        t._bump_version()
+
+
 def grad_accumulator(t: Tensor) -> AccumulateGrad:
     """The leaf's one ``AccumulateGrad`` node, kept alive by the graphs that use it."""
     ref = t.__dict__.get("_grad_acc")
