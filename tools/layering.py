@@ -10,6 +10,10 @@ package needs its place in ``ALLOWED``. Only ``src`` is checked: tests may impor
 
 Also checked: only the meta-package ships ``ember/__init__.py`` (the namespace rule).
 
+A folder under ``ember`` without ``__init__.py`` is a namespace that several packages may share
+(``ember/utils``: ``checkpoint`` from autograd, ``data`` from nn); its children are owned one by one,
+so ``ember.utils.checkpoint`` belongs to autograd and ``ember.utils.data`` to nn.
+
 Run ``python tools/layering.py``; it prints each violation as ``file:line: message``.
 """
 
@@ -46,18 +50,44 @@ class Violation:
         return f"{self.path}:{self.line}: {self.message}"
 
 
+def _children(folder: Path) -> list[Path]:
+    return [c for c in folder.iterdir() if not c.name.startswith((".", "__")) and not c.name.endswith(".pyc")]
+
+
+def _is_namespace(folder: Path) -> bool:
+    return folder.is_dir() and not (folder / "__init__.py").exists()
+
+
 def owners(packages_dir: Path) -> dict[str, str]:
-    """Import name under ``ember`` (``logs``, ``core``, ...) -> package folder that ships it."""
+    """Import name under ``ember`` (``logs``, ``core``, ``utils.data``, ...) -> package folder that ships it.
+
+    A folder shipped by one package only is that package's, whether or not it has ``__init__.py``;
+    the children of a namespace folder shipped by several are listed one by one.
+    """
     table: dict[str, str] = {}
+    shippers: dict[str, set[str]] = {}
+    children: dict[str, dict[str, str]] = {}
     for package in sorted(p for p in packages_dir.iterdir() if (p / "src" / "ember").is_dir()):
-        for child in (package / "src" / "ember").iterdir():
-            if child.name.startswith((".", "__")) or child.name.endswith(".pyc"):
-                continue
-            table[child.name.removesuffix(".py")] = package.name
+        for child in _children(package / "src" / "ember"):
+            name = child.name.removesuffix(".py")
+            shippers.setdefault(name, set()).add(package.name)
+            table[name] = package.name
+            if _is_namespace(child):
+                for grandchild in _children(child):
+                    children.setdefault(name, {})[f"{name}.{grandchild.name.removesuffix('.py')}"] = package.name
+    for name, packages in shippers.items():
+        if len(packages) > 1 and name in children:
+            del table[name]
+            table.update(children[name])
     return table
 
 
-def imported_modules(tree: ast.AST, module: str) -> list[tuple[int, str]]:
+def namespaces(table: dict[str, str]) -> set[str]:
+    """The namespace folders shared by packages: ``utils`` when ``utils.checkpoint`` is in the table."""
+    return {key.split(".")[0] for key in table if "." in key}
+
+
+def imported_modules(tree: ast.AST, module: str, shared: frozenset = frozenset()) -> list[tuple[int, str]]:
     """Absolute names imported by a module's source, relative imports resolved."""
     found = []
     for node in ast.walk(tree):
@@ -69,8 +99,9 @@ def imported_modules(tree: ast.AST, module: str) -> list[tuple[int, str]]:
                 prefix = ".".join(base + ([node.module] if node.module else []))
             else:
                 prefix = node.module or ""
-            if prefix == "ember":  # `from ember import logs` means ember.logs
-                found += [(node.lineno, f"ember.{alias.name}") for alias in node.names]
+            # `from ember import logs` means ember.logs; so does `from ember.utils import data` for a namespace.
+            if prefix == "ember" or (prefix.startswith("ember.") and prefix[6:] in shared):
+                found += [(node.lineno, f"{prefix}.{alias.name}") for alias in node.names]
             else:
                 found.append((node.lineno, prefix))
     return found
@@ -99,13 +130,18 @@ def _check_file(path: Path, package: Path, name: str, table: dict[str, str]) -> 
     # ember/logs/__init__.py is "ember.logs.__init__", so that level-1 imports resolve to ember.logs
     module = ".".join(relative.parts)
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    shared = frozenset(namespaces(table))
     violations = []
-    for line, imported in imported_modules(tree, module):
+    for line, imported in imported_modules(tree, module, shared):
         pieces = imported.split(".")
         if pieces[0] != "ember":
             continue
         if len(pieces) == 1:
             target = META
+        elif pieces[1] in shared and len(pieces) == 2:
+            continue  # the bare namespace holds no code of its own
+        elif pieces[1] in shared and ".".join(pieces[1:3]) in table:
+            target = table[".".join(pieces[1:3])]
         elif pieces[1] in table:
             target = table[pieces[1]]
         else:

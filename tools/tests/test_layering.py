@@ -79,3 +79,16 @@ def test_an_unplaced_package_is_reported(tmp_path):
     files = dict(BASE)
     files["mystery/src/ember/mystery/__init__.py"] = ""
     assert any("no place in the layering" in m for m in messages(make_tree(tmp_path, files)))
+
+
+def test_a_namespace_folder_is_owned_child_by_child(tmp_path):
+    files = dict(BASE)
+    files["tensor/src/ember/utils/hooks.py"] = "import ember.logs\n"
+    files["logging/src/ember/utils/names.py"] = ""
+    packages = make_tree(tmp_path, files)
+    table = layering.owners(packages)
+    assert table["utils.hooks"] == "tensor" and table["utils.names"] == "logging"
+    assert messages(packages) == []
+    (packages / "logging/src/ember/logs/_x.py").write_text("from ember.utils import hooks\nimport ember.utils\n")
+    (message,) = messages(packages)
+    assert "logging imports ember.utils.hooks from tensor" in message

@@ -7,8 +7,11 @@ gives ``Tensor`` its autograd methods, and loads the derivative table (``derivat
 from __future__ import annotations
 
 from ember.autograd import derivatives as _derivatives  # noqa: F401  (fills the table)
+from ember.autograd import graph
 from ember.autograd import tensor_methods as _tensor_methods
 from ember.autograd.anomaly import detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, set_detect_anomaly
+from ember.autograd.engine import is_checkpoint_valid as _is_checkpoint_valid  # noqa: F401  (PyTorch's name)
+from ember.autograd.function import Function, once_differentiable
 from ember.autograd.functional_api import backward, grad
 from ember.autograd.grad_mode import (
     enable_grad,
@@ -26,17 +29,20 @@ _tensor_methods.attach()
 _dispatch.set_autograd_handler(_record)
 
 __all__ = [
+    "Function",
     "Node",
     "backward",
     "detect_anomaly",
     "enable_grad",
     "grad",
+    "graph",
     "inference_mode",
     "is_anomaly_check_nan_enabled",
     "is_anomaly_enabled",
     "is_grad_enabled",
     "is_inference_mode_enabled",
     "no_grad",
+    "once_differentiable",
     "set_detect_anomaly",
     "set_grad_enabled",
 ]

@@ -12,11 +12,32 @@ the given tensors. Without ``retain_graph``, each node frees its saved tensors a
 from __future__ import annotations
 
 import heapq
+import itertools
+import threading
 
 from ember.autograd import anomaly, views
 from ember.autograd.grad_mode import state
 from ember.autograd.graph import AccumulateGrad
 from ember.core.tensor import Tensor
+
+
+class _Tasks(threading.local):
+    def __init__(self) -> None:
+        self.stack: list = []  # (task id, whether checkpointing may run a backward inside) per running backward
+
+
+_tasks = _Tasks()
+_task_ids = itertools.count()
+
+
+def current_graph_task_id() -> int:
+    """The id of the backward running in this thread (innermost), or -1 outside of backward."""
+    return _tasks.stack[-1][0] if _tasks.stack else -1
+
+
+def is_checkpoint_valid() -> bool:
+    """False inside ``autograd.grad`` or ``backward(inputs=...)``, whose captures a nested backward would miss."""
+    return _tasks.stack[-1][1] if _tasks.stack else True
 
 
 def _make_grads(outputs: list, grads: list, is_grads_batched: bool = False) -> list:
@@ -134,7 +155,7 @@ def run_backward(
             if not isinstance(t, Tensor):
                 raise TypeError(f"inputs: expected Tensors, got {type(t).__name__}")
             if not t.requires_grad:
-                raise RuntimeError(f"One of the differentiated Tensors does not require grad (input {i})")
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
             node, nr = views.edge(t)
             captures.setdefault((node, nr), []).append(i)
     captured = [None] * (len(input_list) if input_list is not None else 0)
@@ -156,6 +177,7 @@ def run_backward(
 
     prev = state.enabled
     state.enabled = create_graph
+    _tasks.stack.append((next(_task_ids), input_list is None))
     try:
         while ready:
             _, _, node = heapq.heappop(ready)
@@ -216,6 +238,7 @@ def run_backward(
                     heapq.heappush(ready, (-nxt.seq, id(nxt), nxt))
     finally:
         state.enabled = prev
+        _tasks.stack.pop()
 
     if input_list is None:
         return None
@@ -229,8 +252,8 @@ def run_backward(
     for i, g in enumerate(captured):
         if g is None and not allow_unused:
             raise RuntimeError(
-                "One of the differentiated Tensors appears to not have been used in the graph. Set allow_unused=True "
-                "if this is the desired behavior."
+                f"The differentiated Tensor at index {i} appears to not have been used in the graph. Set "
+                "allow_unused=True if this is the desired behavior."
             )
         if g is not None and not create_graph and g.requires_grad:
             captured[i] = g.detach()

@@ -9,11 +9,20 @@ into ``.grad``. A tensor's hooks are pre-hooks of its ``grad_fn`` for its output
 Saved tensors remember the version of their storage when saved; unpacking one that changed since
 raises PyTorch's error naming the node. ``release`` frees them after a backward that does not
 retain the graph.
+
+``saved_tensors_hooks(pack, unpack)`` changes how tensors are saved while it is active: the saved
+tensor keeps only ``pack(tensor)`` and the autograd identity of the tensor (its ``grad_fn`` and
+output number, or its leaf's accumulator); unpacking calls ``unpack`` and gives the result that
+identity back, so double backward still reaches the original graph. As in PyTorch, the version
+check is skipped then: what the hooks keep is theirs to keep consistent. ``save_on_cpu`` and
+activation checkpointing are such hooks.
 """
 
 from __future__ import annotations
 
 import itertools
+import re
+import threading
 import weakref
 
 from ember.core.tensor import Tensor, _new
@@ -121,7 +130,7 @@ class Node:
 class SavedTensor:
     """A tensor saved for backward: its data alias, version at save time, and how to rebuild it."""
 
-    __slots__ = ("_data", "_grad_fn", "_is_output", "_output_nr", "_requires_grad", "_version")
+    __slots__ = ("_data", "_grad_fn", "_is_output", "_output_nr", "_requires_grad", "_unpack_hook", "_version")
 
     def __init__(self, t: Tensor, is_output: bool = False) -> None:
         if t._inference:
@@ -131,6 +140,10 @@ class SavedTensor:
             )
         self._version = t._storage.version
         self._is_output = is_output
+        self._unpack_hook = None  # set when saved under saved_tensors_hooks: then _data is (packed,)
+        if _hooks.stack:
+            self._save_packed(t, *_hooks.stack[-1])
+            return
         if is_output:
             # An output keeps no strong reference to its own node (that would be a cycle).
             self._data = shallow(t)
@@ -140,8 +153,47 @@ class SavedTensor:
         else:
             self._data = t  # an input: the other fields are read from it when needed
 
+    def _save_packed(self, t: Tensor, pack, unpack) -> None:
+        """Keep ``pack(t)`` and how to rebuild ``t``'s place in the graph, not ``t`` itself."""
+        fn = t.grad_fn
+        if fn is None:
+            # A leaf: its accumulator is what a rebuilt alias must point to.
+            self._grad_fn = grad_accumulator(t) if t.requires_grad else None
+        elif self._is_output:
+            self._grad_fn = weakref.ref(fn)  # an output must not keep its own node alive
+        else:
+            self._grad_fn = fn
+        self._output_nr = t._output_nr
+        self._requires_grad = t.requires_grad
+        self._unpack_hook = unpack
+        self._data = (pack(t),)
+
+    def _unpack_packed(self) -> Tensor:
+        data = self._unpack_hook(self._data[0])
+        if not isinstance(data, Tensor):
+            raise TypeError(
+                f"Output of saved tensor unpack_hook expected to be a Tensor but got result of type "
+                f"{type(data).__name__}"
+            )
+        out = shallow(data)
+        fn = self._grad_fn
+        if type(fn) is weakref.ref:
+            fn = fn()
+        if type(fn) is AccumulateGrad:
+            out.requires_grad = True
+            out._grad_acc = weakref.ref(fn)
+        elif fn is not None:
+            out.grad_fn = fn
+            out._output_nr = self._output_nr
+            out.requires_grad = True
+        elif self._requires_grad:
+            out.requires_grad = True
+        return out
+
     def unpack(self, node: Node) -> Tensor:
         data = self._data
+        if data is not None and self._unpack_hook is not None:
+            return self._unpack_packed()
         if data is None:
             raise RuntimeError(
                 "Trying to backward through the graph a second time (or directly access saved tensors after they "
@@ -150,15 +202,7 @@ class SavedTensor:
                 "graph a second time or if you need to access saved tensors after calling backward."
             )
         if data._storage.version != self._version:
-            shape = list(data._shape)
-            raise RuntimeError(
-                "one of the variables needed for gradient computation has been modified by an inplace operation: "
-                f"[{data.dtype} {shape}], which is output {data._output_nr if not self._is_output else self._output_nr} "
-                f"of {node.name()}, is at version "
-                f"{data._storage.version}; expected version {self._version} instead. Hint: the backtrace further "
-                "above can show the operation that failed to compute its gradient; enable anomaly detection with "
-                "ember.autograd.set_detect_anomaly(True) to see it."
-            )
+            raise RuntimeError(self._modified_message(data))
         if self._is_output:
             out = shallow(data)
             grad_fn = self._grad_fn() if self._grad_fn is not None else None
@@ -171,8 +215,114 @@ class SavedTensor:
             return out
         return data
 
+    def _modified_message(self, data: Tensor) -> str:
+        from ember.autograd.anomaly import state as anomaly
+
+        fn = self._grad_fn() if self._is_output and self._grad_fn is not None else data.grad_fn
+        nr = self._output_nr if self._is_output else data._output_nr
+        # PyTorch names the producing op without its node suffix: "output 0 of Mul".
+        which = f", which is output {nr} of {re.sub(r'Backward[0-9]*$', '', fn.name())}," if fn is not None else ""
+        hint = (
+            "the backtrace further above shows the operation that failed to compute its gradient. The variable in "
+            "question was changed in there or anywhere later. Good luck!"
+            if anomaly.enabled
+            else "enable anomaly detection to find the operation that failed to compute its gradient, with "
+            "ember.autograd.set_detect_anomaly(True, check_nan=False)."
+        )
+        return (
+            "one of the variables needed for gradient computation has been modified by an inplace operation: "
+            f"[ember.{_LEGACY_TYPES.get(data.dtype.name, data.dtype.name)} {list(data._shape)}]{which} is at version "
+            f"{data._storage.version}; expected version {self._version} instead. Hint: {hint}"
+        )
+
     def release(self) -> None:
         self._data = None
+
+
+# The legacy tensor type names PyTorch's saved-tensor errors print ("torch.DoubleTensor").
+_LEGACY_TYPES = {
+    "float64": "DoubleTensor",
+    "float32": "FloatTensor",
+    "float16": "HalfTensor",
+    "bfloat16": "BFloat16Tensor",
+    "int64": "LongTensor",
+    "int32": "IntTensor",
+    "int16": "ShortTensor",
+    "int8": "CharTensor",
+    "uint8": "ByteTensor",
+    "bool": "BoolTensor",
+    "complex64": "ComplexFloatTensor",
+    "complex128": "ComplexDoubleTensor",
+}
+
+
+class _HooksState(threading.local):
+    def __init__(self) -> None:
+        self.stack: list = []  # (pack, unpack) pairs, innermost last
+        self.disabled: str | None = None  # the error message of disable_saved_tensors_hooks
+
+
+_hooks = _HooksState()
+
+
+class saved_tensors_hooks:
+    """Within this block, tensors saved for backward are kept as ``pack_hook(tensor)``.
+
+    ``unpack_hook(packed)`` must give back a tensor with the same content when backward needs it.
+    Nested blocks: the innermost pair applies.
+    """
+
+    def __init__(self, pack_hook, unpack_hook) -> None:
+        self.pack_hook = pack_hook
+        self.unpack_hook = unpack_hook
+
+    def __enter__(self):
+        if _hooks.disabled is not None:
+            raise RuntimeError(_hooks.disabled)
+        _hooks.stack.append((self.pack_hook, self.unpack_hook))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _hooks.stack.pop()
+
+
+class save_on_cpu(saved_tensors_hooks):
+    """Saved tensors live on the CPU and go back to their device when backward unpacks them."""
+
+    def __init__(self, pin_memory: bool = False, device_type: str = "cuda") -> None:
+        def pack(tensor: Tensor):
+            if not pin_memory:
+                return (tensor.device, tensor.cpu())
+            from ember.core.api import functions
+
+            # Pinned memory is a property of CUDA hosts; a CPU copy stands for it elsewhere.
+            packed = functions["empty"](tensor._shape, dtype=tensor.dtype, device="cpu")
+            packed.copy_(tensor)
+            return (tensor.device, packed)
+
+        def unpack(packed) -> Tensor:
+            device, tensor = packed
+            return tensor.to(device, non_blocking=pin_memory)
+
+        super().__init__(pack, unpack)
+
+
+class disable_saved_tensors_hooks:
+    """Within this block, entering ``saved_tensors_hooks`` raises ``RuntimeError(error_message)``; so does
+    entering this block while such hooks are active."""
+
+    def __init__(self, error_message: str) -> None:
+        self.error_message = error_message
+        self.prev: str | None = None
+
+    def __enter__(self) -> None:
+        if _hooks.stack:
+            raise RuntimeError(self.error_message)
+        self.prev = _hooks.disabled
+        _hooks.disabled = self.error_message
+
+    def __exit__(self, *exc) -> None:
+        _hooks.disabled = self.prev
 
 
 class AccumulateGrad(Node):
@@ -193,6 +343,12 @@ class AccumulateGrad(Node):
             for hook in list(self._post_acc_hooks.values()):
                 hook(self.variable)
         return ()
+
+
+def increment_version(tensor) -> None:
+    """Bump the version of ``tensor`` (or of each tensor given), as an in-place op autograd did not see would."""
+    for t in (tensor,) if isinstance(tensor, Tensor) else tensor:
+        t._bump_version()
 
 
 def grad_accumulator(t: Tensor) -> AccumulateGrad:

@@ -263,6 +263,13 @@ def record(op, args: tuple, kwargs: dict, call_below):
             _refuse_out(op)
         if plan.nondiff:
             return call_below(args, kwargs)
+        if op.autograd is not None or op.namespace != "aten":
+            # A formula from ember.library.register_autograd, or a custom op (custom_ops.py).
+            from ember.autograd import custom_ops
+
+            result = custom_ops.record(op, args, kwargs, call_below)
+            if result is not NotImplemented:
+                return result
         if op.decomposition is not None:
             return op.decomposition(*args, **kwargs)
         raise RuntimeError(f"the derivative for '{op.namespace}::{op.schema.qualified}' is not implemented")

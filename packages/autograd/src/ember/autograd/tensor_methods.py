@@ -105,7 +105,7 @@ def _requires_grad_(self, requires_grad: bool = True):
             "subgraph that doesn't require differentiation use var_no_grad = var.detach()."
         )
     if requires_grad and self.dtype.category not in (D.FLOATING, D.COMPLEX):
-        raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        raise RuntimeError("only Tensors of floating point dtype can require gradients")
     self.requires_grad = requires_grad
     return self
 
