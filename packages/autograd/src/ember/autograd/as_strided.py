@@ -53,7 +53,7 @@ def as_strided_backward(grad: Tensor, input_geometry: tuple, output_geometry: tu
     storage = functions["zeros"]((length,), dtype=grad.dtype, device=grad.device)
     where = _positions(out_size, out_stride, out_offset - low, grad.device)
     storage = storage.index_add(0, where, grad.reshape(-1))
-    if _overlaps(in_size, in_stride):
+    if overlaps(in_size, in_stride):
         readers = _positions(in_size, in_stride, in_offset - low, grad.device)
         count = functions["zeros"]((length,), dtype=grad.dtype, device=grad.device)
         count = count.index_add(0, readers, functions["ones"](readers.shape, dtype=grad.dtype, device=grad.device))
@@ -61,7 +61,7 @@ def as_strided_backward(grad: Tensor, input_geometry: tuple, output_geometry: tu
     return storage.as_strided(in_size, in_stride, in_offset - low)
 
 
-def _overlaps(size: tuple, stride: tuple) -> bool:
+def overlaps(size: tuple, stride: tuple) -> bool:
     """Whether two elements of the geometry may share a storage position (a sufficient test)."""
     dims = sorted((s, n) for n, s in zip(size, stride, strict=True) if n > 1)
     reach = 0  # the largest offset reachable with the smaller strides

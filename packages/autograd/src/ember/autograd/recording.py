@@ -388,6 +388,8 @@ def _run_and_record(plan, args, kwargs, call_below, stored, stored_kw, edges, me
             result.grad_fn = node
             if target is not None:
                 result._output_nr = 0
+            elif result._base is not None:
+                result._view_version = result._storage.version  # see views.edge
             result.requires_grad = True
         if save_result:
             _save_result(node, (result,))
@@ -405,6 +407,8 @@ def _run_and_record(plan, args, kwargs, call_below, stored, stored_kw, edges, me
         out.grad_fn = node
         out._output_nr = i
         out.requires_grad = True
+        if out._base is not None:
+            out._view_version = out._storage.version
     if save_result:
         _save_result(node, outputs)
     return result
