@@ -77,9 +77,9 @@ def _graph(roots: list) -> dict:
     """Incoming edge count of every node reachable from ``roots``."""
     deps: dict = {}
     seen = set()
-    stack = [node for node in roots if node is not None]
-    for node in stack:
-        seen.add(node)
+    # Several roots may share one node (the outputs of unbind): count its edges once.
+    stack = list(dict.fromkeys(node for node in roots if node is not None))
+    seen.update(stack)
     while stack:
         node = stack.pop()
         for nxt, _ in node.next_functions:

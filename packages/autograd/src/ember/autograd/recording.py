@@ -25,10 +25,10 @@ _FLOATING = D.FLOATING
 class TensorMeta:
     """What a formula may ask of a tensor it did not save."""
 
-    __slots__ = ("_shape", "device", "dtype")
+    __slots__ = ("_offset", "_shape", "_stride", "device", "dtype")
 
     def __init__(self, meta: tuple) -> None:
-        self._shape, self.dtype, self.device = meta
+        self._shape, self.dtype, self.device, self._stride, self._offset = meta
 
     @property
     def shape(self):
@@ -50,6 +50,12 @@ class TensorMeta:
         from ember.core.layout import numel
 
         return numel(self._shape)
+
+    def stride(self, dim: int | None = None):
+        return self._stride if dim is None else self._stride[dim]
+
+    def storage_offset(self) -> int:
+        return self._offset
 
 
 class _Plan:
@@ -215,11 +221,17 @@ class OpNode(Node):
                 n = self.list_sizes[name]
                 flat.extend([None] * n if value is None else value)
         out = []
-        for (node, _), meta, g in zip(self.next_functions, self.inputs_meta, flat, strict=True):
+        for i, ((node, _), meta, g) in enumerate(zip(self.next_functions, self.inputs_meta, flat, strict=True)):
             if node is None or g is None:
                 out.append(None)
-            else:
-                out.append(fit(g, meta[0], meta[1]))
+                continue
+            fitted = fit(g, meta[0], meta[1])
+            if fitted._shape != meta[0]:
+                raise RuntimeError(
+                    f"Function {self.name()} returned an invalid gradient at index {i} - got {list(g._shape)} but "
+                    f"expected shape compatible with {list(meta[0])}"
+                )
+            out.append(fitted)
         return tuple(out)
 
 
@@ -294,7 +306,7 @@ def record(op, args: tuple, kwargs: dict, call_below):
                     any_grad = True
                 else:
                     edges.append(_NO_EDGE)
-                metas.append((t._shape, t.dtype, t.device))
+                metas.append((t._shape, t.dtype, t.device, t._stride, t._offset))
                 stored[pos] = None
                 continue
         edges.append(_NO_EDGE)
@@ -334,7 +346,7 @@ def _record_general(op, plan: _Plan, args: tuple, kwargs: dict, call_below):
                     any_grad = True
                 else:
                     edges.append(_NO_EDGE)
-                metas.append((t._shape, t.dtype, t.device))
+                metas.append((t._shape, t.dtype, t.device, t._stride, t._offset))
             else:
                 edges.append(_NO_EDGE)
                 metas.append(None)
@@ -351,8 +363,8 @@ def _record_general(op, plan: _Plan, args: tuple, kwargs: dict, call_below):
         value = args[pos] if 0 <= pos < nargs else kwargs.get(name)
         if isinstance(value, Tensor):
             value = SavedTensor(value.clone() if value is target else value)
-        elif type(value) in (list, tuple) and value and isinstance(value[0], Tensor):
-            value = [SavedTensor(v) for v in value]
+        elif type(value) in (list, tuple) and any(isinstance(v, Tensor) for v in value):
+            value = [SavedTensor(v) if isinstance(v, Tensor) else v for v in value]  # index lists hold None
         else:
             continue
         saved_names.add(name)
@@ -393,6 +405,8 @@ def _run_and_record(plan, args, kwargs, call_below, stored, stored_kw, edges, me
             result.grad_fn = node
             if target is not None:
                 result._output_nr = 0
+            elif result._base is not None:
+                result._view_version = result._storage.version  # see views.edge
             result.requires_grad = True
         if save_result:
             _save_result(node, (result,))
@@ -410,6 +424,8 @@ def _run_and_record(plan, args, kwargs, call_below, stored, stored_kw, edges, me
         out.grad_fn = node
         out._output_nr = i
         out.requires_grad = True
+        if out._base is not None:
+            out._view_version = out._storage.version
     if save_result:
         _save_result(node, outputs)
     return result

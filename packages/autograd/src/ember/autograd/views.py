@@ -4,41 +4,40 @@
 After the op, ``base.grad_fn`` becomes a ``CopySlices`` node: the gradient of the new base is the
 incoming one, with the view's region replaced by what the in-place op's formula makes of it (and
 the op's other inputs get theirs from the same formula). The view's own ``grad_fn`` becomes an
-``AsStridedBackward`` into the new base history. Other views of the same base made earlier are now
-stale; ``edge`` regenerates theirs on their next use (the base counts its rebases).
+``AsStridedBackward`` into the new base history.
+
+Any other view of the same storage is stale once the storage has been written in place since its
+``grad_fn`` was set, whether through another view or through the base itself: each view remembers
+the storage version at that moment (``_view_version``), and ``edge`` regenerates its history from
+the base's on its next use.
 
 Geometry is absolute within the storage, so a view's region within a gradient laid out like the
-base is an ``as_strided`` of it.
+base is an ``as_strided`` of it, and reading a view's gradient back into its base is the gradient
+of that ``as_strided`` (``ember.autograd.as_strided``), which also serves bases with gaps between
+their elements and views that overlap.
 """
 
 from __future__ import annotations
 
+from ember.autograd.as_strided import as_strided_backward, overlaps
 from ember.autograd.graph import Node, gradient_edge
 from ember.core.tensor import Tensor
 
 
-def _geometry(t: Tensor, base: Tensor) -> tuple:
-    return (t._shape, t._stride, t._offset - base._offset)
-
-
-def _base_like(grad: Tensor, shape: tuple, stride: tuple) -> Tensor:
-    from ember.core.api import functions
-
-    out = functions["empty_strided"](shape, stride, dtype=grad.dtype, device=grad.device)
-    out.copy_(grad)
-    return out
+def _geometry(t: Tensor) -> tuple:
+    return (t._shape, t._stride, t._offset)
 
 
 class CopySlices(Node):
     """The base's history after an in-place op on one of its views."""
 
-    __slots__ = ("base_meta", "fn", "view_geometry")
+    __slots__ = ("base_geometry", "fn", "view_geometry")
 
     def __init__(self, base: Tensor, view: Tensor, fn: Node) -> None:
         # Edges: the base's previous history, then the op's inputs other than the view itself.
         super().__init__((gradient_edge(base), *fn.next_functions[1:]))
-        self.base_meta = (base._shape, base._stride if _dense(base) else None, base.dtype)
-        self.view_geometry = _geometry(view, base)
+        self.base_geometry = _geometry(base)
+        self.view_geometry = _geometry(view)
         self.fn = fn
 
     def name(self) -> str:
@@ -48,15 +47,17 @@ class CopySlices(Node):
         self.fn.release()
 
     def apply(self, grads: tuple) -> tuple:
-        from ember.core.layout import contiguous_strides
+        from ember.core.api import functions
 
         (grad,) = grads
-        shape, stride, _ = self.base_meta
-        result = _base_like(grad, shape, stride or contiguous_strides(shape))
+        shape, stride, base_offset = self.base_geometry
+        if overlaps(shape, stride):
+            raise RuntimeError("an in-place op on a view of a base whose elements overlap cannot be differentiated")
+        # Laid out like the base (gaps included), so that the view's region is an as_strided of it.
+        result = functions["empty_strided"](shape, stride, dtype=grad.dtype, device=grad.device)
+        result.copy_(grad)
         size, vstride, offset = self.view_geometry
-        if stride is None:
-            raise RuntimeError("an in-place op on a view of a base that is not dense cannot be differentiated")
-        region = result.as_strided(size, vstride, offset)
+        region = result.as_strided(size, vstride, offset - base_offset)
         fn_grads = self.fn.apply((region.clone(),))
         if fn_grads[0] is None:
             region.zero_()
@@ -65,35 +66,21 @@ class CopySlices(Node):
         return (result, *fn_grads[1:])
 
 
-def _dense(t: Tensor) -> bool:
-    from ember.core.layout import is_non_overlapping_and_dense
-
-    return is_non_overlapping_and_dense(t._shape, t._stride)
-
-
 class AsStridedBackward(Node):
-    """A view's history read out of its base's: the gradient lands in the view's region of zeros."""
+    """A view's history read out of its base's: the gradient goes back through storage positions."""
 
-    __slots__ = ("base_meta", "view_geometry")
+    __slots__ = ("base_geometry", "view_geometry")
 
     def __init__(self, base: Tensor, view: Tensor) -> None:
         super().__init__((gradient_edge(base),))
-        self.base_meta = (base._shape, base._stride, base.dtype)
-        self.view_geometry = _geometry(view, base)
+        self.base_geometry = _geometry(base)
+        self.view_geometry = _geometry(view)
 
     def name(self) -> str:
         return "AsStridedBackward0"
 
     def apply(self, grads: tuple) -> tuple:
-        from ember.core.api import functions
-
-        (grad,) = grads
-        shape, stride, _ = self.base_meta
-        out = functions["zeros"](shape, dtype=grad.dtype, device=grad.device).as_strided(shape, stride, 0)
-        size, vstride, offset = self.view_geometry
-        region = out.as_strided(size, vstride, offset)
-        region.copy_(grad)
-        return (out,)
+        return (as_strided_backward(grads[0], self.base_geometry, self.view_geometry),)
 
 
 def rebase(view: Tensor, fn: Node) -> None:
@@ -103,22 +90,19 @@ def rebase(view: Tensor, fn: Node) -> None:
     base.grad_fn = node
     base._output_nr = 0
     base.requires_grad = True
-    generation = base.__dict__.get("_rebases", 0) + 1
-    base._rebases = generation
+    _regenerate(view, base)
+
+
+def _regenerate(view: Tensor, base: Tensor) -> None:
     view.grad_fn = AsStridedBackward(base, view)
     view._output_nr = 0
     view.requires_grad = True
-    view._seen_rebases = generation
+    view._view_version = view._storage.version
 
 
 def edge(t: Tensor) -> tuple:
-    """``gradient_edge`` of ``t``, after regenerating a view's history made stale by a rebase."""
+    """``gradient_edge`` of ``t``, after regenerating a view's history made stale by an in-place write."""
     base = t._base
-    if base is not None:
-        generation = base.__dict__.get("_rebases", 0)
-        if generation != t.__dict__.get("_seen_rebases", 0):
-            t.grad_fn = AsStridedBackward(base, t)
-            t._output_nr = 0
-            t.requires_grad = True
-            t._seen_rebases = generation
+    if base is not None and t.__dict__.get("_view_version") != t._storage.version and base.requires_grad:
+        _regenerate(t, base)
     return gradient_edge(t)

@@ -379,7 +379,9 @@ def make_view(base: Tensor, shape: tuple, stride: tuple, offset: int) -> Tensor:
     t = _new(Tensor, storage, shape, stride, offset, dtype, None)
     if type(storage.data) is np.ndarray:
         size = dtype.itemsize
-        t._array = np.ndarray(shape, dtype.np, storage.data, offset * size, [s * size for s in stride])
+        # An empty view reads nothing; NumPy refuses an offset past the end of an empty buffer.
+        start = offset * size if numel(shape) else 0
+        t._array = np.ndarray(shape, dtype.np, storage.data, start, [s * size for s in stride])
     t._base = base if base._base is None else base._base
     return t
 

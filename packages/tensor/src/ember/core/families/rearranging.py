@@ -97,8 +97,8 @@ def _roll_any(self: Tensor, shifts, dims=()) -> Tensor:
 
 def _roll_one(self: Tensor, shift: int, dim: int) -> Tensor:
     if self.numel() == 0:
-        # PyTorch returns clone(preserve_format); there is nothing to copy.
-        return empty(self._shape, self.dtype, self.device, dense_strides_like(self._shape, self._stride))
+        # PyTorch returns clone(preserve_format): nothing to copy, but the result carries autograd history.
+        return self.clone()
     if self.ndim == 0:
         raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
     dim = normalize_dim(dim, self.ndim)

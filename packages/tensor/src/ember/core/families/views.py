@@ -596,33 +596,44 @@ def _unbind(input, dim: int = 0):
     return tuple(unbind(input, dim))
 
 
-@method("swapaxes_", "transpose_")
-def _transpose_inplace(self, dim0: int, dim1: int):
-    # Metadata-only in-place change: the tensor itself now shows the transposed view.
-    other = transpose(self, dim0, dim1)
+def _take_geometry(self: Tensor, other: Tensor) -> Tensor:
+    """Make ``self`` show ``other``'s geometry: the in-place view ops change metadata only.
+
+    ``other`` came from the dispatcher, so where autograd recorded it, it holds the view op's node
+    over ``self``'s history; ``self`` takes that node over (PyTorch's in-place view ops record the
+    same). Leaves that require grad refuse, as they refuse every in-place op.
+    """
+    if other.grad_fn is not None:
+        base = self._base
+        if base is not None and (
+            (self.grad_fn is None and self.requires_grad) or (base.grad_fn is None and base.requires_grad)
+        ):
+            raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+        if base is None and self.grad_fn is None and self.requires_grad:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+        self.grad_fn, self._output_nr = other.grad_fn, 0
     self._shape, self._stride, self._array, self._contig = other._shape, other._stride, other._array, None
     return self
+
+
+@method("swapaxes_", "transpose_")
+def _transpose_inplace(self, dim0: int, dim1: int):
+    return _take_geometry(self, transpose(self, dim0, dim1))
 
 
 @method("unsqueeze_")
 def _unsqueeze_inplace(self, dim: int):
-    other = unsqueeze(self, dim)
-    self._shape, self._stride, self._array, self._contig = other._shape, other._stride, other._array, None
-    return self
+    return _take_geometry(self, unsqueeze(self, dim))
 
 
 @method("t_")
 def _t_inplace(self):
-    other = t(self)
-    self._shape, self._stride, self._array, self._contig = other._shape, other._stride, other._array, None
-    return self
+    return _take_geometry(self, t(self))
 
 
 @method("squeeze_")
 def _squeeze_inplace(self, dim=None):
-    other = _squeeze(self, dim)
-    self._shape, self._stride, self._array, self._contig = other._shape, other._stride, other._array, None
-    return self
+    return _take_geometry(self, _squeeze(self, dim))
 
 
 @method("detach_")

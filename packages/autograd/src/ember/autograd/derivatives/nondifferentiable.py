@@ -1,0 +1,44 @@
+"""Ops whose outputs carry no gradient: indices, counts, bins, one-hot codes and fresh draws.
+
+``unique`` and its forms are different: PyTorch lets their values require grad but has no formula,
+so the backward raises ``NotImplementedError`` naming the op, here as there.
+"""
+
+from __future__ import annotations
+
+from ember.autograd.registry import derivative, nondifferentiable
+from ember.core.dispatch import ops
+
+aten = ops.aten
+
+nondifferentiable(
+    aten.searchsorted.Tensor,
+    aten.searchsorted.Scalar,
+    aten.bucketize.Tensor,
+    aten.bucketize.Scalar,
+    aten.one_hot.default,
+    aten.multinomial.default,
+    aten.rand_like.default,
+    aten.rand_like.generator,
+    aten.randn_like.default,
+    aten.randn_like.generator,
+    aten.randint_like.default,
+    aten.randint_like.generator,
+    aten.randint_like.low_dtype,
+    aten.randint_like.low_generator_dtype,
+)
+
+
+def _not_implemented(name: str):
+    def formula(grad, **_):
+        raise NotImplementedError(f"the derivative for '{name}' is not implemented.")
+
+    return formula
+
+
+for _op, _name in (
+    (aten._unique2.default, "_unique2"),
+    (aten.unique_dim.default, "unique_dim"),
+    (aten.unique_consecutive.default, "unique_consecutive"),
+):
+    derivative(_op, output_differentiable=(True, False, False))(_not_implemented(_name))
