@@ -7,6 +7,7 @@ gives ``Tensor`` its autograd methods, and loads the derivative table (``derivat
 from __future__ import annotations
 
 from ember.autograd import derivatives as _derivatives  # noqa: F401  (fills the table)
+from ember.autograd import forward_ad
 from ember.autograd import tensor_methods as _tensor_methods
 from ember.autograd.anomaly import detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, set_detect_anomaly
 from ember.autograd.functional_api import backward, grad
@@ -30,6 +31,7 @@ __all__ = [
     "backward",
     "detect_anomaly",
     "enable_grad",
+    "forward_ad",
     "grad",
     "inference_mode",
     "is_anomaly_check_nan_enabled",
