@@ -113,8 +113,8 @@ def unpack_dual(tensor: Tensor, *, level: int | None = None) -> UnpackedDualTens
     """``(primal, tangent)`` of ``tensor`` at ``level``; outside a level, ``(tensor, None)``."""
     if fd.current is None and level is None:
         return UnpackedDualTensor(tensor, None)
-    _check_level(level, "_fw_primal")
     tangent = fd.tangent_of(tensor)
     if tangent is None:
         return UnpackedDualTensor(tensor, None)
+    _check_level(level, "_fw_primal")  # as in PyTorch, only a dual tensor checks the level
     return UnpackedDualTensor(fd.primal_alias(tensor), tangent)
