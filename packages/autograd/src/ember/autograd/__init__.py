@@ -19,6 +19,7 @@ from ember.autograd.grad_mode import (
     no_grad,
     set_grad_enabled,
 )
+from ember.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
 from ember.autograd.graph import Node
 from ember.autograd.recording import record as _record
 from ember.core import dispatch as _dispatch
@@ -27,12 +28,15 @@ _tensor_methods.attach()
 _dispatch.set_autograd_handler(_record)
 
 __all__ = [
+    "GradcheckError",
     "Node",
     "backward",
     "detect_anomaly",
     "enable_grad",
     "forward_ad",
     "grad",
+    "gradcheck",
+    "gradgradcheck",
     "inference_mode",
     "is_anomaly_check_nan_enabled",
     "is_anomaly_enabled",
