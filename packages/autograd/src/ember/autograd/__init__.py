@@ -7,7 +7,7 @@ gives ``Tensor`` its autograd methods, and loads the derivative table (``derivat
 from __future__ import annotations
 
 from ember.autograd import derivatives as _derivatives  # noqa: F401  (fills the table)
-from ember.autograd import graph
+from ember.autograd import forward_ad, graph
 from ember.autograd import tensor_methods as _tensor_methods
 from ember.autograd.anomaly import detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, set_detect_anomaly
 from ember.autograd.engine import is_checkpoint_valid as _is_checkpoint_valid  # noqa: F401  (PyTorch's name)
@@ -21,6 +21,7 @@ from ember.autograd.grad_mode import (
     no_grad,
     set_grad_enabled,
 )
+from ember.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
 from ember.autograd.graph import Node
 from ember.autograd.recording import record as _record
 from ember.core import dispatch as _dispatch
@@ -30,11 +31,15 @@ _dispatch.set_autograd_handler(_record)
 
 __all__ = [
     "Function",
+    "GradcheckError",
     "Node",
     "backward",
     "detect_anomaly",
     "enable_grad",
+    "forward_ad",
     "grad",
+    "gradcheck",
+    "gradgradcheck",
     "graph",
     "inference_mode",
     "is_anomaly_check_nan_enabled",

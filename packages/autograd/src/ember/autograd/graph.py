@@ -33,6 +33,8 @@ _sequence = itertools.count()
 def shallow(t: Tensor) -> Tensor:
     """A plain alias of ``t`` (same storage and geometry) without autograd state."""
     out = _new(Tensor, t._storage, t._shape, t._stride, t._offset, t.dtype, t._array)
+    if t._fw_grad is not None:
+        out._fw_grad = t._fw_grad  # a saved output keeps its forward-mode tangent (forward over reverse)
     return out
 
 

@@ -48,7 +48,16 @@ def _track(x, api: str):
         raise RuntimeError(f"{api}: Expected all inputs to differentiate with respect to be Tensors, got {type(x)}")
     if x.requires_grad:
         return functions["alias"](x) if "alias" in functions else x.view_as(x)
-    return x.detach().requires_grad_(True)
+    tracked = x.detach().requires_grad_(True)
+    _keep_tangent(x, tracked)
+    return tracked
+
+
+def _keep_tangent(x, tracked) -> None:
+    """Inside ``jvp``, a tracked input keeps its tangent, so that ``jvp(grad(f))`` differentiates the gradient."""
+    from ember.autograd import _forward_dispatch
+
+    _forward_dispatch.copy_tangent(x, tracked)
 
 
 def _outer_tracks(leaves: list) -> bool:

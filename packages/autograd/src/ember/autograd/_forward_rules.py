@@ -1,0 +1,297 @@
+"""The tangent of one op call: explicit rules, the derivative table's ``jvp=``, and transposition.
+
+A rule takes ``tangents`` (one per tensor argument in schema order, None where that argument has no
+tangent; a list for a ``Tensor[]``), the call's arguments by schema name (primals, without their
+tangents) and ``result`` (the primal output), and returns the output's tangent (a tuple for several
+outputs; None means zeros). Derivative entries' callable ``jvp=`` share that signature.
+
+The kinds, in the order ``_forward_dispatch.Plan`` picks them:
+
+- ``RULES``: explicit rules for the common products (mul, div, the matmul family, where) and for
+  fills; used where the op has a derivative entry, so both modes cover the same ops.
+- ``"linear"`` (and every view op): the op applied to the tangents, with zeros for floating-point
+  arguments without one and the integer and boolean ones (indices, masks) kept.
+- ``"elementwise"``: the entry's backward formula applied to the tangent, its Jacobian being
+  diagonal; for complex inputs ``conj(formula(conj(t)))``, which is ``f'(z) t`` for the
+  ``grad * conj(f'(z))`` formulas of holomorphic functions.
+- ``transposed``: any other entry. A backward formula is linear in its incoming gradient ``u``:
+  ``v = J^H u``. Running it on a dummy ``u`` that requires grad and differentiating ``<v, t>``
+  with respect to ``u`` gives ``J t`` (reverse over reverse, as PyTorch does for ops without a
+  forward formula). It runs the op once, through the autograd engine, so it handles every entry
+  (lists, several outputs, broadcasting, in-place ops) with no per-op work.
+"""
+
+from __future__ import annotations
+
+from ember.core import dtypes as D
+from ember.core.api import functions
+from ember.core.dispatch import ops
+from ember.core.tensor import Tensor
+
+aten = ops.aten
+_DIFFERENTIABLE = (D.FLOATING, D.COMPLEX)
+
+
+def _plus(a, b):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a + b
+
+
+# -- explicit rules -------------------------------------------------------------------------------
+
+
+def _mul(tangents, self, other, **_):
+    ts, to = tangents
+    return _plus(ts * other if ts is not None else None, self * to if to is not None else None)
+
+
+def _div_tangent(ts, to, self, other):
+    a = ts / other if ts is not None else None
+    b = -to * ((self / other) / other) if to is not None else None
+    return _plus(a, b)
+
+
+def _div(tangents, self, other, **_):
+    return _div_tangent(*tangents, self, other)
+
+
+def _div_mode(tangents, self, other, rounding_mode, result, **_):
+    if rounding_mode is None:
+        return _div_tangent(*tangents, self, other)
+    return functions["zeros_like"](result)  # rounded quotients are piecewise constant
+
+
+def _bilinear(product):
+    """The rule of a product linear in each of its two operands: ``f(ta, b) + f(a, tb)``."""
+
+    def rule(tangents, self, second, **_):
+        ta, tb = tangents
+        return _plus(product(ta, second) if ta is not None else None, product(self, tb) if tb is not None else None)
+
+    return rule
+
+
+def _named(rule, second: str):
+    """Adapt ``rule(tangents, self, second)`` to an op whose second operand is named ``second``."""
+
+    def adapted(tangents, self, **kw):
+        return rule(tangents, self, kw[second])
+
+    return adapted
+
+
+def _addmm_like(product):
+    """``beta * self + alpha * product(a, b)``."""
+
+    def rule(tangents, self, beta, alpha, **kw):
+        ts, t1, t2 = tangents
+        first = kw["mat1"] if "mat1" in kw else kw["batch1"]
+        second = kw["mat2"] if "mat2" in kw else kw["batch2"]
+        prod = _plus(product(t1, second) if t1 is not None else None, product(first, t2) if t2 is not None else None)
+        out = None
+        if ts is not None and beta != 0:
+            out = ts * beta if beta != 1 else ts
+        if prod is not None:
+            out = _plus(out, prod * alpha if alpha != 1 else prod)
+        return out
+
+    return rule
+
+
+def _where(tangents, condition, self, other, **_):
+    _, ts, to = tangents
+    if ts is None and to is None:
+        return None
+    return functions["where"](condition, ts if ts is not None else 0.0, to if to is not None else 0.0)
+
+
+def _zeros(tangents, result, **_):
+    return functions["zeros_like"](result)
+
+
+RULES: dict = {
+    aten.mul.Tensor: _mul,
+    aten.div.Tensor: _div,
+    aten.div.Tensor_mode: _div_mode,
+    aten.mm.default: _named(_bilinear(lambda a, b: a.mm(b)), "mat2"),
+    aten.bmm.default: _named(_bilinear(lambda a, b: a.bmm(b)), "mat2"),
+    aten.mv.default: _named(_bilinear(lambda a, b: a.mv(b)), "vec"),
+    aten.dot.default: _named(_bilinear(lambda a, b: a.dot(b)), "tensor"),
+    aten.vdot.default: _named(_bilinear(lambda a, b: aten.vdot.default(a, b)), "other"),
+    aten.addmm.default: _addmm_like(lambda a, b: a.mm(b)),
+    aten.baddbmm.default: _addmm_like(lambda a, b: a.bmm(b)),
+    aten.where.self: _where,
+    aten.fill_.Scalar: _zeros,
+    aten.zero_.default: _zeros,
+}
+# Rules for in-place ops whose functional op has the rule (``addmm_`` reads ``addmm``'s).
+INPLACE_RULES: dict = {
+    aten.addmm_.default: RULES[aten.addmm.default],
+    aten.baddbmm_.default: RULES[aten.baddbmm.default],
+}
+# Rules used even without a derivative entry (none yet: both modes cover the same ops).
+STANDALONE: frozenset = frozenset()
+
+
+# -- the table's kinds ----------------------------------------------------------------------------
+
+
+def compute(plan, bound: dict, tangents: tuple, result):
+    """The output tangent of a call whose plan is not ``transpose``."""
+    kind = plan.kind
+    if kind in ("linear", "view"):
+        return _linear(plan, bound, tangents)
+    if kind == "elementwise":
+        return _elementwise(plan, bound, tangents, result)
+    return plan.rule(tangents, result=result, **bound)
+
+
+def _linear_operand(value, tangent):
+    if isinstance(value, Tensor):
+        if value.dtype.category not in _DIFFERENTIABLE:
+            return value  # an index or a mask: part of the linear map, not an operand
+        return tangent if tangent is not None else functions["zeros_like"](value)
+    if isinstance(value, bool) or not isinstance(value, int | float | complex):
+        return value
+    return 0  # a number in a tensor position is a constant: its tangent is zero
+
+
+def _linear(plan, bound: dict, tangents: tuple):
+    values = dict(bound)
+    for (name, is_list), tangent in zip(plan.tensor_args, tangents, strict=True):
+        value = bound.get(name)
+        if is_list and value is not None:
+            items = tangent if tangent is not None else [None] * len(value)
+            values[name] = [_linear_operand(v, t) for v, t in zip(value, items, strict=True)]
+        else:
+            values[name] = _linear_operand(value, tangent)
+    if plan.inplace:
+        first = plan.positional[0]
+        target = bound[first]
+        # The in-place op runs on the target's tangent itself (updated in place) or on fresh zeros.
+        if tangents[0] is None and isinstance(target, Tensor):
+            values[first] = functions["zeros_like"](target)
+    return _call(plan, values)
+
+
+def _call(plan, values: dict):
+    positional = [values[name] for name in plan.positional]
+    keywords = {k: v for k, v in values.items() if k not in plan.positional}
+    return plan.op(*positional, **keywords)
+
+
+def _elementwise(plan, bound: dict, tangents: tuple, result):
+    tangent = tangents[0]
+    if tangent is None:
+        return None
+    entry = plan.entry
+    kw = dict(bound)
+    kw.pop(plan.positional[0], None)
+    primal = bound[plan.positional[0]]
+    if entry.saves_result:
+        kw["result"] = result
+    if entry.wants_needs:
+        kw["needs"] = (True,) * len(plan.tensor_args)
+    if primal.dtype.category == D.COMPLEX:
+        out = entry.formula(tangent.conj(), primal, **kw).conj()
+        return out.real if result.dtype.category != D.COMPLEX else out
+    return entry.formula(tangent, primal, **kw)
+
+
+# -- transposition ----------------------------------------------------------------------------------
+
+
+def flat_outputs(out) -> list:
+    if isinstance(out, Tensor):
+        return [out]
+    if isinstance(out, tuple | list):
+        return [o for v in out for o in flat_outputs(v)]
+    return [None]
+
+
+def _regroup(out, flat: list):
+    """``flat`` (one value per output tensor) in ``out``'s structure."""
+    if isinstance(out, Tensor):
+        return flat.pop(0)
+    items = [_regroup(o, flat) if isinstance(o, Tensor | tuple | list) else flat.pop(0) for o in out]
+    if hasattr(out, "_fields"):
+        return type(out)(*items)  # a named tuple of results (``return_types``)
+    return type(out)(items)
+
+
+def transposed(op, args: tuple, kwargs: dict, plan, bound: dict, tangents: tuple, *, inplace: bool):
+    """``(primal output, output tangents)`` of an entry without a forward rule, by double backward."""
+    from ember.autograd.functional_api import grad
+    from ember.autograd.grad_mode import enable_grad, state
+    from ember.autograd.graph import shallow
+
+    outer = state.enabled and _any_requires_grad(args, kwargs)
+    args, kwargs = list(args), dict(kwargs)
+    tracked, tracked_tangents = [], []
+
+    def track(x, t):
+        if t is None or not isinstance(x, Tensor):
+            return x
+        y = aten.alias.default(x) if outer and x.requires_grad else shallow(x).requires_grad_(True)
+        tracked.append(y)
+        tracked_tangents.append(t)
+        return y
+
+    position = {name: i for i, name in enumerate(plan.positional)}
+    with enable_grad():
+        for (name, is_list), tangent in zip(plan.tensor_args, tangents, strict=True):
+            i = position.get(name, -1)
+            value = args[i] if 0 <= i < len(args) else kwargs.get(name)
+            if tangent is None or value is None:
+                continue
+            if is_list:
+                value = [track(v, t) for v, t in zip(value, tangent, strict=True)]
+            else:
+                value = track(value, tangent)
+            if 0 <= i < len(args):
+                args[i] = value
+            else:
+                kwargs[name] = value
+        if inplace:
+            args[0] = args[0].clone()  # the target was run already: the rule runs on a copy
+        out = op(*args, **kwargs)
+        flat = flat_outputs(out)
+        chosen = [
+            k
+            for k, o in enumerate(flat)
+            if isinstance(o, Tensor) and o.requires_grad and o.dtype.category in _DIFFERENTIABLE
+        ]
+        result_tangents = [None] * len(flat)
+        if chosen:
+            dummies = [functions["zeros_like"](flat[k]).requires_grad_(True) for k in chosen]
+            vjps = grad([flat[k] for k in chosen], tracked, dummies, create_graph=True, allow_unused=True)
+            pairs = [
+                (v, t if t.dtype is v.dtype else t.to(v.dtype))
+                for v, t in zip(vjps, tracked_tangents, strict=True)
+                if v is not None and v.requires_grad
+            ]
+            if pairs:
+                jvps = grad(
+                    [v for v, _ in pairs], dummies, [t for _, t in pairs], create_graph=outer, allow_unused=True
+                )
+                for k, j in zip(chosen, jvps, strict=True):
+                    result_tangents[k] = j
+    if not outer and not inplace:
+        # The primal output must not keep the tracking graph: a plain alias of each output.
+        flat = [shallow(o) if isinstance(o, Tensor) and o.requires_grad else o for o in flat]
+        out = _regroup(out, list(flat))
+    if isinstance(out, Tensor):
+        return out, result_tangents[0]
+    return out, _regroup(list(out), result_tangents)
+
+
+def _any_requires_grad(args, kwargs) -> bool:
+    for a in (*args, *kwargs.values()):
+        if isinstance(a, Tensor) and a.requires_grad:
+            return True
+        if type(a) in (list, tuple) and any(isinstance(b, Tensor) and b.requires_grad for b in a):
+            return True
+    return False
