@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from ember.autograd.registry import derivative, nondifferentiable
-from ember.core.api import functions
 from ember.core.dispatch import ops
 
 aten = ops.aten
@@ -26,14 +25,14 @@ def _expand(grad, self, **_):
 
 @derivative(aten.select.int, jvp="linear")
 def _select(grad, self, dim, index, **_):
-    out = functions["zeros"](self.shape, dtype=grad.dtype, device=grad.device)
+    out = grad.new_zeros(self.shape)  # new_zeros, not zeros: batched like grad under vmap
     out.select(dim, index).copy_(grad)
     return out
 
 
 @derivative(aten.slice.Tensor, jvp="linear")
 def _slice(grad, self, dim, start, end, step, **_):
-    out = functions["zeros"](self.shape, dtype=grad.dtype, device=grad.device)
+    out = grad.new_zeros(self.shape)  # new_zeros, not zeros: batched like grad under vmap
     aten.slice.Tensor(out, dim, start, end, step).copy_(grad)
     return out
 
