@@ -32,6 +32,11 @@ _sequence = itertools.count()
 
 def shallow(t: Tensor) -> Tensor:
     """A plain alias of ``t`` (same storage and geometry) without autograd state."""
+    if type(t) is not Tensor:
+        # A wrapper subclass (vmap's batched tensors) holds its data elsewhere: it makes its own alias.
+        alias = getattr(t, "__ember_shallow__", None)
+        if alias is not None:
+            return alias()
     out = _new(Tensor, t._storage, t._shape, t._stride, t._offset, t.dtype, t._array)
     if t._fw_grad is not None:
         out._fw_grad = t._fw_grad  # a saved output keeps its forward-mode tangent (forward over reverse)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from ember.autograd.as_strided import as_strided_backward
 from ember.autograd.registry import derivative, nondifferentiable
-from ember.core.api import functions
 from ember.core.dispatch import ops
 from ember.core.layout import normalize_dim
 
@@ -17,7 +16,7 @@ aten = ops.aten
 
 
 def _zeros(shape, grad):
-    return functions["zeros"](tuple(shape), dtype=grad.dtype, device=grad.device)
+    return grad.new_zeros(tuple(shape))  # new_zeros, not zeros: batched like grad under vmap
 
 
 @derivative(aten.view.default, aten.reshape.default, jvp="linear")

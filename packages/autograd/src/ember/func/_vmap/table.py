@@ -1,0 +1,149 @@
+"""The batching-rule table: one rule per op, keyed by the op object, like the derivative table.
+
+A rule is registered in the ``rules_<family>.py`` file of its op::
+
+    @batch_rule(aten.sin.default)
+    def _(call):
+        return call.op(*call.args, **call.kwargs)
+
+It gets a ``Call``: the op, its arguments with every tensor batched at the running level replaced by
+its value with the batch at dimension 0 (``call.batched(x)`` tells which they are), the batch size
+and the level. It returns what the op returns, with every tensor batched at dimension 0; the
+dispatcher wraps them again. An in-place op returns its (wrapped) ``self`` whatever the rule returns.
+
+An op with no rule batches through its decomposition when it has one (the decomposition's ops are
+then batched one by one); otherwise the call raises. ``missing()`` lists the ops in neither case,
+and a test keeps it empty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ember.core.dispatch import OpOverload, all_ops
+from ember.core.tensor import Tensor
+from ember.func._vmap.batched import BatchedTensor, Hidden, front, state, wrap
+
+RULES: dict[OpOverload, Callable] = {}
+
+
+def batch_rule(*ops: OpOverload) -> Callable[[Callable], Callable]:
+    def register(rule: Callable) -> Callable:
+        for op in ops:
+            if not isinstance(op, OpOverload):
+                raise TypeError(f"batch_rule(): expected an OpOverload, got {op!r}")
+            if op in RULES:
+                raise RuntimeError(f"the batching rule of {op} is defined twice")
+            RULES[op] = rule
+        return rule
+
+    return register
+
+
+def register(rule: Callable, *ops: OpOverload) -> None:
+    batch_rule(*ops)(rule)
+
+
+class Call:
+    """One op call at one vmap level, with the batched tensors' values batched at dimension 0."""
+
+    __slots__ = ("_ids", "args", "kwargs", "level", "op", "randomness", "size")
+
+    def __init__(self, op, args: tuple, kwargs: dict, level, ids: set) -> None:
+        self.op = op
+        self.args = args
+        self.kwargs = kwargs
+        self.level = level.depth
+        self.size = level.size
+        self.randomness = level.randomness
+        self._ids = ids
+
+    def batched(self, x) -> bool:
+        return isinstance(x, Tensor) and id(x) in self._ids
+
+    def mark(self, x: Tensor) -> Tensor:
+        """Treat ``x`` (a tensor made by the rule, batched at 0) as batched."""
+        self._ids.add(id(x))
+        return x
+
+    def expand(self, x: Tensor) -> Tensor:
+        """``x`` batched at 0: as it is when batched, else the same tensor for every lane (a view)."""
+        if self.batched(x):
+            return x
+        shape = tuple(x.shape)
+        return self.mark(x.reshape((1, *shape)).expand((self.size, *shape)))
+
+    def __repr__(self) -> str:
+        return f"Call({self.op}, level={self.level}, size={self.size})"
+
+
+def _unwrap(value, depth: int, ids: set):
+    if type(value) is BatchedTensor and value._level == depth:
+        v = front(value)
+        ids.add(id(v))
+        return v
+    if type(value) in (list, tuple):
+        return type(value)(_unwrap(v, depth, ids) for v in value)
+    return value
+
+
+def _rewrap(value, depth: int):
+    if isinstance(value, Tensor):
+        return wrap(value, 0, depth)
+    if type(value) in (list, tuple):
+        return type(value)(_rewrap(v, depth) for v in value)
+    if isinstance(value, tuple):  # a named tuple of results (values, indices)
+        return type(value)(*(_rewrap(v, depth) for v in value))
+    return value
+
+
+def _depth(args: tuple, kwargs: dict) -> int:
+    depth = 0
+    for a in (*args, *kwargs.values()):
+        if type(a) is BatchedTensor:
+            depth = max(depth, a._level)
+        elif type(a) in (list, tuple):
+            for b in a:
+                if type(b) is BatchedTensor:
+                    depth = max(depth, b._level)
+    return depth
+
+
+def run_rule(op: OpOverload, args: tuple, kwargs: dict):
+    depth = _depth(args, kwargs)
+    if depth > len(state.levels) or depth > state.visible:
+        raise RuntimeError(
+            f"vmap: {op} got a batched tensor from a vmap that has already returned (a batched tensor leaked out "
+            "of its vmap, for example through a global or a closure)"
+        )
+    rule = RULES.get(op)
+    if rule is None:
+        if op.decomposition is not None:
+            return op.decomposition(*args, **kwargs)
+        raise RuntimeError(
+            f"vmap: no batching rule for {op.namespace}::{op.schema.qualified}, and it has no decomposition to batch "
+            "through. Move the call out of vmap, or register a rule with ember.func._vmap.table.batch_rule."
+        )
+    level = state.levels[depth - 1]
+    ids: set = set()
+    new_args = tuple(_unwrap(a, depth, ids) for a in args)
+    new_kwargs = {k: _unwrap(v, depth, ids) for k, v in kwargs.items()} if kwargs else kwargs
+    call = Call(op, new_args, new_kwargs, level, ids)
+    with Hidden(depth):
+        result = rule(call)
+    if op.schema.arguments and op.schema.arguments[0].is_write and not op.schema.arguments[0].kwarg_only:
+        return args[0]
+    return _rewrap(result, depth)
+
+
+def missing() -> list[OpOverload]:
+    """Ops that take a tensor and have neither a batching rule nor a decomposition."""
+    out = []
+    for op in all_ops():
+        if op.namespace != "aten":
+            continue
+        if not any(a.type.base == "Tensor" for a in op.schema.arguments):
+            continue
+        if op not in RULES and op.decomposition is None:
+            out.append(op)
+    return out
