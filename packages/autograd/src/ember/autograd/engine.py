@@ -41,24 +41,24 @@ def _make_grads(outputs: list, grads: list, is_grads_batched: bool = False) -> l
                 f"Mismatch in shape: grad_output[{i}] has a shape of {Size(g._shape)} and output[{i}] has a shape "
                 f"of {Size(t._shape)}."
             )
-        if g.dtype.category != t.dtype.category:
+        if (g.dtype.category == 3) != (t.dtype.category == 3):
             raise RuntimeError(
                 f"For complex Tensors, both grad_output and output are required to have the same dtype. Mismatch "
                 f"in dtype: grad_output[{i}] has a dtype of {g.dtype} and output[{i}] has a dtype of {t.dtype}."
-                if t.dtype.category == 3 or g.dtype.category == 3
-                else f"grad_output[{i}] has dtype {g.dtype}, which cannot be the gradient of {t.dtype} output[{i}]"
             )
-        out.append(g)
+        # PyTorch's engine casts a root's gradient to its output's dtype (integer and bool ones too),
+        # so hooks and leaves see the output's dtype.
+        out.append(g if g.dtype is t.dtype else g.to(t.dtype))
     return out
 
 
 def _graph(roots: list) -> dict:
     """Incoming edge count of every node reachable from ``roots``."""
     deps: dict = {}
-    seen = set()
-    stack = [node for node in roots if node is not None]
-    for node in stack:
-        seen.add(node)
+    # A node reached as the root of several outputs is walked once: walking it twice would count
+    # its edges twice, and the nodes below it would never become ready.
+    stack = list(dict.fromkeys(node for node in roots if node is not None))
+    seen = set(stack)
     while stack:
         node = stack.pop()
         for nxt, _ in node.next_functions:

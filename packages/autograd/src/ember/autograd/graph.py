@@ -21,9 +21,42 @@ from ember.core.tensor import Tensor, _new
 _sequence = itertools.count()
 
 
+# What autograd keeps on a tensor: a saved output's alias must not carry it (it gets its own).
+_AUTOGRAD_STATE = frozenset(
+    {
+        "_base",
+        "_grad",
+        "_grad_acc",
+        "_grad_acc_keep",
+        "_output_nr",
+        "_rebases",
+        "_seen_rebases",
+        "_tensor_hooks",
+        "grad",
+        "grad_fn",
+        "requires_grad",
+    }
+)
+
+
 def shallow(t: Tensor) -> Tensor:
-    """A plain alias of ``t`` (same storage and geometry) without autograd state."""
-    out = _new(Tensor, t._storage, t._shape, t._stride, t._offset, t.dtype, t._array)
+    """An alias of ``t`` (same type, storage and geometry) without autograd state.
+
+    A subclass keeps its type and its own attributes (a batched tensor's batch dimension, say), so
+    that a formula reading a saved output sees the same kind of tensor the forward returned.
+    """
+    cls = type(t)
+    out = _new(cls, t._storage, t._shape, t._stride, t._offset, t.dtype, t._array)
+    if cls is not Tensor:
+        for name, value in t.__dict__.items():
+            if name not in _AUTOGRAD_STATE:
+                out.__dict__[name] = value
+        for klass in cls.__mro__:
+            if klass is Tensor:
+                break
+            for name in klass.__dict__.get("__slots__", ()):
+                if name not in ("__dict__", "__weakref__") and hasattr(t, name):
+                    setattr(out, name, getattr(t, name))
     return out
 
 

@@ -338,6 +338,8 @@ def empty(shape: tuple, dtype: D.dtype, dev: device, stride: tuple | None = None
 
 def from_array(array: np.ndarray, dtype: D.dtype | None = None) -> Tensor:
     """A CPU tensor owning a fresh C-contiguous array (a kernel's result); no copy when possible."""
+    if type(array) is not np.ndarray:  # a NumPy scalar (0-dim kernels return them): views need a buffer
+        array = np.asarray(array)
     if dtype is None:
         dtype = D.from_numpy_dtype(array.dtype)
     elif array.dtype != dtype.np:
