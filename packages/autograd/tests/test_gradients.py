@@ -24,25 +24,15 @@ PENDING_GRAD = frozenset(
         "F.binary_cross_entropy_with_logits",
         "F.cosine_similarity",
         "F.cross_entropy",
-        "F.cross_entropy probabilities",
         "F.embedding",
         "F.embedding max_norm",
         "F.group_norm",
         "F.kl_div",
-        "F.l1_loss",
-        "F.layer_norm",
-        "F.log_softmax",
-        "F.mse_loss",
         "F.nll_loss",
-        "F.normalize",
         "F.smooth_l1_loss",
-        "F.softmax",
         "Tensor.matmul",
         "Tensor.repeat(*sizes)",
         "addmm",
-        "amax",
-        "amin",
-        "aminmax",
         "baddbmm",
         "bmm",
         "cat",
@@ -51,8 +41,6 @@ PENDING_GRAD = frozenset(
         "column_stack",
         "concat(dim=)",
         "concatenate(axis=)",
-        "cumprod",
-        "cumsum",
         "dot",
         "dstack",
         "einsum",
@@ -66,28 +54,14 @@ PENDING_GRAD = frozenset(
         "index_fill",
         "index_put",
         "index_select",
-        "kthvalue",
         "log_softmax",
-        "logsumexp",
         "masked_fill",
         "masked_scatter",
         "masked_scatter_",
         "masked_select",
         "matmul",
         "matmul_operator",
-        "max_all",
-        "max_dim",
-        "mean",
-        "median",
-        "median_dim",
-        "min_all",
-        "mode",
-        "msort",
         "mv",
-        "nanmean",
-        "nanmedian",
-        "nanmedian_dim",
-        "nansum",
         "nn.functional.adaptive_avg_pool2d",
         "nn.functional.avg_pool2d",
         "nn.functional.conv1d",
@@ -100,28 +74,20 @@ PENDING_GRAD = frozenset(
         "nn.functional.pad",
         "nn.functional.pools_channels_last",
         "norm",
-        "prod",
         "put",
         "roll",
         "scatter",
         "scatter_add",
         "scatter_reduce",
         "softmax",
-        "sort",
         "stack",
         "stack_channels_last",
-        "std",
-        "std_mean",
         "take",
         "take_along_dim",
         "tile",
-        "topk",
         "tril",
         "triu",
-        "var",
-        "var_mean",
         "vdot",
-        "vector_norm",
         "vstack",
     }
 )
@@ -153,8 +119,9 @@ def test_gradients_match_pytorch(op: OpInfo):
         if case is None:
             continue
         ours, theirs = case
+        rtol, atol = _tolerance(op, sample)
         for a, b in zip(ours, theirs, strict=True):
-            np.testing.assert_allclose(a, b, rtol=1e-7, atol=1e-7, equal_nan=True, err_msg=f"{op.name} {sample}")
+            np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, equal_nan=True, err_msg=f"{op.name} {sample}")
         compared += 1
     if compared == 0:
         pytest.skip(f"{op.name}: no sample has a gradient")
@@ -175,6 +142,15 @@ def test_gradients_match_finite_differences(op: OpInfo):
         checked += 1
     if checked == 0:
         pytest.skip(f"{op.name}: no small differentiable sample")
+
+
+def _tolerance(op: OpInfo, sample) -> tuple[float, float]:
+    """1e-7, or the op's forward tolerance where ``dtype=`` computes in a lower precision: a gradient
+    that reads the result (prod's) inherits the forward's rounding differences."""
+    target = sample.kwargs.get("dtype") if isinstance(sample.kwargs, dict) else None
+    if isinstance(target, str) and target in op.tolerances:
+        return max(op.tolerances[target][0], 1e-7), max(op.tolerances[target][1], 1e-7)
+    return 1e-7, 1e-7
 
 
 def _torch_refuses(op: OpInfo, sample) -> bool:
