@@ -62,14 +62,14 @@ def _make_grads(outputs: list, grads: list, is_grads_batched: bool = False) -> l
                 f"Mismatch in shape: grad_output[{i}] has a shape of {Size(g._shape)} and output[{i}] has a shape "
                 f"of {Size(t._shape)}."
             )
-        if g.dtype.category != t.dtype.category:
+        if (g.dtype.category == 3) != (t.dtype.category == 3):
             raise RuntimeError(
                 f"For complex Tensors, both grad_output and output are required to have the same dtype. Mismatch "
                 f"in dtype: grad_output[{i}] has a dtype of {g.dtype} and output[{i}] has a dtype of {t.dtype}."
-                if t.dtype.category == 3 or g.dtype.category == 3
-                else f"grad_output[{i}] has dtype {g.dtype}, which cannot be the gradient of {t.dtype} output[{i}]"
             )
-        out.append(g)
+        # PyTorch's engine casts a root's gradient to its output's dtype (integer and bool ones too),
+        # so hooks and leaves see the output's dtype.
+        out.append(g if g.dtype is t.dtype else g.to(t.dtype))
     return out
 
 

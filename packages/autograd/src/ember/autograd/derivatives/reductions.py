@@ -1,24 +1,22 @@
-"""Derivatives of the reductions (``ember.core.families.reductions``)."""
+"""Derivatives of the reductions (``ember.core.families.reductions``).
+
+``prod`` follows PyTorch's rule at zeros: with no zero the gradient is ``result / input``; with zeros
+it is the product of every other element, from exclusive cumulative products both ways, so that one
+zero gets the product of the rest and several zeros give zeros exactly (computed, not assumed, when
+a graph is being built, so that the second derivative is right too).
+"""
 
 from __future__ import annotations
 
-from ember.autograd.registry import derivative
+from ember.autograd.derivatives.pointwise_common import conj
+from ember.autograd.derivatives.reduction_common import count, expand_back, restore
+from ember.autograd.grad_mode import state
+from ember.autograd.registry import derivative, nondifferentiable
+from ember.core.api import functions
 from ember.core.dispatch import ops
+from ember.core.layout import normalize_dim
 
 aten = ops.aten
-
-
-def _unsqueeze_dims(grad, shape: tuple, dim, keepdim: bool):
-    """``grad`` of a reduction over ``dim`` given its input ``shape``, with the reduced dims back as 1."""
-    ndim = len(shape)
-    if keepdim or ndim == 0:
-        return grad
-    if dim is None or (isinstance(dim, list | tuple) and len(dim) == 0):
-        return grad.reshape([1] * ndim)
-    dims = sorted(d % ndim for d in ((dim,) if isinstance(dim, int) else dim))
-    for d in dims:
-        grad = grad.unsqueeze(d)
-    return grad
 
 
 @derivative(aten.sum.default, jvp="linear")
@@ -28,7 +26,7 @@ def _sum(grad, self, **_):
 
 @derivative(aten.sum.dim_IntList, jvp="linear")
 def _sum_dim(grad, self, dim, keepdim, **_):
-    return _unsqueeze_dims(grad, tuple(self.shape), dim, keepdim).expand(self.shape)
+    return expand_back(grad, self.shape, dim, keepdim)
 
 
 @derivative(aten.mean.default, jvp="linear")
@@ -38,11 +36,83 @@ def _mean(grad, self, **_):
 
 @derivative(aten.mean.dim, jvp="linear")
 def _mean_dim(grad, self, dim, keepdim, **_):
-    shape = tuple(self.shape)
-    if dim is None or len(dim) == 0:
-        count = self.numel()
-    else:
-        count = 1
-        for d in dim:
-            count *= shape[d % len(shape)] if shape else 1
-    return _unsqueeze_dims(grad, shape, dim, keepdim).expand(self.shape) / max(count, 1)
+    return expand_back(grad, self.shape, dim, keepdim) / max(count(self.shape, dim), 1)
+
+
+@derivative(aten.nansum.default, save=("self",))
+def _nansum(grad, self, dim, keepdim, **_):
+    return expand_back(grad.to(self.dtype), self.shape, dim, keepdim) * self.isnan().logical_not()
+
+
+@derivative(aten.nanmean.default, save=("self",))
+def _nanmean(grad, self, dim, keepdim, **_):
+    # nanmean is nansum / (number of non-NaN elements): a slice of NaNs only gets NaN, as in PyTorch.
+    present = self.isnan().logical_not()
+    counts = present.sum(_dims(self, dim), keepdim=True)
+    return (restore(grad, self.shape, dim, keepdim) / counts) * present
+
+
+def _dims(t, dim) -> list:
+    if dim is None or (not isinstance(dim, int) and len(dim) == 0):
+        return list(range(t.ndim))
+    return [dim] if isinstance(dim, int) else list(dim)
+
+
+@derivative(aten.logsumexp.default, save=("self", "result"))
+def _logsumexp(grad, self, dim, keepdim, result, **_):
+    grad = restore(grad, self.shape, dim, keepdim)
+    result = restore(result, self.shape, dim, keepdim)
+    return grad * conj((self - result).exp())
+
+
+# -- prod ---------------------------------------------------------------------------------------------
+
+
+def _exclusive_products(x, dim: int):
+    """For each element along ``dim``, the product of all the others (no division, so zeros are exact)."""
+    n = x.shape[dim]
+    if x.numel() == 0:
+        return functions["ones_like"](x)
+    ones_shape = list(x.shape)
+    ones_shape[dim] = 1
+    ones = functions["ones"](ones_shape, dtype=x.dtype, device=x.device)
+    before = functions["cat"]([ones, x.narrow(dim, 0, n - 1)], dim).cumprod(dim)
+    after = functions["cat"]([ones, x.narrow(dim, 1, n - 1).flip([dim])], dim).cumprod(dim).flip([dim])
+    return before * after
+
+
+@derivative(aten.prod.default, save=("self", "result"))
+def _prod(grad, self, result, **_):
+    if self.ndim == 0:
+        return grad
+    x = self.to(grad.dtype)
+    zeros = int((x == 0).sum().item())
+    if zeros == 0:
+        return grad * conj(result / x)
+    if zeros > 1 and not state.enabled:
+        return functions["zeros_like"](x)
+    return (grad * conj(_exclusive_products(x.reshape(-1), 0))).reshape(x.shape)
+
+
+@derivative(aten.prod.dim_int, save=("self", "result"))
+def _prod_dim(grad, self, dim, keepdim, result, **_):
+    if self.ndim == 0:
+        return grad
+    x = self.to(grad.dtype)
+    dim = normalize_dim(dim, x.ndim)
+    grad = restore(grad, x.shape, dim, keepdim)
+    if not bool((x == 0).any().item()):
+        return grad * conj(restore(result, x.shape, dim, keepdim) / x)
+    return grad * conj(_exclusive_products(x, dim))
+
+
+nondifferentiable(
+    aten.all.default,
+    aten.all.dim,
+    aten.all.dims,
+    aten.any.default,
+    aten.any.dim,
+    aten.any.dims,
+    aten.count_nonzero.default,
+    aten.count_nonzero.dim_IntList,
+)

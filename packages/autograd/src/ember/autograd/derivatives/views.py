@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ember.autograd.as_strided import as_strided_backward
 from ember.autograd.registry import derivative, nondifferentiable
+from ember.core.api import functions
 from ember.core.dispatch import ops
 from ember.core.layout import normalize_dim
 

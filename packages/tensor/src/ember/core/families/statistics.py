@@ -56,6 +56,10 @@ def _moments(self: Tensor, dim, correction, keepdim: bool, with_mean: bool, root
     with np.errstate(all="ignore"):
         x = R.values(self).astype(wide)
         mean = np.sum(x, axis=p.axes, keepdims=True) / p.count
+        # A second pass takes out the first's rounding: a slice of equal values then has exactly that
+        # mean and a variance of exactly 0, as PyTorch's Welford kernel gives (std's gradient is 0 there).
+        residual = np.sum(x - mean, axis=p.axes, keepdims=True) / p.count
+        mean = np.where(np.isfinite(residual), mean + residual, mean)
         divisor = max(0.0, p.count - c)
         deviation = x - mean
         # A complex variance is the real part's plus the imaginary part's, each divided on its own
