@@ -22,17 +22,7 @@ PENDING_GRAD = frozenset(
         "F.batch_norm",
         "F.cosine_similarity",
         "F.group_norm",
-        "Tensor.matmul",
-        "einsum",
-        "matmul",
-        "matmul_operator",
-        "nn.functional.conv1d",
-        "nn.functional.conv2d",
-        "nn.functional.conv2d_channels_last",
-        "nn.functional.conv_transpose2d",
         "nn.functional.interpolate",
-        "nn.functional.linear",
-        "nn.functional.pools_channels_last",
         "norm",
     }
 )

@@ -289,6 +289,8 @@ def wire_outputs(ctx: BackwardCFunction, args: tuple, raw, executable: bool, set
             out.grad_fn = node
             out._output_nr = i
             out.requires_grad = True
+            if out._base is not None:
+                out._view_version = out._storage.version  # its history is current (views.edge)
         outputs.append(out)
         metas.append((out._shape, out.dtype, out.device) if executable else None)
     returned = {id(o) for o in raw_outputs}
@@ -335,6 +337,8 @@ def _rebase_dirty(ctx, out: Tensor, i: int, n: int, is_input: bool, inputs: dict
     out.grad_fn = ctx
     out._output_nr = i
     out.requires_grad = True
+    if out._base is not None:
+        out._view_version = out._storage.version
 
 
 class _InputFirst(Node):

@@ -30,16 +30,51 @@ from ember.core.tensor import Tensor, _new
 _sequence = itertools.count()
 
 
+# What autograd keeps on a tensor: a saved output's alias must not carry it (it gets its own).
+_AUTOGRAD_STATE = frozenset(
+    {
+        "_base",
+        "_grad",
+        "_grad_acc",
+        "_grad_acc_keep",
+        "_output_nr",
+        "_rebases",
+        "_seen_rebases",
+        "_tensor_hooks",
+        "grad",
+        "grad_fn",
+        "requires_grad",
+    }
+)
+
+
 def shallow(t: Tensor) -> Tensor:
-    """A plain alias of ``t`` (same storage and geometry) without autograd state."""
-    if type(t) is not Tensor:
-        # A wrapper subclass (vmap's batched tensors) holds its data elsewhere: it makes its own alias.
+    """An alias of ``t`` (same type, storage and geometry) without autograd state.
+
+    A subclass keeps its type and its own attributes, so that a formula reading a saved output sees
+    the kind of tensor the forward returned; a wrapper subclass that holds its data elsewhere (vmap's
+    batched tensors) makes its own alias through ``__ember_shallow__``. A saved output keeps its
+    forward-mode tangent (forward over reverse).
+    """
+    cls = type(t)
+    if cls is not Tensor:
         alias = getattr(t, "__ember_shallow__", None)
         if alias is not None:
             return alias()
-    out = _new(Tensor, t._storage, t._shape, t._stride, t._offset, t.dtype, t._array)
-    if t._fw_grad is not None:
-        out._fw_grad = t._fw_grad  # a saved output keeps its forward-mode tangent (forward over reverse)
+    out = _new(cls, t._storage, t._shape, t._stride, t._offset, t.dtype, t._array)
+    if cls is Tensor:
+        if t._fw_grad is not None:
+            out._fw_grad = t._fw_grad
+        return out
+    for name, value in t.__dict__.items():
+        if name not in _AUTOGRAD_STATE:
+            out.__dict__[name] = value
+    for klass in cls.__mro__:
+        if klass is Tensor:
+            break
+        for name in klass.__dict__.get("__slots__", ()):
+            if name not in ("__dict__", "__weakref__") and hasattr(t, name):
+                setattr(out, name, getattr(t, name))
     return out
 
 
