@@ -372,3 +372,39 @@ def test_collate_with_a_custom_map():
     table = {**default_collate_fn_map, str: join}
     result = collate([("a", 1), ("b", 2)], collate_fn_map=table)
     assert result[0] == "a+b" and plain(result[1]) == ("tensor", "int64", (2,), [1, 2])
+
+
+# ---- DistributedSampler
+
+
+@needs_torch
+@pytest.mark.parametrize(
+    ("n", "replicas", "drop_last"), [(10, 3, False), (10, 3, True), (9, 3, True), (2, 4, False), (7, 2, False)]
+)
+def test_distributed_sampler_shares_match_torch(n, replicas, drop_last):
+    from torch.utils.data.distributed import DistributedSampler as TorchSampler
+
+    for rank in range(replicas):
+        mine = data.DistributedSampler(range(n), replicas, rank, shuffle=False, drop_last=drop_last)
+        theirs = TorchSampler(range(n), replicas, rank, shuffle=False, drop_last=drop_last)
+        assert (list(mine), len(mine), mine.total_size) == (list(theirs), len(theirs), theirs.total_size)
+
+
+def test_distributed_sampler_shuffles_one_permutation_per_epoch():
+    shares = [data.DistributedSampler(range(12), 3, rank, seed=4) for rank in range(3)]
+    first = [list(s) for s in shares]
+    assert sorted(i for share in first for i in share) == list(range(12))
+    assert [list(s) for s in shares] == first  # the same epoch repeats its order
+    for s in shares:
+        s.set_epoch(1)
+    second = [list(s) for s in shares]
+    assert second != first and sorted(i for share in second for i in share) == list(range(12))
+
+
+@needs_torch
+def test_distributed_sampler_errors():
+    from torch.utils.data.distributed import DistributedSampler as TorchSampler
+
+    assert error_of(lambda: data.DistributedSampler(range(4), 2, 2)) == error_of(lambda: TorchSampler(range(4), 2, 2))
+    with pytest.raises(RuntimeError, match="Requires distributed package to be available"):
+        data.DistributedSampler(range(4))

@@ -374,3 +374,19 @@ def test_a_dead_worker_is_reported():
 def test_a_timeout_in_the_main_process_is_refused_as_pytorch_does():
     with pytest.raises(AssertionError, match="requires timeout == 0"):
         iter(data.DataLoader(_dataset(ember), timeout=1))
+
+
+def test_spawned_workers():
+    # Spawned workers receive the dataset and collate function by pickling (the default start
+    # method on macOS, and forkserver's way from Python 3.14 on).
+    loader = data.DataLoader(_dataset(ember, 7), batch_size=3, num_workers=2, multiprocessing_context="spawn")
+    assert [y.tolist() for _, y in loader] == [[0, 1, 2], [3, 4, 5], [6]]
+
+
+@needs_torch
+# PyTorch's half-built iterator fails again in its __del__; that noise is PyTorch's own.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_zero_prefetch_factor_is_refused_on_iteration_as_in_torch():
+    mine = data.DataLoader(_dataset(ember), num_workers=1, prefetch_factor=0)
+    theirs = torch.utils.data.DataLoader(_dataset(torch), num_workers=1, prefetch_factor=0)
+    assert error_of(lambda: iter(mine)) == error_of(lambda: iter(theirs))

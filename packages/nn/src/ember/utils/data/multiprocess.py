@@ -34,6 +34,9 @@ class MultiProcessIter(BaseIter):
     def __init__(self, loader) -> None:
         super().__init__(loader)
         self._prefetch_factor = loader.prefetch_factor
+        if self._prefetch_factor <= 0:
+            # The loader accepts 0, but no task would ever be handed out.
+            raise AssertionError("prefetch_factor must be greater than 0 for MultiProcessingDataLoaderIter")
         self._in_order = loader.in_order
         self._persistent = loader.persistent_workers
         context = loader.multiprocessing_context or multiprocessing
