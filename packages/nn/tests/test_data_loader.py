@@ -261,6 +261,7 @@ class WhoAmI(data.Dataset):
 
     def __getitem__(self, i):
         info = data.get_worker_info()
+        assert info.dataset is self and info.worker_method == "multiprocessing"  # this process's copy
         return (i, info.id, info.num_workers, info.seed, os.environ.get("EMBER_TEST_WORKER", ""), float(ember.rand(())))
 
     def __len__(self):

@@ -38,12 +38,15 @@ STATUS_CHECK_INTERVAL = 0.5
 @dataclass(frozen=True, slots=True)
 class WorkerInfo:
     """Where this worker stands: ``id`` in ``range(num_workers)``, the ``seed`` its generators got,
-    and ``dataset``, this process's copy of the dataset."""
+    and ``dataset``, this process's copy of the dataset. ``rng`` and ``worker_method`` are PyTorch's
+    fields for thread workers, which Ember does not have: always None and "multiprocessing"."""
 
     id: int
     num_workers: int
     seed: int
     dataset: Any
+    rng: Any = None
+    worker_method: str | None = "multiprocessing"
 
 
 _worker_info: WorkerInfo | None = None
