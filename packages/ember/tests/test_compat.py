@@ -160,6 +160,12 @@ def test_matmul_flag_errors_match_torch(name, value):
         ember.backends.cuda.matmul.no_such_flag  # noqa: B018
 
 
+def _use_deterministic(lib):
+    """``lib.use_deterministic_algorithms``; for torch, the call under it, as the public wrapper
+    first imports Inductor's configuration (seconds) to set a flag of its own."""
+    return lib._C._set_deterministic_algorithms if lib is torch else lib.use_deterministic_algorithms
+
+
 @pytest.fixture
 def restore_settings():
     saved = ember.get_float32_matmul_precision(), ember.are_deterministic_algorithms_enabled()
@@ -173,7 +179,7 @@ def restore_settings():
     ember.use_deterministic_algorithms(saved[1], warn_only=saved_warn)
     if torch_saved is not None:
         torch.set_float32_matmul_precision(torch_saved[0])
-        torch.use_deterministic_algorithms(torch_saved[1], warn_only=torch_warn)
+        _use_deterministic(torch)(torch_saved[1], warn_only=torch_warn)
 
 
 @needs_torch
@@ -208,13 +214,14 @@ def test_matmul_precision_errors_match_torch(restore_settings):
 def test_deterministic_algorithms_match_torch(restore_settings):
     def trace(lib):
         seen = [lib.are_deterministic_algorithms_enabled(), lib.is_deterministic_algorithms_warn_only_enabled()]
-        lib.use_deterministic_algorithms(True, warn_only=True)
+        use = _use_deterministic(lib)
+        use(True, warn_only=True)
         seen += [lib.are_deterministic_algorithms_enabled(), lib.is_deterministic_algorithms_warn_only_enabled()]
-        lib.use_deterministic_algorithms(False)
+        use(False)
         seen += [lib.are_deterministic_algorithms_enabled(), lib.is_deterministic_algorithms_warn_only_enabled()]
         for args, kwargs in ((("yes",), {}), ((True,), {"warn_only": "no"})):
             try:
-                lib.use_deterministic_algorithms(*args, **kwargs)
+                use(*args, **kwargs)
             except TypeError as error:
                 seen.append(str(error))
         return seen
