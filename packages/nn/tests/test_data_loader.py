@@ -9,6 +9,8 @@ from __future__ import annotations
 import collections.abc
 import itertools
 import os
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -391,3 +393,12 @@ def test_a_zero_prefetch_factor_is_refused_on_iteration_as_in_torch():
     mine = data.DataLoader(_dataset(ember), num_workers=1, prefetch_factor=0)
     theirs = torch.utils.data.DataLoader(_dataset(torch), num_workers=1, prefetch_factor=0)
     assert error_of(lambda: iter(mine)) == error_of(lambda: iter(theirs))
+
+
+def test_reachable_as_an_attribute_after_import_ember():
+    # Scripts write `import torch` and then `torch.utils.data.DataLoader`, with no import of
+    # torch.utils.data of their own.
+    script = "import ember as torch; print(torch.utils.data.DataLoader.__name__)"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "DataLoader"

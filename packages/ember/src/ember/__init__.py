@@ -56,7 +56,15 @@ def __getattr__(name: str):
     if name in _LAZY_SUBPACKAGES:
         import importlib
 
-        return importlib.import_module(f"ember.{name}")
+        module = importlib.import_module(f"ember.{name}")
+        if name == "utils":
+            # A namespace shared by several packages, so it has no __init__ to import its parts:
+            # import them here, so that `ember.utils.data.DataLoader` works after `import ember`.
+            import pkgutil
+
+            for part in pkgutil.iter_modules(module.__path__):
+                importlib.import_module(f"ember.utils.{part.name}")
+        return module
     raise AttributeError(f"module 'ember' has no attribute '{name}'")
 
 
