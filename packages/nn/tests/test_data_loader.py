@@ -382,7 +382,7 @@ def test_a_timeout_in_the_main_process_is_refused_as_pytorch_does():
 def test_spawned_workers():
     # Spawned workers receive the dataset and collate function by pickling (the default start
     # method on macOS, and forkserver's way from Python 3.14 on).
-    loader = data.DataLoader(_dataset(ember, 7), batch_size=3, num_workers=2, multiprocessing_context="spawn")
+    loader = data.DataLoader(_dataset(ember, 7), batch_size=3, num_workers=1, multiprocessing_context="spawn")
     assert [y.tolist() for _, y in loader] == [[0, 1, 2], [3, 4, 5], [6]]
 
 
@@ -402,3 +402,27 @@ def test_reachable_as_an_attribute_after_import_ember():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "DataLoader"
+
+
+class DiesOnce(data.Dataset):
+    """The first worker to read index 0 dies; later workers find the mark file and read on."""
+
+    def __init__(self, mark):
+        self.mark = mark
+
+    def __getitem__(self, i):
+        if i == 0 and not os.path.exists(self.mark):
+            open(self.mark, "w").close()
+            os._exit(3)
+        return i
+
+    def __len__(self):
+        return 2
+
+
+def test_persistent_workers_restart_after_a_worker_died(tmp_path):
+    loader = data.DataLoader(DiesOnce(str(tmp_path / "died")), num_workers=1, persistent_workers=True)
+    with pytest.raises(RuntimeError, match="exited unexpectedly"):
+        list(loader)
+    assert [int(b) for b in loader] == [0, 1]
+    loader._iterator._shutdown_workers()

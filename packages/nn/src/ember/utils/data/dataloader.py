@@ -203,7 +203,8 @@ class DataLoader(Generic[T_co]):
     def __iter__(self):
         # Persistent workers live as long as the loader: its one iterator is reset for each epoch.
         if self.persistent_workers and self.num_workers > 0:
-            if self._iterator is None:
+            # A new one also when the workers were shut down (one died, say): they cannot resume.
+            if self._iterator is None or self._iterator._shutdown:
                 self._iterator = self._get_iterator()
             else:
                 self._iterator._reset(self)

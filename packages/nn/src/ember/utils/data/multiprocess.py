@@ -44,6 +44,7 @@ class MultiProcessIter(BaseIter):
         self._data_queue = context.Queue()
         self._index_queues = []
         self._workers = []
+        self._shutdown = False  # before any worker starts: __del__ reads it if a start fails
         factory = loader._fetcher_factory()
         for worker_id in range(self._num_workers):
             index_queue = context.Queue()
@@ -67,7 +68,6 @@ class MultiProcessIter(BaseIter):
             process.start()
             self._index_queues.append(index_queue)
             self._workers.append(process)
-        self._shutdown = False
         self._reset(loader, first=True)
 
     def _reset(self, loader, first: bool = False) -> None:
