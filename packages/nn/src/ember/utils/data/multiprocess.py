@@ -127,7 +127,7 @@ class MultiProcessIter(BaseIter):
     def _next_data(self) -> Any:
         while True:
             # Tasks neither awaited nor pending were delivered or dropped: step over them.
-            while self._received < self._sent and self._received not in self._owner | self._pending.keys():
+            while self._received < self._sent and not self._awaited_or_pending(self._received):
                 self._received += 1
             if self._in_order and self._received in self._pending:
                 return self._deliver(self._received)
@@ -146,6 +146,9 @@ class MultiProcessIter(BaseIter):
                 self._send()
             else:
                 self._pending[task] = answer
+
+    def _awaited_or_pending(self, task: int) -> bool:
+        return task in self._owner or task in self._pending
 
     def _deliver(self, task: int) -> Any:
         answer = self._pending.pop(task)
