@@ -426,3 +426,29 @@ def test_persistent_workers_restart_after_a_worker_died(tmp_path):
         list(loader)
     assert [int(b) for b in loader] == [0, 1]
     loader._iterator._shutdown_workers()
+
+
+def _uneven_stream(lib_data, n):
+    """Worker ``id`` yields ``n - 2 * id`` items starting at ``100 * id``: workers end at different
+    batches, which decides how the loader interleaves and ends."""
+
+    class Uneven(lib_data.IterableDataset):
+        def __iter__(self):
+            info = lib_data.get_worker_info()
+            start, count = (0, n) if info is None else (100 * info.id, n - 2 * info.id)
+            return iter(range(start, start + count))
+
+    return Uneven()
+
+
+@needs_torch
+@pytest.mark.parametrize(("batch_size", "drop_last"), [(2, False), (2, True)])
+def test_worker_batches_of_an_iterable_dataset_interleave_as_in_torch(batch_size, drop_last):
+    def batches(lib):
+        lib_data = _lib_data(lib)
+        loader = lib_data.DataLoader(
+            _uneven_stream(lib_data, 7), batch_size=batch_size, drop_last=drop_last, num_workers=2
+        )
+        return [batch.tolist() for batch in loader]
+
+    assert batches(ember) == batches(torch)
