@@ -19,6 +19,7 @@ from ember import (
     autograd,  # noqa: F401  (installs the autograd level of the dispatcher)
     logs,  # noqa: F401  (reads EMBER_LOGS)
 )
+from ember._cuda_fallback import install_finder as _install_cuda_fallback
 from ember.autograd import (  # noqa: F401
     enable_grad,
     inference_mode,
@@ -26,6 +27,13 @@ from ember.autograd import (  # noqa: F401
     is_inference_mode_enabled,
     no_grad,
     set_grad_enabled,
+)
+from ember.backends.settings import (  # noqa: F401
+    are_deterministic_algorithms_enabled,
+    get_float32_matmul_precision,
+    is_deterministic_algorithms_warn_only_enabled,
+    set_float32_matmul_precision,
+    use_deterministic_algorithms,
 )
 from ember.core import *  # noqa: F403
 from ember.core import functions as _functions
@@ -37,17 +45,26 @@ globals().update(_functions)
 globals().update({d.name: d for d in _ALL_DTYPES})
 globals().update(_ALIASES)
 _autoload_backends()
+_install_cuda_fallback()  # `import ember.cuda` works without the ember-cuda package
 
 # Imported on first use, as their start-up cost is their own: ``ember.distributed``, ``ember.func``, ``ember.library``,
-# ``ember.utils``.
-_LAZY_SUBPACKAGES = ("distributed", "func", "library", "utils")
+# ``ember.utils``; ``ember.cuda`` is the ember-cuda package or, without it, ``ember._cuda_fallback``.
+_LAZY_SUBPACKAGES = ("cuda", "distributed", "func", "library", "utils")
 
 
 def __getattr__(name: str):
     if name in _LAZY_SUBPACKAGES:
         import importlib
 
-        return importlib.import_module(f"ember.{name}")
+        module = importlib.import_module(f"ember.{name}")
+        if name == "utils":
+            # A namespace shared by several packages, so it has no __init__ to import its parts:
+            # import them here, so that `ember.utils.data.DataLoader` works after `import ember`.
+            import pkgutil
+
+            for part in pkgutil.iter_modules(module.__path__):
+                importlib.import_module(f"ember.utils.{part.name}")
+        return module
     raise AttributeError(f"module 'ember' has no attribute '{name}'")
 
 
