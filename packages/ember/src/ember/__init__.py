@@ -39,8 +39,8 @@ globals().update(_ALIASES)
 _autoload_backends()
 
 # Imported on first use, as their start-up cost is their own: ``ember.distributed``, ``ember.func``, ``ember.library``,
-# ``ember.utils``.
-_LAZY_SUBPACKAGES = ("distributed", "func", "library", "utils")
+# ``ember.nn``, ``ember.optim``, ``ember.utils``.
+_LAZY_SUBPACKAGES = ("distributed", "func", "library", "nn", "optim", "utils")
 
 
 def __getattr__(name: str):
