@@ -15,6 +15,7 @@ from typing import Any
 
 from ember.core.tensor import Tensor
 from ember.nn.modules.module import Module, _addindent
+from ember.nn.modules.module_state import tensor_type_name
 from ember.nn.parameter import Parameter
 
 __all__ = ["ModuleDict", "ModuleList", "ParameterDict", "ParameterList", "Sequential"]
@@ -260,12 +261,14 @@ class ModuleDict(Module):
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
 
-def _describe_entry(value: Any) -> str:
+def _describe_entry(value: Any, legacy_type: bool = False) -> str:
+    # ParameterList names the dtype, ParameterDict the legacy tensor type, as PyTorch's two do.
     if isinstance(value, Tensor):
         size = "x".join(str(n) for n in value.shape)
         device = f" ({value.device})" if value.device.type not in ("cpu", "meta") else ""
         kind = "Parameter" if isinstance(value, Parameter) else "Tensor"
-        return f"{kind} containing: [{value.dtype} of size {size}{device}]"
+        dtype = tensor_type_name(value) if legacy_type else value.dtype
+        return f"{kind} containing: [{dtype} of size {size}{device}]"
     return "Object of type: " + type(value).__name__
 
 
@@ -418,7 +421,7 @@ class ParameterDict(Module):
             self[pair[0]] = pair[1]
 
     def extra_repr(self) -> str:
-        return "\n".join(f"  ({k}): " + _describe_entry(p) for k, p in self.items())
+        return "\n".join(f"  ({k}): " + _describe_entry(p, legacy_type=True) for k, p in self.items())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("ParameterDict should not be called.")
