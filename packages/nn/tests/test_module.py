@@ -94,7 +94,7 @@ def test_conversion_keeps_parameter_objects_and_ties():
     model.to(ember.float32).half()
     assert weight.dtype is ember.float16 and model[1].running_mean.dtype is ember.float16
     model.float()
-    with pytest.raises(TypeError, match="nn.Module.to only accepts floating point or complex dtypes"):
+    with pytest.raises(TypeError, match=r"nn\.Module\.to only accepts floating point or complex dtypes"):
         model.to(ember.int32)
     shared = enn.Linear(2, 2)
     pair = enn.Sequential(shared, shared)
@@ -119,7 +119,7 @@ def test_registration_errors_and_attribute_protocol():
     del m.b
     with pytest.raises(AttributeError, match="'Module' object has no attribute 'b'"):
         m.b  # noqa: B018
-    with pytest.raises(AttributeError, match="cannot assign module before Module.__init__"):
+    with pytest.raises(AttributeError, match=r"cannot assign module before Module\.__init__"):
 
         class Early(enn.Module):
             def __init__(self):
