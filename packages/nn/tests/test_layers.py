@@ -23,7 +23,7 @@ def _ints(high, *shape):
 LAYERS = [
     ("Linear", lambda nn: nn.Linear(5, 3), _x(4, 5), "aten::t"),
     ("Linear-nobias-3d", lambda nn: nn.Linear(5, 3, bias=False), _x(2, 4, 5), "aten::t"),
-    ("Bilinear", lambda nn: nn.Bilinear(3, 4, 2), lambda rng: [*_x(5, 3)(rng), *_x(5, 4)(rng)], "aten::permute"),
+    ("Bilinear", lambda nn: nn.Bilinear(3, 4, 2), lambda rng: [*_x(5, 3)(rng), *_x(5, 4)(rng)], "aten::unsqueeze"),
     ("Identity", lambda nn: nn.Identity(7, k=1), _x(2, 3), None),
     ("Embedding", lambda nn: nn.Embedding(10, 4, padding_idx=2), _ints(10, 3, 5), "aten::index_select"),
     ("Conv1d", lambda nn: nn.Conv1d(3, 4, 3, stride=2, padding=1), _x(2, 3, 9), "aten::convolution"),
@@ -31,7 +31,7 @@ LAYERS = [
     ("Conv2d-groups-same", lambda nn: nn.Conv2d(4, 6, 3, padding="same", groups=2, bias=False), _x(1, 4, 6, 6),
      "aten::convolution"),
     ("Conv2d-reflect", lambda nn: nn.Conv2d(2, 3, 3, padding=1, padding_mode="reflect"), _x(1, 2, 5, 5),
-     "aten::convolution"),
+     "aten::reflection_pad2d and aten::convolution"),
     ("ConvTranspose2d", lambda nn: nn.ConvTranspose2d(3, 2, 3, stride=2, padding=1, output_padding=1), _x(2, 3, 4, 4),
      "aten::convolution"),
     ("BatchNorm1d", lambda nn: nn.BatchNorm1d(4), _x(6, 4), "aten::_native_batch_norm_legit"),
