@@ -24,6 +24,7 @@ ACTIVATIONS = [
     ("relu6", {}),
     ("softplus", dict(beta=2.0, threshold=10.0)),
     ("softsign", {}),
+    ("logsigmoid", {}),
     ("hardsigmoid", {}),
     ("hardswish", {}),
     ("gelu", dict(approximate="tanh")),
@@ -48,6 +49,19 @@ def test_activation_values_and_gradients(name, kwargs):
     theirs.sum().backward()
     assert np.isfinite(x.grad.numpy()).all()
     assert_close(x.grad, t.grad, rtol=1e-5, atol=2e-6)
+
+
+@needs_torch
+def test_glu_and_bilinear():
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((3, 6)).astype(np.float32)
+    assert_close(F.glu(ember.tensor(a)), torch.nn.functional.glu(torch.from_numpy(a)))
+    with pytest.raises(RuntimeError, match="Halving dimension must be even"):
+        F.glu(ember.ones(3, 5))
+    x1, x2 = rng.standard_normal((2, 4, 3)).astype(np.float32), rng.standard_normal((2, 4, 5)).astype(np.float32)
+    w, b = rng.standard_normal((6, 3, 5)).astype(np.float32), rng.standard_normal(6).astype(np.float32)
+    expected = torch.nn.functional.bilinear(*map(torch.from_numpy, (x1, x2, w, b)))
+    assert_close(F.bilinear(*map(ember.tensor, (x1, x2, w, b))), expected, rtol=1e-5, atol=1e-5)
 
 
 @needs_torch

@@ -211,3 +211,32 @@ def test_train_a_small_model_with_sgd_in_eval_free_parts():
     opt_e.step()
     for p, q in zip(ours.parameters(), theirs.parameters(), strict=True):
         np.testing.assert_allclose(values(p), q.detach().numpy(), rtol=1e-6)
+
+
+def test_copies_pickles_and_meta():
+    import copy
+    import pickle
+
+    model = enn.Sequential(enn.Linear(2, 3), enn.BatchNorm1d(3))
+    clone = copy.deepcopy(model)
+    assert isinstance(clone[0].weight, enn.Parameter) and clone[0].weight is not model[0].weight
+    np.testing.assert_array_equal(values(clone[0].weight), values(model[0].weight))
+    restored = pickle.loads(pickle.dumps(model))
+    assert restored[0].weight.requires_grad and restored[1].num_batches_tracked.dtype is ember.int64
+    meta = enn.Linear(2, 3).to("meta")
+    assert meta.weight.device.type == "meta" and isinstance(meta.weight, enn.Parameter)
+
+
+@needs_torch
+def test_embedding_max_norm_renormalizes_the_rows_it_reads():
+    torch.manual_seed(0)
+    theirs, ours = torch.nn.Embedding(6, 3, max_norm=1.0), enn.Embedding(6, 3, max_norm=1.0)
+    copy_weights(theirs, ours)
+    assert torch_repr(repr(ours)) == repr(theirs)
+    idx = np.array([[0, 2], [2, 5]])
+    with torch.no_grad():
+        expected = theirs(torch.from_numpy(idx))
+    with ember.no_grad():
+        got = ours(ember.tensor(idx))
+    np.testing.assert_allclose(values(got), expected.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(values(ours.weight), theirs.weight.detach().numpy(), rtol=1e-6)

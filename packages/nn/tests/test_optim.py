@@ -148,3 +148,22 @@ def test_zero_grad_and_step_hooks():
     assert p.grad is None
     # A closure runs with gradients recorded, and its result is returned.
     assert opt.step(lambda: 7.0) == 7.0
+
+
+@needs_torch
+@pytest.mark.parametrize("name", ["SGD", "Adam", "Adagrad", "RMSprop"])
+def test_parameters_without_gradients_are_left_alone(name):
+    rng = np.random.default_rng(5)
+    ours, theirs = _params(rng)
+    kwargs = {"lr": 0.1, "momentum": 0.5} if name in ("SGD", "RMSprop") else {"lr": 0.1}
+    ours_opt, theirs_opt = getattr(eoptim, name)(ours, **kwargs), getattr(torch.optim, name)(theirs, **kwargs)
+    _set_grads(ours, theirs, rng)
+    ours[1].grad = None
+    theirs[1].grad = None
+    before = values(ours[1]).copy()
+    ours_opt.step()
+    theirs_opt.step()
+    np.testing.assert_array_equal(values(ours[1]), before)
+    assert list(ours_opt.state_dict()["state"]) == list(theirs_opt.state_dict()["state"])
+    for p, q in zip(ours, theirs, strict=True):
+        assert_close(p, q, rtol=1e-6, atol=1e-6)

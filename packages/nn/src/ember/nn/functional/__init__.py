@@ -11,10 +11,12 @@ from ember.nn.functional.activation import (
     celu,
     elu,
     gelu,
+    glu,
     hardsigmoid,
     hardswish,
     hardtanh,
     leaky_relu,
+    logsigmoid,
     mish,
     relu,
     relu6,
@@ -26,18 +28,22 @@ from ember.nn.functional.activation import (
     tanh,
 )
 from ember.nn.functional.attention import scaled_dot_product_attention
+from ember.nn.functional.linear import bilinear
 from ember.nn.functional.loss import huber_loss
 
 __all__ = [
     *_core_all,
+    "bilinear",
     "celu",
     "elu",
     "gelu",
+    "glu",
     "hardsigmoid",
     "hardswish",
     "hardtanh",
     "huber_loss",
     "leaky_relu",
+    "logsigmoid",
     "mish",
     "relu",
     "relu6",

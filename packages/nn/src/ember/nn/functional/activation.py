@@ -87,6 +87,22 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
     return _where(scaled > threshold, input, smooth)
 
 
+def logsigmoid(input: Tensor) -> Tensor:
+    # -softplus(-x): the threshold branch keeps exp from overflowing for very negative x.
+    return -softplus(-input)
+
+
+def glu(input: Tensor, dim: int = -1) -> Tensor:
+    if input.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    if input.shape[dim] % 2:
+        raise RuntimeError(
+            f"Halving dimension must be even, but dimension {dim % input.ndim} is size {input.shape[dim]}"
+        )
+    a, b = input.chunk(2, dim)
+    return a * b.sigmoid()
+
+
 def softsign(input: Tensor) -> Tensor:
     return input / (input.abs() + 1)
 

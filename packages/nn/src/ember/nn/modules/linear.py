@@ -82,29 +82,10 @@ class Bilinear(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input1: Tensor, input2: Tensor) -> Tensor:
-        return bilinear(input1, input2, self.weight, self.bias)
+        return F.bilinear(input1, input2, self.weight, self.bias)
 
     def extra_repr(self) -> str:
         return (
             f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
             f"out_features={self.out_features}, bias={self.bias is not None}"
         )
-
-
-def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    """``F.bilinear`` as an einsum over the leading dimensions."""
-    if input1.shape[:-1] != input2.shape[:-1]:
-        raise RuntimeError(
-            f"bilinear(): input batch dimensions do not match: got {tuple(input1.shape[:-1])} and "
-            f"{tuple(input2.shape[:-1])}"
-        )
-    if input1.shape[-1] != weight.shape[1]:
-        raise RuntimeError(
-            f"bilinear(): input1 size does not match weight size: got {input1.shape[-1]} but expected {weight.shape[1]}"
-        )
-    if input2.shape[-1] != weight.shape[2]:
-        raise RuntimeError(
-            f"bilinear(): input2 size does not match weight size: got {input2.shape[-1]} but expected {weight.shape[2]}"
-        )
-    out = functions["einsum"]("...i,oij,...j->...o", input1, weight, input2)
-    return out + bias if bias is not None else out
