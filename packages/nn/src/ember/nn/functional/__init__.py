@@ -28,7 +28,7 @@ from ember.nn.functional.activation import (
     tanh,
 )
 from ember.nn.functional.attention import scaled_dot_product_attention
-from ember.nn.functional.linear import bilinear
+from ember.nn.functional.bilinear_form import bilinear
 from ember.nn.functional.loss import huber_loss
 
 __all__ = [
