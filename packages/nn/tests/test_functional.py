@@ -189,3 +189,14 @@ def test_utils_clip_and_vectors():
     enn.utils.vector_to_parameters(ember.arange(10.0), ours)
     np.testing.assert_array_equal(ours[1].detach().numpy(), [6.0, 7.0, 8.0, 9.0])
     assert isinstance(ours[1], enn.Parameter) and tuple(ours[0].shape) == (3, 2)
+
+
+@needs_torch
+def test_max_pool1d_indices_are_positions_along_the_length():
+    a = np.random.default_rng(4).standard_normal((2, 3, 11)).astype(np.float32)
+    values_, indices = F.max_pool1d(ember.tensor(a), 3, 2, 1, return_indices=True)
+    t_values, t_indices = torch.nn.functional.max_pool1d(torch.from_numpy(a), 3, 2, 1, return_indices=True)
+    assert_close(values_, t_values)
+    np.testing.assert_array_equal(indices.numpy(), t_indices.numpy())
+    with pytest.raises(RuntimeError, match="Expected 2D or 3D"):
+        F.avg_pool1d(ember.ones(1, 2, 3, 4), 2)

@@ -30,9 +30,12 @@ from ember.nn.functional.activation import (
 from ember.nn.functional.attention import scaled_dot_product_attention
 from ember.nn.functional.bilinear_form import bilinear
 from ember.nn.functional.loss import huber_loss
+from ember.nn.functional.pooling1d import adaptive_avg_pool1d, avg_pool1d, max_pool1d
 
 __all__ = [
     *_core_all,
+    "adaptive_avg_pool1d",
+    "avg_pool1d",
     "bilinear",
     "celu",
     "elu",
@@ -44,6 +47,7 @@ __all__ = [
     "huber_loss",
     "leaky_relu",
     "logsigmoid",
+    "max_pool1d",
     "mish",
     "relu",
     "relu6",

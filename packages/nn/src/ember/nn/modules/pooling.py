@@ -1,4 +1,4 @@
-"""``MaxPool2d``, ``AvgPool2d`` and ``AdaptiveAvgPool2d``."""
+"""Max, average and adaptive average pools over 1-D and 2-D inputs."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from ember.core.tensor import Tensor
 from ember.nn import functional as F
 from ember.nn.modules.module import Module
 
-__all__ = ["AdaptiveAvgPool2d", "AvgPool2d", "MaxPool2d"]
+__all__ = ["AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d", "MaxPool1d", "MaxPool2d"]
 
 
 class MaxPool2d(Module):
@@ -70,3 +70,40 @@ class AdaptiveAvgPool2d(Module):
 
     def extra_repr(self) -> str:
         return f"output_size={self.output_size}"
+
+
+class MaxPool1d(MaxPool2d):
+    def forward(self, input: Tensor) -> Any:
+        return F.max_pool1d(
+            input, self.kernel_size, self.stride, self.padding, self.dilation,
+            ceil_mode=self.ceil_mode, return_indices=self.return_indices,
+        )  # fmt: skip
+
+
+class AvgPool1d(Module):
+    def __init__(
+        self, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+        count_include_pad: bool = True,
+    ) -> None:  # fmt: skip
+        super().__init__()
+        # Stored as 1-tuples, which is how PyTorch's AvgPool1d prints them.
+        self.kernel_size = _one_tuple(kernel_size)
+        self.stride = _one_tuple(stride if stride is not None else kernel_size)
+        self.padding = _one_tuple(padding)
+        self.ceil_mode = ceil_mode
+        self.count_include_pad = count_include_pad
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AdaptiveAvgPool1d(AdaptiveAvgPool2d):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.adaptive_avg_pool1d(input, self.output_size)
+
+
+def _one_tuple(value: Any) -> tuple:
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
