@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from nn_harness import assert_close, copy_weights, needs_torch, pending_derivative, to_ember, torch, torch_repr
+from nn_harness import assert_close, copy_weights, needs_torch, pending_derivative, torch, torch_repr
 
 import ember
 import ember.nn as enn
@@ -215,9 +215,3 @@ def test_default_initialization_bounds():
     bn = enn.BatchNorm1d(3).requires_grad_(False)
     assert bn.num_batches_tracked.dtype is ember.int64
     assert (bn.weight.numpy() == 1).all() and (bn.running_var.numpy() == 1).all()
-
-
-def test_to_ember_roundtrip_helper():
-    if torch is None:
-        pytest.skip("needs torch")
-    assert_close(to_ember(torch.ones(2)), torch.ones(2))

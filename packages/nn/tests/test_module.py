@@ -240,3 +240,33 @@ def test_embedding_max_norm_renormalizes_the_rows_it_reads():
         got = ours(ember.tensor(idx))
     np.testing.assert_allclose(values(got), expected.numpy(), rtol=1e-6)
     np.testing.assert_allclose(values(ours.weight), theirs.weight.detach().numpy(), rtol=1e-6)
+
+
+@needs_torch
+def test_extra_state_round_trips_as_in_torch():
+    def make(nn):
+        class Counter(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = nn.Linear(1, 1)
+                self.count = 0
+
+            def get_extra_state(self):
+                return {"count": self.count}
+
+            def set_extra_state(self, state):
+                self.count = state["count"]
+
+        return nn.Sequential(Counter())
+
+    ours, theirs = make(enn), make(torch.nn)
+    ours[0].count = 5
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    fresh = make(enn)
+    fresh.load_state_dict(ours.state_dict())
+    assert fresh[0].count == 5
+    partial = {k: v for k, v in ours.state_dict().items() if not k.endswith("_extra_state")}
+    assert fresh.load_state_dict(partial, strict=False).missing_keys == ["0._extra_state"]
+    plain = enn.Linear(1, 1)
+    result = plain.load_state_dict({**plain.state_dict(), "_extra_state": 1}, strict=False)
+    assert result.unexpected_keys == ["_extra_state"]

@@ -159,8 +159,7 @@ class Optimizer:
         ids = [id(p) for p in param_group["params"]]
         if len(ids) != len(set(ids)):
             warnings.warn(
-                "optimizer contains a parameter group with duplicate parameters; in future, this will cause an error; "
-                "see github.com/pytorch/pytorch/issues/40967 for more information",
+                "optimizer contains a parameter group with duplicate parameters; in future, this will cause an error",
                 stacklevel=3,
             )
         seen = {id(p) for group in self.param_groups for p in group["params"]}
@@ -272,7 +271,7 @@ class Optimizer:
             new_groups.append(saved)
         self.__setstate__({"state": state, "param_groups": new_groups})
 
-    # -- helpers for the subclasses ----------------------------------------------------------------
+    # -- shared by the subclasses ------------------------------------------------------------------
 
     @staticmethod
     def _use_foreach(group: dict[str, Any]) -> bool:

@@ -387,6 +387,13 @@ class Module:
     def state_dict(self, *args: Any, destination: Any = None, prefix: str = "", keep_vars: bool = False):
         return module_state.state_dict(self, *args, destination=destination, prefix=prefix, keep_vars=keep_vars)
 
+    def get_extra_state(self) -> Any:
+        """State beyond parameters and buffers, saved under '_extra_state' when a subclass defines this."""
+        raise RuntimeError(f"{type(self).__name__} does not define get_extra_state(); it has no extra state")
+
+    def set_extra_state(self, state: Any) -> None:
+        raise RuntimeError(f"{type(self).__name__} does not define set_extra_state(); it has no extra state")
+
     def _save_to_state_dict(self, destination: dict, prefix: str, keep_vars: bool) -> None:
         module_state.save_local(self, destination, prefix, keep_vars)
 

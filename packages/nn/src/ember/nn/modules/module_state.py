@@ -118,6 +118,15 @@ def to(module: Module, *args: Any, **kwargs: Any) -> Module:
 # -- saving --------------------------------------------------------------------------------------
 
 
+EXTRA_STATE = "_extra_state"
+
+
+def _overrides(module: Module, method: str) -> bool:
+    from ember.nn.modules.module import Module
+
+    return getattr(type(module), method) is not getattr(Module, method)
+
+
 def save_local(module: Module, destination: dict, prefix: str, keep_vars: bool) -> None:
     for name, param in module._parameters.items():
         if param is not None:
@@ -125,6 +134,8 @@ def save_local(module: Module, destination: dict, prefix: str, keep_vars: bool) 
     for name, buf in module._buffers.items():
         if buf is not None and name not in module._non_persistent_buffers_set:
             destination[prefix + name] = buf if keep_vars else buf.detach()
+    if _overrides(module, "get_extra_state"):
+        destination[prefix + EXTRA_STATE] = module.get_extra_state()
 
 
 def state_dict(module: Module, *args: Any, destination: Any = None, prefix: str = "", keep_vars: bool = False):
@@ -190,9 +201,17 @@ def load_local(module, state, prefix, local_metadata, strict, missing_keys, unex
                 f'While copying the parameter named "{key}", whose dimensions in the model are {param.shape} and '
                 f"whose dimensions in the checkpoint are {value.shape}, an exception occurred : {ex.args}."
             )
+    extra_key = prefix + EXTRA_STATE
+    if _overrides(module, "set_extra_state"):
+        if extra_key in state:
+            module.set_extra_state(state[extra_key])
+        elif strict:
+            missing_keys.append(extra_key)
+    elif strict and extra_key in state:
+        unexpected_keys.append(extra_key)
     if strict:
         for key in state:
-            if not key.startswith(prefix):
+            if not key.startswith(prefix) or key == extra_key:
                 continue
             parts = key[len(prefix) :].split(".", 1)
             if len(parts) > 1:
