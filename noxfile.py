@@ -19,6 +19,7 @@ PACKAGES = [
     "packages/tensor",
     "packages/autograd",
     "packages/sdpa",
+    "packages/nn",
     "packages/distributed",
     "packages/ember",
 ]
@@ -117,6 +118,7 @@ def bench(session: nox.Session) -> None:
     session.run("python", "tools/bench/logs.py")
     session.run("python", "tools/bench/eager.py")
     session.run("python", "tools/bench/store.py")
+    session.run("python", "tools/bench/optim.py")
 
 
 def run_triton_tests(session: nox.Session, env: dict[str, str]) -> None:

@@ -48,8 +48,9 @@ _autoload_backends()
 _install_cuda_fallback()  # `import ember.cuda` works without the ember-cuda package
 
 # Imported on first use, as their start-up cost is their own: ``ember.distributed``, ``ember.func``, ``ember.library``,
-# ``ember.utils``; ``ember.cuda`` is the ember-cuda package or, without it, ``ember._cuda_fallback``.
-_LAZY_SUBPACKAGES = ("cuda", "distributed", "func", "library", "utils")
+# ``ember.nn``, ``ember.optim``, ``ember.utils``; ``ember.cuda`` is the ember-cuda package or, without it,
+# ``ember._cuda_fallback``.
+_LAZY_SUBPACKAGES = ("cuda", "distributed", "func", "library", "nn", "optim", "utils")
 
 
 def __getattr__(name: str):

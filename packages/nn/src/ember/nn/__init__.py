@@ -1,0 +1,8 @@
+"""``ember.nn``: modules, parameters, ``functional``, ``init`` and ``utils``, as ``torch.nn``."""
+
+from ember.nn import functional, init, utils
+from ember.nn.modules import *  # noqa: F403
+from ember.nn.modules import __all__ as _modules_all
+from ember.nn.parameter import Buffer, Parameter
+
+__all__ = [*_modules_all, "Buffer", "Parameter", "functional", "init", "utils"]

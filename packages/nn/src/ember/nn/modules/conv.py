@@ -1,0 +1,243 @@
+"""``Conv1d``, ``Conv2d`` and ``ConvTranspose2d`` over the core's convolution ops.
+
+A non-zero ``padding_mode`` pads the input with ``F.pad`` first and convolves without padding, as
+PyTorch does; ``padding='same'`` splits the total padding with the extra element on the right.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ember.core.api import functions
+from ember.core.tensor import Tensor
+from ember.nn import functional as F
+from ember.nn import init
+from ember.nn.modules.module import Module
+from ember.nn.parameter import Parameter
+
+__all__ = ["Conv1d", "Conv2d", "ConvTranspose2d"]
+
+_PADDING_MODES = {"zeros", "reflect", "replicate", "circular"}
+
+
+def _ntuple(value: Any, n: int) -> tuple:
+    if isinstance(value, (list, tuple)):
+        return tuple(value)
+    return (value,) * n
+
+
+class _ConvNd(Module):
+    _dims = 0
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: Any,
+        stride: Any,
+        padding: Any,
+        dilation: Any,
+        transposed: bool,
+        output_padding: Any,
+        groups: int,
+        bias: bool,
+        padding_mode: str,
+        device=None,
+        dtype=None,
+    ) -> None:
+        super().__init__()
+        n = self._dims
+        if groups <= 0:
+            raise ValueError("groups must be a positive integer")
+        if in_channels % groups != 0:
+            raise ValueError("in_channels must be divisible by groups")
+        if out_channels % groups != 0:
+            raise ValueError("out_channels must be divisible by groups")
+        kernel_size, stride, dilation = _ntuple(kernel_size, n), _ntuple(stride, n), _ntuple(dilation, n)
+        if isinstance(padding, str):
+            if padding not in ("same", "valid"):
+                raise ValueError(f"Invalid padding string {padding!r}, should be one of {{'valid', 'same'}}")
+            if padding == "same" and any(s != 1 for s in stride):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+        else:
+            padding = _ntuple(padding, n)
+        if padding_mode not in _PADDING_MODES:
+            raise ValueError(f"padding_mode must be one of {_PADDING_MODES}, but got padding_mode='{padding_mode}'")
+        self.in_channels = in_channels
+        self.out_channels = out_channels
+        self.kernel_size = kernel_size
+        self.stride = stride
+        self.padding = padding
+        self.dilation = dilation
+        self.transposed = transposed
+        self.output_padding = _ntuple(output_padding, n)
+        self.groups = groups
+        self.padding_mode = padding_mode
+        if isinstance(padding, str):
+            pads: list[int] = [0, 0] * n
+            if padding == "same":
+                for d, k, i in zip(dilation, kernel_size, range(n - 1, -1, -1), strict=True):
+                    total = d * (k - 1)
+                    left = total // 2
+                    pads[2 * i] = left
+                    pads[2 * i + 1] = total - left
+        else:
+            pads = [p for p in reversed(padding) for _ in range(2)]
+        self._reversed_padding_repeated_twice = pads
+        if transposed:
+            shape = (in_channels, out_channels // groups, *kernel_size)
+        else:
+            shape = (out_channels, in_channels // groups, *kernel_size)
+        self.weight = Parameter(functions["empty"](*shape, device=device, dtype=dtype))
+        if bias:
+            self.bias = Parameter(functions["empty"](out_channels, device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
+            if fan_in != 0:
+                bound = 1 / math.sqrt(fan_in)
+                init.uniform_(self.bias, -bound, bound)
+
+    def extra_repr(self) -> str:
+        n = self._dims
+        s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
+        if self.padding != (0,) * n:
+            s += f", padding={self.padding}"
+        if self.dilation != (1,) * n:
+            s += f", dilation={self.dilation}"
+        if self.output_padding != (0,) * n:
+            s += f", output_padding={self.output_padding}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        if self.padding_mode != "zeros":
+            s += f", padding_mode={self.padding_mode}"
+        return s
+
+    def _conv(self, input: Tensor, weight: Tensor, bias: Tensor | None, op) -> Tensor:
+        if self.padding_mode != "zeros":
+            padded = F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
+            return op(padded, weight, bias, self.stride, (0,) * self._dims, self.dilation, self.groups)
+        return op(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
+
+
+class Conv1d(_ConvNd):
+    _dims = 1
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: Any,
+        stride: Any = 1,
+        padding: Any = 0,
+        dilation: Any = 1,
+        groups: int = 1,
+        bias: bool = True,
+        padding_mode: str = "zeros",
+        device=None,
+        dtype=None,
+    ) -> None:
+        super().__init__(
+            in_channels, out_channels, kernel_size, stride, padding, dilation, False, 0, groups, bias, padding_mode,
+            device, dtype,
+        )  # fmt: skip
+
+    def forward(self, input: Tensor) -> Tensor:
+        return self._conv(input, self.weight, self.bias, F.conv1d)
+
+
+class Conv2d(_ConvNd):
+    _dims = 2
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: Any,
+        stride: Any = 1,
+        padding: Any = 0,
+        dilation: Any = 1,
+        groups: int = 1,
+        bias: bool = True,
+        padding_mode: str = "zeros",
+        device=None,
+        dtype=None,
+    ) -> None:
+        super().__init__(
+            in_channels, out_channels, kernel_size, stride, padding, dilation, False, 0, groups, bias, padding_mode,
+            device, dtype,
+        )  # fmt: skip
+
+    def forward(self, input: Tensor) -> Tensor:
+        return self._conv(input, self.weight, self.bias, F.conv2d)
+
+
+class ConvTranspose2d(_ConvNd):
+    _dims = 2
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: Any,
+        stride: Any = 1,
+        padding: Any = 0,
+        output_padding: Any = 0,
+        groups: int = 1,
+        bias: bool = True,
+        dilation: Any = 1,
+        padding_mode: str = "zeros",
+        device=None,
+        dtype=None,
+    ) -> None:
+        if padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
+        super().__init__(
+            in_channels, out_channels, kernel_size, stride, padding, dilation, True, output_padding, groups, bias,
+            padding_mode, device, dtype,
+        )  # fmt: skip
+
+    def _output_padding(self, input: Tensor, output_size: Any) -> tuple:
+        if output_size is None:
+            return self.output_padding
+        n = self._dims
+        non_spatial = 2 if input.dim() == n + 2 else 1
+        output_size = list(output_size)
+        if len(output_size) == non_spatial + n:
+            output_size = output_size[non_spatial:]
+        if len(output_size) != n:
+            raise ValueError(
+                f"ConvTranspose{n}D: for {input.dim()}D input, output_size must have {n} or {non_spatial + n} "
+                f"elements (got {len(output_size)})"
+            )
+        low, high = [], []
+        for d in range(n):
+            size = (
+                (input.size(d + non_spatial) - 1) * self.stride[d]
+                - 2 * self.padding[d]
+                + self.dilation[d] * (self.kernel_size[d] - 1)
+                + 1
+            )
+            low.append(size)
+            high.append(size + self.stride[d] - 1)
+        for d in range(n):
+            if not low[d] <= output_size[d] <= high[d]:
+                raise ValueError(
+                    f"requested an output size of {output_size}, but valid sizes range from {low} to {high} "
+                    f"(for an input of {input.size()[2:]})"
+                )
+        return tuple(output_size[d] - low[d] for d in range(n))
+
+    def forward(self, input: Tensor, output_size: Any = None) -> Tensor:
+        output_padding = self._output_padding(input, output_size)
+        return F.conv_transpose2d(
+            input, self.weight, self.bias, self.stride, self.padding, output_padding, self.groups, self.dilation
+        )

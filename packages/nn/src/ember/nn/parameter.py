@@ -1,0 +1,94 @@
+"""``Parameter``: a tensor that a ``Module`` registers as one of its parameters, and ``Buffer``, the
+marker that registers a tensor as a buffer by assignment.
+
+A Parameter is a ``Tensor`` subclass sharing its storage with the tensor it was made from, so that
+``Parameter(t)`` costs no copy, as in PyTorch. Ops on a Parameter return plain tensors (the kernels
+build plain ``Tensor`` results), which is what ``param * 2`` gives in PyTorch too.
+
+Converting a module (``to``, ``half``, ...) must keep each Parameter object, since optimizers and
+tied modules hold it: ``swap_payload`` moves a new tensor's storage and geometry into it, which is
+what ``param.data = new`` does in PyTorch.
+"""
+
+from __future__ import annotations
+
+from ember.core.tensor import Tensor, _new
+
+__all__ = ["Buffer", "Parameter", "swap_payload"]
+
+
+def _plain(data: Tensor) -> Tensor:
+    return _new(Tensor, data._storage, data._shape, data._stride, data._offset, data.dtype, data._array)
+
+
+class Parameter(Tensor):
+    """A tensor that is a module parameter; ``requires_grad`` defaults to True."""
+
+    def __new__(cls, data: Tensor | None = None, requires_grad: bool = True):
+        if data is None:
+            from ember.core.api import functions
+
+            data = functions["empty"](0)
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Parameter(): data must be a Tensor, not {type(data).__name__}")
+        out = _new(cls, data._storage, data._shape, data._stride, data._offset, data.dtype, data._array)
+        if requires_grad:
+            out.requires_grad_(True)
+        return out
+
+    def __init__(self, data: Tensor | None = None, requires_grad: bool = True) -> None:
+        pass
+
+    def __repr__(self) -> str:
+        return "Parameter containing:\n" + repr(_with_grad_flag(self))
+
+    def __deepcopy__(self, memo: dict) -> Parameter:
+        if id(self) in memo:
+            return memo[id(self)]
+        result = type(self)(_plain(self).clone(), self.requires_grad)
+        memo[id(self)] = result
+        return result
+
+    def __reduce_ex__(self, protocol):
+        return (_rebuild_parameter, (_plain(self), self.requires_grad))
+
+
+def _with_grad_flag(p: Parameter) -> Tensor:
+    plain = _plain(p)
+    plain.requires_grad = p.requires_grad
+    return plain
+
+
+def _rebuild_parameter(data: Tensor, requires_grad: bool) -> Parameter:
+    return Parameter(data, requires_grad)
+
+
+class Buffer:
+    """``nn.Buffer(data, persistent=True)``: assigning one to a module attribute registers a buffer.
+
+    As in PyTorch the result is a plain tensor (detached from ``data``) carrying the marker.
+    """
+
+    def __new__(cls, data: Tensor | None = None, *, persistent: bool = True):
+        if data is None:
+            from ember.core.api import functions
+
+            data = functions["empty"](0)
+        t = data.detach()
+        if data.requires_grad:
+            t.requires_grad_(True)
+        t._is_buffer = True
+        t.persistent = persistent
+        return t
+
+
+def swap_payload(target: Tensor, source: Tensor) -> None:
+    """Make ``target`` hold ``source``'s storage, geometry, dtype and device (``target.data = source``)."""
+    target._storage = source._storage
+    target._shape = source._shape
+    target._stride = source._stride
+    target._offset = source._offset
+    target.dtype = source.dtype
+    target.device = source.device
+    target._array = source._array
+    target._contig = None

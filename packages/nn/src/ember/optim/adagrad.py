@@ -1,0 +1,112 @@
+"""``Adagrad``: per-element step sizes from the running sum of squared gradients, with ``lr_decay``.
+
+The accumulators exist from construction (``initial_accumulator_value``), as in PyTorch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ember.core import dtypes as D
+from ember.core.api import functions
+from ember.optim._foreach import group_by_device_and_dtype
+from ember.optim.optimizer import Optimizer, refuse_unsupported, step_without_grad
+
+__all__ = ["Adagrad"]
+
+
+class Adagrad(Optimizer):
+    def __init__(
+        self,
+        params: Any,
+        lr: float = 1e-2,
+        lr_decay: float = 0,
+        weight_decay: float = 0,
+        initial_accumulator_value: float = 0,
+        eps: float = 1e-10,
+        foreach: bool | None = None,
+        *,
+        maximize: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
+    ) -> None:
+        if not lr >= 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not lr_decay >= 0.0:
+            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
+        if not weight_decay >= 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not initial_accumulator_value >= 0.0:
+            raise ValueError(f"Invalid initial_accumulator_value value: {initial_accumulator_value}")
+        if not eps >= 0.0:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        refuse_unsupported("Adagrad", fused=fused, differentiable=differentiable)
+        defaults = dict(
+            lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
+            initial_accumulator_value=initial_accumulator_value, foreach=foreach, maximize=maximize,
+            differentiable=differentiable, fused=fused,
+        )  # fmt: skip
+        super().__init__(params, defaults)
+        for group in self.param_groups:
+            for p in group["params"]:
+                state = self.state[p]
+                state["step"] = functions["zeros"]((), dtype=D.float32)
+                state["sum"] = functions["full_like"](p, initial_accumulator_value)
+
+    @step_without_grad
+    def step(self, closure=None):
+        loss = self._run_closure(closure)
+        for group in self.param_groups:
+            params = [p for p in group["params"] if p.grad is not None]
+            grads = [p.grad for p in params]
+            sums = [self.state[p]["sum"] for p in params]
+            steps = [self.state[p]["step"] for p in params]
+            run = _multi_tensor_adagrad if self._use_foreach(group) else _single_tensor_adagrad
+            run(
+                params, grads, sums, steps, lr=float(group["lr"]), weight_decay=group["weight_decay"],
+                lr_decay=group["lr_decay"], eps=group["eps"], maximize=group["maximize"],
+            )  # fmt: skip
+        return loss
+
+
+def _single_tensor_adagrad(params, grads, sums, steps, *, lr, weight_decay, lr_decay, eps, maximize) -> None:
+    for param, grad, state_sum, step_t in zip(params, grads, sums, steps, strict=True):
+        step_t += 1
+        step = step_t.item()
+        grad = -grad if maximize else grad
+        if weight_decay != 0:
+            grad = grad.add(param, alpha=weight_decay)
+        clr = lr / (1 + (step - 1) * lr_decay)
+        state_sum.addcmul_(grad, grad, value=1)
+        std = state_sum.sqrt().add_(eps)
+        param.addcdiv_(grad, std, value=-clr)
+
+
+def _multi_tensor_adagrad(params, grads, sums, steps, *, lr, weight_decay, lr_decay, eps, maximize) -> None:
+    if not params:
+        return
+    for g_params, g_grads, g_sums, g_steps in group_by_device_and_dtype(params, grads, sums, steps):
+        if maximize:
+            g_grads = [-g for g in g_grads]
+        for s in g_steps:
+            s.add_(1)
+        if weight_decay != 0:
+            if maximize:
+                for g, p in zip(g_grads, g_params, strict=True):
+                    g.add_(p, alpha=weight_decay)
+            else:
+                g_grads = [g.add(p, alpha=weight_decay) for g, p in zip(g_grads, g_params, strict=True)]
+        minus_clr = [-lr / (1 + (s.item() - 1) * lr_decay) for s in g_steps]
+        for acc, g in zip(g_sums, g_grads, strict=True):
+            acc.addcmul_(g, g, value=1)
+        stds = [acc.sqrt() for acc in g_sums]
+        for s in stds:
+            s.add_(eps)
+        if weight_decay != 0 or maximize:  # the grads are our own copies: scale them in place
+            for g, c in zip(g_grads, minus_clr, strict=True):
+                g.mul_(c)
+            numerators = g_grads
+        else:
+            numerators = [g.mul(c) for g, c in zip(g_grads, minus_clr, strict=True)]
+        for p, n, s in zip(g_params, numerators, stds, strict=True):
+            p.addcdiv_(n, s)

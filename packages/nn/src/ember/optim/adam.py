@@ -1,0 +1,192 @@
+"""``Adam`` and ``AdamW`` (Adam with decoupled weight decay), with ``amsgrad`` and ``maximize``.
+
+The step count is a float32 0-d tensor in the state, as in PyTorch's checkpoints; the bias
+corrections are computed in Python floats from it. The per-tensor and multi-tensor paths apply the
+same formulas in PyTorch's order for each path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ember.core import dtypes as D
+from ember.core.api import functions
+from ember.core.tensor import Tensor
+from ember.optim._foreach import group_by_device_and_dtype
+from ember.optim.optimizer import Optimizer, refuse_unsupported, step_without_grad
+
+__all__ = ["Adam", "AdamW"]
+
+
+def _scalar(value: Any) -> float:
+    return float(value.item()) if isinstance(value, Tensor) else value
+
+
+class Adam(Optimizer):
+    def __init__(
+        self,
+        params: Any,
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0,
+        amsgrad: bool = False,
+        *,
+        foreach: bool | None = None,
+        maximize: bool = False,
+        capturable: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
+        decoupled_weight_decay: bool = False,
+    ) -> None:
+        if not _scalar(lr) >= 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not eps >= 0.0:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not weight_decay >= 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        refuse_unsupported(type(self).__name__, fused=fused, capturable=capturable, differentiable=differentiable)
+        defaults = dict(
+            lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize,
+            foreach=foreach, capturable=capturable, differentiable=differentiable, fused=fused,
+            decoupled_weight_decay=decoupled_weight_decay,
+        )  # fmt: skip
+        super().__init__(params, defaults)
+
+    def _init_group(self, group: dict[str, Any]) -> tuple[list[Tensor], ...]:
+        params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps = [], [], [], [], [], []
+        for p in group["params"]:
+            if p.grad is None:
+                continue
+            state = self.state[p]
+            if not state:
+                state["step"] = functions["zeros"]((), dtype=D.float32)
+                state["exp_avg"] = functions["zeros_like"](p)
+                state["exp_avg_sq"] = functions["zeros_like"](p)
+                if group["amsgrad"]:
+                    state["max_exp_avg_sq"] = functions["zeros_like"](p)
+            params.append(p)
+            grads.append(p.grad)
+            exp_avgs.append(state["exp_avg"])
+            exp_avg_sqs.append(state["exp_avg_sq"])
+            if group["amsgrad"]:
+                max_exp_avg_sqs.append(state["max_exp_avg_sq"])
+            steps.append(state["step"])
+        return params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps
+
+    @step_without_grad
+    def step(self, closure=None):
+        loss = self._run_closure(closure)
+        for group in self.param_groups:
+            lists = self._init_group(group)
+            run = _multi_tensor_adam if self._use_foreach(group) else _single_tensor_adam
+            beta1, beta2 = group["betas"]
+            run(
+                *lists, amsgrad=group["amsgrad"], beta1=beta1, beta2=beta2, lr=_scalar(group["lr"]),
+                weight_decay=group["weight_decay"], eps=group["eps"], maximize=group["maximize"],
+                decoupled_weight_decay=group["decoupled_weight_decay"],
+            )  # fmt: skip
+        return loss
+
+
+class AdamW(Adam):
+    def __init__(
+        self,
+        params: Any,
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 1e-2,
+        amsgrad: bool = False,
+        *,
+        maximize: bool = False,
+        foreach: bool | None = None,
+        capturable: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
+    ) -> None:
+        super().__init__(
+            params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach, maximize=maximize, capturable=capturable,
+            differentiable=differentiable, fused=fused, decoupled_weight_decay=True,
+        )  # fmt: skip
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group["decoupled_weight_decay"] = True
+
+
+def _single_tensor_adam(
+    params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, *, amsgrad, beta1, beta2, lr, weight_decay, eps,
+    maximize, decoupled_weight_decay,
+) -> None:  # fmt: skip
+    for i, param in enumerate(params):
+        grad = -grads[i] if maximize else grads[i]
+        exp_avg, exp_avg_sq, step_t = exp_avgs[i], exp_avg_sqs[i], steps[i]
+        step_t += 1
+        if weight_decay != 0:
+            if decoupled_weight_decay:
+                param.mul_(1 - lr * weight_decay)
+            else:
+                grad = grad.add(param, alpha=weight_decay)
+        exp_avg.lerp_(grad, 1 - beta1)
+        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        step = step_t.item()
+        bias_correction1 = 1 - beta1**step
+        bias_correction2 = 1 - beta2**step
+        step_size = lr / bias_correction1
+        bias_correction2_sqrt = bias_correction2**0.5
+        if amsgrad:
+            max_exp_avg_sqs[i].copy_(functions["maximum"](max_exp_avg_sqs[i], exp_avg_sq))
+            denom = (max_exp_avg_sqs[i].sqrt() / bias_correction2_sqrt).add_(eps)
+        else:
+            denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+        param.addcdiv_(exp_avg, denom, value=-step_size)
+
+
+def _multi_tensor_adam(
+    params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, *, amsgrad, beta1, beta2, lr, weight_decay, eps,
+    maximize, decoupled_weight_decay,
+) -> None:  # fmt: skip
+    if not params:
+        return
+    lists = [params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs if amsgrad else [None] * len(params), steps]
+    for g_params, g_grads, g_avgs, g_sqs, g_maxes, g_steps in group_by_device_and_dtype(*lists):
+        if maximize:
+            g_grads = [-g for g in g_grads]
+        for s in g_steps:
+            s.add_(1)
+        if weight_decay != 0:
+            if decoupled_weight_decay:
+                for p in g_params:
+                    p.mul_(1 - lr * weight_decay)
+            elif maximize:
+                for g, p in zip(g_grads, g_params, strict=True):
+                    g.add_(p, alpha=weight_decay)
+            else:
+                g_grads = [g.add(p, alpha=weight_decay) for g, p in zip(g_grads, g_params, strict=True)]
+        for m, g in zip(g_avgs, g_grads, strict=True):
+            m.lerp_(g, 1 - beta1)
+        for v in g_sqs:
+            v.mul_(beta2)
+        for v, g in zip(g_sqs, g_grads, strict=True):
+            v.addcmul_(g, g, value=1 - beta2)
+        step_values = [s.item() for s in g_steps]
+        step_sizes = [(lr / (1 - beta1**n)) * -1 for n in step_values]
+        corrections = [(1 - beta2**n) ** 0.5 for n in step_values]
+        if amsgrad:
+            for mx, v in zip(g_maxes, g_sqs, strict=True):
+                mx.copy_(functions["maximum"](mx, v))
+            denoms = [mx.sqrt() for mx in g_maxes]
+        else:
+            denoms = [v.sqrt() for v in g_sqs]
+        for d, c in zip(denoms, corrections, strict=True):
+            d.div_(c)
+        for d in denoms:
+            d.add_(eps)
+        for p, m, d, size in zip(g_params, g_avgs, denoms, step_sizes, strict=True):
+            p.addcdiv_(m, d, value=size)
