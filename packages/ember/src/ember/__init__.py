@@ -50,7 +50,23 @@ _install_cuda_fallback()  # `import ember.cuda` works without the ember-cuda pac
 # Imported on first use, as their start-up cost is their own: ``ember.distributed``, ``ember.func``, ``ember.library``,
 # ``ember.nn``, ``ember.optim``, ``ember.utils``; ``ember.cuda`` is the ember-cuda package or, without it,
 # ``ember._cuda_fallback``.
-_LAZY_SUBPACKAGES = ("cuda", "distributed", "func", "library", "nn", "optim", "utils")
+_LAZY_SUBPACKAGES = ("amp", "cuda", "distributed", "func", "library", "nn", "optim", "utils")
+# Top-level names that live in a lazily imported package: name -> module.
+_LAZY_ATTRIBUTES = {
+    name: "ember.amp.autocast_mode"
+    for name in (
+        "autocast",
+        "autocast_decrement_nesting",
+        "autocast_increment_nesting",
+        "clear_autocast_cache",
+        "get_autocast_dtype",
+        "is_autocast_cache_enabled",
+        "is_autocast_enabled",
+        "set_autocast_cache_enabled",
+        "set_autocast_dtype",
+        "set_autocast_enabled",
+    )
+}
 
 
 def __getattr__(name: str):
@@ -66,6 +82,10 @@ def __getattr__(name: str):
             for part in pkgutil.iter_modules(module.__path__):
                 importlib.import_module(f"ember.utils.{part.name}")
         return module
+    if name in _LAZY_ATTRIBUTES:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY_ATTRIBUTES[name]), name)
     raise AttributeError(f"module 'ember' has no attribute '{name}'")
 
 

@@ -29,7 +29,9 @@ from ember.nn.functional.activation import (
 )
 from ember.nn.functional.attention import scaled_dot_product_attention
 from ember.nn.functional.bilinear_form import bilinear
+from ember.nn.functional.embedding_bag import embedding_bag
 from ember.nn.functional.loss import huber_loss
+from ember.nn.functional.multi_head_attention import multi_head_attention_forward
 from ember.nn.functional.pooling1d import adaptive_avg_pool1d, avg_pool1d, max_pool1d
 
 __all__ = [
@@ -52,6 +54,8 @@ __all__ = [
     "relu",
     "relu6",
     "scaled_dot_product_attention",
+    "embedding_bag",
+    "multi_head_attention_forward",
     "selu",
     "sigmoid",
     "silu",

@@ -15,10 +15,12 @@ from ember.nn.modules.activation import (
     Softplus,
     Tanh,
 )
+from ember.nn.modules.attention import MultiheadAttention
 from ember.nn.modules.batchnorm import BatchNorm1d, BatchNorm2d
 from ember.nn.modules.container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from ember.nn.modules.conv import Conv1d, Conv2d, ConvTranspose2d
 from ember.nn.modules.dropout import Dropout
+from ember.nn.modules.embedding_bag import EmbeddingBag
 from ember.nn.modules.flatten import Flatten, Unflatten
 from ember.nn.modules.linear import Bilinear, Identity, Linear
 from ember.nn.modules.loss import (
@@ -42,12 +44,23 @@ from ember.nn.modules.pooling import (
     MaxPool1d,
     MaxPool2d,
 )
+from ember.nn.modules.rnn import GRU, LSTM, RNN, RNNBase
 from ember.nn.modules.sparse import Embedding
+from ember.nn.modules.transformer import (
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 from ember.nn.modules.upsampling import Upsample
 
 __all__ = [
     "ELU",
     "GELU",
+    "GRU",
+    "LSTM",
+    "RNN",
     "AdaptiveAvgPool1d",
     "AdaptiveAvgPool2d",
     "AvgPool1d",
@@ -63,6 +76,7 @@ __all__ = [
     "CrossEntropyLoss",
     "Dropout",
     "Embedding",
+    "EmbeddingBag",
     "Flatten",
     "GroupNorm",
     "Hardtanh",
@@ -81,10 +95,12 @@ __all__ = [
     "Module",
     "ModuleDict",
     "ModuleList",
+    "MultiheadAttention",
     "NLLLoss",
     "ParameterDict",
     "ParameterList",
     "RMSNorm",
+    "RNNBase",
     "ReLU",
     "ReLU6",
     "Sequential",
@@ -94,6 +110,11 @@ __all__ = [
     "Softmax",
     "Softplus",
     "Tanh",
+    "Transformer",
+    "TransformerDecoder",
+    "TransformerDecoderLayer",
+    "TransformerEncoder",
+    "TransformerEncoderLayer",
     "Unflatten",
     "Upsample",
 ]

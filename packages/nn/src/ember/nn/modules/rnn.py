@@ -1,0 +1,307 @@
+"""Recurrent layers: ``RNN``, ``LSTM`` and ``GRU``, multi-layer, bidirectional, batch-first.
+
+Each layer and direction projects the whole input sequence at once (one matrix product), then
+steps through time with the hidden-to-hidden product only. Parameter names, shapes, gate orders
+(LSTM: input, forget, cell, output; GRU: reset, update, new) and initialization are PyTorch's, so
+state dicts load across.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import ember
+from ember.nn import functional as F
+from ember.nn import init
+from ember.nn.modules.module import Module
+from ember.nn.parameter import Parameter
+
+_GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
+
+
+class RNNBase(Module):
+    def __init__(
+        self,
+        mode: str,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        proj_size: int = 0,
+        device=None,
+        dtype=None,
+    ) -> None:
+        super().__init__()
+        if not isinstance(dropout, numbers.Number) or not 0 <= dropout <= 1 or isinstance(dropout, bool):
+            raise ValueError(
+                "dropout should be a number in range [0, 1] representing the probability of an element being zeroed"
+            )
+        if not isinstance(hidden_size, int):
+            raise TypeError(f"hidden_size should be of type int, got: {type(hidden_size).__name__}")
+        if hidden_size <= 0:
+            raise ValueError("hidden_size must be greater than zero")
+        if num_layers <= 0:
+            raise ValueError("num_layers must be greater than zero")
+        if proj_size < 0:
+            raise ValueError("proj_size should be a positive integer or zero to disable projections")
+        if proj_size >= hidden_size:
+            raise ValueError("proj_size has to be smaller than hidden_size")
+        if mode not in _GATES:
+            raise ValueError(f"Unrecognized RNN mode: {mode}")
+        self.mode = mode
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers
+        self.bias = bias
+        self.batch_first = batch_first
+        self.dropout = float(dropout)
+        self.bidirectional = bidirectional
+        self.proj_size = proj_size
+        factory = {"device": device, "dtype": dtype}
+        directions = 2 if bidirectional else 1
+        real_hidden = proj_size if proj_size > 0 else hidden_size
+        gate_size = _GATES[mode] * hidden_size
+        self._flat_weights_names: list[str] = []
+        for layer in range(num_layers):
+            for direction in range(directions):
+                layer_input = input_size if layer == 0 else real_hidden * directions
+                suffix = "_reverse" if direction == 1 else ""
+                shapes = [("weight_ih", (gate_size, layer_input)), ("weight_hh", (gate_size, real_hidden))]
+                if bias:
+                    shapes += [("bias_ih", (gate_size,)), ("bias_hh", (gate_size,))]
+                if proj_size > 0:
+                    shapes.append(("weight_hr", (proj_size, hidden_size)))
+                for kind, shape in shapes:
+                    name = f"{kind}_l{layer}{suffix}"
+                    setattr(self, name, Parameter(ember.empty(shape, **factory)))
+                    self._flat_weights_names.append(name)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        bound = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for weight in self.parameters():
+            init.uniform_(weight, -bound, bound)
+
+    def flatten_parameters(self) -> None:
+        """Weights are used where they are: nothing to flatten."""
+
+    @property
+    def _flat_weights(self) -> list:
+        return [getattr(self, name) for name in self._flat_weights_names]
+
+    @property
+    def all_weights(self) -> list[list]:
+        per_layer = len(self._flat_weights_names) // (self.num_layers * (2 if self.bidirectional else 1))
+        weights = self._flat_weights
+        return [weights[i : i + per_layer] for i in range(0, len(weights), per_layer)]
+
+    def extra_repr(self) -> str:
+        s = "{input_size}, {hidden_size}"
+        if self.proj_size != 0:
+            s += ", proj_size={proj_size}"
+        if self.num_layers != 1:
+            s += ", num_layers={num_layers}"
+        if self.bias is not True:
+            s += ", bias={bias}"
+        if self.batch_first is not False:
+            s += ", batch_first={batch_first}"
+        if self.dropout != 0:
+            s += ", dropout={dropout}"
+        if self.bidirectional is not False:
+            s += ", bidirectional={bidirectional}"
+        return s.format(**self.__dict__)
+
+    # -- running ------------------------------------------------------------------------------
+
+    def _layer_weights(self, layer: int, direction: int):
+        suffix = "_reverse" if direction == 1 else ""
+        get = lambda kind: getattr(self, f"{kind}_l{layer}{suffix}", None)  # noqa: E731
+        return get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh"), get("weight_hr")
+
+    def _prepare(self, input, hx, names: str):
+        if not isinstance(input, ember.Tensor):
+            raise TypeError(f"{type(self).__name__}: expected input to be a Tensor, got {type(input).__name__}")
+        if input.dim() not in (2, 3):
+            raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got {input.dim()}D instead")
+        batched = input.dim() == 3
+        if input.shape[-1] != self.input_size:
+            raise RuntimeError(
+                f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got {input.shape[-1]}"
+            )
+        if not batched:
+            input = input.unsqueeze(1)
+        elif self.batch_first:
+            input = input.transpose(0, 1)
+        return input, batched
+
+    def _run(self, input, initial: list, cell):
+        """``input`` (T, N, H_in); ``initial`` holds one state tuple per layer and direction."""
+        directions = 2 if self.bidirectional else 1
+        finals = []
+        layer_input = input
+        for layer in range(self.num_layers):
+            outputs = []
+            for direction in range(directions):
+                state = initial[layer * directions + direction]
+                w_ih, w_hh, b_ih, b_hh, w_hr = self._layer_weights(layer, direction)
+                projected = F.linear(layer_input, w_ih, b_ih)
+                steps = range(projected.shape[0] - 1, -1, -1) if direction == 1 else range(projected.shape[0])
+                seq = [None] * projected.shape[0]
+                for t in steps:
+                    state = cell(projected[t], state, w_hh, b_hh, w_hr)
+                    seq[t] = state[0]
+                finals.append(state)
+                outputs.append(ember.stack(seq) if seq else projected.new_empty((0, *state[0].shape)))
+            layer_input = outputs[0] if directions == 1 else ember.cat(outputs, dim=2)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                layer_input = F.dropout(layer_input, self.dropout, training=True)
+        return layer_input, finals
+
+    def _check_hidden(self, hx, expected: tuple, message: str) -> None:
+        if tuple(hx.shape) != expected:
+            raise RuntimeError(f"{message} size {tuple(expected)}, got {list(hx.shape)}")
+
+
+class RNN(RNNBase):
+    """Elman RNN: h' = tanh(W_ih x + b_ih + W_hh h + b_hh) (or relu)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        if "proj_size" in kwargs:
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+        nonlinearity = kwargs.pop("nonlinearity", "tanh")
+        if len(args) > 3:
+            nonlinearity = args[3]
+            args = args[:3] + args[4:]
+        if nonlinearity == "tanh":
+            mode = "RNN_TANH"
+        elif nonlinearity == "relu":
+            mode = "RNN_RELU"
+        else:
+            raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or 'relu'.")
+        self.nonlinearity = nonlinearity
+        super().__init__(mode, *args, **kwargs)
+
+    def extra_repr(self) -> str:
+        s = super().extra_repr()
+        return s if self.nonlinearity == "tanh" else s + f", nonlinearity={self.nonlinearity}"
+
+    def forward(self, input, hx=None):
+        input, batched = self._prepare(input, hx, "RNN")
+        directions = 2 if self.bidirectional else 1
+        batch = input.shape[1]
+        expected = (self.num_layers * directions, batch, self.hidden_size)
+        if hx is None:
+            hx = ember.zeros(expected, dtype=input.dtype, device=input.device)
+        else:
+            if batched and hx.dim() != 3:
+                raise RuntimeError(f"For batched 3-D input, hx should also be 3-D but got {hx.dim()}-D tensor")
+            if not batched and hx.dim() != 2:
+                raise RuntimeError(f"For unbatched 2-D input, hx should also be 2-D but got {hx.dim()}-D tensor")
+            if not batched:
+                hx = hx.unsqueeze(1)
+            self._check_hidden(hx, expected, "Expected hidden")
+        act = ember.tanh if self.mode == "RNN_TANH" else ember.relu
+
+        def cell(x_proj, state, w_hh, b_hh, _):
+            return (act(x_proj + F.linear(state[0], w_hh, b_hh)),)
+
+        output, finals = self._run(input, [(hx[i],) for i in range(hx.shape[0])], cell)
+        h_n = ember.stack([s[0] for s in finals])
+        return _finish(self, output, batched), (h_n if batched else h_n.squeeze(1))
+
+
+class GRU(RNNBase):
+    """Gated recurrent unit; gates reset, update, new in that order."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        if "proj_size" in kwargs:
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+        super().__init__("GRU", *args, **kwargs)
+
+    def forward(self, input, hx=None):
+        input, batched = self._prepare(input, hx, "GRU")
+        directions = 2 if self.bidirectional else 1
+        batch = input.shape[1]
+        expected = (self.num_layers * directions, batch, self.hidden_size)
+        if hx is None:
+            hx = ember.zeros(expected, dtype=input.dtype, device=input.device)
+        else:
+            if not batched:
+                hx = hx.unsqueeze(1)
+            self._check_hidden(hx, expected, "Expected hidden")
+
+        def cell(x_proj, state, w_hh, b_hh, _):
+            h = state[0]
+            h_proj = F.linear(h, w_hh, b_hh)
+            x_r, x_z, x_n = x_proj.chunk(3, dim=-1)
+            h_r, h_z, h_n = h_proj.chunk(3, dim=-1)
+            r = ember.sigmoid(x_r + h_r)
+            z = ember.sigmoid(x_z + h_z)
+            n = ember.tanh(x_n + r * h_n)
+            return ((1 - z) * n + z * h,)
+
+        output, finals = self._run(input, [(hx[i],) for i in range(hx.shape[0])], cell)
+        h_n = ember.stack([s[0] for s in finals])
+        return _finish(self, output, batched), (h_n if batched else h_n.squeeze(1))
+
+
+class LSTM(RNNBase):
+    """Long short-term memory; gates input, forget, cell, output in that order; optional projection."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__("LSTM", *args, **kwargs)
+
+    def forward(self, input, hx=None):
+        input, batched = self._prepare(input, hx, "LSTM")
+        directions = 2 if self.bidirectional else 1
+        batch = input.shape[1]
+        real_hidden = self.proj_size if self.proj_size > 0 else self.hidden_size
+        h_shape = (self.num_layers * directions, batch, real_hidden)
+        c_shape = (self.num_layers * directions, batch, self.hidden_size)
+        if hx is None:
+            h0 = ember.zeros(h_shape, dtype=input.dtype, device=input.device)
+            c0 = ember.zeros(c_shape, dtype=input.dtype, device=input.device)
+        else:
+            if not isinstance(hx, tuple | list) or len(hx) != 2:
+                raise RuntimeError("LSTM: hx must be a tuple of (h_0, c_0)")
+            h0, c0 = hx
+            if batched and (h0.dim() != 3 or c0.dim() != 3):
+                raise RuntimeError(
+                    f"For batched 3-D input, hx and cx should also be 3-D but got ({h0.dim()}-D, {c0.dim()}-D) tensors"
+                )
+            if not batched:
+                if h0.dim() != 2 or c0.dim() != 2:
+                    raise RuntimeError(
+                        f"For unbatched 2-D input, hx and cx should also be 2-D but got ({h0.dim()}-D, {c0.dim()}-D) tensors"
+                    )
+                h0, c0 = h0.unsqueeze(1), c0.unsqueeze(1)
+            self._check_hidden(h0, h_shape, "Expected hidden[0]")
+            self._check_hidden(c0, c_shape, "Expected hidden[1]")
+
+        def cell(x_proj, state, w_hh, b_hh, w_hr):
+            h, c = state
+            gates = x_proj + F.linear(h, w_hh, b_hh)
+            i, f, g, o = gates.chunk(4, dim=-1)
+            c = ember.sigmoid(f) * c + ember.sigmoid(i) * ember.tanh(g)
+            h = ember.sigmoid(o) * ember.tanh(c)
+            if w_hr is not None:
+                h = F.linear(h, w_hr)
+            return h, c
+
+        initial = [(h0[i], c0[i]) for i in range(h0.shape[0])]
+        output, finals = self._run(input, initial, cell)
+        h_n = ember.stack([s[0] for s in finals])
+        c_n = ember.stack([s[1] for s in finals])
+        if not batched:
+            h_n, c_n = h_n.squeeze(1), c_n.squeeze(1)
+        return _finish(self, output, batched), (h_n, c_n)
+
+
+def _finish(module: RNNBase, output, batched: bool):
+    if not batched:
+        return output.squeeze(1)
+    return output.transpose(0, 1) if module.batch_first else output
