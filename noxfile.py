@@ -108,6 +108,7 @@ def demo(session: nox.Session) -> None:
     session.run("ember", "env")
     session.run("python", "demo/tensors_demo.py")
     session.run("python", "demo/logs_demo.py")
+    session.run("python", "demo/gpt_demo.py")
 
 
 @nox.session(python="3.11")
@@ -119,6 +120,8 @@ def bench(session: nox.Session) -> None:
     session.run("python", "tools/bench/eager.py")
     session.run("python", "tools/bench/store.py")
     session.run("python", "tools/bench/optim.py")
+    session.run("python", "tools/bench/autograd.py")
+    session.run("python", "tools/bench/train.py")
 
 
 def run_triton_tests(session: nox.Session, env: dict[str, str]) -> None:
