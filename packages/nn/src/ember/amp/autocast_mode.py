@@ -14,13 +14,14 @@ Casts of float32 leaf parameters to the low-precision dtype are cached for the o
 from __future__ import annotations
 
 import functools
+import sys
 import threading
 import warnings
 import weakref
 
-import ember
 from ember.amp.policy import policy_of
 from ember.core import dispatch
+from ember.nn._ops import ops
 
 _DEVICE_TYPES = ("cpu", "cuda")
 _LOW_PRECISION = {"cpu": ("bfloat16", "float16"), "cuda": ("bfloat16", "float16")}
@@ -29,11 +30,11 @@ _LOW_PRECISION = {"cpu": ("bfloat16", "float16"), "cuda": ("bfloat16", "float16"
 class _ThreadState(threading.local):
     def __init__(self) -> None:
         self.enabled = {"cpu": False, "cuda": False}
-        self.dtype = {"cpu": ember.bfloat16, "cuda": ember.float16}
+        self.dtype = {"cpu": ops.bfloat16, "cuda": ops.float16}
         self.cache_enabled = True
         self.nesting = 0
         self.inside_op = 0
-        self.cache: dict[int, tuple[weakref.ref, ember.Tensor]] = {}
+        self.cache: dict[int, tuple[weakref.ref, ops.Tensor]] = {}
 
 
 _state = _ThreadState()
@@ -44,7 +45,7 @@ _lock = threading.Lock()
 def _check_device_type(device_type) -> str:
     if not isinstance(device_type, str):
         raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
-    kind = ember.device(device_type).type  # the device parser names a bad string
+    kind = ops.device(device_type).type  # the device parser names a bad string
     return kind
 
 
@@ -155,7 +156,7 @@ class autocast:
 
 
 def _cuda_available() -> bool:
-    cuda = getattr(ember, "cuda", None)
+    cuda = sys.modules.get("ember.cuda")  # only if the program has it: importing it is not ours to do
     try:
         return bool(cuda is not None and cuda.is_available())
     except Exception:  # a fallback without the device plugin
@@ -194,7 +195,7 @@ def _autocast_call(op, args, kwargs, call_below):
     if policy == "lower":
         target = state.dtype[kind]
     elif policy == "float32":
-        target = ember.float32
+        target = ops.float32
     else:
         target = _widest(args, kwargs, kind, state.dtype[kind])
     if target is not None:
@@ -209,17 +210,17 @@ def _autocast_call(op, args, kwargs, call_below):
 
 def _device_type_of(args, kwargs) -> str | None:
     for value in (*args, *kwargs.values()):
-        if isinstance(value, ember.Tensor):
+        if isinstance(value, ops.Tensor):
             return value.device.type
         if isinstance(value, list | tuple):
             for item in value:
-                if isinstance(item, ember.Tensor):
+                if isinstance(item, ops.Tensor):
                     return item.device.type
     return None
 
 
 def _eligible(t, kind: str) -> bool:
-    return t.device.type == kind and t.is_floating_point() and t.dtype != ember.float64
+    return t.device.type == kind and t.is_floating_point() and t.dtype != ops.float64
 
 
 def _widest(args, kwargs, kind: str, low):
@@ -228,9 +229,9 @@ def _widest(args, kwargs, kind: str, low):
     for value in (*args, *kwargs.values()):
         items = value if isinstance(value, list | tuple) else (value,)
         for t in items:
-            if isinstance(t, ember.Tensor) and _eligible(t, kind):
-                if t.dtype == ember.float32:
-                    target = ember.float32
+            if isinstance(t, ops.Tensor) and _eligible(t, kind):
+                if t.dtype == ops.float32:
+                    target = ops.float32
                 elif t.dtype != low:
                     raise RuntimeError(
                         f"autocast to {low}: an input of {t.dtype} has no common type with the region's dtype"
@@ -239,7 +240,7 @@ def _widest(args, kwargs, kind: str, low):
 
 
 def _cast(value, kind: str, target, policy: str):
-    if isinstance(value, ember.Tensor):
+    if isinstance(value, ops.Tensor):
         if not _eligible(value, kind) or value.dtype == target:
             return value
         if policy == "lower" and _cacheable(value):
@@ -255,11 +256,11 @@ def _cacheable(t) -> bool:
     # later call that needs one.
     return (
         _state.cache_enabled
-        and t.dtype == ember.float32
+        and t.dtype == ops.float32
         and t.requires_grad
         and t.is_leaf
         and t._base is None
-        and ember.is_grad_enabled()
+        and ops.is_grad_enabled()
     )
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import functools
 
-import ember
 from ember.amp import autocast_mode as modes
+from ember.nn._ops import ops
 
 
 def custom_fwd(fwd=None, *, device_type: str, cast_inputs=None):
@@ -49,8 +49,8 @@ def custom_bwd(bwd=None, *, device_type: str):
 
 
 def _cast(value, device_type: str, dtype):
-    if isinstance(value, ember.Tensor):
-        if value.device.type == device_type and value.is_floating_point() and value.dtype != ember.float64:
+    if isinstance(value, ops.Tensor):
+        if value.device.type == device_type and value.is_floating_point() and value.dtype != ops.float64:
             return value.to(dtype)
         return value
     if isinstance(value, list | tuple):

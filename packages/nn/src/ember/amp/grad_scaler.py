@@ -9,10 +9,11 @@ them on the device.
 
 from __future__ import annotations
 
+import sys
 import warnings
 from enum import Enum
 
-import ember
+from ember.nn._ops import ops
 
 
 class _Stage(Enum):
@@ -61,8 +62,8 @@ class GradScaler:
     # -- scaling ------------------------------------------------------------------------------
 
     def _lazy_init(self, device) -> None:
-        self._scale = ember.full((), self._init_scale, dtype=ember.float32, device=device)
-        self._growth_tracker = ember.full((), self._init_growth_tracker, dtype=ember.int32, device=device)
+        self._scale = ops.full((), self._init_scale, dtype=ops.float32, device=device)
+        self._growth_tracker = ops.full((), self._init_growth_tracker, dtype=ops.int32, device=device)
 
     def _check_initialized(self, name: str) -> None:
         if self._scale is None:
@@ -77,7 +78,7 @@ class GradScaler:
             return outputs
 
         def apply(value):
-            if isinstance(value, ember.Tensor):
+            if isinstance(value, ops.Tensor):
                 if self._scale is None:
                     self._lazy_init(value.device)
                 return value * self._scale.to(device=value.device)
@@ -99,16 +100,16 @@ class GradScaler:
         if state["stage"] is _Stage.STEPPED:
             raise RuntimeError("unscale_() is being called after step().")
         inv_scale = (1.0 / self._scale.double()).float()
-        found_inf = ember.zeros((), dtype=ember.float32, device=self._scale.device)
-        with ember.no_grad():
+        found_inf = ops.zeros((), dtype=ops.float32, device=self._scale.device)
+        with ops.no_grad():
             for group in optimizer.param_groups:
                 for param in group["params"]:
                     grad = param.grad
                     if grad is None:
                         continue
-                    if grad.dtype == ember.float16:
+                    if grad.dtype == ops.float16:
                         raise ValueError("Attempting to unscale FP16 gradients.")
-                    if not bool(ember.isfinite(grad).all()):
+                    if not bool(ops.isfinite(grad).all()):
                         found_inf.fill_(1.0)
                     grad.mul_(inv_scale.to(grad.dtype))
         state["found_inf"] = found_inf
@@ -144,9 +145,9 @@ class GradScaler:
                 self._scale.fill_(float(new_scale))
             else:
                 if not (
-                    isinstance(new_scale, ember.Tensor)
+                    isinstance(new_scale, ops.Tensor)
                     and new_scale.numel() == 1
-                    and new_scale.dtype == ember.float32
+                    and new_scale.dtype == ops.float32
                     and not new_scale.requires_grad
                 ):
                     raise AssertionError(
@@ -236,7 +237,7 @@ class GradScaler:
 
 
 def _cuda_available() -> bool:
-    cuda = getattr(ember, "cuda", None)
+    cuda = sys.modules.get("ember.cuda")  # only if the program has it: importing it is not ours to do
     try:
         return bool(cuda is not None and cuda.is_available())
     except Exception:

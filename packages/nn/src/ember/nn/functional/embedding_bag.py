@@ -7,8 +7,8 @@ count; empty bags give zeros, as in PyTorch.
 
 from __future__ import annotations
 
-import ember
 from ember.core import functional as F
+from ember.nn._ops import ops
 
 _MODES = ("sum", "mean", "max")
 
@@ -26,7 +26,7 @@ def embedding_bag(
     include_last_offset: bool = False,
     padding_idx=None,
 ):
-    if weight.dtype in (ember.int64, ember.int32) and input.is_floating_point():
+    if weight.dtype in (ops.int64, ops.int32) and input.is_floating_point():
         input, weight = weight, input  # PyTorch accepts the arguments in the old order too
     if mode not in _MODES:
         raise ValueError(f"mode has to be one of sum, mean or max, but got {mode}")
@@ -46,7 +46,7 @@ def embedding_bag(
                 f"sequences. However, found offsets of type {type(offsets).__name__}"
             )
         bags, length = input.shape
-        offsets = ember.arange(0, bags * length, length, device=input.device)
+        offsets = ops.arange(0, bags * length, length, device=input.device)
         input = input.reshape(-1)
         if per_sample_weights is not None:
             per_sample_weights = per_sample_weights.reshape(-1)
@@ -70,8 +70,8 @@ def embedding_bag(
         if not 0 <= padding_idx < num_embeddings:
             raise AssertionError("padding_idx must be within num_embeddings")
     if max_norm is not None:
-        with ember.no_grad():
-            ember.embedding_renorm_(weight, input, max_norm, norm_type)
+        with ops.no_grad():
+            ops.embedding_renorm_(weight, input, max_norm, norm_type)
 
     starts = offsets[:-1] if include_last_offset else offsets
     count = starts.shape[0]
@@ -84,23 +84,23 @@ def embedding_bag(
         raise RuntimeError(
             f"offsets[-1] can not be greater than input's length ({n}), but got offsets[-1] of {int(starts[-1])}"
         )
-    bag = ember.searchsorted(starts.contiguous(), ember.arange(n, device=input.device), right=True) - 1
+    bag = ops.searchsorted(starts.contiguous(), ops.arange(n, device=input.device), right=True) - 1
     rows = F.embedding(input, weight, scale_grad_by_freq=scale_grad_by_freq)
     keep = None if padding_idx is None else input != padding_idx
     dim = weight.shape[1]
     if mode == "max":
         if keep is not None:
-            bag = ember.where(keep, bag, count)  # padding rows go to a bag that is dropped
+            bag = ops.where(keep, bag, count)  # padding rows go to a bag that is dropped
         index = bag.unsqueeze(1).expand(n, dim)
-        out = ember.zeros((count + 1, dim), dtype=weight.dtype, device=weight.device)
+        out = ops.zeros((count + 1, dim), dtype=weight.dtype, device=weight.device)
         return out.scatter_reduce(0, index, rows, "amax", include_self=False)[:count]
     if per_sample_weights is not None:
         rows = rows * per_sample_weights.unsqueeze(1)
     if keep is not None:
         rows = rows * keep.unsqueeze(1).to(rows.dtype)
-    out = ember.zeros((count, dim), dtype=weight.dtype, device=weight.device).index_add(0, bag, rows)
+    out = ops.zeros((count, dim), dtype=weight.dtype, device=weight.device).index_add(0, bag, rows)
     if mode == "sum":
         return out
-    ones = ember.ones(n, dtype=weight.dtype, device=weight.device) if keep is None else keep.to(weight.dtype)
-    sizes = ember.zeros(count, dtype=weight.dtype, device=weight.device).index_add(0, bag, ones)
+    ones = ops.ones(n, dtype=weight.dtype, device=weight.device) if keep is None else keep.to(weight.dtype)
+    sizes = ops.zeros(count, dtype=weight.dtype, device=weight.device).index_add(0, bag, ones)
     return out / sizes.clamp(min=1).unsqueeze(1)

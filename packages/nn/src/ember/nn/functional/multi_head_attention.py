@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 import warnings
 
-import ember
 from ember.core import functional as F
+from ember.nn._ops import ops
 from ember.nn.functional.attention import scaled_dot_product_attention
 
 
@@ -20,7 +20,7 @@ def canonical_mask(mask, mask_name: str, other_type, other_name: str, target_typ
     """A boolean mask as a float mask of ``target_type`` (-inf where True); a float mask unchanged."""
     if mask is None:
         return None
-    if mask.dtype != ember.bool and not mask.is_floating_point():
+    if mask.dtype != ops.bool and not mask.is_floating_point():
         raise AssertionError(f"only bool and floating types of {mask_name} are supported")
     if other_type is not None and mask.dtype != other_type:
         warnings.warn(
@@ -28,8 +28,8 @@ def canonical_mask(mask, mask_name: str, other_type, other_name: str, target_typ
             UserWarning,
             stacklevel=3,
         )
-    if mask.dtype == ember.bool:
-        return ember.zeros_like(mask, dtype=target_type).masked_fill_(mask, float("-inf"))
+    if mask.dtype == ops.bool:
+        return ops.zeros_like(mask, dtype=target_type).masked_fill_(mask, float("-inf"))
     return mask
 
 
@@ -122,8 +122,8 @@ def multi_head_attention_forward(
         raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
 
     if bias_k is not None and bias_v is not None:
-        k = ember.cat([k, bias_k.repeat(1, bsz, 1)])
-        v = ember.cat([v, bias_v.repeat(1, bsz, 1)])
+        k = ops.cat([k, bias_k.repeat(1, bsz, 1)])
+        v = ops.cat([v, bias_v.repeat(1, bsz, 1)])
         if attn_mask is not None:
             attn_mask = F.pad(attn_mask, (0, 1))
         if key_padding_mask is not None:
@@ -133,8 +133,8 @@ def multi_head_attention_forward(
     k = k.reshape(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
     v = v.reshape(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
     if add_zero_attn:
-        k = ember.cat([k, ember.zeros((bsz * num_heads, 1, head_dim), dtype=k.dtype, device=k.device)], dim=1)
-        v = ember.cat([v, ember.zeros((bsz * num_heads, 1, head_dim), dtype=v.dtype, device=v.device)], dim=1)
+        k = ops.cat([k, ops.zeros((bsz * num_heads, 1, head_dim), dtype=k.dtype, device=k.device)], dim=1)
+        v = ops.cat([v, ops.zeros((bsz * num_heads, 1, head_dim), dtype=v.dtype, device=v.device)], dim=1)
         if attn_mask is not None:
             attn_mask = F.pad(attn_mask, (0, 1))
         if key_padding_mask is not None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import ember
 from ember.nn import init
+from ember.nn._ops import ops
 from ember.nn.functional.multi_head_attention import multi_head_attention_forward
 from ember.nn.modules.linear import Linear
 from ember.nn.modules.module import Module
@@ -46,23 +46,23 @@ class MultiheadAttention(Module):
         if self.head_dim * num_heads != embed_dim:
             raise AssertionError("embed_dim must be divisible by num_heads")
         if self._qkv_same_embed_dim:
-            self.in_proj_weight = Parameter(ember.empty((3 * embed_dim, embed_dim), **factory))
+            self.in_proj_weight = Parameter(ops.empty((3 * embed_dim, embed_dim), **factory))
             self.register_parameter("q_proj_weight", None)
             self.register_parameter("k_proj_weight", None)
             self.register_parameter("v_proj_weight", None)
         else:
-            self.q_proj_weight = Parameter(ember.empty((embed_dim, embed_dim), **factory))
-            self.k_proj_weight = Parameter(ember.empty((embed_dim, self.kdim), **factory))
-            self.v_proj_weight = Parameter(ember.empty((embed_dim, self.vdim), **factory))
+            self.q_proj_weight = Parameter(ops.empty((embed_dim, embed_dim), **factory))
+            self.k_proj_weight = Parameter(ops.empty((embed_dim, self.kdim), **factory))
+            self.v_proj_weight = Parameter(ops.empty((embed_dim, self.vdim), **factory))
             self.register_parameter("in_proj_weight", None)
         if bias:
-            self.in_proj_bias = Parameter(ember.empty(3 * embed_dim, **factory))
+            self.in_proj_bias = Parameter(ops.empty(3 * embed_dim, **factory))
         else:
             self.register_parameter("in_proj_bias", None)
         self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, **factory)
         if add_bias_kv:
-            self.bias_k = Parameter(ember.empty((1, 1, embed_dim), **factory))
-            self.bias_v = Parameter(ember.empty((1, 1, embed_dim), **factory))
+            self.bias_k = Parameter(ops.empty((1, 1, embed_dim), **factory))
+            self.bias_v = Parameter(ops.empty((1, 1, embed_dim), **factory))
         else:
             self.bias_k = self.bias_v = None
         self.add_zero_attn = add_zero_attn

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import ember
 from ember.nn import init
+from ember.nn._ops import ops
 from ember.nn.functional.embedding_bag import embedding_bag
 from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
@@ -40,7 +40,7 @@ class EmbeddingBag(Module):
                 padding_idx = num_embeddings + padding_idx
         self.padding_idx = padding_idx
         if _weight is None:
-            self.weight = Parameter(ember.empty((num_embeddings, embedding_dim), device=device, dtype=dtype))
+            self.weight = Parameter(ops.empty((num_embeddings, embedding_dim), device=device, dtype=dtype))
             self.reset_parameters()
         else:
             if list(_weight.shape) != [num_embeddings, embedding_dim]:
@@ -53,7 +53,7 @@ class EmbeddingBag(Module):
     def reset_parameters(self) -> None:
         init.normal_(self.weight)
         if self.padding_idx is not None:
-            with ember.no_grad():
+            with ops.no_grad():
                 self.weight[self.padding_idx].fill_(0)
 
     def forward(self, input, offsets=None, per_sample_weights=None):

@@ -11,9 +11,9 @@ from __future__ import annotations
 import math
 import numbers
 
-import ember
 from ember.nn import functional as F
 from ember.nn import init
+from ember.nn._ops import ops
 from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 
@@ -77,7 +77,7 @@ class RNNBase(Module):
                     shapes.append(("weight_hr", (proj_size, hidden_size)))
                 for kind, shape in shapes:
                     name = f"{kind}_l{layer}{suffix}"
-                    setattr(self, name, Parameter(ember.empty(shape, **factory)))
+                    setattr(self, name, Parameter(ops.empty(shape, **factory)))
                     self._flat_weights_names.append(name)
         self.reset_parameters()
 
@@ -123,7 +123,7 @@ class RNNBase(Module):
         return get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh"), get("weight_hr")
 
     def _prepare(self, input, hx, names: str):
-        if not isinstance(input, ember.Tensor):
+        if not isinstance(input, ops.Tensor):
             raise TypeError(f"{type(self).__name__}: expected input to be a Tensor, got {type(input).__name__}")
         if input.dim() not in (2, 3):
             raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got {input.dim()}D instead")
@@ -155,8 +155,8 @@ class RNNBase(Module):
                     state = cell(projected[t], state, w_hh, b_hh, w_hr)
                     seq[t] = state[0]
                 finals.append(state)
-                outputs.append(ember.stack(seq) if seq else projected.new_empty((0, *state[0].shape)))
-            layer_input = outputs[0] if directions == 1 else ember.cat(outputs, dim=2)
+                outputs.append(ops.stack(seq) if seq else projected.new_empty((0, *state[0].shape)))
+            layer_input = outputs[0] if directions == 1 else ops.cat(outputs, dim=2)
             if self.dropout and self.training and layer < self.num_layers - 1:
                 layer_input = F.dropout(layer_input, self.dropout, training=True)
         return layer_input, finals
@@ -195,7 +195,7 @@ class RNN(RNNBase):
         batch = input.shape[1]
         expected = (self.num_layers * directions, batch, self.hidden_size)
         if hx is None:
-            hx = ember.zeros(expected, dtype=input.dtype, device=input.device)
+            hx = ops.zeros(expected, dtype=input.dtype, device=input.device)
         else:
             if batched and hx.dim() != 3:
                 raise RuntimeError(f"For batched 3-D input, hx should also be 3-D but got {hx.dim()}-D tensor")
@@ -204,13 +204,13 @@ class RNN(RNNBase):
             if not batched:
                 hx = hx.unsqueeze(1)
             self._check_hidden(hx, expected, "Expected hidden")
-        act = ember.tanh if self.mode == "RNN_TANH" else ember.relu
+        act = ops.tanh if self.mode == "RNN_TANH" else ops.relu
 
         def cell(x_proj, state, w_hh, b_hh, _):
             return (act(x_proj + F.linear(state[0], w_hh, b_hh)),)
 
         output, finals = self._run(input, [(hx[i],) for i in range(hx.shape[0])], cell)
-        h_n = ember.stack([s[0] for s in finals])
+        h_n = ops.stack([s[0] for s in finals])
         return _finish(self, output, batched), (h_n if batched else h_n.squeeze(1))
 
 
@@ -228,7 +228,7 @@ class GRU(RNNBase):
         batch = input.shape[1]
         expected = (self.num_layers * directions, batch, self.hidden_size)
         if hx is None:
-            hx = ember.zeros(expected, dtype=input.dtype, device=input.device)
+            hx = ops.zeros(expected, dtype=input.dtype, device=input.device)
         else:
             if not batched:
                 hx = hx.unsqueeze(1)
@@ -239,13 +239,13 @@ class GRU(RNNBase):
             h_proj = F.linear(h, w_hh, b_hh)
             x_r, x_z, x_n = x_proj.chunk(3, dim=-1)
             h_r, h_z, h_n = h_proj.chunk(3, dim=-1)
-            r = ember.sigmoid(x_r + h_r)
-            z = ember.sigmoid(x_z + h_z)
-            n = ember.tanh(x_n + r * h_n)
+            r = ops.sigmoid(x_r + h_r)
+            z = ops.sigmoid(x_z + h_z)
+            n = ops.tanh(x_n + r * h_n)
             return ((1 - z) * n + z * h,)
 
         output, finals = self._run(input, [(hx[i],) for i in range(hx.shape[0])], cell)
-        h_n = ember.stack([s[0] for s in finals])
+        h_n = ops.stack([s[0] for s in finals])
         return _finish(self, output, batched), (h_n if batched else h_n.squeeze(1))
 
 
@@ -263,8 +263,8 @@ class LSTM(RNNBase):
         h_shape = (self.num_layers * directions, batch, real_hidden)
         c_shape = (self.num_layers * directions, batch, self.hidden_size)
         if hx is None:
-            h0 = ember.zeros(h_shape, dtype=input.dtype, device=input.device)
-            c0 = ember.zeros(c_shape, dtype=input.dtype, device=input.device)
+            h0 = ops.zeros(h_shape, dtype=input.dtype, device=input.device)
+            c0 = ops.zeros(c_shape, dtype=input.dtype, device=input.device)
         else:
             if not isinstance(hx, tuple | list) or len(hx) != 2:
                 raise RuntimeError("LSTM: hx must be a tuple of (h_0, c_0)")
@@ -286,16 +286,16 @@ class LSTM(RNNBase):
             h, c = state
             gates = x_proj + F.linear(h, w_hh, b_hh)
             i, f, g, o = gates.chunk(4, dim=-1)
-            c = ember.sigmoid(f) * c + ember.sigmoid(i) * ember.tanh(g)
-            h = ember.sigmoid(o) * ember.tanh(c)
+            c = ops.sigmoid(f) * c + ops.sigmoid(i) * ops.tanh(g)
+            h = ops.sigmoid(o) * ops.tanh(c)
             if w_hr is not None:
                 h = F.linear(h, w_hr)
             return h, c
 
         initial = [(h0[i], c0[i]) for i in range(h0.shape[0])]
         output, finals = self._run(input, initial, cell)
-        h_n = ember.stack([s[0] for s in finals])
-        c_n = ember.stack([s[1] for s in finals])
+        h_n = ops.stack([s[0] for s in finals])
+        c_n = ops.stack([s[1] for s in finals])
         if not batched:
             h_n, c_n = h_n.squeeze(1), c_n.squeeze(1)
         return _finish(self, output, batched), (h_n, c_n)

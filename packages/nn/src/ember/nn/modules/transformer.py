@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import copy
 
-import ember
 from ember.nn import functional as F
+from ember.nn._ops import ops
 from ember.nn.modules.attention import MultiheadAttention
 from ember.nn.modules.container import ModuleList
 from ember.nn.modules.dropout import Dropout
@@ -34,8 +34,8 @@ def _clones(module: Module, count: int) -> ModuleList:
 
 def generate_square_subsequent_mask(size: int, device=None, dtype=None):
     """A float mask with -inf above the diagonal: position i attends to positions up to i."""
-    dtype = ember.float32 if dtype is None else dtype
-    return ember.triu(ember.full((size, size), float("-inf"), dtype=dtype, device=device), diagonal=1)
+    dtype = ops.float32 if dtype is None else dtype
+    return ops.triu(ops.full((size, size), float("-inf"), dtype=dtype, device=device), diagonal=1)
 
 
 class TransformerEncoderLayer(Module):
