@@ -338,6 +338,8 @@ def empty(shape: tuple, dtype: D.dtype, dev: device, stride: tuple | None = None
 
 def from_array(array: np.ndarray, dtype: D.dtype | None = None) -> Tensor:
     """A CPU tensor owning a fresh C-contiguous array (a kernel's result); no copy when possible."""
+    if type(array) is not np.ndarray:
+        array = np.asarray(array)  # NumPy gives scalars for 0-d results; views need a buffer to share
     if dtype is None:
         dtype = D.from_numpy_dtype(array.dtype)
     elif array.dtype != dtype.np:
