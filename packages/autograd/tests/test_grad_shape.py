@@ -276,3 +276,48 @@ def test_ops_without_derivative_in_pytorch_raise_at_backward():
             assert out.requires_grad
             with pytest.raises(RuntimeError, match=f"derivative for aten::{name} is not implemented"):
                 out.sum().backward()
+
+
+# -- double backward: the formulas are themselves differentiable ----------------------------------
+
+TWICE = {
+    "index": (lambda lib, x: x[_long(lib, [2, 0, 2])], (3, 4)),
+    "index_put_accumulate": (
+        lambda lib, x: lib.zeros(3, 4, dtype=lib.float64).index_put((_long(lib, [1, 1]),), x[:2], True),
+        (3, 4),
+    ),
+    "gather": (lambda lib, x: x.gather(1, _long(lib, [[0, 0], [3, 1], [2, 2]])), (3, 4)),
+    "index_select": (lambda lib, x: x.index_select(0, _long(lib, [2, 2, 1])), (3, 4)),
+    "take": (lambda lib, x: x.take(_long(lib, [0, 0, 5])), (3, 4)),
+    "masked_select": (lambda lib, x: x.masked_select(lib.tensor([True, False, True, True])), (3, 4)),
+    "cat_split": (lambda lib, x: lib.cat(x.split([1, 3], 1)[::-1], 1), (3, 4)),
+    "unfold": (lambda lib, x: x.unfold(1, 2, 1), (3, 4)),
+    "as_strided_overlapping": (lambda lib, x: x.as_strided((3, 3), (1, 1), 1), (3, 4)),
+    "diagonal": (lambda lib, x: x.diagonal(1), (3, 4)),
+    "select_view": (lambda lib, x: x[1], (3, 4)),
+    "repeat": (lambda lib, x: x.repeat(2, 1), (3, 4)),
+    "scatter_reduce_mean": (
+        lambda lib, x: x.scatter_reduce(1, _long(lib, [[0, 0], [1, 1], [3, 0]]), x[:, :2] * 2, "mean"),
+        (3, 4),
+    ),
+    "scatter_reduce_amax": (
+        lambda lib, x: x.scatter_reduce(1, _long(lib, [[0, 0], [1, 1], [3, 0]]), x[:, 2:] * 2, "amax"),
+        (3, 4),
+    ),
+}
+
+
+@needs_torch
+@pytest.mark.parametrize("name", sorted(TWICE))
+def test_double_backward_matches_pytorch(name):
+    fn, shape = TWICE[name]
+    results = []
+    for lib in (ember, torch):
+        x = _leaves(lib, [shape])[0]
+        out = fn(lib, x)
+        weights = lib.tensor(np.random.default_rng(9).standard_normal(tuple(out.shape)), dtype=lib.float64)
+        (g,) = lib.autograd.grad((out.sin() * weights).sum(), [x], create_graph=True)
+        (h,) = lib.autograd.grad((g * g).sum(), [x])
+        results.append((g.detach().numpy(), h.numpy()))
+    for a, b in zip(*results, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12, err_msg=name)
