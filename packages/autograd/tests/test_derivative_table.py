@@ -78,7 +78,6 @@ PENDING = frozenset(
         "aten.normal.Tensor_float",
         "aten.normal.float_Tensor",
         "aten.normal_.default",
-        "aten.nuclear_norm.dim",
         "aten.one_hot.default",
         "aten.permute.default",
         "aten.put.default",

@@ -338,3 +338,32 @@ def test_saved_outputs_keep_their_subclass():
     assert alias._storage is base._storage
     unpacked = SavedTensor(t, is_output=True).unpack(None)
     assert type(unpacked) is _Tagged and unpacked.tag == "batch dim 0" and unpacked.requires_grad
+
+
+# -- the nuclear norm and the SVD ------------------------------------------------------------------
+
+A3 = RNG.standard_normal((2, 4, 3))
+
+
+def test_nuclear_norm():
+    check(lambda lib, t: lib.norm(t, "nuc"), A3[0])
+    check(lambda lib, t: lib.norm(t, "nuc", dim=(0, 2)), A3)
+    check(lambda lib, t: lib.norm(t, "nuc", dim=(-1, 1), keepdim=True), A3)
+    check(lambda lib, t: lib.norm(t, "nuc"), A3[0].T.copy())
+
+
+def test_nuclear_norm_of_complex_matrices():
+    a = A3[0] + 1j * A3[1]
+    grads = []
+    for lib in (ember, torch):
+        t = lib.tensor(a.astype(np.complex64), requires_grad=True)
+        (g,) = lib.autograd.grad(lib.norm(t, "nuc"), t)
+        grads.append(g.numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-4, atol=1e-5)
+
+
+def test_svd_through_the_vectors_of_complex_matrices_is_refused():
+    t = ember.tensor((A3[0] + 1j * A3[1]).astype(np.complex64), requires_grad=True)
+    U = ember.linalg.svd(t, full_matrices=False).U
+    with pytest.raises(NotImplementedError, match="_linalg_svd through U or Vh"):
+        ember.autograd.grad(U.abs().sum(), t)

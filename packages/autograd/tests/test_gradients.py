@@ -73,7 +73,6 @@ PENDING_GRAD = frozenset(
         "nn.functional.max_pool2d",
         "nn.functional.pad",
         "nn.functional.pools_channels_last",
-        "norm",
         "put",
         "roll",
         "scatter",

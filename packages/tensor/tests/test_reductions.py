@@ -260,8 +260,9 @@ def test_return_types_match_pytorchs_fields():
     import ember.return_types as ours_module
 
     for name in ours_module.__all__:
-        ours = getattr(ours_module, name)("first", "second")
-        theirs = getattr(torch.return_types, name)(("first", "second"))
+        values = tuple(f"value {i}" for i in range(len(getattr(ours_module, name)._fields)))
+        ours = getattr(ours_module, name)(*values)
+        theirs = getattr(torch.return_types, name)(values)
         assert theirs.n_fields == len(ours._fields), name
         for field in ours._fields:
             assert getattr(ours, field) == getattr(theirs, field), (name, field)

@@ -15,6 +15,7 @@ from ember.autograd.registry import derivative
 from ember.core import dtypes as D
 from ember.core.api import functions
 from ember.core.dispatch import ops
+from ember.core.layout import normalize_dim
 
 aten = ops.aten
 
@@ -49,3 +50,16 @@ def _vector_norm(grad, self, ord, dim, keepdim, result, **_):
         return scaled * grad * norm.pow(1 - p)
     scaled = sgn(self) * self.abs().pow(p - 1) if p < 2.0 else self * self.abs().pow(p - 2)
     return scaled * where(norm == 0, 0.0, grad / norm.pow(p - 1))
+
+
+@derivative(aten.nuclear_norm.dim, save=("self",))
+def _nuclear_norm(grad, self, dim, keepdim, **_):
+    # The sum of the singular values of the matrices over ``dim``: U @ Vh per matrix, scaled by grad.
+    first, second = (normalize_dim(d, self.ndim) for d in dim)
+    matrices = self.movedim((first, second), (-2, -1))
+    U, S, Vh = aten._linalg_svd.default(matrices, False, True)
+    grad = restore(grad, self.shape, [first, second], keepdim).movedim((first, second), (-2, -1))
+    gS = grad.squeeze(-1).expand(S.shape)
+    from ember.autograd.derivatives.svd import svd_backward
+
+    return svd_backward(None, gS, None, U, S, Vh).movedim((-2, -1), (first, second))
