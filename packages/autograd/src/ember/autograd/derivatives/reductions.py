@@ -9,7 +9,7 @@ a graph is being built, so that the second derivative is right too).
 from __future__ import annotations
 
 from ember.autograd.derivatives.pointwise_common import conj
-from ember.autograd.derivatives.reduction_common import count, expand_back, restore
+from ember.autograd.derivatives.reduction_common import count, expand_back, restore, values_readable
 from ember.autograd.grad_mode import state
 from ember.autograd.registry import derivative, nondifferentiable
 from ember.core.api import functions
@@ -86,6 +86,8 @@ def _prod(grad, self, result, **_):
     if self.ndim == 0:
         return grad
     x = self.to(grad.dtype)
+    if not values_readable(x):
+        return (grad * conj(_exclusive_products(x.reshape(-1), 0))).reshape(x.shape)
     zeros = int((x == 0).sum().item())
     if zeros == 0:
         return grad * conj(result / x)
@@ -101,7 +103,7 @@ def _prod_dim(grad, self, dim, keepdim, result, **_):
     x = self.to(grad.dtype)
     dim = normalize_dim(dim, x.ndim)
     grad = restore(grad, x.shape, dim, keepdim)
-    if not bool((x == 0).any().item()):
+    if values_readable(x) and not bool((x == 0).any().item()):
         return grad * conj(restore(result, x.shape, dim, keepdim) / x)
     return grad * conj(_exclusive_products(x, dim))
 
