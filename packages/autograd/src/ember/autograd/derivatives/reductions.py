@@ -9,7 +9,13 @@ a graph is being built, so that the second derivative is right too).
 from __future__ import annotations
 
 from ember.autograd.derivatives.pointwise_common import conj
-from ember.autograd.derivatives.reduction_common import count, expand_back, restore, values_readable
+from ember.autograd.derivatives.reduction_common import (
+    count,
+    expand_back,
+    reduced_dims,
+    restore,
+    values_readable,
+)
 from ember.autograd.grad_mode import state
 from ember.autograd.registry import derivative, nondifferentiable
 from ember.core.api import functions
@@ -48,14 +54,8 @@ def _nansum(grad, self, dim, keepdim, **_):
 def _nanmean(grad, self, dim, keepdim, **_):
     # nanmean is nansum / (number of non-NaN elements): a slice of NaNs only gets NaN, as in PyTorch.
     present = self.isnan().logical_not()
-    counts = present.sum(_dims(self, dim), keepdim=True)
+    counts = present.sum(list(reduced_dims(self.ndim, dim)), keepdim=True)
     return (restore(grad, self.shape, dim, keepdim) / counts) * present
-
-
-def _dims(t, dim) -> list:
-    if dim is None or (not isinstance(dim, int) and len(dim) == 0):
-        return list(range(t.ndim))
-    return [dim] if isinstance(dim, int) else list(dim)
 
 
 @derivative(aten.logsumexp.default, save=("self", "result"))
