@@ -100,8 +100,10 @@ def _linalg_svd_decomposition(A: Tensor, full_matrices: bool = True, *, driver=N
 
 @svdvals_op.register_decomposition
 def _svdvals_decomposition(A: Tensor, *, driver=None) -> Tensor:
-    # The vectors are computed only where a gradient will need them, as PyTorch does.
-    return svd_op(A, False, bool(A.requires_grad), driver=driver)[1]
+    # The vectors are computed only where a gradient will need them (reverse or forward mode), as
+    # PyTorch does.
+    needs_vectors = bool(A.requires_grad) or getattr(A, "_fw_grad", None) is not None
+    return svd_op(A, False, needs_vectors, driver=driver)[1]
 
 
 def svd(A, full_matrices=True, *, driver=None, out=None):
