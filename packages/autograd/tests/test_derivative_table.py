@@ -17,7 +17,6 @@ PENDING = frozenset(
         "aten._upsample_nearest_exact1d.default",
         "aten._upsample_nearest_exact2d.default",
         "aten.native_group_norm.default",
-        "aten.nuclear_norm.dim",
         "aten.upsample_bilinear2d.default",
         "aten.upsample_nearest1d.default",
         "aten.upsample_nearest2d.default",

@@ -338,3 +338,88 @@ def test_saved_outputs_keep_their_subclass():
     assert alias._storage is base._storage
     unpacked = SavedTensor(t, is_output=True).unpack(None)
     assert type(unpacked) is _Tagged and unpacked.tag == "batch dim 0" and unpacked.requires_grad
+
+
+# -- the nuclear norm and the SVD ------------------------------------------------------------------
+
+A3 = RNG.standard_normal((2, 4, 3))
+
+
+def test_nuclear_norm():
+    check(lambda lib, t: lib.norm(t, "nuc"), A3[0])
+    check(lambda lib, t: lib.norm(t, "nuc", dim=(0, 2)), A3)
+    check(lambda lib, t: lib.norm(t, "nuc", dim=(-1, 1), keepdim=True), A3)
+    check(lambda lib, t: lib.norm(t, "nuc"), A3[0].T.copy())
+
+
+def test_nuclear_norm_of_complex_matrices():
+    a = A3[0] + 1j * A3[1]
+    grads = []
+    for lib in (ember, torch):
+        t = lib.tensor(a.astype(np.complex64), requires_grad=True)
+        (g,) = lib.autograd.grad(lib.norm(t, "nuc"), t)
+        grads.append(g.numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-4, atol=1e-5)
+
+
+def test_svd_through_the_vectors_of_complex_matrices_is_refused():
+    t = ember.tensor((A3[0] + 1j * A3[1]).astype(np.complex64), requires_grad=True)
+    U = ember.linalg.svd(t, full_matrices=False).U
+    with pytest.raises(NotImplementedError, match="_linalg_svd through U or Vh"):
+        ember.autograd.grad(U.abs().sum(), t)
+
+
+# -- paths that read no values: tensor subclasses and the meta device ------------------------------
+
+
+def _tagged_leaf(array):
+    """A leaf of a plain subclass: formulas cannot read its values (as for a vmap batch)."""
+    t = shallow(ember.tensor(array))
+    t.__class__ = _Tagged
+    t.requires_grad = True
+    return t
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda lib, t: t.prod(),
+        lambda lib, t: t.prod(1),
+        lambda lib, t: t.cumprod(1),
+        lambda lib, t: t.cumprod(0),
+        lambda lib, t: t.max(),
+        lambda lib, t: t.median(),
+        lambda lib, t: t.nanmedian(),
+    ],
+)
+@pytest.mark.parametrize("values", [TIES, np.array([[1.5, 0.0, 2.0], [0.0, 0.0, 3.0]]), np.array([[1.0, NAN, NAN]])])
+def test_subclass_inputs_take_the_value_independent_path(fn, values):
+    x = _tagged_leaf(values)
+    out = fn(ember, x)
+    cot = np.random.default_rng(0).standard_normal(tuple(out.shape))
+    (ours,) = ember.autograd.grad(out, x, ember.tensor(cot))
+    t = torch.tensor(values, requires_grad=True)
+    (theirs,) = torch.autograd.grad(fn(torch, t), t, torch.tensor(cot))
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-10, atol=1e-12, equal_nan=True)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda t: t.prod(),
+        lambda t: t.prod(1),
+        lambda t: t.cumprod(1),
+        lambda t: t.max(),
+        lambda t: t.median(),
+        lambda t: t.amax(1),
+        lambda t: t.max(1)[0],
+        lambda t: t.sort(1)[0],
+        lambda t: ember.var_mean(t, 1)[0],
+        lambda t: ember.linalg.vector_norm(t, 3, dim=0),
+    ],
+)
+def test_gradients_on_the_meta_device(fn):
+    x = ember.empty((2, 3), dtype=ember.float64, device="meta", requires_grad=True)
+    out = fn(x)
+    (g,) = ember.autograd.grad(out, x, ember.empty(out.shape, dtype=ember.float64, device="meta"))
+    assert g.device.type == "meta" and tuple(g.shape) == (2, 3) and g.dtype == ember.float64

@@ -23,7 +23,6 @@ PENDING_GRAD = frozenset(
         "F.cosine_similarity",
         "F.group_norm",
         "nn.functional.interpolate",
-        "norm",
     }
 )
 _PENDING = pytest.mark.xfail(strict=True, reason="the derivative of an op it calls is not written yet")

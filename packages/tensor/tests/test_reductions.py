@@ -168,6 +168,22 @@ def test_var_warns_when_degrees_of_freedom_run_out():
 
 
 @needs_torch
+@pytest.mark.parametrize("name", ["var", "std", "var_mean", "std_mean"])
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_degrees_of_freedom_warning_names_the_op_and_the_callers_line(name, requires_grad):
+    ours_x, theirs_x = pair(np.ones((2, 3), np.float32))
+    found = []
+    for lib, x in ((ember, ours_x), (torch, theirs_x)):
+        x.requires_grad_(requires_grad)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            getattr(lib, name)(x, 1, correction=3)
+        (warning,) = caught
+        found.append((str(warning.message).split(":")[0], warning.filename))
+    assert found[0] == found[1] == (f"{name}()", __file__)
+
+
+@needs_torch
 def test_half_precision_sums_accumulate_in_float32():
     # 4096 * 0.1 in float16 steps would stall at 256; PyTorch and we accumulate in float32.
     array = np.full((4096,), 0.1, np.float16)
@@ -260,8 +276,9 @@ def test_return_types_match_pytorchs_fields():
     import ember.return_types as ours_module
 
     for name in ours_module.__all__:
-        ours = getattr(ours_module, name)("first", "second")
-        theirs = getattr(torch.return_types, name)(("first", "second"))
+        values = tuple(f"value {i}" for i in range(len(getattr(ours_module, name)._fields)))
+        ours = getattr(ours_module, name)(*values)
+        theirs = getattr(torch.return_types, name)(values)
         assert theirs.n_fields == len(ours._fields), name
         for field in ours._fields:
             assert getattr(ours, field) == getattr(theirs, field), (name, field)

@@ -18,6 +18,7 @@ _FIELDS = {
     "mode": ("values", "indices"),
     "median": ("values", "indices"),
     "nanmedian": ("values", "indices"),
+    "linalg_svd": ("U", "S", "Vh"),
 }
 
 

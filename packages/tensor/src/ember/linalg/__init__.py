@@ -1,5 +1,6 @@
-"""``ember.linalg``: linear algebra. The tensor core provides the vector norm."""
+"""``ember.linalg``: linear algebra. The tensor core provides the vector norm and the SVD."""
 
 from ember.core.families.norms import vector_norm
+from ember.core.families.svd import svd, svdvals
 
-__all__ = ["vector_norm"]
+__all__ = ["svd", "svdvals", "vector_norm"]

@@ -4,6 +4,8 @@
 ord 1 gives ``sgn(x)``; ord 2 gives ``x / norm`` (0 where the norm is 0); ord +-inf splits the
 gradient among the elements whose magnitude is the result (and the NaNs); other orders give
 ``sgn(x) |x|^(p-1) / norm^(p-1)``, with 0 where the norm is 0 (p > 1) or where x is 0 (p < 1).
+``nuclear_norm`` (the sum of singular values) goes through the SVD's derivative: ``U @ Vh`` per
+matrix, times the gradient.
 """
 
 from __future__ import annotations
@@ -11,10 +13,12 @@ from __future__ import annotations
 import math
 
 from ember.autograd.derivatives.reduction_common import reduced_dims, restore
+from ember.autograd.derivatives.svd import svd_backward
 from ember.autograd.registry import derivative
 from ember.core import dtypes as D
 from ember.core.api import functions
 from ember.core.dispatch import ops
+from ember.core.layout import normalize_dim
 
 aten = ops.aten
 
@@ -49,3 +53,14 @@ def _vector_norm(grad, self, ord, dim, keepdim, result, **_):
         return scaled * grad * norm.pow(1 - p)
     scaled = sgn(self) * self.abs().pow(p - 1) if p < 2.0 else self * self.abs().pow(p - 2)
     return scaled * where(norm == 0, 0.0, grad / norm.pow(p - 1))
+
+
+@derivative(aten.nuclear_norm.dim, save=("self",))
+def _nuclear_norm(grad, self, dim, keepdim, **_):
+    # The sum of the singular values of the matrices over ``dim``: U @ Vh per matrix, scaled by grad.
+    first, second = (normalize_dim(d, self.ndim) for d in dim)
+    matrices = self.movedim((first, second), (-2, -1))
+    U, S, Vh = aten._linalg_svd.default(matrices, False, True)
+    grad = restore(grad, self.shape, [first, second], keepdim).movedim((first, second), (-2, -1))
+    gS = grad.squeeze(-1).expand(S.shape)
+    return svd_backward(None, gS, None, U, S, Vh).movedim((-2, -1), (first, second))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ember.core.api import functions
 from ember.core.layout import normalize_dim
+from ember.core.tensor import Tensor
 
 
 def reduced_dims(ndim: int, dim) -> tuple[int, ...]:
@@ -54,9 +55,19 @@ def expand_back(grad, shape, dim, keepdim: bool):
     return restore(grad, shape, dim, keepdim).expand(tuple(shape))
 
 
+def values_readable(*tensors) -> bool:
+    """Whether a formula may read values (``.item()``) to choose its path. Not on the meta device
+    (no values) nor for tensor subclasses (a vmap batch has one value per lane): there the formulas
+    take the path that holds for every value, as PyTorch's do for subclasses."""
+    return all(type(t) is Tensor and t.device.type != "meta" for t in tensors if t is not None)
+
+
 def evenly_distribute(grad, input, value):
     """``grad`` of a reduction to one value (max, median): split evenly among the elements equal to
     it, or among the NaNs when the value is NaN, as PyTorch does."""
+    if not values_readable(grad, input, value):
+        mask = (input == value).logical_or(input.isnan().logical_and(value.isnan()))
+        return mask * (grad / mask.sum())
     mask = input.isnan() if bool(value.isnan().item()) else input == value
     return functions["where"](mask, grad / mask.sum(), 0.0)
 

@@ -9,7 +9,13 @@ a graph is being built, so that the second derivative is right too).
 from __future__ import annotations
 
 from ember.autograd.derivatives.pointwise_common import conj
-from ember.autograd.derivatives.reduction_common import count, expand_back, restore
+from ember.autograd.derivatives.reduction_common import (
+    count,
+    expand_back,
+    reduced_dims,
+    restore,
+    values_readable,
+)
 from ember.autograd.grad_mode import state
 from ember.autograd.registry import derivative, nondifferentiable
 from ember.core.api import functions
@@ -48,14 +54,8 @@ def _nansum(grad, self, dim, keepdim, **_):
 def _nanmean(grad, self, dim, keepdim, **_):
     # nanmean is nansum / (number of non-NaN elements): a slice of NaNs only gets NaN, as in PyTorch.
     present = self.isnan().logical_not()
-    counts = present.sum(_dims(self, dim), keepdim=True)
+    counts = present.sum(list(reduced_dims(self.ndim, dim)), keepdim=True)
     return (restore(grad, self.shape, dim, keepdim) / counts) * present
-
-
-def _dims(t, dim) -> list:
-    if dim is None or (not isinstance(dim, int) and len(dim) == 0):
-        return list(range(t.ndim))
-    return [dim] if isinstance(dim, int) else list(dim)
 
 
 @derivative(aten.logsumexp.default, save=("self", "result"))
@@ -86,6 +86,8 @@ def _prod(grad, self, result, **_):
     if self.ndim == 0:
         return grad
     x = self.to(grad.dtype)
+    if not values_readable(x):
+        return (grad * conj(_exclusive_products(x.reshape(-1), 0))).reshape(x.shape)
     zeros = int((x == 0).sum().item())
     if zeros == 0:
         return grad * conj(result / x)
@@ -101,7 +103,7 @@ def _prod_dim(grad, self, dim, keepdim, result, **_):
     x = self.to(grad.dtype)
     dim = normalize_dim(dim, x.ndim)
     grad = restore(grad, x.shape, dim, keepdim)
-    if not bool((x == 0).any().item()):
+    if values_readable(x) and not bool((x == 0).any().item()):
         return grad * conj(restore(result, x.shape, dim, keepdim) / x)
     return grad * conj(_exclusive_products(x, dim))
 

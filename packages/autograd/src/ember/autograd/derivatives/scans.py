@@ -7,12 +7,14 @@ the first zero gets the product before it times the products after it up to the 
 later elements get nothing; linear in the dim's length. That form is exact but its own derivative
 misses how the later elements depend on the first zero, so when a graph is being built (double
 backward) every element's product of the others is formed explicitly instead, an n-by-n table per
-slice, as PyTorch does in that case.
+slice, as PyTorch does in that case; so it is on the meta device and for tensor subclasses, where
+no value can be read to choose.
 """
 
 from __future__ import annotations
 
 from ember.autograd.derivatives.pointwise_common import conj
+from ember.autograd.derivatives.reduction_common import values_readable
 from ember.autograd.grad_mode import state
 from ember.autograd.registry import derivative
 from ember.core import dtypes as D
@@ -43,6 +45,8 @@ def _cumprod(grad, self, dim, result, **_):
     dim = normalize_dim(dim, self.ndim)
     if self.shape[dim] == 1:
         return grad
+    if not values_readable(grad, self, result):
+        return _with_zeros_differentiable(grad, self, dim)
     is_zero = self == 0
     if not bool(is_zero.any().item()):
         return reversed_cumsum(result * grad, dim) / conj(self)

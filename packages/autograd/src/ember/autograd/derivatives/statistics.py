@@ -47,8 +47,11 @@ def var_backward(grad, self, dim, correction, keepdim: bool):
 
 
 def std_backward(result, grad, self, dim, correction, keepdim: bool):
-    # d std = d var / (2 std); where std is 0 the gradient is 0, as in PyTorch.
-    grad_var = functions["where"](result == 0, 0.0, grad / (result * 2))
+    # d std = d var / (2 std); where std is 0 the gradient is 0, as in PyTorch. The division is by a
+    # safe denominator there, so that differentiating this (double backward, forward mode through
+    # the transpose) meets no 0/0 in the discarded branch.
+    where, zero = functions["where"], result == 0
+    grad_var = where(zero, 0.0, grad / where(zero, 1.0, result * 2))
     return var_backward(grad_var, self, dim, correction, keepdim)
 
 

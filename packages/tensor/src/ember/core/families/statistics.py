@@ -10,6 +10,7 @@ are accepted.
 
 from __future__ import annotations
 
+import sys
 import warnings
 
 import numpy as np
@@ -36,6 +37,15 @@ def _correction(correction) -> float:
     return float(correction)
 
 
+def _caller_level() -> int:
+    """The ``stacklevel`` of the first frame outside Ember (the dispatcher, and autograd when it
+    records, add frames of their own), so that the warning names the caller's line as PyTorch's do."""
+    frame, level = sys._getframe(2), 2
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("ember."):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def _moments(self: Tensor, dim, correction, keepdim: bool, with_mean: bool, root: bool):
     if self.dtype.category < D.FLOATING:
         raise RuntimeError("std and var only support floating point and complex dtypes")
@@ -43,10 +53,10 @@ def _moments(self: Tensor, dim, correction, keepdim: bool, with_mean: bool, root
     c = _correction(correction)
     if p.count - c <= 0:
         warnings.warn(
-            "var(): degrees of freedom is <= 0. Correction should be strictly less than the reduction factor "
-            "(input numel divided by output numel).",
+            f"{'std' if root else 'var'}{'_mean' if with_mean else ''}(): degrees of freedom is <= 0. Correction "
+            "should be strictly less than the reduction factor (input numel divided by output numel).",
             UserWarning,
-            stacklevel=4,
+            stacklevel=_caller_level(),
         )
     real = self.dtype.to_real()
     if self._array is None:
