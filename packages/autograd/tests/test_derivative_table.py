@@ -12,8 +12,6 @@ from ember.core.dispatch import define, undefine
 # must leave it (test_pending_ops_are_still_missing fails otherwise).
 PENDING = frozenset(
     {
-        "aten._native_batch_norm_legit.default",
-        "aten._native_batch_norm_legit.no_stats",
         "aten._unique2.default",
         "aten._upsample_nearest_exact1d.default",
         "aten._upsample_nearest_exact2d.default",
@@ -80,7 +78,6 @@ PENDING = frozenset(
         "aten.nanmedian.dim",
         "aten.nansum.default",
         "aten.narrow.default",
-        "aten.native_group_norm.default",
         "aten.nonzero.default",
         "aten.nonzero_numpy.default",
         "aten.nonzero_static.default",

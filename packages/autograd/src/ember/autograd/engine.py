@@ -56,7 +56,7 @@ def _graph(roots: list) -> dict:
     """Incoming edge count of every node reachable from ``roots``."""
     deps: dict = {}
     seen = set()
-    stack = [node for node in roots if node is not None]
+    stack = list(dict.fromkeys(node for node in roots if node is not None))  # two outputs of one node: one root
     for node in stack:
         seen.add(node)
     while stack:
