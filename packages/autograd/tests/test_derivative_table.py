@@ -13,8 +13,6 @@ from ember.core.dispatch import define, undefine
 PENDING = frozenset(
     {
         "aten._unique2.default",
-        "aten._upsample_nearest_exact1d.default",
-        "aten._upsample_nearest_exact2d.default",
         "aten.all.default",
         "aten.all.dim",
         "aten.all.dims",
@@ -140,9 +138,6 @@ PENDING = frozenset(
         "aten.unique_consecutive.default",
         "aten.unique_dim.default",
         "aten.unsqueeze.default",
-        "aten.upsample_bilinear2d.default",
-        "aten.upsample_nearest1d.default",
-        "aten.upsample_nearest2d.default",
         "aten.var.correction",
         "aten.var_mean.correction",
         "aten.view.dtype",

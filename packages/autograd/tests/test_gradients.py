@@ -70,7 +70,6 @@ PENDING_GRAD = frozenset(
         "nn.functional.conv2d",
         "nn.functional.conv2d_channels_last",
         "nn.functional.conv_transpose2d",
-        "nn.functional.interpolate",
         "nn.functional.linear",
         "nn.functional.pools_channels_last",
         "norm",
