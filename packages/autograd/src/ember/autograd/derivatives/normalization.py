@@ -8,7 +8,9 @@ the one of a normalization with batch statistics::
 
 (means over the normalized set), and ``dweight = sum(grad * x_hat)``, ``dbias = sum(grad)`` over
 everything but the weight's dims. Batch norm in evaluation normalizes with the running statistics,
-which are constants: ``dx = grad * weight * rstd``. Half inputs compute in float32.
+which are constants: ``dx = grad * weight * rstd``. Half inputs compute in float32. When the
+backward is itself recorded (double backward), the statistics are recomputed from the input with
+core ops, so that their dependence on it is differentiated too.
 
 As in PyTorch, the statistics outputs of layer and batch norm carry no gradient while group norm's
 do (``d mean / dx = 1 / D``, ``d rstd / dx = -rstd^2 * x_hat / D`` over a group of ``D`` elements),
@@ -17,6 +19,7 @@ and batch norm refuses running statistics that require grad.
 
 from __future__ import annotations
 
+from ember.autograd.grad_mode import state
 from ember.autograd.registry import derivative
 from ember.core import dtypes as D
 from ember.core.dispatch import ops
@@ -26,6 +29,16 @@ aten = ops.aten
 
 def _wide(t):
     return t.to(D.float32) if t is not None and t.dtype in (D.float16, D.bfloat16) else t
+
+
+def _statistics(x, dims, eps: float, mean, rstd):
+    """The saved statistics; recomputed from ``x`` when the backward is itself recorded (double
+    backward), since the saved ones carry no history of ``x``."""
+    if not (state.enabled and x.requires_grad):
+        return mean, rstd
+    mean = x.mean(dims, keepdim=True)
+    centered = x - mean
+    return mean, ((centered * centered).mean(dims, keepdim=True) + eps).rsqrt()
 
 
 def _normalized_grad(grad, x_hat, rstd, weight_view, dims):
@@ -46,10 +59,11 @@ def _native_layer_norm(grad, input, normalized_shape, weight, bias, eps, result,
     dims = list(range(axis, input.ndim))
     outer = list(range(axis))
     x, g, w = _wide(input), _wide(grad), _wide(weight)
-    x_hat = (x - _wide(result[1])) * _wide(result[2])
+    mean, rstd = _statistics(x, dims, eps, _wide(result[1]), _wide(result[2]))
+    x_hat = (x - mean) * rstd
     g_input = g_weight = g_bias = None
     if needs[0]:
-        g_input = _normalized_grad(g, x_hat, _wide(result[2]), w, dims)
+        g_input = _normalized_grad(g, x_hat, rstd, w, dims)
     if needs[1]:
         g_weight = (g * x_hat).sum(outer) if outer else g * x_hat
     if needs[2]:
@@ -61,8 +75,7 @@ def _native_layer_norm(grad, input, normalized_shape, weight, bias, eps, result,
 def _native_group_norm(grads, input, weight, bias, N, C, HxW, group, eps, result, needs, **_):
     grad, grad_mean, grad_rstd = grads
     x = _wide(input).reshape(N, group, (C // group) * HxW)
-    mean = _wide(result[1]).reshape(N, group, 1)
-    rstd = _wide(result[2]).reshape(N, group, 1)
+    mean, rstd = _statistics(x, [2], eps, _wide(result[1]).reshape(N, group, 1), _wide(result[2]).reshape(N, group, 1))
     x_hat = (x - mean) * rstd
     count = (C // group) * HxW
     g_input = g_weight = g_bias = None
@@ -105,7 +118,7 @@ def _batch_norm_grads(grad, input, weight, running_mean, running_var, training, 
     x, g = _wide(input), _wide(grad)
     w = None if weight is None else _wide(weight).reshape(view)
     if training:
-        mean, rstd = _wide(result[1]).reshape(view), _wide(result[2]).reshape(view)
+        mean, rstd = _statistics(x, dims, eps, _wide(result[1]).reshape(view), _wide(result[2]).reshape(view))
     else:
         mean = _wide(running_mean).reshape(view)
         rstd = (_wide(running_var).reshape(view) + eps).rsqrt()
