@@ -12,14 +12,6 @@ from ember.core.dispatch import define, undefine
 # must leave it (test_pending_ops_are_still_missing fails otherwise).
 PENDING = frozenset(
     {
-        "aten._native_batch_norm_legit.default",
-        "aten._native_batch_norm_legit.no_stats",
-        "aten._upsample_nearest_exact1d.default",
-        "aten._upsample_nearest_exact2d.default",
-        "aten.native_group_norm.default",
-        "aten.upsample_bilinear2d.default",
-        "aten.upsample_nearest1d.default",
-        "aten.upsample_nearest2d.default",
     }
 )
 

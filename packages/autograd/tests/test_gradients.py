@@ -19,10 +19,7 @@ RANDOM = {op.name for op in importlib.import_module("opinfo_random").OPS} if "op
 # passes must leave the list).
 PENDING_GRAD = frozenset(
     {
-        "F.batch_norm",
         "F.cosine_similarity",
-        "F.group_norm",
-        "nn.functional.interpolate",
     }
 )
 _PENDING = pytest.mark.xfail(strict=True, reason="the derivative of an op it calls is not written yet")

@@ -71,6 +71,7 @@ class _Plan:
         "positional",
         "saved_positions",
         "saved_slots",
+        "saved_written",
         "simple",
         "tensor_positions",
         "tensor_slots",
@@ -92,6 +93,12 @@ class _Plan:
             )
             self.saved_slots = tuple(
                 (a.name, position.get(a.name, -1)) for a in schema.arguments if a.name in entry.save
+            )
+            # Saved arguments the op itself writes (batch norm's running statistics): saved as it leaves them.
+            self.saved_written = tuple(
+                (a.name, position.get(a.name, -1))
+                for a in schema.arguments
+                if a.name in entry.save and a.is_write and not self.inplace
             )
             # Every tensor argument positional and none a list: ``record`` takes its quick path. Ops
             # that refuse some argument check it on the general path.
@@ -400,6 +407,8 @@ def _run_and_record(plan, args, kwargs, call_below, stored, stored_kw, edges, me
         return result
 
     result = call_below(args, kwargs)
+    if plan.saved_written:
+        _resync_written(node, plan)
     if type(result) is Tensor:
         if result.dtype.category >= _FLOATING and (target is not None or not _is_input(result, args)):
             result.grad_fn = node
@@ -429,6 +438,14 @@ def _run_and_record(plan, args, kwargs, call_below, stored, stored_kw, edges, me
     if save_result:
         _save_result(node, outputs)
     return result
+
+
+def _resync_written(node: OpNode, plan: _Plan) -> None:
+    """The version a written argument is checked against is the one the op's own write left."""
+    for name, pos in plan.saved_written:
+        value = node.args[pos] if 0 <= pos < len(node.args) else node.kwargs.get(name)
+        if type(value) is SavedTensor:
+            value._version = value._data._storage.version
 
 
 def _is_input(out, args) -> bool:

@@ -20,7 +20,7 @@ from ember.core.layout import broadcast_shapes
 aten = ops.aten
 
 NONE, MEAN, SUM = 0, 1, 2
-EPSILON = 1e-12
+EPSILON = 9.999999960041972e-13  # PyTorch's 1e-12 is a float constant: float32(1e-12), exactly
 
 
 def _norm(reduction: int, count: int) -> float:

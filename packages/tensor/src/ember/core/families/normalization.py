@@ -410,6 +410,14 @@ batch_norm_no_stats_op.register_meta(_batch_norm_no_stats)
 
 @batch_norm_op.register_decomposition
 def _batch_norm_decomposition(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled):
+    if numel(input._shape) == 0:
+        # PyTorch runs no kernel for an empty input; the copy keeps weight and bias in the graph.
+        out = input.clone()
+        if weight is not None:
+            out = out * weight[0]
+        if bias is not None:
+            out = out + bias[0]
+        return out
     if running_mean is None or running_var is None:
         if not training:
             raise RuntimeError("running_mean must be defined in evaluation mode")

@@ -134,9 +134,10 @@ def _linear_weights(size: int, out: int, align_corners: bool, scale, dtype) -> t
         step = dtype.type(1.0 / scale) if scale is not None and scale > 0 else dtype.type(size) / dtype.type(out)
         source = step * (np.arange(out, dtype=dtype) + dtype.type(0.5)) - dtype.type(0.5)
         source = np.maximum(source, dtype.type(0))
-    index0 = source.astype(np.int64)
+    # Scales that do not match the sizes may reach past the last input: clamp as PyTorch does.
+    index0 = np.minimum(source.astype(np.int64), size - 1)
     index1 = index0 + (index0 < size - 1)
-    weight1 = source - index0.astype(dtype)
+    weight1 = np.clip(source - index0.astype(dtype), dtype.type(0), dtype.type(1))
     return index0, index1, dtype.type(1) - weight1, weight1
 
 

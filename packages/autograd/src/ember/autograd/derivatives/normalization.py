@@ -1,0 +1,156 @@
+"""Derivatives of the normalization kernels (``ember.core.families.normalization``).
+
+All three normalize ``x`` over some set of elements to ``x_hat = (x - mean) * rstd`` with the
+statistics the forward returned, then scale by a weight and shift by a bias. Their input gradient is
+the one of a normalization with batch statistics::
+
+    dx = rstd * (gw - mean(gw) - x_hat * mean(gw * x_hat)),     gw = grad * weight
+
+(means over the normalized set), and ``dweight = sum(grad * x_hat)``, ``dbias = sum(grad)`` over
+everything but the weight's dims. Batch norm in evaluation normalizes with the running statistics,
+which are constants: ``dx = grad * weight * rstd``. Half inputs compute in float32. When the
+backward is itself recorded (double backward), the statistics are recomputed from the input with
+core ops, so that their dependence on it is differentiated too.
+
+As in PyTorch, the statistics outputs of layer and batch norm carry no gradient while group norm's
+do (``d mean / dx = 1 / D``, ``d rstd / dx = -rstd^2 * x_hat / D`` over a group of ``D`` elements),
+and batch norm refuses running statistics that require grad.
+"""
+
+from __future__ import annotations
+
+from ember.autograd.grad_mode import state
+from ember.autograd.registry import derivative
+from ember.core import dtypes as D
+from ember.core.dispatch import ops
+
+aten = ops.aten
+
+
+def _wide(t):
+    return t.to(D.float32) if t is not None and t.dtype in (D.float16, D.bfloat16) else t
+
+
+def _statistics(x, dims, eps: float, mean, rstd):
+    """The saved statistics; recomputed from ``x`` when the backward is itself recorded (double
+    backward), since the saved ones carry no history of ``x``."""
+    if not (state.enabled and x.requires_grad):
+        return mean, rstd
+    mean = x.mean(dims, keepdim=True)
+    centered = x - mean
+    return mean, ((centered * centered).mean(dims, keepdim=True) + eps).rsqrt()
+
+
+def _normalized_grad(grad, x_hat, rstd, weight_view, dims):
+    gw = grad if weight_view is None else grad * weight_view
+    mean_gw = gw.mean(dims, keepdim=True)
+    mean_proj = (gw * x_hat).mean(dims, keepdim=True)
+    return rstd * (gw - mean_gw - x_hat * mean_proj)
+
+
+@derivative(
+    aten.native_layer_norm.default, save=("input", "weight", "result"), output_differentiable=(True, False, False)
+)
+def _native_layer_norm(grad, input, normalized_shape, weight, bias, eps, result, needs, **_):
+    grad = grad[0]
+    if grad is None:
+        return None, None, None
+    axis = input.ndim - len(normalized_shape)
+    dims = list(range(axis, input.ndim))
+    outer = list(range(axis))
+    x, g, w = _wide(input), _wide(grad), _wide(weight)
+    mean, rstd = _statistics(x, dims, eps, _wide(result[1]), _wide(result[2]))
+    x_hat = (x - mean) * rstd
+    g_input = g_weight = g_bias = None
+    if needs[0]:
+        g_input = _normalized_grad(g, x_hat, rstd, w, dims)
+    if needs[1]:
+        g_weight = (g * x_hat).sum(outer) if outer else g * x_hat
+    if needs[2]:
+        g_bias = g.sum(outer) if outer else g
+    return g_input, g_weight, g_bias
+
+
+@derivative(aten.native_group_norm.default, save=("input", "weight", "result"))
+def _native_group_norm(grads, input, weight, bias, N, C, HxW, group, eps, result, needs, **_):
+    grad, grad_mean, grad_rstd = grads
+    x = _wide(input).reshape(N, group, (C // group) * HxW)
+    mean, rstd = _statistics(x, [2], eps, _wide(result[1]).reshape(N, group, 1), _wide(result[2]).reshape(N, group, 1))
+    x_hat = (x - mean) * rstd
+    count = (C // group) * HxW
+    g_input = g_weight = g_bias = None
+    if needs[0]:
+        if grad is not None:
+            g = _wide(grad).reshape(N, C, HxW)
+            gw = g if weight is None else g * _wide(weight).reshape(1, C, 1)
+            g_input = _normalized_grad(gw.reshape(N, group, count), x_hat, rstd, None, [2])
+        # mean = sum(x) / D and rstd = (var + eps)^(-1/2): d rstd / dx = -rstd^2 * x_hat / D.
+        if grad_mean is not None:
+            term = _wide(grad_mean).reshape(N, group, 1) / count
+            g_input = term if g_input is None else g_input + term
+        if grad_rstd is not None:
+            term = -_wide(grad_rstd).reshape(N, group, 1) * rstd * rstd * x_hat / count
+            g_input = term if g_input is None else g_input + term
+        if g_input is not None:
+            g_input = g_input.expand(N, group, count).reshape(input.shape)
+    if grad is not None and (needs[1] or needs[2]):
+        g = _wide(grad).reshape(N, C, HxW)
+        if needs[1]:
+            # Per (sample, channel) sums first, as PyTorch's kernel: an empty group's NaN statistics
+            # make the weight's gradient NaN, not a sum over nothing.
+            per_channel = (N, group, C // group)
+            mean_c = mean.expand(per_channel).reshape(N, C)
+            rstd_c = rstd.expand(per_channel).reshape(N, C)
+            x_c = _wide(input).reshape(N, C, HxW)
+            g_weight = (((g * x_c).sum([2]) - g.sum([2]) * mean_c) * rstd_c).sum([0])
+        if needs[2]:
+            g_bias = g.sum([0, 2])
+    return g_input, g_weight, g_bias
+
+
+def _batch_norm_grads(grad, input, weight, running_mean, running_var, training, eps, result, needs):
+    grad = grad[0]
+    if grad is None:
+        return None, None, None
+    c = input.shape[1]
+    view = [1, c] + [1] * (input.ndim - 2)
+    dims = [0, *range(2, input.ndim)]
+    x, g = _wide(input), _wide(grad)
+    w = None if weight is None else _wide(weight).reshape(view)
+    if training:
+        mean, rstd = _statistics(x, dims, eps, _wide(result[1]).reshape(view), _wide(result[2]).reshape(view))
+    else:
+        mean = _wide(running_mean).reshape(view)
+        rstd = (_wide(running_var).reshape(view) + eps).rsqrt()
+    x_hat = (x - mean) * rstd
+    g_input = g_weight = g_bias = None
+    if needs[0]:
+        if training:
+            g_input = _normalized_grad(g, x_hat, rstd, w, dims)
+        else:
+            g_input = g * rstd if w is None else g * w * rstd
+    if needs[1]:
+        g_weight = (g * x_hat).sum(dims)
+    if needs[2]:
+        g_bias = g.sum(dims)
+    return g_input, g_weight, g_bias
+
+
+@derivative(
+    aten._native_batch_norm_legit.default,
+    save=("input", "weight", "running_mean", "running_var", "result"),
+    output_differentiable=(True, False, False),
+    refuse=("running_mean", "running_var"),
+)
+def _native_batch_norm_legit(grad, input, weight, running_mean, running_var, training, eps, result, needs, **_):
+    grads = _batch_norm_grads(grad, input, weight, running_mean, running_var, training, eps, result, needs)
+    return (*grads, None, None)
+
+
+@derivative(
+    aten._native_batch_norm_legit.no_stats,
+    save=("input", "weight", "result"),
+    output_differentiable=(True, False, False),
+)
+def _native_batch_norm_no_stats(grad, input, weight, training, eps, result, needs, **_):
+    return _batch_norm_grads(grad, input, weight, None, None, training, eps, result, needs)
