@@ -284,3 +284,22 @@ def test_checkpoint_validity_outside_and_inside_backward():
         return seen, lib.autograd._is_checkpoint_valid()
 
     assert outcome(program, torch) == outcome(program, ember)
+
+
+@needs_torch
+def test_gradient_edges_as_inputs():
+    def program(lib):
+        x = data(lib, 3)
+        h = x.sin()
+        y = (h * h).sum()
+        edge = lib.autograd.graph.get_gradient_edge(h)
+        leaf = lib.autograd.graph.get_gradient_edge(x)
+        g_h, g_x = lib.autograd.grad(y, (edge, leaf), retain_graph=True)
+        (g_h_again,) = lib.autograd.grad(y, edge)
+        return g_h, g_x, g_h_again, edge.node.name(), edge.output_nr, type(leaf.node).__name__
+
+    def constant(lib):
+        return lib.autograd.graph.get_gradient_edge(data(lib, 2, requires_grad=False))
+
+    same(program)
+    same(constant)

@@ -17,7 +17,7 @@ import threading
 
 from ember.autograd import anomaly, views
 from ember.autograd.grad_mode import state
-from ember.autograd.graph import AccumulateGrad
+from ember.autograd.graph import AccumulateGrad, GradientEdge
 from ember.core.tensor import Tensor
 
 
@@ -152,6 +152,9 @@ def run_backward(
     input_list = list(inputs) if inputs is not None else None
     if input_list is not None:
         for i, t in enumerate(input_list):
+            if isinstance(t, GradientEdge):  # a place in the graph rather than a tensor
+                captures.setdefault((t.node, t.output_nr), []).append(i)
+                continue
             if not isinstance(t, Tensor):
                 raise TypeError(f"inputs: expected Tensors, got {type(t).__name__}")
             if not t.requires_grad:
@@ -246,7 +249,7 @@ def run_backward(
         from ember.autograd.accumulate import accumulate_into
 
         for t, g in zip(input_list, captured, strict=True):
-            if t.grad_fn is not None and g is not None:
+            if isinstance(t, Tensor) and t.grad_fn is not None and g is not None:
                 accumulate_into(t, g)
         return None
     for i, g in enumerate(captured):

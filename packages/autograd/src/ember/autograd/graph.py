@@ -24,6 +24,7 @@ import itertools
 import re
 import threading
 import weakref
+from typing import NamedTuple
 
 from ember.core.tensor import Tensor, _new
 
@@ -343,6 +344,26 @@ class AccumulateGrad(Node):
             for hook in list(self._post_acc_hooks.values()):
                 hook(self.variable)
         return ()
+
+
+class GradientEdge(NamedTuple):
+    """A place in the graph: where the gradient of some tensor enters ``node`` (input ``output_nr``).
+
+    ``autograd.grad`` and ``backward(inputs=...)`` accept one where they accept a tensor.
+    """
+
+    node: Node
+    output_nr: int
+
+
+def get_gradient_edge(tensor: Tensor) -> GradientEdge:
+    """The edge through which ``tensor``'s gradient flows: its ``grad_fn`` and output number, or its
+    accumulator for a leaf."""
+    from ember.autograd.views import edge
+
+    if not tensor.requires_grad:
+        raise RuntimeError("It is not possible to get the gradient edge for a Tensor that does not require gradients")
+    return GradientEdge(*edge(tensor))
 
 
 def increment_version(tensor) -> None:
