@@ -303,3 +303,25 @@ def test_gradient_edges_as_inputs():
 
     same(program)
     same(constant)
+
+
+@needs_torch
+def test_multi_grad_hooks():
+    def program(lib):
+        log = []
+        a, b = data(lib, 2), data(lib, 2, seed=1)
+        c, d = a * b, a * b
+        lib.autograd.graph.register_multi_grad_hook((a, b, c, d), lambda gs: log.append([g is not None for g in gs]))
+        # which leaf's gradient comes first is the engines' own business: the "any" hook fires once per pass
+        first = lib.autograd.graph.register_multi_grad_hook((a, b), lambda g: log.append("any"), mode="any")
+        c.sum().backward(retain_graph=True)
+        c.sum().backward(inputs=(a,), retain_graph=True)
+        first.remove()
+        lib.autograd.grad(c.sum(), (a, b))
+        return log
+
+    def bad_mode(lib):
+        return lib.autograd.graph.register_multi_grad_hook((data(lib, 2),), print, mode="some")
+
+    same(program)
+    same(bad_mode)

@@ -23,7 +23,8 @@ from ember.core.tensor import Tensor
 
 class _Tasks(threading.local):
     def __init__(self) -> None:
-        self.stack: list = []  # (task id, whether checkpointing may run a backward inside) per running backward
+        # Per running backward: (task id, whether checkpointing may run a backward inside, (deps, roots, needed)).
+        self.stack: list = []
 
 
 _tasks = _Tasks()
@@ -38,6 +39,21 @@ def current_graph_task_id() -> int:
 def is_checkpoint_valid() -> bool:
     """False inside ``autograd.grad`` or ``backward(inputs=...)``, whose captures a nested backward would miss."""
     return _tasks.stack[-1][1] if _tasks.stack else True
+
+
+def will_engine_execute_node(node) -> bool:
+    """Whether the backward running in this thread reaches ``node`` and needs it (for multi-grad hooks)."""
+    if not _tasks.stack:
+        raise RuntimeError("_will_engine_execute_node should only be called during the backward pass")
+    deps, roots, needed, accumulate = _tasks.stack[-1][2]
+    if not accumulate and type(node) is AccumulateGrad:
+        raise RuntimeError(
+            "A leaf node was passed to _will_engine_execute_node but we are currently running autograd.grad(). This "
+            "is currently not supported."
+        )
+    if needed is not None:
+        return node in needed
+    return node in deps or node in roots
 
 
 def _make_grads(outputs: list, grads: list, is_grads_batched: bool = False) -> list:
@@ -180,7 +196,7 @@ def run_backward(
 
     prev = state.enabled
     state.enabled = create_graph
-    _tasks.stack.append((next(_task_ids), input_list is None))
+    _tasks.stack.append((next(_task_ids), input_list is None, (deps, set(roots), needed, accumulate)))
     try:
         while ready:
             _, _, node = heapq.heappop(ready)
@@ -188,7 +204,8 @@ def run_backward(
             n = max(buf) + 1 if buf else 1
             n = max(n, getattr(node, "n_outputs", 1))
             grads_in = [buf.get(i) for i in range(n)]
-            for i in range(n):
+            # A node no requested input needs does not run, and neither do its hooks.
+            for i in range(n if needed is None or node in needed else 0):
                 hooks = _tensor_hooks(node, i)
                 if hooks and grads_in[i] is not None:
                     for hook in list(hooks.values()):
@@ -198,7 +215,7 @@ def run_backward(
                 retains = _retains(node, i)
                 if retains is not None and grads_in[i] is not None:
                     retains(grads_in[i])
-            if node._pre_hooks:
+            if node._pre_hooks and (needed is None or node in needed):
                 for hook in list(node._pre_hooks.values()):
                     r = hook(tuple(grads_in))
                     if r is not None:
