@@ -610,8 +610,15 @@ def test_misuse_of_the_class():
         x = data(lib, 2)
         return grad_of(lib, Both.apply(x), x)
 
-    for p in (instantiate, no_backward, no_forward, vjp_alias, both):
+    def no_vmap(lib):
+        return exp_fn(lib).vmap(None, (0,), data(lib, 2))
+
+    def no_jvp(lib):
+        return exp_fn(lib).jvp(None, data(lib, 2))
+
+    for p in (instantiate, no_backward, no_forward, vjp_alias, both, no_vmap, no_jvp):
         same(p)
+    assert ember.autograd.Function.generate_vmap_rule is False
 
 
 @needs_torch
