@@ -325,3 +325,19 @@ def test_multi_grad_hooks():
 
     same(program)
     same(bad_mode)
+
+
+@needs_torch
+def test_leaves_accumulate_as_soon_as_ready_in_edge_order():
+    def program(lib):
+        log = []
+        a, b, c = data(lib, 2), data(lib, 2, seed=1), data(lib, 2, seed=2)
+        y = (a * b * c).sin() + a
+        for name, t in (("a", a), ("b", b), ("c", c), ("y", y)):
+            t.register_hook(lambda g, name=name: log.append(name))
+            if t.is_leaf:
+                t.register_post_accumulate_grad_hook(lambda t, name=name: log.append("acc-" + name))
+        (y * y).sum().backward()
+        return log
+
+    same(program)

@@ -1,8 +1,9 @@
 """The backward pass: run the graph's nodes from the roots, each once all its gradients are in.
 
 ``run_backward`` counts, for every node reachable from the roots, how many edges lead into it; a
-node is ready when that count falls to zero, and ready nodes run latest-created first (the order
-PyTorch's engine gives on one device). Gradients meeting at a node's output are summed.
+node is ready when that count falls to zero, and ready nodes run latest-created first, leaves'
+accumulators before anything else in the order they became ready (the order PyTorch's engine gives on
+one device). Gradients meeting at a node's output are summed.
 
 ``autograd.grad`` captures gradients instead of accumulating: the gradient reaching an input's edge
 is kept, and only nodes on a path to some input run. ``backward(inputs=...)`` accumulates only into
@@ -54,6 +55,17 @@ def will_engine_execute_node(node) -> bool:
     if needed is not None:
         return node in needed
     return node in deps or node in roots
+
+
+def _priority(node, pushes) -> tuple:
+    """Heap key: leaves' accumulators first, in the order they became ready (as PyTorch's engine,
+    which gives them the highest sequence number); other nodes latest-created first."""
+    if type(node) is AccumulateGrad:
+        return (_FIRST, next(pushes), node)
+    return (-node.seq, 0, node)
+
+
+_FIRST = float("-inf")
 
 
 def _make_grads(outputs: list, grads: list, is_grads_batched: bool = False) -> list:
@@ -190,9 +202,10 @@ def run_backward(
         buf = buffers.setdefault(node, {})
         buf[nr] = g if nr not in buf else buf[nr] + g
     ready = []
+    pushes = itertools.count()
     for node in dict.fromkeys(roots):
         if deps.get(node, 0) == 0:
-            heapq.heappush(ready, (-node.seq, id(node), node))
+            heapq.heappush(ready, _priority(node, pushes))
 
     prev = state.enabled
     state.enabled = create_graph
@@ -255,7 +268,7 @@ def run_backward(
                     buf[nr] = g if buf.get(nr) is None else buf[nr] + g
                 deps[nxt] -= 1
                 if deps[nxt] == 0:
-                    heapq.heappush(ready, (-nxt.seq, id(nxt), nxt))
+                    heapq.heappush(ready, _priority(nxt, pushes))
     finally:
         state.enabled = prev
         _tasks.stack.pop()
