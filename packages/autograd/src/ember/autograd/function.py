@@ -176,7 +176,9 @@ class Function(_SingleLevelFunction):
             result = _forward_ad_handler(cls, args, kwargs, functools.partial(_run, cls))
             if result is not NotImplemented:
                 return result
-        return _run(cls, args, kwargs)[1]
+        ctx, outputs = _run(cls, args, kwargs)
+        ctx.saved_for_forward = None  # only a jvp reads them, and none will run
+        return outputs
 
 
 def _signature(cls):
