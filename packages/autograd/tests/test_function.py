@@ -692,6 +692,10 @@ def test_transform_handler_takes_calls_with_subclass_tensors():
         with pytest.raises(RuntimeError, match="must override the setup_context staticmethod"):
             exp.apply(tagged(ember.ones(2)))
         assert scale_fn(ember).apply(tagged(ember.ones(2)), ember.ones(2)) == "handled"
+        # a handler runs the Function itself through apply_untransformed, which does not come back to it
+        n = len(calls)
+        out = function_module.apply_untransformed(scale_fn(ember), tagged(ember.ones(2)), ember.ones(2), 5.0)
+        assert len(calls) == n and out[0].tolist() == [5.0, 5.0]
         # the default of ``factor`` is bound before the handler sees the call
         assert calls[-1] == ("Scale", 3, [])
     finally:
