@@ -258,6 +258,29 @@ def test_input_returned_as_is_gets_a_fresh_alias():
 
 
 @needs_torch
+def test_views_made_by_a_function_refuse_in_place_ops():
+    def program(lib, make_view, grad_mode=True):
+        class ViewOf(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return make_view(x)
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 1 if g.shape[0] == 2 else lib.cat([g.unsqueeze(0), lib.zeros_like(g).unsqueeze(0)])
+
+        a = data(lib, 2, 3) * 1
+        with lib.set_grad_enabled(grad_mode):
+            y = ViewOf.apply(a)
+        y.mul_(2)
+        return y.requires_grad, a
+
+    same(lambda lib: program(lib, lambda x: x))
+    same(lambda lib: program(lib, lambda x: x[0]))
+    same(lambda lib: program(lib, lambda x: x, grad_mode=False))
+
+
+@needs_torch
 def test_input_returned_as_is_and_saved_with_setup_context_raises():
     def program(lib):
         class Identity(lib.autograd.Function):

@@ -9,6 +9,7 @@ entry in backward.
 
 from __future__ import annotations
 
+import re
 import warnings
 
 from ember.autograd import anomaly, views
@@ -30,6 +31,14 @@ _RETURNED_AS_IS_AND_SAVED = (
     "An input that has been returned as-is as output is being saved for backward. This is not supported if you "
     "override setup_context. You should return and save a view of the input instead, e.g. with x.view_as(x) or "
     "setup ctx inside the forward function itself."
+)
+
+
+_CUSTOM_VIEW_MODIFIED = (
+    "Output {} of {} is a view and is being modified inplace. This view was created inside a custom Function (or "
+    "because an input was returned as-is) and the autograd logic to handle view+inplace would override the custom "
+    "backward associated with the custom Function, leading to incorrect gradients. This behavior is forbidden. You "
+    "can fix this by cloning the output of the custom Function."
 )
 
 
@@ -289,6 +298,9 @@ def wire_outputs(ctx: BackwardCFunction, args: tuple, raw, executable: bool, set
             out.grad_fn = node
             out._output_nr = i
             out.requires_grad = True
+        if out._base is not None and not (is_input and is_dirty) and node is not None:
+            # Rebasing this view's base on an in-place op would bypass the custom backward: refused.
+            out._custom_view_error = _CUSTOM_VIEW_MODIFIED.format(i, re.sub(r"Backward$", "", ctx.name()))
         outputs.append(out)
         metas.append((out._shape, out.dtype, out.device) if executable else None)
     returned = {id(o) for o in raw_outputs}
