@@ -433,6 +433,13 @@ def register_multi_grad_hook(tensors, fn, *, mode: str = "all"):
     return _MultiHandle(tuple(t.register_hook(inner(i)) for i, t in enumerate(tensors)))
 
 
+def allow_mutation_on_saved_tensors():
+    """Within this block, tensors saved for backward may be modified in place (``_saved_mutation.py``)."""
+    from ember.autograd._saved_mutation import allow_mutation_on_saved_tensors as block
+
+    return block()
+
+
 def increment_version(tensor) -> None:
     """Bump the version of ``tensor`` (or of each tensor given), as an in-place op autograd did not see would."""
     for t in (tensor,) if isinstance(tensor, Tensor) else tensor:
