@@ -126,3 +126,31 @@ def test_call_jvp_checks_its_result():
     ctx.result = (x, x)
     with pytest.raises(RuntimeError, match="is not a differentiable Tensor"):
         function_module.call_jvp(ctx, (x,), [x], outputs)
+
+
+def test_call_jvp_materializes_missing_tangents_unless_told_not_to():
+    seen = []
+
+    class Mul(ember.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y, materialize):
+            ctx.set_materialize_grads(materialize)
+            ctx.save_for_forward(x, y)
+            return x * y
+
+        @staticmethod
+        def backward(ctx, g):
+            return None
+
+        @staticmethod
+        def jvp(ctx, tx, ty, _):
+            seen.append(ty if ty is None else ty.tolist())
+            x, y = ctx.saved_tensors
+            return tx * y if ty is None else tx * y + x * ty
+
+    x, y = ember.tensor([1.0, 2.0]), ember.tensor([3.0, 4.0])
+    for materialize in (True, False):
+        ctx, out = function_module._run(Mul, (x, y, materialize), {})
+        (t,) = function_module.call_jvp(ctx, (x, y, materialize), [ember.ones(2), None, None], out)
+        assert t.tolist() == [3.0, 4.0]
+    assert seen == [[0.0, 0.0], None]
