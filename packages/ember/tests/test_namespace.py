@@ -40,13 +40,6 @@ def test_distributed_is_imported_on_first_use():
     assert done.stdout.strip() == "TCPStore"
 
 
-def test_utils_brings_its_modules():
-    script = "import ember; print(ember.utils.checkpoint.checkpoint.__name__)"
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "checkpoint"
-
-
 def test_unknown_attribute_raises_attribute_error():
     import pytest
 

@@ -47,15 +47,7 @@ def __getattr__(name: str):
     if name in _LAZY_SUBPACKAGES:
         import importlib
 
-        module = importlib.import_module(f"ember.{name}")
-        if name == "utils":
-            # A namespace the packages share (``checkpoint`` from autograd, ``data`` from nn): its
-            # modules come with it, as ``torch.utils.checkpoint`` does after ``import torch``.
-            import pkgutil
-
-            for info in pkgutil.iter_modules(module.__path__):
-                importlib.import_module(f"ember.utils.{info.name}")
-        return module
+        return importlib.import_module(f"ember.{name}")
     raise AttributeError(f"module 'ember' has no attribute '{name}'")
 
 
