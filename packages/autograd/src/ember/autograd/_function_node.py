@@ -298,9 +298,6 @@ def wire_outputs(ctx: BackwardCFunction, args: tuple, raw, executable: bool, set
             out.grad_fn = node
             out._output_nr = i
             out.requires_grad = True
-        if out._base is not None and not (is_input and is_dirty) and node is not None:
-            # Rebasing this view's base on an in-place op would bypass the custom backward: refused.
-            out._custom_view_error = _CUSTOM_VIEW_MODIFIED.format(i, re.sub(r"Backward$", "", ctx.name()))
         outputs.append(out)
         metas.append((out._shape, out.dtype, out.device) if executable else None)
     returned = {id(o) for o in raw_outputs}
@@ -310,6 +307,8 @@ def wire_outputs(ctx: BackwardCFunction, args: tuple, raw, executable: bool, set
                 "Some elements marked as dirty during the forward method were not returned as output. The inputs "
                 "that are modified inplace must all be outputs of the Function."
             )
+    if node is not None:
+        _mark_views(ctx, raw_outputs, outputs, inputs, dirty)
     if executable:
         ctx.n_outputs = n
         ctx._output_meta = tuple(metas)
@@ -319,6 +318,14 @@ def wire_outputs(ctx: BackwardCFunction, args: tuple, raw, executable: bool, set
         ctx._nondiff_ids = frozenset(nondiff)
     ctx.to_save = None
     return tuple(outputs) if is_tuple else outputs[0]
+
+
+def _mark_views(ctx, raw_outputs: tuple, outputs: list, inputs: dict, dirty: dict) -> None:
+    """Outputs that are views refuse in-place ops: rebasing their base would bypass the custom backward."""
+    name = re.sub(r"Backward$", "", ctx.name())
+    for i, (raw, out) in enumerate(zip(raw_outputs, outputs, strict=True)):
+        if isinstance(out, Tensor) and out._base is not None and not (id(raw) in inputs and id(raw) in dirty):
+            out._custom_view_error = _CUSTOM_VIEW_MODIFIED.format(i, name)
 
 
 def _rebase_dirty(ctx, out: Tensor, i: int, n: int, is_input: bool, inputs: dict) -> None:
