@@ -228,3 +228,36 @@ def test_checkpoint_sequential():
 
     same(program)
     same(bad_kwarg)
+
+
+@needs_torch
+def test_context_fn_wraps_forward_and_recomputation():
+    def program(lib):
+        log = []
+
+        class Tag:
+            def __init__(self, name):
+                self.name = name
+
+            def __enter__(self):
+                log.append(self.name)
+
+            def __exit__(self, *exc):
+                log.append("/" + self.name)
+
+        x = data(lib, 3)
+        y = lib.utils.checkpoint.checkpoint(
+            lambda a: a.sin().exp(), x, use_reentrant=False, context_fn=lambda: (Tag("fwd"), Tag("re"))
+        )
+        log.append("backward")
+        y.sum().backward()
+        return log, x.grad
+
+    def debug_and_context(lib):
+        ctx = lib.utils.checkpoint.noop_context_fn
+        return lib.utils.checkpoint.checkpoint(
+            lambda a: a, data(lib, 2), use_reentrant=False, debug=True, context_fn=lambda: ctx()
+        )
+
+    same(program)
+    same(debug_and_context)

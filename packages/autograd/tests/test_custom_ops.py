@@ -163,6 +163,30 @@ def test_formula_for_a_tensor_list_argument():
     same(program)
 
 
+@needs_torch
+def test_formula_for_a_tensor_list_output():
+    name = fresh("parts")
+
+    def program(lib):
+        def parts(x: lib.Tensor, n: int) -> list[lib.Tensor]:
+            return [x * (i + 1) for i in range(n)]
+
+        op = lib.library.custom_op(f"{name}_{lib.__name__}", parts, mutates_args=())
+
+        def setup_context(ctx, inputs, output):
+            ctx.n = inputs[1]
+
+        def backward(ctx, grads):
+            return sum(g * (i + 1) for i, g in enumerate(grads)), None
+
+        op.register_autograd(backward, setup_context=setup_context)
+        x = data(lib, 2)
+        out = op(x, 3)
+        return type(out).__name__, len(out), lib.autograd.grad((out[0] + out[2] * out[2]).sum(), x)
+
+    same(program)
+
+
 def test_register_autograd_here_is_the_librarys():
     def triple(x: ember.Tensor) -> ember.Tensor:
         return x * 3

@@ -284,3 +284,60 @@ def test_checkpoint_validity_outside_and_inside_backward():
         return seen, lib.autograd._is_checkpoint_valid()
 
     assert outcome(program, torch) == outcome(program, ember)
+
+
+@needs_torch
+def test_gradient_edges_as_inputs():
+    def program(lib):
+        x = data(lib, 3)
+        h = x.sin()
+        y = (h * h).sum()
+        edge = lib.autograd.graph.get_gradient_edge(h)
+        leaf = lib.autograd.graph.get_gradient_edge(x)
+        g_h, g_x = lib.autograd.grad(y, (edge, leaf), retain_graph=True)
+        (g_h_again,) = lib.autograd.grad(y, edge)
+        return g_h, g_x, g_h_again, edge.node.name(), edge.output_nr, type(leaf.node).__name__
+
+    def constant(lib):
+        return lib.autograd.graph.get_gradient_edge(data(lib, 2, requires_grad=False))
+
+    same(program)
+    same(constant)
+
+
+@needs_torch
+def test_multi_grad_hooks():
+    def program(lib):
+        log = []
+        a, b = data(lib, 2), data(lib, 2, seed=1)
+        c, d = a * b, a * b
+        lib.autograd.graph.register_multi_grad_hook((a, b, c, d), lambda gs: log.append([g is not None for g in gs]))
+        # which leaf's gradient comes first is the engines' own business: the "any" hook fires once per pass
+        first = lib.autograd.graph.register_multi_grad_hook((a, b), lambda g: log.append("any"), mode="any")
+        c.sum().backward(retain_graph=True)
+        c.sum().backward(inputs=(a,), retain_graph=True)
+        first.remove()
+        lib.autograd.grad(c.sum(), (a, b))
+        return log
+
+    def bad_mode(lib):
+        return lib.autograd.graph.register_multi_grad_hook((data(lib, 2),), print, mode="some")
+
+    same(program)
+    same(bad_mode)
+
+
+@needs_torch
+def test_leaves_accumulate_as_soon_as_ready_in_edge_order():
+    def program(lib):
+        log = []
+        a, b, c = data(lib, 2), data(lib, 2, seed=1), data(lib, 2, seed=2)
+        y = (a * b * c).sin() + a
+        for name, t in (("a", a), ("b", b), ("c", c), ("y", y)):
+            t.register_hook(lambda g, name=name: log.append(name))
+            if t.is_leaf:
+                t.register_post_accumulate_grad_hook(lambda t, name=name: log.append("acc-" + name))
+        (y * y).sum().backward()
+        return log
+
+    same(program)

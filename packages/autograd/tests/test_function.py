@@ -13,7 +13,6 @@ import pytest
 from opinfo import ORACLE_MISSING, torch
 
 import ember
-from ember.autograd import function as function_module
 
 needs_torch = pytest.mark.skipif(torch is None, reason=ORACLE_MISSING)
 
@@ -255,6 +254,29 @@ def test_input_returned_as_is_gets_a_fresh_alias():
         return y is x, type(y.grad_fn).__name__, x.is_leaf, grad_of(lib, y, x)
 
     same(program)
+
+
+@needs_torch
+def test_views_made_by_a_function_refuse_in_place_ops():
+    def program(lib, make_view, grad_mode=True):
+        class ViewOf(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return make_view(x)
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 1 if g.shape[0] == 2 else lib.cat([g.unsqueeze(0), lib.zeros_like(g).unsqueeze(0)])
+
+        a = data(lib, 2, 3) * 1
+        with lib.set_grad_enabled(grad_mode):
+            y = ViewOf.apply(a)
+        y.mul_(2)
+        return y.requires_grad, a
+
+    same(lambda lib: program(lib, lambda x: x))
+    same(lambda lib: program(lib, lambda x: x[0]))
+    same(lambda lib: program(lib, lambda x: x, grad_mode=False))
 
 
 @needs_torch
@@ -610,8 +632,15 @@ def test_misuse_of_the_class():
         x = data(lib, 2)
         return grad_of(lib, Both.apply(x), x)
 
-    for p in (instantiate, no_backward, no_forward, vjp_alias, both):
+    def no_vmap(lib):
+        return exp_fn(lib).vmap(None, (0,), data(lib, 2))
+
+    def no_jvp(lib):
+        return exp_fn(lib).jvp(None, data(lib, 2))
+
+    for p in (instantiate, no_backward, no_forward, vjp_alias, both, no_vmap, no_jvp):
         same(p)
+    assert ember.autograd.Function.generate_vmap_rule is False
 
 
 @needs_torch
@@ -650,120 +679,3 @@ def test_anomaly_mode_names_the_function():
             NanBackward.apply(x).sum().backward()
 
     same(program)
-
-
-# -- the transform contracts -----------------------------------------------------------------------
-
-
-class Tagged(ember.Tensor):
-    """A stand-in for a transform's tensor type: ``apply`` must hand calls with one to the handler."""
-
-
-def tagged(t):
-    out = Tagged()
-    for name in ("_storage", "_shape", "_stride", "_offset", "dtype", "device", "_array", "_contig"):
-        setattr(out, name, getattr(t, name))
-    return out
-
-
-def test_transform_handler_takes_calls_with_subclass_tensors():
-    calls = []
-
-    def handler(cls, args, kwargs):
-        calls.append((cls.__name__, len(args), sorted(kwargs)))
-        if isinstance(args[0], Tagged):
-            function_module.require_setup_context(cls)
-            return "handled"
-        return NotImplemented
-
-    function_module.set_transform_handler(handler)
-    try:
-        exp = exp_fn(ember)
-        plain = ember.ones(2, requires_grad=True)
-        assert exp.apply(plain).grad_fn is not None  # no subclass: the handler is not consulted
-        assert calls == []
-        with pytest.raises(RuntimeError, match="must override the setup_context staticmethod"):
-            exp.apply(tagged(ember.ones(2)))
-        assert scale_fn(ember).apply(tagged(ember.ones(2)), ember.ones(2)) == "handled"
-        # the default of ``factor`` is bound before the handler sees the call
-        assert calls[-1] == ("Scale", 3, [])
-    finally:
-        function_module.set_transform_handler(None)
-
-
-def test_forward_ad_handler_runs_apply_then_jvp():
-    tangents = {}
-
-    class Square(ember.autograd.Function):
-        @staticmethod
-        def forward(x, k):
-            return x * x * k, k
-
-        @staticmethod
-        def setup_context(ctx, inputs, output):
-            x, k = inputs
-            ctx.k = k
-            ctx.save_for_forward(x)
-            ctx.save_for_backward(x)
-
-        @staticmethod
-        def backward(ctx, g, _):
-            (x,) = ctx.saved_tensors
-            return 2 * x * ctx.k * g, None
-
-        @staticmethod
-        def jvp(ctx, t, t_k):
-            assert t_k is None
-            (x,) = ctx.saved_tensors
-            return 2 * x * ctx.k * t, None
-
-    def handler(cls, args, kwargs, run):
-        if not any(id(a) in tangents for a in args):
-            return NotImplemented
-        ctx, outputs = run(args, kwargs)
-        out_tangents = function_module.call_jvp(ctx, args, [tangents.get(id(a)) for a in args], outputs)
-        for o, t in zip(outputs, out_tangents, strict=True):
-            if t is not None:
-                tangents[id(o)] = t
-        return outputs
-
-    function_module.set_forward_ad_handler(handler)
-    try:
-        x = ember.tensor([1.0, -2.0, 3.0], requires_grad=True)
-        tangents[id(x)] = ember.tensor([1.0, 1.0, 0.5])
-        y, k = Square.apply(x, 3.0)
-        assert k == 3.0
-        assert tangents[id(y)].tolist() == [6.0, -12.0, 9.0]
-        # the reverse-mode node is there too, and the saved_for_forward tensors are dropped after jvp
-        assert type(y.grad_fn).__name__ == "SquareBackward"
-        assert y.grad_fn.saved_for_forward is None
-        assert ember.autograd.grad(y.sum(), x)[0].tolist() == [6.0, -12.0, 18.0]
-        # not dual: the handler declines and apply goes on
-        plain = ember.tensor([2.0])
-        assert Square.apply(plain, 1.0)[0].tolist() == [4.0]
-    finally:
-        function_module.set_forward_ad_handler(None)
-
-
-def test_call_jvp_checks_its_result():
-    class Bad(ember.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            return x * 2, (x > 0).long()
-
-        @staticmethod
-        def backward(ctx, g, _):
-            return g * 2
-
-        @staticmethod
-        def jvp(ctx, t):
-            return ctx.result
-
-    x = ember.ones(2)
-    ctx, outputs = function_module._run(Bad, (x,), {})
-    ctx.result = (x,)
-    with pytest.raises(RuntimeError, match=r"invalid number of forward gradients \(expected 2 but got 1\)"):
-        function_module.call_jvp(ctx, (x,), [x], outputs)
-    ctx.result = (x, x)
-    with pytest.raises(RuntimeError, match="is not a differentiable Tensor"):
-        function_module.call_jvp(ctx, (x,), [x], outputs)

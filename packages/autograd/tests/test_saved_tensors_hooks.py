@@ -132,3 +132,34 @@ def test_hooks_see_function_saved_tensors_and_leaf_accumulators():
     y.sum().backward()
     assert log[-1] == ("unpack", [3])
     assert x.grad.tolist() == pytest.approx(x.detach().exp().tolist())
+
+
+@needs_torch
+def test_allow_mutation_on_saved_tensors():
+    def program(lib):
+        with lib.autograd.graph.allow_mutation_on_saved_tensors():
+            a = data(lib, 2, 3)
+            b = a.clone()
+            out = (b**2).sum()
+            b.sin_()
+            out.backward()
+            c = a * 1
+            d = (c.exp() * c).sum()
+            c.mul_(3)
+            (gc,) = lib.autograd.grad(d, a)
+        return a.grad, b, gc
+
+    def backward_outside(lib):
+        with lib.autograd.graph.allow_mutation_on_saved_tensors():
+            b = data(lib, 2) * 1
+            out = (b**2).sum()
+            b.sin_()
+        out.backward()
+
+    def nested(lib):
+        graph = lib.autograd.graph
+        with graph.allow_mutation_on_saved_tensors(), graph.allow_mutation_on_saved_tensors():
+            pass
+
+    for program_ in (program, backward_outside, nested):
+        same(program_)

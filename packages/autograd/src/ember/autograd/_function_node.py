@@ -9,6 +9,7 @@ entry in backward.
 
 from __future__ import annotations
 
+import re
 import warnings
 
 from ember.autograd import anomaly, views
@@ -30,6 +31,14 @@ _RETURNED_AS_IS_AND_SAVED = (
     "An input that has been returned as-is as output is being saved for backward. This is not supported if you "
     "override setup_context. You should return and save a view of the input instead, e.g. with x.view_as(x) or "
     "setup ctx inside the forward function itself."
+)
+
+
+_CUSTOM_VIEW_MODIFIED = (
+    "Output {} of {} is a view and is being modified inplace. This view was created inside a custom Function (or "
+    "because an input was returned as-is) and the autograd logic to handle view+inplace would override the custom "
+    "backward associated with the custom Function, leading to incorrect gradients. This behavior is forbidden. You "
+    "can fix this by cloning the output of the custom Function."
 )
 
 
@@ -300,6 +309,8 @@ def wire_outputs(ctx: BackwardCFunction, args: tuple, raw, executable: bool, set
                 "Some elements marked as dirty during the forward method were not returned as output. The inputs "
                 "that are modified inplace must all be outputs of the Function."
             )
+    if node is not None:
+        _mark_views(ctx, raw_outputs, outputs, inputs, dirty)
     if executable:
         ctx.n_outputs = n
         ctx._output_meta = tuple(metas)
@@ -309,6 +320,14 @@ def wire_outputs(ctx: BackwardCFunction, args: tuple, raw, executable: bool, set
         ctx._nondiff_ids = frozenset(nondiff)
     ctx.to_save = None
     return tuple(outputs) if is_tuple else outputs[0]
+
+
+def _mark_views(ctx, raw_outputs: tuple, outputs: list, inputs: dict, dirty: dict) -> None:
+    """Outputs that are views refuse in-place ops: rebasing their base would bypass the custom backward."""
+    name = re.sub(r"Backward$", "", ctx.name())
+    for i, (raw, out) in enumerate(zip(raw_outputs, outputs, strict=True)):
+        if isinstance(out, Tensor) and out._base is not None and not (id(raw) in inputs and id(raw) in dirty):
+            out._custom_view_error = _CUSTOM_VIEW_MODIFIED.format(i, name)
 
 
 def _rebase_dirty(ctx, out: Tensor, i: int, n: int, is_input: bool, inputs: dict) -> None:

@@ -38,13 +38,14 @@ def register_autograd(op, backward: Callable, /, *, setup_context: Callable | No
 class _Call:
     """What the generated forward needs besides the tensors: how to run the op below autograd."""
 
-    __slots__ = ("args", "call_below", "kwargs", "list_sizes")
+    __slots__ = ("args", "call_below", "kwargs", "list_sizes", "out_sizes")
 
     def __init__(self, call_below, args: tuple, kwargs: dict, list_sizes: list) -> None:
         self.call_below = call_below
         self.args = args
         self.kwargs = kwargs
         self.list_sizes = list_sizes
+        self.out_sizes: list | None = None  # set by forward when an output is a list of tensors
 
 
 _generated: dict[OpOverload, type] = {}
@@ -77,10 +78,13 @@ def record(op: OpOverload, args: tuple, kwargs: dict, call_below):
     cls = _generated.get(op)
     if cls is None:
         cls = _generated[op] = _make_function(op)
-    out = cls.apply(*flat, _Call(call_below, args, kwargs, sizes))
-    returns = op.schema.returns
-    # A Function returns a tuple; an op declared ``-> Tensor[]`` hands back a list.
-    return list(out) if len(returns) == 1 and returns[0].type.is_list else out
+    call = _Call(call_below, args, kwargs, sizes)
+    out = cls.apply(*flat, call)
+    # A Function returns a flat tuple: give the op's own structure back (lists for Tensor[] outputs).
+    if call.out_sizes is None:
+        return out
+    regrouped = _regroup(out if isinstance(out, tuple) else (out,), call.out_sizes)
+    return regrouped[0] if len(call.out_sizes) == 1 else regrouped
 
 
 def _bind(op: OpOverload, args: tuple, kwargs: dict) -> tuple:
@@ -126,7 +130,20 @@ def _make_function(op: OpOverload) -> type:
                 setup_context(ctx=ctx, inputs=inputs, keyword_only_inputs=keyword_only, output=result)
             else:
                 setup_context(ctx=ctx, inputs=inputs, output=result)
-        return tuple(result) if isinstance(result, list) else result
+        many = isinstance(result, tuple)
+        items = result if many else (result,)
+        if not any(isinstance(r, list) for r in items):
+            return result
+        flat, sizes = [], []
+        for r in items:
+            if isinstance(r, list):
+                flat.extend(r)
+                sizes.append(len(r))
+            else:
+                flat.append(r)
+                sizes.append(None)
+        call.out_sizes = ctx._out_sizes = sizes
+        return tuple(flat)
 
     def backward(ctx, *grads):
         if op.autograd is None:
@@ -134,6 +151,8 @@ def _make_function(op: OpOverload) -> type:
                 f"Trying to backward through {op} but no autograd formula was registered. Please use "
                 "register_autograd to add one."
             )
+        if getattr(ctx, "_out_sizes", None) is not None:
+            grads = _regroup(grads, ctx._out_sizes)  # a list of gradients for a Tensor[] output
         sizes = ctx._call_sizes
         full = ctx.needs_input_grad
         ctx.needs_input_grad = _regroup(full[:-1], sizes)
@@ -145,7 +164,7 @@ def _make_function(op: OpOverload) -> type:
         flat = []
         for value, n in zip(result, sizes, strict=False):
             if n is None:
-                flat.append(value)
+                flat.append(None if isinstance(value, list) and not value else value)  # an empty Tensor[]
             else:
                 flat.extend([None] * n if value is None else value)
         return (*flat, *result[len(sizes) :], None)

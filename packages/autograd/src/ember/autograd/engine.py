@@ -1,8 +1,9 @@
 """The backward pass: run the graph's nodes from the roots, each once all its gradients are in.
 
 ``run_backward`` counts, for every node reachable from the roots, how many edges lead into it; a
-node is ready when that count falls to zero, and ready nodes run latest-created first (the order
-PyTorch's engine gives on one device). Gradients meeting at a node's output are summed.
+node is ready when that count falls to zero, and ready nodes run latest-created first, leaves'
+accumulators before anything else in the order they became ready (the order PyTorch's engine gives on
+one device). Gradients meeting at a node's output are summed.
 
 ``autograd.grad`` captures gradients instead of accumulating: the gradient reaching an input's edge
 is kept, and only nodes on a path to some input run. ``backward(inputs=...)`` accumulates only into
@@ -17,13 +18,14 @@ import threading
 
 from ember.autograd import anomaly, views
 from ember.autograd.grad_mode import state
-from ember.autograd.graph import AccumulateGrad
+from ember.autograd.graph import AccumulateGrad, GradientEdge
 from ember.core.tensor import Tensor
 
 
 class _Tasks(threading.local):
     def __init__(self) -> None:
-        self.stack: list = []  # (task id, whether checkpointing may run a backward inside) per running backward
+        # Per running backward: (task id, whether checkpointing may run a backward inside, (deps, roots, needed)).
+        self.stack: list = []
 
 
 _tasks = _Tasks()
@@ -38,6 +40,32 @@ def current_graph_task_id() -> int:
 def is_checkpoint_valid() -> bool:
     """False inside ``autograd.grad`` or ``backward(inputs=...)``, whose captures a nested backward would miss."""
     return _tasks.stack[-1][1] if _tasks.stack else True
+
+
+def will_engine_execute_node(node) -> bool:
+    """Whether the backward running in this thread reaches ``node`` and needs it (for multi-grad hooks)."""
+    if not _tasks.stack:
+        raise RuntimeError("_will_engine_execute_node should only be called during the backward pass")
+    deps, roots, needed, accumulate = _tasks.stack[-1][2]
+    if not accumulate and type(node) is AccumulateGrad:
+        raise RuntimeError(
+            "A leaf node was passed to _will_engine_execute_node but we are currently running autograd.grad(). This "
+            "is currently not supported."
+        )
+    if needed is not None:
+        return node in needed
+    return node in deps or node in roots
+
+
+def _priority(node, pushes) -> tuple:
+    """Heap key: leaves' accumulators first, in the order they became ready (as PyTorch's engine,
+    which gives them the highest sequence number); other nodes latest-created first."""
+    if type(node) is AccumulateGrad:
+        return (_FIRST, next(pushes), node)
+    return (-node.seq, 0, node)
+
+
+_FIRST = float("-inf")
 
 
 def _make_grads(outputs: list, grads: list, is_grads_batched: bool = False) -> list:
@@ -152,6 +180,9 @@ def run_backward(
     input_list = list(inputs) if inputs is not None else None
     if input_list is not None:
         for i, t in enumerate(input_list):
+            if isinstance(t, GradientEdge):  # a place in the graph rather than a tensor
+                captures.setdefault((t.node, t.output_nr), []).append(i)
+                continue
             if not isinstance(t, Tensor):
                 raise TypeError(f"inputs: expected Tensors, got {type(t).__name__}")
             if not t.requires_grad:
@@ -171,13 +202,14 @@ def run_backward(
         buf = buffers.setdefault(node, {})
         buf[nr] = g if nr not in buf else buf[nr] + g
     ready = []
+    pushes = itertools.count()
     for node in dict.fromkeys(roots):
         if deps.get(node, 0) == 0:
-            heapq.heappush(ready, (-node.seq, id(node), node))
+            heapq.heappush(ready, _priority(node, pushes))
 
     prev = state.enabled
     state.enabled = create_graph
-    _tasks.stack.append((next(_task_ids), input_list is None))
+    _tasks.stack.append((next(_task_ids), input_list is None, (deps, set(roots), needed, accumulate)))
     try:
         while ready:
             _, _, node = heapq.heappop(ready)
@@ -185,7 +217,8 @@ def run_backward(
             n = max(buf) + 1 if buf else 1
             n = max(n, getattr(node, "n_outputs", 1))
             grads_in = [buf.get(i) for i in range(n)]
-            for i in range(n):
+            # A node no requested input needs does not run, and neither do its hooks.
+            for i in range(n if needed is None or node in needed else 0):
                 hooks = _tensor_hooks(node, i)
                 if hooks and grads_in[i] is not None:
                     for hook in list(hooks.values()):
@@ -195,7 +228,7 @@ def run_backward(
                 retains = _retains(node, i)
                 if retains is not None and grads_in[i] is not None:
                     retains(grads_in[i])
-            if node._pre_hooks:
+            if node._pre_hooks and (needed is None or node in needed):
                 for hook in list(node._pre_hooks.values()):
                     r = hook(tuple(grads_in))
                     if r is not None:
@@ -235,7 +268,7 @@ def run_backward(
                     buf[nr] = g if buf.get(nr) is None else buf[nr] + g
                 deps[nxt] -= 1
                 if deps[nxt] == 0:
-                    heapq.heappush(ready, (-nxt.seq, id(nxt), nxt))
+                    heapq.heappush(ready, _priority(nxt, pushes))
     finally:
         state.enabled = prev
         _tasks.stack.pop()
@@ -246,7 +279,7 @@ def run_backward(
         from ember.autograd.accumulate import accumulate_into
 
         for t, g in zip(input_list, captured, strict=True):
-            if t.grad_fn is not None and g is not None:
+            if isinstance(t, Tensor) and t.grad_fn is not None and g is not None:
                 accumulate_into(t, g)
         return None
     for i, g in enumerate(captured):

@@ -26,7 +26,8 @@ Transforms plug in through two hooks, so that this module imports neither of the
   returns the result, or ``NotImplemented`` to let ``apply`` go on as usual. It implements the
   batching with ``Function.vmap`` or, for ``generate_vmap_rule = True``, by running forward under
   vmap; ``require_setup_context(cls)`` raises PyTorch's error for Functions that cannot be
-  transformed.
+  transformed, and ``apply_untransformed(cls, *args)`` runs the Function itself without coming
+  back to the handler.
 - ``set_forward_ad_handler(fn)``: forward AD registers ``fn(function_cls, args, kwargs, run)``
   while a dual level is active. ``apply`` calls it on every call; it returns ``NotImplemented``
   when no argument is dual. Otherwise it calls ``run(args, kwargs)`` (the usual reverse-mode apply,
@@ -52,6 +53,7 @@ __all__ = [
     "Function",
     "FunctionCtx",
     "InplaceFunction",
+    "apply_untransformed",
     "call_jvp",
     "once_differentiable",
     "require_setup_context",
@@ -176,7 +178,9 @@ class Function(_SingleLevelFunction):
             result = _forward_ad_handler(cls, args, kwargs, functools.partial(_run, cls))
             if result is not NotImplemented:
                 return result
-        return _run(cls, args, kwargs)[1]
+        ctx, outputs = _run(cls, args, kwargs)
+        ctx.saved_for_forward = None  # only a jvp reads them, and none will run
+        return outputs
 
 
 def _signature(cls):
@@ -232,6 +236,14 @@ def _positional(cls, args: tuple, kwargs: dict) -> tuple:
         if value is _node.MISSING:
             raise TypeError(f"forward() missing required argument: '{params[i]}' (position {i})")
     return tuple(out)
+
+
+def apply_untransformed(cls, *args, **kwargs):
+    """``cls.apply(*args, **kwargs)`` without consulting the transform handlers: what a handler calls
+    to run the Function's own forward (and record its backward) on the tensors it chooses."""
+    ctx, outputs = _run(cls, args, kwargs)
+    ctx.saved_for_forward = None
+    return outputs
 
 
 def _run(cls, args: tuple, kwargs: dict | None = None) -> tuple:

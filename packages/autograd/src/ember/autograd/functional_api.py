@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from ember.autograd.engine import run_backward
+from ember.autograd.graph import GradientEdge
 from ember.core.tensor import Tensor
 
 
 def _as_tuple(value, what: str) -> tuple:
     if value is None:
         return ()
-    if isinstance(value, Tensor):
+    if isinstance(value, Tensor | GradientEdge):
         return (value,)
     if isinstance(value, list | tuple):
         return tuple(value)

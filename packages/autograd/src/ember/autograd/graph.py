@@ -24,6 +24,7 @@ import itertools
 import re
 import threading
 import weakref
+from typing import NamedTuple
 
 from ember.core.tensor import Tensor, _new
 
@@ -385,6 +386,100 @@ class AccumulateGrad(Node):
             for hook in list(self._post_acc_hooks.values()):
                 hook(self.variable)
         return ()
+
+
+class GradientEdge(NamedTuple):
+    """A place in the graph: where the gradient of some tensor enters ``node`` (input ``output_nr``).
+
+    ``autograd.grad`` and ``backward(inputs=...)`` accept one where they accept a tensor.
+    """
+
+    node: Node
+    output_nr: int
+
+
+def get_gradient_edge(tensor: Tensor) -> GradientEdge:
+    """The edge through which ``tensor``'s gradient flows: its ``grad_fn`` and output number, or its
+    accumulator for a leaf."""
+    from ember.autograd.views import edge
+
+    if not tensor.requires_grad:
+        raise RuntimeError("It is not possible to get the gradient edge for a Tensor that does not require gradients")
+    return GradientEdge(*edge(tensor))
+
+
+class _MultiHandle:
+    """Removes the tensor hooks that together make one multi-grad hook."""
+
+    def __init__(self, handles: tuple) -> None:
+        self.handles = handles
+
+    def remove(self) -> None:
+        for h in self.handles:
+            h.remove()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
+
+
+def register_multi_grad_hook(tensors, fn, *, mode: str = "all"):
+    """One hook over several tensors' gradients, per backward pass.
+
+    ``"all"``: ``fn(grads)`` once the gradients of every tensor this backward reaches are computed
+    (``None`` for the others). ``"any"``: ``fn(grad)`` with the first of them.
+    """
+    from ember.autograd import engine
+    from ember.autograd.views import edge
+
+    if mode not in ("all", "any"):
+        raise ValueError(f"Expects mode to be one of ('all', 'any') but got {mode}")
+    tensors = list(tensors)
+    lock = threading.Lock()
+    if mode == "any":
+        ran: set = set()
+
+        def first(grad) -> None:
+            task = engine.current_graph_task_id()
+            with lock:
+                if task in ran:
+                    return
+                ran.add(task)
+            fn(grad)
+
+        return _MultiHandle(tuple(t.register_hook(first) for t in tensors))
+
+    nodes = [edge(t)[0] for t in tensors]
+    seen: dict = {}  # task id -> (grads so far, how many to wait for)
+
+    def inner(i: int):
+        def hook(grad) -> None:
+            task = engine.current_graph_task_id()
+            with lock:
+                if task not in seen:
+                    expected = sum(engine.will_engine_execute_node(n) for n in nodes)
+                    seen[task] = ([None] * len(tensors), expected, [0])
+                grads, expected, count = seen[task]
+                grads[i] = grad
+                count[0] += 1
+                done = count[0] == expected
+                if done:
+                    del seen[task]
+            if done:
+                fn(grads)
+
+        return hook
+
+    return _MultiHandle(tuple(t.register_hook(inner(i)) for i, t in enumerate(tensors)))
+
+
+def allow_mutation_on_saved_tensors():
+    """Within this block, tensors saved for backward may be modified in place (``_saved_mutation.py``)."""
+    from ember.autograd._saved_mutation import allow_mutation_on_saved_tensors as block
+
+    return block()
 
 
 def increment_version(tensor) -> None:

@@ -270,6 +270,8 @@ def _check_inplace_target(t: Tensor) -> None:
     base = t._base
     if base is not None and base.grad_fn is None and base.requires_grad:
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+    if base is not None and "_custom_view_error" in t.__dict__:  # a view made by a custom Function
+        raise RuntimeError(t._custom_view_error)
 
 
 def record(op, args: tuple, kwargs: dict, call_below):

@@ -46,6 +46,7 @@ __all__ = [
     "checkpoint_sequential",
     "detach_variable",
     "noop_context_fn",
+    "set_checkpoint_debug_enabled",
     "set_checkpoint_early_stop",
 ]
 
@@ -78,6 +79,19 @@ def check_backward_validity(inputs: Iterable[Any]) -> None:
 
 
 _early_stop_override: bool | None = None
+_debug_override: bool | None = None
+
+
+@contextlib.contextmanager
+def set_checkpoint_debug_enabled(enabled: bool | None):
+    """Within this block, ``debug`` of every checkpoint is ``enabled`` (None: each call's own)."""
+    global _debug_override
+    prev = _debug_override
+    _debug_override = enabled
+    try:
+        yield
+    finally:
+        _debug_override = prev
 
 
 @contextlib.contextmanager
@@ -116,7 +130,8 @@ def checkpoint(
     ``preserve_rng_state`` (keyword, default True) replays the forward's random numbers.
     ``context_fn`` returns two context managers: one for the forward, one for the recomputation.
     ``determinism_check="default"`` compares shape, dtype and device of each recomputed tensor with
-    the forward's (``"none"`` skips it). ``debug`` is accepted; it adds nothing to the error messages.
+    the forward's (``"none"`` skips it). ``debug`` (and ``set_checkpoint_debug_enabled``) is accepted,
+    but the errors carry no trace of the ops run, unlike PyTorch's.
     """
     if use_reentrant is None:
         _use_reentrant_warning("ember.utils.checkpoint")
@@ -128,6 +143,8 @@ def checkpoint(
         if context_fn is not noop_context_fn or debug is not False:
             raise ValueError("Passing `context_fn` or `debug` is only supported when use_reentrant=False.")
         return CheckpointFunction.apply(function, preserve, *args)
+    if (debug if _debug_override is None else _debug_override) and context_fn is not noop_context_fn:
+        raise ValueError("debug=True is incompatible with non-default context_fn")
     if determinism_check not in _METADATA:
         raise ValueError(f"determinism_check should be one of {list(_METADATA)}, but got {determinism_check}")
     forward_context, recompute_context = context_fn()
