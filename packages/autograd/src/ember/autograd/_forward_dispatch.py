@@ -174,6 +174,8 @@ class Plan:
             self.rule = rules.INPLACE_RULES.get(op)
         if schema.is_out:
             self.kind = "out"
+        elif self.rule is not None and op in rules.STANDALONE:
+            self.kind = "rule"
         elif is_nondifferentiable(op):
             self.kind = "nondifferentiable"
         elif "view" in op.tags:
@@ -229,7 +231,8 @@ def handle(op, args: tuple, kwargs: dict, call_below):
     if kind == "nondifferentiable":
         with busy():
             out = call_below(args, kwargs)
-        _mark_no_tangent(out)
+        if not plan.inplace:  # an in-place one leaves its target's tangent as it was, as in PyTorch
+            _mark_no_tangent(out)
         return out
     if plan.inplace:
         return _inplace(plan, args, kwargs, call_below)

@@ -132,8 +132,18 @@ INPLACE_RULES: dict = {
     aten.addmm_.default: RULES[aten.addmm.default],
     aten.baddbmm_.default: RULES[aten.baddbmm.default],
 }
-# Rules used even without a derivative entry (none yet: both modes cover the same ops).
-STANDALONE: frozenset = frozenset()
+# In-place comparisons write 0 or 1 into a floating-point target: its tangent becomes zeros, as in
+# PyTorch (the functional comparisons give booleans, which carry none). Used although the ops are
+# marked nondifferentiable.
+_INPLACE_COMPARISONS = [
+    getattr(getattr(aten, name), overload)
+    for name in ("eq_", "ne_", "lt_", "le_", "gt_", "ge_")
+    for overload in ("Tensor", "Scalar")
+    if hasattr(aten, name) and overload in getattr(aten, name).overloads()
+]
+INPLACE_RULES.update(dict.fromkeys(_INPLACE_COMPARISONS, _zeros))
+# Rules used even without a derivative entry, or in place of a nondifferentiable mark.
+STANDALONE: frozenset = frozenset(_INPLACE_COMPARISONS)
 
 
 # -- the table's kinds ----------------------------------------------------------------------------
