@@ -394,19 +394,20 @@ def _by_rows(op, outs: list, tracked: list, tangents: list, error: Exception) ->
         ) from error
     results = []
     for out in outs:
-        values = []
+        # Not differentiable any further (the fallback serves only where no outer graph needs it).
+        column = functions["zeros"](out.numel(), dtype=out.dtype, device=out.device)
         for k in range(out.numel()):
             unit = functions["zeros"](out.numel(), dtype=out.dtype, device=out.device)
             unit[k] = 1.0
             rows = grad([out], tracked, [unit.reshape(out.shape)], retain_graph=True, allow_unused=True)
-            value = 0.0
+            value = None
             for row, t in zip(rows, tangents, strict=True):
                 if row is not None:
                     row = row.conj() if row.dtype.category == D.COMPLEX else row
-                    value = value + (row * t).sum()
-            values.append(value if isinstance(value, Tensor) else functions["zeros"]((), dtype=out.dtype))
-        stacked = functions["stack"](values) if values else functions["zeros"](0, dtype=out.dtype)
-        results.append(stacked.reshape(out.shape).to(out.dtype))
+                    value = _plus(value, (row * t).sum())
+            if value is not None:
+                column[k] = value.item()
+        results.append(column.reshape(out.shape))
     return results
 
 
