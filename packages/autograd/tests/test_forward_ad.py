@@ -315,3 +315,16 @@ def test_a_formula_that_cannot_be_differentiated_is_transposed_row_by_row(monkey
     finally:
         _cleanup(op)
         undefine(helper)
+
+
+def test_outputs_marked_not_differentiable_get_no_tangent():
+    op = define("forward_ad_probe_two(Tensor self) -> (Tensor, Tensor)", namespace="ember_test")
+    op.register_kernel("cpu")(lambda self: (self * 2.0, self * 3.0))
+    registry.derivative(op, output_differentiable=(True, False))(lambda grads, self, **_: grads[0] * 2.0)
+    try:
+        with fw.dual_level():
+            first, second = op(fw.make_dual(e(X), e(V)))
+            np.testing.assert_allclose(fw.unpack_dual(first).tangent.numpy(), 2 * V)
+            assert fw.unpack_dual(second).tangent is None
+    finally:
+        _cleanup(op)
