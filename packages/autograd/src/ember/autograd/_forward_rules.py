@@ -218,11 +218,15 @@ def compute(plan, bound: dict, tangents: tuple, result):
     return plan.rule(tangents, result=result, **bound)
 
 
-def _linear_operand(value, tangent):
+def _linear_operand(value, tangent, pointwise: bool):
     if isinstance(value, Tensor):
         if value.dtype.category not in _DIFFERENTIABLE:
             return value  # an index or a mask: part of the linear map, not an operand
-        return tangent if tangent is not None else functions["zeros_like"](value)
+        if tangent is not None:
+            return tangent
+        # A pointwise op broadcasts a zero number as well as a tensor of zeros (the output tangent is
+        # expanded to the output's shape afterwards); other ops need the tensor.
+        return 0 if pointwise else functions["zeros_like"](value)
     if isinstance(value, bool) or not isinstance(value, int | float | complex):
         return value
     return 0  # a number in a tensor position is a constant: its tangent is zero
@@ -230,13 +234,14 @@ def _linear_operand(value, tangent):
 
 def _linear(plan, bound: dict, tangents: tuple):
     values = dict(bound)
+    pointwise = "pointwise" in plan.op.tags and not plan.inplace
     for (name, is_list), tangent in zip(plan.tensor_args, tangents, strict=True):
         value = bound.get(name)
         if is_list and value is not None:
             items = tangent if tangent is not None else [None] * len(value)
-            values[name] = [_linear_operand(v, t) for v, t in zip(value, items, strict=True)]
+            values[name] = [_linear_operand(v, t, pointwise) for v, t in zip(value, items, strict=True)]
         else:
-            values[name] = _linear_operand(value, tangent)
+            values[name] = _linear_operand(value, tangent, pointwise)
     if plan.inplace:
         first = plan.positional[0]
         target = bound[first]
