@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 
+from ember.autograd.derivatives.pointwise_common import conj
 from ember.core import dtypes as D
 from ember.core.api import functions
 from ember.core.dispatch import ops
@@ -270,7 +271,7 @@ def _elementwise(plan, bound: dict, tangents: tuple, result):
     if entry.wants_needs:
         kw["needs"] = (True,) * len(plan.tensor_args)
     if primal.dtype.category == D.COMPLEX:
-        out = entry.formula(tangent.conj(), primal, **kw).conj()
+        out = conj(entry.formula(conj(tangent), primal, **kw))
         return out.real if result.dtype.category != D.COMPLEX else out
     return entry.formula(tangent, primal, **kw)
 
