@@ -293,3 +293,38 @@ def test_hessian_through_jacfwd_of_jacrev():
     h = func.hessian(lambda x: (x.sin() * x).sum())(x)
     xs = np.array([0.3, -1.2, 2.0])
     np.testing.assert_allclose(h.numpy(), np.diag(2 * np.cos(xs) - xs * np.sin(xs)), rtol=1e-10)
+
+
+def test_a_formula_that_cannot_be_differentiated_is_transposed_row_by_row(monkeypatch):
+    from ember.autograd import _forward_rules
+
+    helper = define("forward_ad_probe_double(Tensor self) -> Tensor", namespace="ember_test")
+    helper.register_kernel("cpu")(
+        lambda self: self.clone() * 2.0
+    )  # no derivative: the formula's is not twice-differentiable
+    op = define("forward_ad_probe_rows(Tensor self) -> Tensor", namespace="ember_test")
+    op.register_kernel("cpu")(lambda self: (self * self) * 3.0)
+    registry.derivative(op, save=("self",))(lambda grad, self, **_: helper(grad) * self * 3.0)
+    try:
+        with fw.dual_level():
+            out = op(fw.make_dual(e(X), e(V)))
+            np.testing.assert_allclose(fw.unpack_dual(out).tangent.numpy(), 6 * X * V)
+            monkeypatch.setattr(_forward_rules, "ROWS_LIMIT", 4)
+            with pytest.raises(NotImplementedError, match="limited to 4 elements"):
+                op(fw.make_dual(e(X), e(V)))
+    finally:
+        _cleanup(op)
+        undefine(helper)
+
+
+def test_outputs_marked_not_differentiable_get_no_tangent():
+    op = define("forward_ad_probe_two(Tensor self) -> (Tensor, Tensor)", namespace="ember_test")
+    op.register_kernel("cpu")(lambda self: (self * 2.0, self * 3.0))
+    registry.derivative(op, output_differentiable=(True, False))(lambda grads, self, **_: grads[0] * 2.0)
+    try:
+        with fw.dual_level():
+            first, second = op(fw.make_dual(e(X), e(V)))
+            np.testing.assert_allclose(fw.unpack_dual(first).tangent.numpy(), 2 * V)
+            assert fw.unpack_dual(second).tangent is None
+    finally:
+        _cleanup(op)

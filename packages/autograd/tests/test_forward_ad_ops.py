@@ -104,3 +104,48 @@ def test_forward_ad_matches_pytorch(op):
         compared += 1
     if compared == 0:
         pytest.skip(f"{op.name}: PyTorch refuses forward mode for every sample")
+
+
+def inplace_case(op, sample, lib, seed: int, dual_target: bool) -> list:
+    """The target's tangent after the in-place variant, the target dual or not (the other tensors dual)."""
+    fw = lib.autograd.forward_ad
+    with fw.dual_level(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rng = np.random.default_rng(seed)
+        first, *rest = sample.args
+        target = _dualize(first, lib, fw, rng) if dual_target else build(first, lib)
+        args = _dualize(tuple(rest), lib, fw, rng)
+        kwargs = _dualize(sample.kwargs, lib, fw, rng)
+        op.inplace(lib, target, *args, **kwargs)
+        return _output_tangents(target, lib, fw)
+
+
+INPLACE_CASES = [
+    pytest.param(op, id=op.name, marks=[_PENDING] if op.name in (PENDING_GRAD - PASSES_FORWARD) | FAILS_FORWARD else [])
+    for op in OPS
+    if op.inplace is not None and op.name not in RANDOM
+]
+
+
+@needs_torch
+@pytest.mark.parametrize("op", INPLACE_CASES)
+def test_inplace_forward_ad_matches_pytorch(op):
+    compared = 0
+    samples = [s for s in op.samples("float64", np.random.default_rng(1234)) if s.args and isinstance(s.args[0], T)]
+    for sample in samples[:2]:
+        for dual_target in (True, False):
+            if not dual_target and not _has_float((sample.args[1:], sample.kwargs)):
+                continue
+            try:
+                theirs = inplace_case(op, sample, torch, 11, dual_target)
+            except Exception:
+                continue
+            try:
+                ours = inplace_case(op, sample, ember, 11, dual_target)
+            except Exception as error:
+                raise AssertionError(f"{op.name} {sample} dual target {dual_target}: {error!r}") from error
+            for a, b in zip(ours, theirs, strict=True):
+                np.testing.assert_allclose(a, b, rtol=1e-7, atol=1e-7, equal_nan=True, err_msg=f"{op.name} {sample}")
+            compared += 1
+    if compared == 0:
+        pytest.skip(f"{op.name}: PyTorch refuses every in-place sample in forward mode")

@@ -174,6 +174,8 @@ class Plan:
             self.rule = rules.INPLACE_RULES.get(op)
         if schema.is_out:
             self.kind = "out"
+        elif self.rule is not None and op in rules.STANDALONE:
+            self.kind = "rule"
         elif is_nondifferentiable(op):
             self.kind = "nondifferentiable"
         elif "view" in op.tags:
@@ -229,7 +231,8 @@ def handle(op, args: tuple, kwargs: dict, call_below):
     if kind == "nondifferentiable":
         with busy():
             out = call_below(args, kwargs)
-        _mark_no_tangent(out)
+        if not plan.inplace:  # an in-place one leaves its target's tangent as it was, as in PyTorch
+            _mark_no_tangent(out)
         return out
     if plan.inplace:
         return _inplace(plan, args, kwargs, call_below)
@@ -241,7 +244,7 @@ def handle(op, args: tuple, kwargs: dict, call_below):
         else:
             out = call_below(args, kwargs)
             out_tangents = rules.compute(plan, bound, tangents, out)
-    _attach(out, out_tangents, args, kwargs)
+    _attach(out, out_tangents, args, kwargs, plan.entry.output_differentiable if plan.entry is not None else None)
     return out
 
 
@@ -283,15 +286,18 @@ def _is_input(out: Tensor, args: tuple, kwargs: dict) -> bool:
     return any(out is a for a in args) or any(out is a for a in kwargs.values())
 
 
-def _attach(out, tangents, args: tuple, kwargs: dict) -> None:
-    """Give each floating-point output its tangent (zeros where the rule gave none)."""
+def _attach(out, tangents, args: tuple, kwargs: dict, differentiable: tuple | None = None) -> None:
+    """Give each floating-point output its tangent (zeros where the rule gave none), except the outputs
+    the entry's ``output_differentiable`` marks as not differentiable."""
     if isinstance(out, Tensor):
         _attach_one(out, tangents, args, kwargs)
         return
     if tangents is None:
         tangents = [None] * len(out)
-    for o, t in zip(out, tangents, strict=True):
-        if isinstance(o, Tensor):
+    for k, (o, t) in enumerate(zip(out, tangents, strict=True)):
+        if differentiable is not None and k < len(differentiable) and not differentiable[k]:
+            _mark_no_tangent(o)
+        elif isinstance(o, Tensor):
             _attach_one(o, t, args, kwargs)
         elif isinstance(o, list | tuple):
             _attach(o, t, args, kwargs)

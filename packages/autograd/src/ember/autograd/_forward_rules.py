@@ -23,6 +23,9 @@ The kinds, in the order ``_forward_dispatch.Plan`` picks them:
 
 from __future__ import annotations
 
+import math
+
+from ember.autograd.derivatives.pointwise_common import conj
 from ember.core import dtypes as D
 from ember.core.api import functions
 from ember.core.dispatch import ops
@@ -112,6 +115,59 @@ def _zeros(tangents, result, **_):
     return functions["zeros_like"](result)
 
 
+def _moment_dims(self, dim) -> tuple[list[int], int]:
+    """The reduced dims of a moment (all for ``None`` or ``[]``) and how many elements each reduction sees."""
+    if self.ndim == 0 or dim is None or (not isinstance(dim, int) and len(dim) == 0):
+        dims = list(range(self.ndim))
+    else:
+        dims = sorted(d % self.ndim for d in ((dim,) if isinstance(dim, int) else dim))
+    n = 1
+    for d in dims:
+        n *= self.shape[d]
+    return dims, n
+
+
+def _reduce(x, dims: list[int], keepdim: bool, how: str):
+    if not dims:
+        return getattr(x, how)()  # a 0-d tensor
+    return getattr(x, how)(dims, keepdim=keepdim)
+
+
+def _var_tangent(t, self, dim, correction, keepdim):
+    """``d var = 2 / (N - correction) * sum((x - mean x) * t)`` over the reduced dims."""
+    dims, n = _moment_dims(self, dim)
+    c = 1.0 if correction is None else float(correction)
+    centered = self - _reduce(self, dims, True, "mean")
+    dof = n - c
+    factor = 2.0 / dof if dof != 0 else math.inf
+    product = (centered.conj() * t).real if centered.dtype.category == D.COMPLEX else centered * t
+    return _reduce(product, dims, keepdim, "sum") * factor
+
+
+def _std_tangent(t, self, dim, correction, keepdim, std):
+    """``d std = d var / (2 std)``, zero where the deviation is zero (PyTorch's choice there)."""
+    return functions["where"](std == 0, 0.0, _var_tangent(t, self, dim, correction, keepdim) / (std * 2))
+
+
+def _var(tangents, self, dim, correction, keepdim, **_):
+    return _var_tangent(tangents[0], self, dim, correction, keepdim)
+
+
+def _std(tangents, self, dim, correction, keepdim, result, **_):
+    return _std_tangent(tangents[0], self, dim, correction, keepdim, result)
+
+
+def _var_mean(tangents, self, dim, correction, keepdim, **_):
+    dims, _ = _moment_dims(self, dim)
+    return _var_tangent(tangents[0], self, dim, correction, keepdim), _reduce(tangents[0], dims, keepdim, "mean")
+
+
+def _std_mean(tangents, self, dim, correction, keepdim, result, **_):
+    dims, _ = _moment_dims(self, dim)
+    std = _std_tangent(tangents[0], self, dim, correction, keepdim, result[0])
+    return std, _reduce(tangents[0], dims, keepdim, "mean")
+
+
 RULES: dict = {
     aten.mul.Tensor: _mul,
     aten.div.Tensor: _div,
@@ -124,6 +180,10 @@ RULES: dict = {
     aten.addmm.default: _addmm_like(lambda a, b: a.mm(b)),
     aten.baddbmm.default: _addmm_like(lambda a, b: a.bmm(b)),
     aten.where.self: _where,
+    aten.var.correction: _var,
+    aten.std.correction: _std,
+    aten.var_mean.correction: _var_mean,
+    aten.std_mean.correction: _std_mean,
     aten.fill_.Scalar: _zeros,
     aten.zero_.default: _zeros,
 }
@@ -132,8 +192,18 @@ INPLACE_RULES: dict = {
     aten.addmm_.default: RULES[aten.addmm.default],
     aten.baddbmm_.default: RULES[aten.baddbmm.default],
 }
-# Rules used even without a derivative entry (none yet: both modes cover the same ops).
-STANDALONE: frozenset = frozenset()
+# In-place comparisons write 0 or 1 into a floating-point target: its tangent becomes zeros, as in
+# PyTorch (the functional comparisons give booleans, which carry none). Used although the ops are
+# marked nondifferentiable.
+_INPLACE_COMPARISONS = [
+    getattr(getattr(aten, name), overload)
+    for name in ("eq_", "ne_", "lt_", "le_", "gt_", "ge_")
+    for overload in ("Tensor", "Scalar")
+    if hasattr(aten, name) and overload in getattr(aten, name).overloads()
+]
+INPLACE_RULES.update(dict.fromkeys(_INPLACE_COMPARISONS, _zeros))
+# Rules used even without a derivative entry, or in place of a nondifferentiable mark.
+STANDALONE: frozenset = frozenset(_INPLACE_COMPARISONS)
 
 
 # -- the table's kinds ----------------------------------------------------------------------------
@@ -149,11 +219,15 @@ def compute(plan, bound: dict, tangents: tuple, result):
     return plan.rule(tangents, result=result, **bound)
 
 
-def _linear_operand(value, tangent):
+def _linear_operand(value, tangent, pointwise: bool):
     if isinstance(value, Tensor):
         if value.dtype.category not in _DIFFERENTIABLE:
             return value  # an index or a mask: part of the linear map, not an operand
-        return tangent if tangent is not None else functions["zeros_like"](value)
+        if tangent is not None:
+            return tangent
+        # A pointwise op broadcasts a zero number as well as a tensor of zeros (the output tangent is
+        # expanded to the output's shape afterwards); other ops need the tensor.
+        return 0 if pointwise else functions["zeros_like"](value)
     if isinstance(value, bool) or not isinstance(value, int | float | complex):
         return value
     return 0  # a number in a tensor position is a constant: its tangent is zero
@@ -161,13 +235,14 @@ def _linear_operand(value, tangent):
 
 def _linear(plan, bound: dict, tangents: tuple):
     values = dict(bound)
+    pointwise = "pointwise" in plan.op.tags and not plan.inplace
     for (name, is_list), tangent in zip(plan.tensor_args, tangents, strict=True):
         value = bound.get(name)
         if is_list and value is not None:
             items = tangent if tangent is not None else [None] * len(value)
-            values[name] = [_linear_operand(v, t) for v, t in zip(value, items, strict=True)]
+            values[name] = [_linear_operand(v, t, pointwise) for v, t in zip(value, items, strict=True)]
         else:
-            values[name] = _linear_operand(value, tangent)
+            values[name] = _linear_operand(value, tangent, pointwise)
     if plan.inplace:
         first = plan.positional[0]
         target = bound[first]
@@ -196,7 +271,7 @@ def _elementwise(plan, bound: dict, tangents: tuple, result):
     if entry.wants_needs:
         kw["needs"] = (True,) * len(plan.tensor_args)
     if primal.dtype.category == D.COMPLEX:
-        out = entry.formula(tangent.conj(), primal, **kw).conj()
+        out = conj(entry.formula(conj(tangent), primal, **kw))
         return out.real if result.dtype.category != D.COMPLEX else out
     return entry.formula(tangent, primal, **kw)
 
@@ -224,7 +299,6 @@ def _regroup(out, flat: list):
 
 def transposed(op, args: tuple, kwargs: dict, plan, bound: dict, tangents: tuple, *, inplace: bool):
     """``(primal output, output tangents)`` of an entry without a forward rule, by double backward."""
-    from ember.autograd.functional_api import grad
     from ember.autograd.grad_mode import enable_grad, state
     from ember.autograd.graph import shallow
 
@@ -266,19 +340,15 @@ def transposed(op, args: tuple, kwargs: dict, plan, bound: dict, tangents: tuple
         ]
         result_tangents = [None] * len(flat)
         if chosen:
-            dummies = [functions["zeros_like"](flat[k]).requires_grad_(True) for k in chosen]
-            vjps = grad([flat[k] for k in chosen], tracked, dummies, create_graph=True, allow_unused=True)
-            pairs = [
-                (v, t if t.dtype is v.dtype else t.to(v.dtype))
-                for v, t in zip(vjps, tracked_tangents, strict=True)
-                if v is not None and v.requires_grad
-            ]
-            if pairs:
-                jvps = grad(
-                    [v for v, _ in pairs], dummies, [t for _, t in pairs], create_graph=outer, allow_unused=True
-                )
-                for k, j in zip(chosen, jvps, strict=True):
-                    result_tangents[k] = j
+            outs = [flat[k] for k in chosen]
+            try:
+                jvps = _double_backward(outs, tracked, tracked_tangents, outer)
+            except (RuntimeError, NotImplementedError) as error:
+                if outer or not _undifferentiable_formula(error):
+                    raise
+                jvps = _by_rows(op, outs, tracked, tracked_tangents, error)
+            for k, j in zip(chosen, jvps, strict=True):
+                result_tangents[k] = j
     if not outer and not inplace:
         # The primal output must not keep the tracking graph: a plain alias of each output.
         flat = [shallow(o) if isinstance(o, Tensor) and o.requires_grad else o for o in flat]
@@ -286,6 +356,65 @@ def transposed(op, args: tuple, kwargs: dict, plan, bound: dict, tangents: tuple
     if isinstance(out, Tensor):
         return out, result_tangents[0]
     return out, _regroup(list(out), result_tangents)
+
+
+def _double_backward(outs: list, tracked: list, tangents: list, outer: bool) -> list:
+    """``J t`` of each output: the backward formula run on dummy gradients ``u``, differentiated in ``u``."""
+    from ember.autograd.functional_api import grad
+
+    dummies = [functions["zeros_like"](o).requires_grad_(True) for o in outs]
+    vjps = grad(outs, tracked, dummies, create_graph=True, allow_unused=True)
+    pairs = [
+        (v, t if t.dtype is v.dtype else t.to(v.dtype))
+        for v, t in zip(vjps, tangents, strict=True)
+        if v is not None and v.requires_grad
+    ]
+    if not pairs:
+        return [None] * len(outs)
+    return list(grad([v for v, _ in pairs], dummies, [t for _, t in pairs], create_graph=outer, allow_unused=True))
+
+
+def _undifferentiable_formula(error: Exception) -> bool:
+    """The backward formula ran but could not be differentiated (an op in it has no derivative yet)."""
+    text = str(error)
+    return "derivative for" in text and "is not implemented" in text
+
+
+# One backward per output element: the fallback is for small outputs only.
+ROWS_LIMIT = 4096
+
+
+def _by_rows(op, outs: list, tracked: list, tangents: list, error: Exception) -> list:
+    """``J t`` one element at a time: row ``k`` of ``J`` is the backward of the ``k``-th unit gradient.
+
+    Used when the backward formula cannot be differentiated; it needs no second derivative (so also
+    none of its special points), at the price of one backward pass per output element.
+    """
+    from ember.autograd.functional_api import grad
+
+    total = sum(o.numel() for o in outs)
+    if total > ROWS_LIMIT:
+        raise NotImplementedError(
+            f"forward AD of {op}: its backward formula cannot be differentiated ({error}), and computing the "
+            f"tangent one backward per output element is limited to {ROWS_LIMIT} elements ({total} here)"
+        ) from error
+    results = []
+    for out in outs:
+        # Not differentiable any further (the fallback serves only where no outer graph needs it).
+        column = functions["zeros"](out.numel(), dtype=out.dtype, device=out.device)
+        for k in range(out.numel()):
+            unit = functions["zeros"](out.numel(), dtype=out.dtype, device=out.device)
+            unit[k] = 1.0
+            rows = grad([out], tracked, [unit.reshape(out.shape)], retain_graph=True, allow_unused=True)
+            value = None
+            for row, t in zip(rows, tangents, strict=True):
+                if row is not None:
+                    row = row.conj() if row.dtype.category == D.COMPLEX else row
+                    value = _plus(value, (row * t).sum())
+            if value is not None:
+                column[k] = value.item()
+        results.append(column.reshape(out.shape))
+    return results
 
 
 def _any_requires_grad(args, kwargs) -> bool:
