@@ -146,6 +146,9 @@ class Bound:
         if pos < 0 or name in self.kwargs:
             self.kwargs[name] = value
             return
+        if pos > len(self.args) and any(a.name in self.kwargs for a in self.schema_args[len(self.args) : pos]):
+            self.kwargs[name] = value  # arguments before it were given by name: so is this one
+            return
         while len(self.args) < pos:
             a = self.schema_args[len(self.args)]
             self.args.append(a.default if a.has_default else None)

@@ -25,11 +25,12 @@ def _scalar_dtype_fix(call, tensors: list) -> dict:
     if not zero_dim or all(logical_ndim(call, t) == 0 for t in tensors):
         return {}
     from ember.core.api import functions
+    from ember.core.promotion import result_type
 
     metas = [
         functions["empty"](t.shape[1:] if call.batched(t) else t.shape, dtype=t.dtype, device="meta") for t in tensors
     ]
-    target = functions["result_type"](*metas)
+    target = result_type(*metas)
     return {id(t): target for t in zero_dim if t.dtype != target}
 
 
@@ -55,10 +56,7 @@ def pointwise(call):
             )
     new_args = tuple(fit(a) for a in args)
     new_kwargs = {k: fit(v) for k, v in kwargs.items()} if kwargs else kwargs
-    result = call.op(*new_args, **new_kwargs)
-    if not any(call.batched(a) for a in (*args, *kwargs.values())):
-        return result
-    return result
+    return call.op(*new_args, **new_kwargs)
 
 
 def _pointwise_ops():
