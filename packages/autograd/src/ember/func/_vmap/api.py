@@ -30,7 +30,7 @@ def _name(func) -> str:
 
 def _broadcast(dims: Any, tree: Any) -> list | None:
     """``dims`` (an int or None, or a tree that is a prefix of ``tree``) as one entry per leaf."""
-    if dims is None or isinstance(dims, int):
+    if not isinstance(dims, list | tuple | dict):  # a leaf (checked to be an int or None later)
         return [dims] * len(flatten(tree)[0])
     if isinstance(dims, list | tuple) and isinstance(tree, list | tuple):
         if type(dims) is not type(tree) and not (isinstance(dims, tuple) and isinstance(tree, tuple)):
