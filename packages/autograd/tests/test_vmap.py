@@ -330,3 +330,78 @@ def test_functional_call_with_stacked_module_state():
     out = vmap(run, in_dims=(0, 0, None))(params, buffers, x)
     expected = ember.stack([m(x) for m in models])
     np.testing.assert_allclose(out.detach().numpy(), expected.detach().numpy(), rtol=1e-6, atol=1e-6)
+
+
+# -- autograd.Function --------------------------------------------------------------------------
+
+
+def _functions(lib):
+    """``Sin`` with its own vmap rule (counting its calls), ``Cube`` with a generated one, ``Plain`` with none."""
+    calls = []
+
+    class Sin(lib.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return x.sin()
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0])
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return grad * x.cos()
+
+        @staticmethod
+        def vmap(info, in_dims, x):
+            calls.append(info.batch_size)
+            return x.sin(), in_dims[0]
+
+    class Cube(lib.autograd.Function):
+        generate_vmap_rule = True
+
+        @staticmethod
+        def forward(x):
+            return x * x * x
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0])
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return grad * 3 * x * x
+
+    class Plain(lib.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return x * 2
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * 2
+
+    return Sin, Cube, Plain, calls
+
+
+@needs_torch
+def test_autograd_function_under_vmap():
+    pytest.importorskip("ember.autograd.function", reason="ember.autograd.Function is not in this build")
+    x, tx = _pair(4, 3, seed=4)
+    (sin, cube, plain, calls), (tsin, tcube, tplain, tcalls) = _functions(ember), _functions(torch)
+    _close(vmap(sin.apply, in_dims=1)(x), torch.vmap(tsin.apply, in_dims=1)(tx))
+    assert calls == tcalls == [3]
+    _close(vmap(cube.apply)(x), torch.vmap(tcube.apply)(tx))
+    _close(
+        vmap(grad(lambda a: cube.apply(a).sum()))(x), torch.vmap(torch.func.grad(lambda a: tcube.apply(a).sum()))(tx)
+    )
+    _close(vmap(grad(lambda a: sin.apply(a).sum()))(x), torch.vmap(torch.func.grad(lambda a: tsin.apply(a).sum()))(tx))
+    for run in (lambda: vmap(plain.apply)(x), lambda: torch.vmap(tplain.apply)(tx)):
+        with pytest.raises(Exception, match="override the vmap staticmethod or set generate_vmap_rule=True"):
+            run()
