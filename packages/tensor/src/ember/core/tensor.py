@@ -339,8 +339,7 @@ def empty(shape: tuple, dtype: D.dtype, dev: device, stride: tuple | None = None
 def from_array(array: np.ndarray, dtype: D.dtype | None = None) -> Tensor:
     """A CPU tensor owning a fresh C-contiguous array (a kernel's result); no copy when possible."""
     if type(array) is not np.ndarray:
-        # NumPy gives scalars (np.float32) for 0-d results; views of the storage need an ndarray.
-        array = np.asarray(array)
+        array = np.asarray(array)  # NumPy gives a scalar for a 0-d operation: views need an array
     if dtype is None:
         dtype = D.from_numpy_dtype(array.dtype)
     elif array.dtype != dtype.np:
@@ -380,7 +379,7 @@ def make_view(base: Tensor, shape: tuple, stride: tuple, offset: int) -> Tensor:
     t = _new(Tensor, storage, shape, stride, offset, dtype, None)
     if type(storage.data) is np.ndarray:
         size = dtype.itemsize
-        # An empty view may start past the end of its storage (x[1] of a (3, 0) tensor); NumPy refuses that.
+        # An empty view reads nothing; NumPy refuses an offset past the end of an empty buffer.
         start = offset * size if numel(shape) else 0
         t._array = np.ndarray(shape, dtype.np, storage.data, start, [s * size for s in stride])
     t._base = base if base._base is None else base._base
