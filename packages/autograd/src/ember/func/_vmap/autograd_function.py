@@ -58,7 +58,11 @@ def handle(function_cls, args: tuple, kwargs: dict):
         if run is None:
             raise RuntimeError("vmap: this version of ember.autograd.Function cannot run a Function on batched tensors")
         return run(function_cls, *args, **kwargs)
-    return function_cls.vmap(None, None, *args)  # raises PyTorch's error for Functions with no vmap rule
+    raise RuntimeError(
+        f"You tried to vmap over {function_cls.__name__}, but it does not have vmap support. Please override and "
+        "implement the vmap staticmethod or set generate_vmap_rule=True. For more details, please see "
+        "https://pytorch.org/docs/main/notes/extending.func.html"
+    )
 
 
 def _own_rule(function_cls, args: tuple, kwargs: dict, depth: int):
