@@ -403,3 +403,13 @@ def test_autograd_function_under_vmap():
     )
     _close(vmap(grad(lambda a: sin.apply(a).sum()))(x), torch.vmap(torch.func.grad(lambda a: tsin.apply(a).sum()))(tx))
     _same_error(lambda: vmap(plain.apply)(x), lambda: torch.vmap(tplain.apply)(tx))
+
+
+def test_forward_ad_tangents_cross_vmap():
+    fwAD = pytest.importorskip("ember.autograd.forward_ad", reason="forward AD is not in this build")
+    p, t = ember.randn(4, 3), ember.randn(4, 3)
+    with fwAD.dual_level():
+        through = vmap(ember.sin)(fwAD.make_dual(p, t))
+        made_inside = vmap(lambda a, b: fwAD.make_dual(a, b).sin())(p, t)
+        for y in (through, made_inside):
+            np.testing.assert_allclose(fwAD.unpack_dual(y).tangent.numpy(), (t * p.cos()).numpy(), rtol=1e-6)
