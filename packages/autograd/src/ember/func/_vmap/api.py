@@ -185,16 +185,21 @@ def _unbatch(o: Tensor, depth: int, size: int, out_dim: int) -> Tensor:
     return forward_ad.make_dual(primal, unwrap_to(tangent, depth, size, out_dim))
 
 
+_forward_ad: Any = None  # the forward_ad module once looked up; False where this build has none
+
+
 def _tangent_of(o: Tensor):
-    try:
-        from ember.autograd import forward_ad
-    except ImportError:
+    global _forward_ad
+    if _forward_ad is None:
+        try:
+            from ember.autograd import forward_ad as module
+        except ImportError:
+            module = False
+        _forward_ad = module if getattr(module, "unpack_dual", None) is not None else False
+    if _forward_ad is False:
         return None
-    unpack = getattr(forward_ad, "unpack_dual", None)
-    if unpack is None:
-        return None
     try:
-        return unpack(o).tangent
+        return _forward_ad.unpack_dual(o).tangent
     except RuntimeError:  # no dual level is active
         return None
 

@@ -36,6 +36,8 @@ def pad_to(call, x: Tensor, rank: int) -> Tensor:
 
 def check_inplace(call) -> None:
     """In-place ops write one value per lane, so the written tensors must be batched when any input is."""
+    if not _writes(call.op):
+        return
     written, others = [], []
     for a, value in _bound(call):
         items = value if isinstance(value, list | tuple) else (value,)
@@ -48,6 +50,17 @@ def check_inplace(call) -> None:
         for v in written:
             if not call.batched(v):
                 _refuse_inplace(call, v, others)
+
+
+_WRITES: dict = {}
+
+
+def _writes(op) -> bool:
+    """Whether the op writes into an argument (cached: it is asked on every batched call)."""
+    found = _WRITES.get(op)
+    if found is None:
+        found = _WRITES[op] = any(a.is_write for a in op.schema.arguments)
+    return found
 
 
 def _refuse_inplace(call, target: Tensor, others: list) -> None:
