@@ -11,7 +11,10 @@ from ember.func._vmap import (  # noqa: F401  (each rule file registers its rule
     rules_shape,
 )
 from ember.func._vmap.api import vmap
+from ember.func._vmap.autograd_function import install as _install_function_handler
 from ember.func._vmap.batched import BatchedTensor
 from ember.func._vmap.table import RULES, batch_rule, missing
+
+_install_function_handler()
 
 __all__ = ["RULES", "BatchedTensor", "batch_rule", "missing", "vmap"]

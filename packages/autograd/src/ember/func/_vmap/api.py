@@ -30,7 +30,7 @@ def _name(func) -> str:
 
 def _broadcast(dims: Any, tree: Any) -> list | None:
     """``dims`` (an int or None, or a tree that is a prefix of ``tree``) as one entry per leaf."""
-    if dims is None or isinstance(dims, int):
+    if not isinstance(dims, list | tuple | dict):  # a leaf (checked to be an int or None later)
         return [dims] * len(flatten(tree)[0])
     if isinstance(dims, list | tuple) and isinstance(tree, list | tuple):
         if type(dims) is not type(tree) and not (isinstance(dims, tuple) and isinstance(tree, tuple)):
@@ -185,16 +185,21 @@ def _unbatch(o: Tensor, depth: int, size: int, out_dim: int) -> Tensor:
     return forward_ad.make_dual(primal, unwrap_to(tangent, depth, size, out_dim))
 
 
+_forward_ad: Any = None  # the forward_ad module once looked up; False where this build has none
+
+
 def _tangent_of(o: Tensor):
-    try:
-        from ember.autograd import forward_ad
-    except ImportError:
+    global _forward_ad
+    if _forward_ad is None:
+        try:
+            from ember.autograd import forward_ad as module
+        except ImportError:
+            module = False
+        _forward_ad = module if getattr(module, "unpack_dual", None) is not None else False
+    if _forward_ad is False:
         return None
-    unpack = getattr(forward_ad, "unpack_dual", None)
-    if unpack is None:
-        return None
     try:
-        return unpack(o).tangent
+        return _forward_ad.unpack_dual(o).tangent
     except RuntimeError:  # no dual level is active
         return None
 

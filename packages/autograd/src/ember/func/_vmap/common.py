@@ -12,9 +12,12 @@ aten = ops.aten
 INPLACE_ERROR = (
     "vmap: {op}(self, *extra_args) is not possible because there exists a Tensor `other` in extra_args that has "
     "more elements than `self`. This happened due to `other` being vmapped over but `self` not being vmapped over "
-    "in a vmap. Please try to use out-of-place operators instead of {op}. If said operator is being called inside "
+    "{where}. Please try to use out-of-place operators instead of {op}. If said operator is being called inside "
     "the PyTorch framework, please file a bug report instead."
 )
+# PyTorch words this refusal three ways, by op: kept so that messages match.
+_ARITHMETIC = frozenset({"sub_", "mul_", "div_", "copy_"})
+_BROADCAST = frozenset({"add_", "atan2_"})
 
 
 def logical_ndim(call, x) -> int:
@@ -33,7 +36,8 @@ def pad_to(call, x: Tensor, rank: int) -> Tensor:
 
 def check_inplace(call) -> None:
     """In-place ops write one value per lane, so the written tensors must be batched when any input is."""
-    schema = call.op.schema
+    if not _writes(call.op):
+        return
     written, others = [], []
     for a, value in _bound(call):
         items = value if isinstance(value, list | tuple) else (value,)
@@ -45,8 +49,35 @@ def check_inplace(call) -> None:
     if any(call.batched(v) for v in others) or any(call.batched(v) for v in written):
         for v in written:
             if not call.batched(v):
-                name = "inplace arithmetic" if "pointwise" in call.op.tags else schema.name
-                raise RuntimeError(INPLACE_ERROR.format(op=name))
+                _refuse_inplace(call, v, others)
+
+
+_WRITES: dict = {}
+
+
+def _writes(op) -> bool:
+    """Whether the op writes into an argument (cached: it is asked on every batched call)."""
+    found = _WRITES.get(op)
+    if found is None:
+        found = _WRITES[op] = any(a.is_write for a in op.schema.arguments)
+    return found
+
+
+def _refuse_inplace(call, target: Tensor, others: list) -> None:
+    name = call.op.schema.name
+    if name in _BROADCAST:
+        from ember.core.layout import broadcast_shapes
+
+        rank = max(logical_ndim(call, t) for t in (target, *others))
+        shapes = [tuple(pad_to(call, t, rank).shape) if call.batched(t) else tuple(t.shape) for t in (target, *others)]
+        raise RuntimeError(
+            f"output with shape {list(target.shape)} doesn't match the broadcast shape {list(broadcast_shapes(*shapes))}"
+        )
+    if name in _ARITHMETIC:
+        raise RuntimeError(INPLACE_ERROR.format(op="inplace arithmetic", where="in a vmap"))
+    if "pointwise" in call.op.tags:
+        raise RuntimeError(INPLACE_ERROR.format(op=f"aten::{name}", where=f"at level {call.level}"))
+    raise RuntimeError(INPLACE_ERROR.format(op=name, where="in a vmap"))
 
 
 def _bound(call):
@@ -145,6 +176,9 @@ class Bound:
         pos = self._position(name)
         if pos < 0 or name in self.kwargs:
             self.kwargs[name] = value
+            return
+        if pos > len(self.args) and any(a.name in self.kwargs for a in self.schema_args[len(self.args) : pos]):
+            self.kwargs[name] = value  # arguments before it were given by name: so is this one
             return
         while len(self.args) < pos:
             a = self.schema_args[len(self.args)]

@@ -42,7 +42,7 @@ def _gather_like(call):
                 bound.set(a.name, value)
     if rank == 0:
         shift(bound.get("dim"), 0)
-        bound.set(call.op.schema.arguments[0].name, x.unsqueeze(1))
+        bound.set(call.op.schema.arguments[0].name, call.expand(x).unsqueeze(1))
         bound.set("dim", 1)
         result = bound.run()
         return None if call.op.schema.is_inplace else result.reshape(result.shape[:1])

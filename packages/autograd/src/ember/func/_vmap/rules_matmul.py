@@ -42,8 +42,8 @@ def _mv(call):
 
 def _dot(call):
     a, b = call.args[:2]
-    if call.op is aten.vdot.default:
-        a = a.conj()
+    if call.op is aten.vdot.default and a.is_complex():
+        raise RuntimeError("vmap: vdot of complex tensors needs conj, which ember does not have yet")
     if a.dtype != b.dtype:
         raise RuntimeError(
             f"dot : expected both vectors to have same dtype, but found {a.dtype.name.capitalize()} and "

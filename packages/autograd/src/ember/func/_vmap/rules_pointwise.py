@@ -25,12 +25,26 @@ def _scalar_dtype_fix(call, tensors: list) -> dict:
     if not zero_dim or all(logical_ndim(call, t) == 0 for t in tensors):
         return {}
     from ember.core.api import functions
+    from ember.core.promotion import result_type
 
     metas = [
         functions["empty"](t.shape[1:] if call.batched(t) else t.shape, dtype=t.dtype, device="meta") for t in tensors
     ]
-    target = functions["result_type"](*metas)
+    target = result_type(*metas)
     return {id(t): target for t in zero_dim if t.dtype != target}
+
+
+_SCALARS: dict = {}
+
+
+def _scalar_positions(op) -> tuple:
+    """Positions and names of the op's number (Scalar) arguments, cached per op."""
+    found = _SCALARS.get(op)
+    if found is None:
+        found = _SCALARS[op] = tuple(
+            (i, a.name) for i, a in enumerate(op.schema.arguments) if a.type.base == "Scalar" and not a.kwarg_only
+        )
+    return found
 
 
 def pointwise(call):
@@ -38,27 +52,27 @@ def pointwise(call):
     args, kwargs = call.args, call.kwargs
     tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, Tensor)]
     rank = max(logical_ndim(call, t) for t in tensors)
-    casts = _scalar_dtype_fix(call, tensors)
+    casts = _scalar_dtype_fix(call, tensors) if len(tensors) > 1 else {}
 
     def fit(a):
         if not isinstance(a, Tensor) or not call.batched(a):
             return a
-        if id(a) in casts:
+        if casts and id(a) in casts:
             a = a.to(casts[id(a)])
         return pad_to(call, a, rank)
 
-    for i, a in enumerate(call.op.schema.arguments):
-        if a.type.base == "Scalar" and i < len(args) and call.batched(args[i]):
+    if len(tensors) == 1 and not kwargs:  # unary ops: the value goes through as it is
+        return call.op(*args)
+
+    for i, name in _scalar_positions(call.op):
+        if i < len(args) and call.batched(args[i]):
             raise RuntimeError(
-                f"vmap: {call.op} got a batched tensor for the number argument '{a.name}'; pass it as a tensor "
+                f"vmap: {call.op} got a batched tensor for the number argument '{name}'; pass it as a tensor "
                 "to the Tensor overload instead"
             )
     new_args = tuple(fit(a) for a in args)
     new_kwargs = {k: fit(v) for k, v in kwargs.items()} if kwargs else kwargs
-    result = call.op(*new_args, **new_kwargs)
-    if not any(call.batched(a) for a in (*args, *kwargs.values())):
-        return result
-    return result
+    return call.op(*new_args, **new_kwargs)
 
 
 def _pointwise_ops():

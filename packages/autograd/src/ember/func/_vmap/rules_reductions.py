@@ -63,11 +63,10 @@ register(
     aten.std_mean.correction,
     aten.var_mean.correction,
     aten.linalg_vector_norm.default,
-    aten.all.dims,
-    aten.any.dims,
     aten.count_nonzero.dim_IntList,
 )
-register(list_dims_rule(empty_means_all=False), aten.nuclear_norm.dim)
+# For these an empty list reduces nothing (only None means every dim).
+register(list_dims_rule(empty_means_all=False), aten.nuclear_norm.dim, aten.all.dims, aten.any.dims)
 register(
     dims_rule("dim"),
     aten.all.dim,

@@ -24,8 +24,6 @@ register(
     aten.clone.default,
     aten._to_copy.default,
     aten.positive.default,
-    aten.fill_.Scalar,
-    aten.view.dtype,
     aten.tril.default,
     aten.triu.default,
     aten.tril_.default,
@@ -71,7 +69,8 @@ def _drop_lift(result):
     if isinstance(result, list | tuple):
         parts = [_drop_lift(r) for r in result]
         return type(result)(parts) if type(result) in (list, tuple) else type(result)(*parts)
-    if result.ndim == 2:
+    # The size-1 dim given to the lane sits at 1; ops that keep it (keepdim, cumsum, unfold) drop it again.
+    if result.ndim >= 2:
         return result.squeeze(1)
     return result
 
@@ -219,3 +218,30 @@ def _as_strided(call):
 
 
 register(_as_strided, aten.as_strided.default)
+
+
+def _fill(call):
+    """``fill_`` with a batched 0-dim value fills each lane with its own value."""
+    check_inplace(call)
+    x, value = call.args[0], call.args[1]
+    if call.batched(value):
+        x.copy_(pad_to(call, value, x.ndim - 1))
+        return None
+    return call.op(x, value)
+
+
+register(_fill, aten.fill_.Scalar)
+
+
+def _view_dtype(call):
+    """A dtype view reinterprets a lane's last dim, which must be contiguous: the batch cannot sit there."""
+    x, dtype = call.args[0], call.args[1]
+    if x.dtype.itemsize != dtype.itemsize and x.ndim > 1 and x.stride(-1) != 1:
+        raise RuntimeError(
+            "vmap: view(dtype) with a different element size needs each lane's last dim contiguous in memory; "
+            "map over another dim, or call .contiguous() first"
+        )
+    return call.op(x, dtype)
+
+
+register(_view_dtype, aten.view.dtype)
