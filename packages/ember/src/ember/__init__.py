@@ -67,6 +67,7 @@ _LAZY_ATTRIBUTES = {
         "set_autocast_enabled",
     )
 }
+_LAZY_ATTRIBUTES["vmap"] = "ember.func"
 
 
 def __getattr__(name: str):
