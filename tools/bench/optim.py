@@ -1,12 +1,15 @@
 """Optimizer steps against PyTorch, measured interleaved in one run.
 
-    python tools/bench/optim.py [--rounds R] [--quick]
+    python tools/bench/optim.py [--rounds R] [--quick] [--torch-threads T]
 
 One step of SGD (momentum), Adam and AdamW over a list of 100 parameters of mixed sizes (biases
 of 64 and weights of 64x64, the shape of a small model), each on the per-tensor path and on the
 multi-tensor (foreach) path. Gradients are set once and every step reads them. Each case runs
 Ember and PyTorch alternately for R rounds and keeps the best round of each. The ratio is Ember's
 time over PyTorch's: below 1 is faster. Then the foreach speed-up within each library.
+
+On a shared machine PyTorch's intra-op threads can spin against other work and inflate its times;
+``--torch-threads 1`` compares one thread with one thread (Ember's kernels here are single-threaded).
 """
 
 from __future__ import annotations
@@ -55,7 +58,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions (a smoke run)")
+    parser.add_argument("--torch-threads", type=int, default=None, help="torch.set_num_threads before timing")
     args = parser.parse_args()
+    if args.torch_threads is not None:
+        torch.set_num_threads(args.torch_threads)
     number = 3 if args.quick else 20
     print(f"ember {ember.__version__}, torch {torch.__version__}, torch threads {torch.get_num_threads()}")
     print(f"one step over {N_PARAMS} parameters (50 of 64x64, 50 of 64)")

@@ -270,3 +270,21 @@ def test_extra_state_round_trips_as_in_torch():
     plain = enn.Linear(1, 1)
     result = plain.load_state_dict({**plain.state_dict(), "_extra_state": 1}, strict=False)
     assert result.unexpected_keys == ["_extra_state"]
+
+
+def test_forward_hooks_with_kwargs_and_always_call():
+    class Scale(enn.Module):
+        def forward(self, x, *, factor=1.0):
+            if factor < 0:
+                raise ValueError("negative factor")
+            return x * factor
+
+    m = Scale()
+    m.register_forward_pre_hook(lambda mod, args, kwargs: (args, {**kwargs, "factor": 3.0}), with_kwargs=True)
+    np.testing.assert_array_equal(m(ember.ones(2)).numpy(), [3.0, 3.0])
+    seen = []
+    m2 = Scale()
+    m2.register_forward_hook(lambda mod, args, out: seen.append(out), always_call=True)
+    with pytest.raises(ValueError, match="negative factor"):
+        m2(ember.ones(1), factor=-1.0)
+    assert seen == [None]

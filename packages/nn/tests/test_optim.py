@@ -167,3 +167,20 @@ def test_parameters_without_gradients_are_left_alone(name):
     assert list(ours_opt.state_dict()["state"]) == list(theirs_opt.state_dict()["state"])
     for p, q in zip(ours, theirs, strict=True):
         assert_close(p, q, rtol=1e-6, atol=1e-6)
+
+
+@needs_torch
+def test_named_parameters_and_state_cast_to_the_parameter_dtype():
+    model = ember.nn.Linear(2, 2)
+    opt = eoptim.Adam(model.named_parameters(), lr=0.1)
+    t_model = torch.nn.Linear(2, 2)
+    t_opt = torch.optim.Adam(t_model.named_parameters(), lr=0.1)
+    assert opt.state_dict()["param_groups"] == t_opt.state_dict()["param_groups"]
+    for p in model.parameters():
+        p.grad = ember.ones_like(p)
+    opt.step()
+    saved = copy.deepcopy(opt.state_dict())
+    model.double()
+    opt.load_state_dict(saved)
+    state = opt.state[model.weight]
+    assert state["exp_avg"].dtype is ember.float64 and state["step"].dtype is ember.float32

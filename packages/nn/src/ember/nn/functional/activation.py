@@ -103,6 +103,28 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
     return a * b.sigmoid()
 
 
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    """leaky_relu with a learned slope: one for all channels, or one per channel (dim 1)."""
+    if weight.numel() != 1:
+        if input.ndim == 0:
+            raise RuntimeError("Not allow zero-dim input tensor.")
+        channels = input.shape[1] if input.ndim >= 2 else 1
+        if weight.numel() != channels:
+            raise RuntimeError(
+                f"Mismatch of parameter numbers and input channel size. Found parameter numbers = {weight.numel()} "
+                f"and channel size = {channels}."
+            )
+        if input.ndim >= 2:
+            weight = weight.reshape(channels, *([1] * (input.ndim - 2)))
+    return _where(input > 0, input, weight * input)
+
+
+def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
+    from ember.core.functional import softmax
+
+    return softmax(-input if dtype is None else -input.to(dtype), dim, _stacklevel + 1)
+
+
 def softsign(input: Tensor) -> Tensor:
     return input / (input.abs() + 1)
 

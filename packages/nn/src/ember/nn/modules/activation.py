@@ -2,23 +2,35 @@
 
 from __future__ import annotations
 
+from ember.core.api import functions
 from ember.core.tensor import Tensor
 from ember.nn import functional as F
+from ember.nn import init
 from ember.nn.modules.module import Module
+from ember.nn.parameter import Parameter
 
 __all__ = [
+    "CELU",
     "ELU",
     "GELU",
+    "GLU",
+    "SELU",
+    "Hardsigmoid",
+    "Hardswish",
     "Hardtanh",
     "LeakyReLU",
+    "LogSigmoid",
     "LogSoftmax",
     "Mish",
+    "PReLU",
     "ReLU",
     "ReLU6",
     "SiLU",
     "Sigmoid",
     "Softmax",
+    "Softmin",
     "Softplus",
+    "Softsign",
     "Tanh",
 ]
 
@@ -150,3 +162,75 @@ class Softplus(Module):
 
     def extra_repr(self) -> str:
         return f"beta={self.beta}, threshold={self.threshold}"
+
+
+class SELU(ReLU):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.selu(input, self.inplace)
+
+
+class Hardswish(Module):
+    # PyTorch's Hardswish and Hardsigmoid keep ``inplace`` but do not print it.
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.hardswish(input, self.inplace)
+
+
+class Hardsigmoid(Hardswish):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.hardsigmoid(input, self.inplace)
+
+
+class CELU(ELU):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.celu(input, self.alpha, self.inplace)
+
+
+class LogSigmoid(Module):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.logsigmoid(input)
+
+
+class Softsign(Module):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.softsign(input)
+
+
+class Softmin(Softmax):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.softmin(input, self.dim, _stacklevel=5)
+
+
+class GLU(Module):
+    def __init__(self, dim: int = -1) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.glu(input, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class PReLU(Module):
+    """leaky_relu whose negative slope is a parameter (one, or one per channel)."""
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, device=None, dtype=None) -> None:
+        self.num_parameters = num_parameters
+        super().__init__()
+        self.init = init
+        self.weight = Parameter(functions["empty"](num_parameters, device=device, dtype=dtype))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        init.constant_(self.weight, self.init)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.num_parameters}"
