@@ -109,6 +109,32 @@ def _write_into_gapped_base(lib, x):
     return base
 
 
+def _index_put_into_view(lib, x):
+    y = x * 1
+    y[1:].index_put_((lib.tensor([1, 0, 1]), lib.tensor([3, 3, 0])), x[0, :3] * 2, accumulate=True)
+    return y
+
+
+def _masked_fill_view_with_tensor(lib, x):
+    y = x * 1
+    y[:, 1].masked_fill_(lib.tensor([True, False, True]), x[2, 3])
+    return y
+
+
+def _scatter_reduce_into_transposed_view(lib, x):
+    y = x * 1
+    index = lib.tensor([[0, 0], [2, 1], [1, 1], [0, 2]])
+    y.t().scatter_reduce_(1, index, x.t()[:, :2].exp() + 1, "prod", include_self=True)
+    return y
+
+
+def _index_copy_then_view_use(lib, x):
+    y = x * 1
+    column = y[:, 2]
+    y.index_copy_(0, lib.tensor([2, 0]), x[:2].flip(0) * 3)
+    return column.sum() * y[1]
+
+
 CASES = [
     _write_through_view,
     _base_written_after_view,
@@ -124,6 +150,10 @@ CASES = [
     _write_into_overlapping_as_strided_view,
     _overlapping_view_after_base_write,
     _write_into_gapped_base,
+    _index_put_into_view,
+    _masked_fill_view_with_tensor,
+    _scatter_reduce_into_transposed_view,
+    _index_copy_then_view_use,
 ]
 
 
