@@ -51,8 +51,11 @@ def as_strided_backward(grad: Tensor, input_geometry: tuple, output_geometry: tu
     low = min(in_offset, out_offset)
     length = max(_extent(in_size, in_stride, in_offset), _extent(out_size, out_stride, out_offset)) - low
     storage = functions["zeros"]((length,), dtype=grad.dtype, device=grad.device)
-    where = _positions(out_size, out_stride, out_offset - low, grad.device)
-    storage = storage.index_add(0, where, grad.reshape(-1))
+    if overlaps(out_size, out_stride):
+        where = _positions(out_size, out_stride, out_offset - low, grad.device)
+        storage = storage.index_add(0, where, grad.reshape(-1))
+    else:  # each position read at most once: a copy, without building the positions
+        storage.as_strided(out_size, out_stride, out_offset - low).copy_(grad)
     if overlaps(in_size, in_stride):
         readers = _positions(in_size, in_stride, in_offset - low, grad.device)
         count = functions["zeros"]((length,), dtype=grad.dtype, device=grad.device)
