@@ -231,3 +231,18 @@ def test_modified_saved_tensor_errors_like_pytorch():
     for m in messages:
         assert "one of the variables needed for gradient computation has been modified by an inplace operation" in m
         assert "is at version 1; expected version 0 instead" in m
+
+
+@needs_torch
+@pytest.mark.parametrize("split", ["unbind", "split"])
+def test_outputs_of_multi_view_ops_refuse_inplace_like_pytorch(split):
+    messages = []
+    for lib in (ember, torch):
+        y = lib.ones(2, 3, dtype=lib.float64, requires_grad=True) * 1
+        first = y.unbind()[0] if split == "unbind" else y.split(1)[0]
+        with pytest.raises(RuntimeError) as info:
+            first.mul_(2)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
+    with ember.no_grad():
+        ember.ones(2, 3, requires_grad=True).unbind()[0].mul_(2)  # not recorded: allowed

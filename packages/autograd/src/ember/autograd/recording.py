@@ -255,6 +255,14 @@ def _check_inplace_target(t: Tensor) -> None:
     base = t._base
     if base is not None and base.grad_fn is None and base.requires_grad:
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+    if base is not None and "_multi_view" in t.__dict__:
+        # One node for several views (unbind, split) cannot be rebased for one of them, as in PyTorch.
+        i, node = t._multi_view
+        raise RuntimeError(
+            f"Output {i} of {node.name().removesuffix('Backward0')} is a view and is being modified inplace. This "
+            "view is the output of a function that returns multiple views. Such functions do not allow the output "
+            "views to be modified inplace. You should replace the inplace operation by an out-of-place one."
+        )
 
 
 def record(op, args: tuple, kwargs: dict, call_below):
@@ -409,6 +417,7 @@ def _run_and_record(plan, args, kwargs, call_below, stored, stored_kw, edges, me
         out.requires_grad = True
         if out._base is not None:
             out._view_version = out._storage.version
+            out._multi_view = (i, node)
     if save_result:
         _save_result(node, outputs)
     return result
