@@ -189,6 +189,9 @@ def test_inplace_view_ops_refuse_leaves():
         x.t_()
     with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad"):
         x[0:1].transpose_(0, 1)
+    leaf_view = ember.zeros(2, 3)[0].requires_grad_()
+    with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad"):
+        leaf_view.mul_(2)
     with ember.no_grad():
         x.squeeze_().unsqueeze_(0)
     assert x.shape == (1, 2, 3) and x.grad_fn is None and x.requires_grad

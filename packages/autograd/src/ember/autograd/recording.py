@@ -250,10 +250,10 @@ def _refuse_out(op) -> None:
 
 
 def _check_inplace_target(t: Tensor) -> None:
-    if t.grad_fn is None and t.requires_grad and t._base is None:
-        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
     base = t._base
-    if base is not None and base.grad_fn is None and base.requires_grad:
+    if t.grad_fn is None and t.requires_grad and base is None:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+    if base is not None and ((base.grad_fn is None and base.requires_grad) or (t.grad_fn is None and t.requires_grad)):
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
     if base is not None and "_multi_view" in t.__dict__:
         # One node for several views (unbind, split) cannot be rebased for one of them, as in PyTorch.
