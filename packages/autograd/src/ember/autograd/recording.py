@@ -398,6 +398,8 @@ def _run_and_record(plan, args, kwargs, call_below, stored, stored_kw, edges, me
                 result._output_nr = 0
             elif result._base is not None:
                 result._view_version = result._storage.version  # see views.edge
+                if "_multi_view" in args[0].__dict__:
+                    result._multi_view = (0, node)  # a view of such a view refuses in-place ops too
             result.requires_grad = True
         if save_result:
             _save_result(node, (result,))
