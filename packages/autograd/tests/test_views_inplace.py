@@ -109,6 +109,13 @@ def _write_into_gapped_base(lib, x):
     return base
 
 
+def _write_into_interleaved_base(lib, x):
+    base = lib.empty_strided((2, 3), (3, 2), dtype=lib.float64)  # rows interleave; no position is shared
+    base.copy_(x[:2, :3])
+    base[:, 1].mul_(x[:2, 3])
+    return base
+
+
 def _index_put_into_view(lib, x):
     y = x * 1
     y[1:].index_put_((lib.tensor([1, 0, 1]), lib.tensor([3, 3, 0])), x[0, :3] * 2, accumulate=True)
@@ -164,6 +171,7 @@ CASES = [
     _write_into_overlapping_as_strided_view,
     _overlapping_view_after_base_write,
     _write_into_gapped_base,
+    _write_into_interleaved_base,
     _index_put_into_view,
     _masked_fill_view_with_tensor,
     _scatter_reduce_into_transposed_view,
