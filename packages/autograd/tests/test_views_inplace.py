@@ -109,6 +109,53 @@ def _write_into_gapped_base(lib, x):
     return base
 
 
+def _write_into_interleaved_base(lib, x):
+    base = lib.empty_strided((2, 3), (3, 2), dtype=lib.float64)  # rows interleave; no position is shared
+    base.copy_(x[:2, :3])
+    base[:, 1].mul_(x[:2, 3])
+    return base
+
+
+def _index_put_into_view(lib, x):
+    y = x * 1
+    y[1:].index_put_((lib.tensor([1, 0, 1]), lib.tensor([3, 3, 0])), x[0, :3] * 2, accumulate=True)
+    return y
+
+
+def _masked_fill_view_with_tensor(lib, x):
+    y = x * 1
+    y[:, 1].masked_fill_(lib.tensor([True, False, True]), x[2, 3])
+    return y
+
+
+def _scatter_reduce_into_transposed_view(lib, x):
+    y = x * 1
+    index = lib.tensor([[0, 0], [2, 1], [1, 1], [0, 2]])
+    y.t().scatter_reduce_(1, index, x.t()[:, :2].exp() + 1, "prod", include_self=True)
+    return y
+
+
+def _view_updated_from_a_sibling(lib, x):
+    y = x * 1
+    y[0].add_(y[1].exp() - y[2])
+    y[:, 0].mul_(y[:, 3].clone())
+    return y
+
+
+def _setitem_into_zeros(lib, x):
+    out = lib.zeros(3, 4, dtype=lib.float64)
+    out[x.detach() > 1] = x[x.detach() > 1] ** 2
+    out[0] = x[1]
+    return out
+
+
+def _index_copy_then_view_use(lib, x):
+    y = x * 1
+    column = y[:, 2]
+    y.index_copy_(0, lib.tensor([2, 0]), x[:2].flip(0) * 3)
+    return column.sum() * y[1]
+
+
 CASES = [
     _write_through_view,
     _base_written_after_view,
@@ -124,6 +171,13 @@ CASES = [
     _write_into_overlapping_as_strided_view,
     _overlapping_view_after_base_write,
     _write_into_gapped_base,
+    _write_into_interleaved_base,
+    _index_put_into_view,
+    _masked_fill_view_with_tensor,
+    _scatter_reduce_into_transposed_view,
+    _index_copy_then_view_use,
+    _view_updated_from_a_sibling,
+    _setitem_into_zeros,
 ]
 
 
@@ -159,6 +213,9 @@ def test_inplace_view_ops_refuse_leaves():
         x.t_()
     with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad"):
         x[0:1].transpose_(0, 1)
+    leaf_view = ember.zeros(2, 3)[0].requires_grad_()
+    with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad"):
+        leaf_view.mul_(2)
     with ember.no_grad():
         x.squeeze_().unsqueeze_(0)
     assert x.shape == (1, 2, 3) and x.grad_fn is None and x.requires_grad
@@ -201,3 +258,19 @@ def test_modified_saved_tensor_errors_like_pytorch():
     for m in messages:
         assert "one of the variables needed for gradient computation has been modified by an inplace operation" in m
         assert "is at version 1; expected version 0 instead" in m
+
+
+@needs_torch
+@pytest.mark.parametrize("split", ["unbind", "split"])
+def test_outputs_of_multi_view_ops_refuse_inplace_like_pytorch(split):
+    messages = []
+    for lib in (ember, torch):
+        y = lib.ones(2, 3, dtype=lib.float64, requires_grad=True) * 1
+        first = y.unbind()[0] if split == "unbind" else y.split(1)[0]
+        for target in (first, first[1:]):
+            with pytest.raises(RuntimeError) as info:
+                target.mul_(2)
+            messages.append(str(info.value))
+    assert messages[:2] == messages[2:]
+    with ember.no_grad():
+        ember.ones(2, 3, requires_grad=True).unbind()[0].mul_(2)  # not recorded: allowed

@@ -51,8 +51,11 @@ def as_strided_backward(grad: Tensor, input_geometry: tuple, output_geometry: tu
     low = min(in_offset, out_offset)
     length = max(_extent(in_size, in_stride, in_offset), _extent(out_size, out_stride, out_offset)) - low
     storage = functions["zeros"]((length,), dtype=grad.dtype, device=grad.device)
-    where = _positions(out_size, out_stride, out_offset - low, grad.device)
-    storage = storage.index_add(0, where, grad.reshape(-1))
+    if overlaps(out_size, out_stride):
+        where = _positions(out_size, out_stride, out_offset - low, grad.device)
+        storage = storage.index_add(0, where, grad.reshape(-1))
+    else:  # each position read at most once: a copy, without building the positions
+        storage.as_strided(out_size, out_stride, out_offset - low).copy_(grad)
     if overlaps(in_size, in_stride):
         readers = _positions(in_size, in_stride, in_offset - low, grad.device)
         count = functions["zeros"]((length,), dtype=grad.dtype, device=grad.device)
@@ -62,7 +65,7 @@ def as_strided_backward(grad: Tensor, input_geometry: tuple, output_geometry: tu
 
 
 def overlaps(size: tuple, stride: tuple) -> bool:
-    """Whether two elements of the geometry may share a storage position (a sufficient test)."""
+    """Whether two elements of the geometry may share a storage position (cheap; may say yes wrongly)."""
     dims = sorted((s, n) for n, s in zip(size, stride, strict=True) if n > 1)
     reach = 0  # the largest offset reachable with the smaller strides
     for s, n in dims:
@@ -70,3 +73,15 @@ def overlaps(size: tuple, stride: tuple) -> bool:
             return True
         reach += (n - 1) * s
     return False
+
+
+def overlaps_exactly(size: tuple, stride: tuple) -> bool:
+    """Whether two elements of the geometry share a storage position, counting them where in doubt."""
+    if not overlaps(size, stride):
+        return False
+    import numpy as np
+
+    positions = np.zeros((), np.int64)
+    for n, st in zip(size, stride, strict=True):
+        positions = np.add.outer(positions, np.arange(n, dtype=np.int64) * st)
+    return np.unique(positions).size != positions.size

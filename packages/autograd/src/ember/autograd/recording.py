@@ -265,13 +265,21 @@ def _refuse_argument(op, name: str) -> None:
 
 
 def _check_inplace_target(t: Tensor) -> None:
-    if t.grad_fn is None and t.requires_grad and t._base is None:
-        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
     base = t._base
-    if base is not None and base.grad_fn is None and base.requires_grad:
+    if t.grad_fn is None and t.requires_grad and base is None:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+    if base is not None and ((base.grad_fn is None and base.requires_grad) or (t.grad_fn is None and t.requires_grad)):
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
     if base is not None and "_custom_view_error" in t.__dict__:  # a view made by a custom Function
         raise RuntimeError(t._custom_view_error)
+    if base is not None and "_multi_view" in t.__dict__:
+        # One node for several views (unbind, split) cannot be rebased for one of them, as in PyTorch.
+        i, node = t._multi_view
+        raise RuntimeError(
+            f"Output {i} of {node.name().removesuffix('Backward0')} is a view and is being modified inplace. This "
+            "view is the output of a function that returns multiple views. Such functions do not allow the output "
+            "views to be modified inplace. You should replace the inplace operation by an out-of-place one."
+        )
 
 
 def record(op, args: tuple, kwargs: dict, call_below):
@@ -418,6 +426,8 @@ def _run_and_record(plan, args, kwargs, call_below, stored, stored_kw, edges, me
                 result._output_nr = 0
             elif result._base is not None:
                 result._view_version = result._storage.version  # see views.edge
+                if "_multi_view" in args[0].__dict__:
+                    result._multi_view = (0, node)  # a view of such a view refuses in-place ops too
             result.requires_grad = True
         if save_result:
             _save_result(node, (result,))
@@ -437,6 +447,7 @@ def _run_and_record(plan, args, kwargs, call_below, stored, stored_kw, edges, me
         out.requires_grad = True
         if out._base is not None:
             out._view_version = out._storage.version
+            out._multi_view = (i, node)
     if save_result:
         _save_result(node, outputs)
     return result

@@ -19,7 +19,7 @@ their elements and views that overlap.
 
 from __future__ import annotations
 
-from ember.autograd.as_strided import as_strided_backward, overlaps
+from ember.autograd.as_strided import as_strided_backward, overlaps_exactly
 from ember.autograd.graph import Node, gradient_edge
 from ember.core.tensor import Tensor
 
@@ -51,7 +51,7 @@ class CopySlices(Node):
 
         (grad,) = grads
         shape, stride, base_offset = self.base_geometry
-        if overlaps(shape, stride):
+        if overlaps_exactly(shape, stride):
             raise RuntimeError("an in-place op on a view of a base whose elements overlap cannot be differentiated")
         # Laid out like the base (gaps included), so that the view's region is an as_strided of it.
         result = functions["empty_strided"](shape, stride, dtype=grad.dtype, device=grad.device)

@@ -37,16 +37,7 @@ def _index_put(grad, self, indices, values, accumulate, needs, **_):
 
 @derivative(aten.index_select.default, save=("index",))
 def _index_select(grad, self, dim, index, **_):
-    return _zeros(self.shape, grad).index_add(dim, index, grad.reshape(_selected_shape(self.shape, dim, index))), None
-
-
-def _selected_shape(shape, dim, index):
-    """The shape of ``index_select(x, dim, index)`` for ``x`` of ``shape`` (a 0-d ``x`` stays 0-d)."""
-    if not len(shape):
-        return ()
-    shape = list(shape)
-    shape[dim] = index.numel()
-    return tuple(shape)
+    return _zeros(self.shape, grad).index_add(dim, index, grad), None
 
 
 @derivative(aten.index_add.default, save=("index",))

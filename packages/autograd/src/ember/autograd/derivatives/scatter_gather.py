@@ -93,6 +93,6 @@ def _prod_backward(grad, self, dim, index, src, include_self, result):
     if state.enabled and bool((zeros_at > 1).any()):
         raise RuntimeError(
             "scatter_reduce(): Double backward is unsupported for src when >1 zeros in src are scattered to the same "
-            "position. Please file an issue on GitHub if you need this."
+            "position."
         )
     return grad_self, grad_src
