@@ -66,7 +66,8 @@ def evenly_distribute(grad, input, value):
     """``grad`` of a reduction to one value (max, median): split evenly among the elements equal to
     it, or among the NaNs when the value is NaN, as PyTorch does."""
     if not values_readable(grad, input, value):
-        mask = (input == value).logical_or(input.isnan().logical_and(value.isnan()))
+        # Every operand in grad's dtype: a vmap batch of 0-dim gradients meets no type promotion.
+        mask = (input == value).logical_or(input.isnan().logical_and(value.isnan())).to(grad.dtype)
         return mask * (grad / mask.sum())
     mask = input.isnan() if bool(value.isnan().item()) else input == value
     return functions["where"](mask, grad / mask.sum(), 0.0)
