@@ -176,7 +176,7 @@ def test_vmap_matches_loop(op: OpInfo):
 # Derivatives that cannot batch yet (strict: an entry that passes must leave the list): they read a
 # value on the host (.item() in the even split of max/min/median ties) or select by mask (a shape that
 # depends on the data).
-GRAD_NOT_BATCHABLE = frozenset({"max_all", "min_all", "median", "nanmedian", "masked_scatter", "masked_scatter_"})
+GRAD_NOT_BATCHABLE = frozenset({"masked_scatter", "masked_scatter_"})
 GRAD_CASES = [
     pytest.param(
         op,

@@ -2,6 +2,7 @@
 
 from ember.func._vmap import (  # noqa: F401  (each rule file registers its rules on import)
     rules_indexing,
+    rules_linalg,
     rules_matmul,
     rules_nn,
     rules_out,
