@@ -3,6 +3,7 @@ stand-in handlers: ``set_transform_handler``, ``set_forward_ad_handler``, ``call
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from test_function import exp_fn, scale_fn
 
@@ -154,3 +155,51 @@ def test_call_jvp_materializes_missing_tangents_unless_told_not_to():
         (t,) = function_module.call_jvp(ctx, (x, y, materialize), [ember.ones(2), None, None], out)
         assert t.tolist() == [3.0, 4.0]
     assert seen == [[0.0, 0.0], None]
+
+
+def _vmap_or_skip():
+    try:
+        from ember.func import vmap
+    except ImportError:
+        pytest.skip("ember.func.vmap is not available")
+    return vmap
+
+
+def test_vmap_over_functions_with_a_generated_or_own_rule():
+    vmap = _vmap_or_skip()
+    torch = pytest.importorskip("torch")
+
+    def make(lib, own_rule: bool):
+        class Cube(lib.autograd.Function):
+            generate_vmap_rule = not own_rule
+
+            @staticmethod
+            def forward(x, k):
+                return x**3 * k
+
+            @staticmethod
+            def setup_context(ctx, inputs, output):
+                ctx.save_for_backward(inputs[0])
+                ctx.k = inputs[1]
+
+            @staticmethod
+            def backward(ctx, g):
+                (x,) = ctx.saved_tensors
+                return 3 * x * x * g * ctx.k, None
+
+            if own_rule:
+
+                @staticmethod
+                def vmap(info, in_dims, x, k):
+                    return Cube.apply(x, k), in_dims[0]
+
+        return Cube
+
+    values = [[1.0, -2.0, 0.5], [0.25, 3.0, -1.0]]
+    for own_rule in (False, True):
+        t_cls, e_cls = make(torch, own_rule), make(ember, own_rule)
+        expected = torch.func.vmap(lambda x, cls=t_cls: cls.apply(x, 2.0))(torch.tensor(values))
+        got = vmap(lambda x, cls=e_cls: cls.apply(x, 2.0))(ember.tensor(values))
+        assert got.tolist() == pytest.approx(expected.tolist())
+    per_sample = vmap(ember.func.grad(lambda x: make(ember, False).apply(x, 2.0).sum()))(ember.tensor(values))
+    assert per_sample.tolist() == pytest.approx((6 * np.asarray(values) ** 2).tolist())
