@@ -203,3 +203,85 @@ def test_vmap_over_functions_with_a_generated_or_own_rule():
         np.testing.assert_allclose(got.tolist(), expected.tolist())
     per_sample = vmap(ember.func.grad(lambda x: make(ember, False).apply(x, 2.0).sum()))(ember.tensor(values))
     np.testing.assert_allclose(per_sample.tolist(), 6 * np.asarray(values) ** 2)
+
+
+def _forward_ad_or_skip():
+    try:
+        from ember.autograd import forward_ad
+    except ImportError:
+        pytest.skip("ember.autograd.forward_ad is not available")
+    return forward_ad
+
+
+def test_forward_ad_through_functions_uses_their_jvp():
+    _forward_ad_or_skip()
+    torch = pytest.importorskip("torch")
+    from test_function import data, outcome
+
+    def custom(lib):
+        class Scaled(lib.autograd.Function):
+            @staticmethod
+            def forward(x, k):
+                return x * k, k
+
+            @staticmethod
+            def setup_context(ctx, inputs, output):
+                ctx.save_for_forward(inputs[0])
+                ctx.k = inputs[1]
+
+            @staticmethod
+            def backward(ctx, g, _):
+                return g * ctx.k, None
+
+            @staticmethod
+            def jvp(ctx, t, _):
+                (x,) = ctx.saved_tensors
+                return t * ctx.k + x * 0.5, None  # not the true derivative: the jvp is what counts
+
+        fw = lib.autograd.forward_ad
+        with fw.dual_level():
+            x = fw.make_dual(data(lib, 3, requires_grad=False), data(lib, 3, seed=1, requires_grad=False))
+            y, k = Scaled.apply(x, 3.0)
+            return fw.unpack_dual(y).tangent, k
+
+    def inplace(lib):
+        class MulInplace(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, a):
+                ctx.mark_dirty(a)
+                return a.mul_(2)
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2
+
+            @staticmethod
+            def jvp(ctx, t):
+                return t.mul_(2)
+
+        fw = lib.autograd.forward_ad
+        with fw.dual_level():
+            x = fw.make_dual(data(lib, 3, requires_grad=False), data(lib, 3, seed=1, requires_grad=False))
+            MulInplace.apply(x)
+            return x, fw.unpack_dual(x).tangent
+
+    def wrong_count(lib):
+        class Two(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2, x * 3
+
+            @staticmethod
+            def backward(ctx, g1, g2):
+                return g1 * 2 + g2 * 3
+
+            @staticmethod
+            def jvp(ctx, t):
+                return t * 2
+
+        fw = lib.autograd.forward_ad
+        with fw.dual_level():
+            Two.apply(fw.make_dual(data(lib, 2, requires_grad=False), data(lib, 2, requires_grad=False)))
+
+    for program in (custom, inplace, wrong_count):
+        assert outcome(program, ember) == outcome(program, torch)
