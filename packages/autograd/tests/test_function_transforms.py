@@ -32,6 +32,7 @@ def test_transform_handler_takes_calls_with_subclass_tensors():
             return "handled"
         return NotImplemented
 
+    previous = function_module._transform_handler  # vmap's, where it is installed
     function_module.set_transform_handler(handler)
     try:
         exp = exp_fn(ember)
@@ -48,7 +49,7 @@ def test_transform_handler_takes_calls_with_subclass_tensors():
         # the default of ``factor`` is bound before the handler sees the call
         assert calls[-1] == ("Scale", 3, [])
     finally:
-        function_module.set_transform_handler(None)
+        function_module.set_transform_handler(previous)
 
 
 def test_forward_ad_handler_runs_apply_then_jvp():
@@ -87,6 +88,7 @@ def test_forward_ad_handler_runs_apply_then_jvp():
                 tangents[id(o)] = t
         return outputs
 
+    previous = function_module._forward_ad_handler  # forward AD's, where it is installed
     function_module.set_forward_ad_handler(handler)
     try:
         x = ember.tensor([1.0, -2.0, 3.0], requires_grad=True)
@@ -102,7 +104,7 @@ def test_forward_ad_handler_runs_apply_then_jvp():
         plain = ember.tensor([2.0])
         assert Square.apply(plain, 1.0)[0].tolist() == [4.0]
     finally:
-        function_module.set_forward_ad_handler(None)
+        function_module.set_forward_ad_handler(previous)
 
 
 def test_call_jvp_checks_its_result():
