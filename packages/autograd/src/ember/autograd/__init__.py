@@ -9,6 +9,7 @@ from __future__ import annotations
 from ember.autograd import derivatives as _derivatives  # noqa: F401  (fills the table)
 from ember.autograd import forward_ad, graph
 from ember.autograd import tensor_methods as _tensor_methods
+from ember.autograd._function_forward_ad import install as _install_function_forward_ad
 from ember.autograd.anomaly import detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, set_detect_anomaly
 from ember.autograd.engine import is_checkpoint_valid as _is_checkpoint_valid  # noqa: F401  (PyTorch's name)
 from ember.autograd.function import Function, once_differentiable
@@ -28,6 +29,7 @@ from ember.core import dispatch as _dispatch
 
 _tensor_methods.attach()
 _dispatch.set_autograd_handler(_record)
+_install_function_forward_ad()  # custom Functions' jvp, where forward AD is installed
 
 __all__ = [
     "Function",

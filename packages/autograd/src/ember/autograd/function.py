@@ -28,11 +28,11 @@ Transforms plug in through two hooks, so that this module imports neither of the
   vmap; ``require_setup_context(cls)`` raises PyTorch's error for Functions that cannot be
   transformed, and ``apply_untransformed(cls, *args)`` runs the Function itself without coming
   back to the handler.
-- ``set_forward_ad_handler(fn)``: forward AD registers ``fn(function_cls, args, kwargs, run)``
-  while a dual level is active. ``apply`` calls it on every call; it returns ``NotImplemented``
-  when no argument is dual. Otherwise it calls ``run(args, kwargs)`` (the usual reverse-mode apply,
-  with primals of its choice, under forward AD off) to get ``(ctx, outputs)``, then
+- ``set_forward_ad_handler(fn)``: ``fn(function_cls, args, kwargs, run)`` is called on every call;
+  it returns ``NotImplemented`` when no argument is dual. Otherwise it calls ``run(args, kwargs)``
+  (the usual reverse-mode apply, under forward AD off) to get ``(ctx, outputs)``, then
   ``call_jvp(ctx, args, tangents, outputs)`` for the output tangents, and attaches them.
+  ``_function_forward_ad.py`` is that handler, installed where forward AD is.
 """
 
 from __future__ import annotations

@@ -148,9 +148,8 @@ def checkpoint(
     if determinism_check not in _METADATA:
         raise ValueError(f"determinism_check should be one of {list(_METADATA)}, but got {determinism_check}")
     forward_context, recompute_context = context_fn()
-    if not state.enabled:
-        with forward_context:
-            return function(*args, **kwargs)
+    if not state.enabled:  # nothing is saved, so nothing to recompute (and, as in PyTorch, no context)
+        return function(*args, **kwargs)
     rng = get_rng_state() if preserve else None
 
     def recompute(*inputs) -> None:
