@@ -151,7 +151,7 @@ class GradScaler:
                     and not new_scale.requires_grad
                 ):
                     raise AssertionError(
-                        "new_scale should be a float or a 1-element ember.FloatTensor with requires_grad=False."
+                        "new_scale should be a float or a 1-element float32 tensor with requires_grad=False."
                     )
                 self._scale.copy_(new_scale.reshape(()))
         else:
