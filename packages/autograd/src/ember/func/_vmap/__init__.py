@@ -2,7 +2,6 @@
 
 from ember.func._vmap import (  # noqa: F401  (each rule file registers its rules on import)
     rules_indexing,
-    rules_linalg,
     rules_matmul,
     rules_nn,
     rules_out,
@@ -16,7 +15,6 @@ from ember.func._vmap.autograd_function import install as _install_function_hand
 from ember.func._vmap.batched import BatchedTensor
 from ember.func._vmap.table import RULES, batch_rule, missing
 
-rules_linalg.register_all()
 _install_function_handler()
 
 __all__ = ["RULES", "BatchedTensor", "batch_rule", "missing", "vmap"]

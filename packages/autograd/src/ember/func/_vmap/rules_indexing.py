@@ -138,6 +138,7 @@ register(
     unsupported(DYNAMIC_SHAPE),
     aten.nonzero.default,
     aten.nonzero_numpy.default,
+    aten.masked_select.default,
     aten._unique2.default,
     aten.unique_consecutive.default,
     aten.unique_dim.default,
@@ -198,18 +199,3 @@ def _bucketize(call):
 
 
 register(_bucketize, aten.bucketize.Tensor, aten.bucketize.Scalar, aten.searchsorted.Tensor, aten.searchsorted.Scalar)
-
-
-def _masked_select(call):
-    """With a mask shared by every lane, each lane selects as many elements: that batches (PyTorch refuses
-    every ``masked_select`` under vmap; derivatives that select by an unbatched mask need this one)."""
-    x, mask = call.args[0], call.args[1]
-    if call.batched(mask):
-        raise RuntimeError(
-            f"vmap: aten::masked_select is not supported inside vmap with a batched mask: {DYNAMIC_SHAPE}"
-        )
-    shape = broadcast_shapes(tuple(x.shape[1:]), tuple(mask.shape))
-    return aten.index.Tensor(x.expand((call.size, *shape)), [None, mask.expand(shape)])
-
-
-register(_masked_select, aten.masked_select.default)
