@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 from ember.core.dispatch import OpOverload, all_ops
 from ember.core.tensor import Tensor
-from ember.func._vmap.batched import BatchedTensor, Hidden, front, state, wrap
+from ember.func._vmap.batched import BatchedTensor, front, state, wrap
 
 RULES: dict[OpOverload, Callable] = {}
 
@@ -126,14 +126,30 @@ def run_rule(op: OpOverload, args: tuple, kwargs: dict):
         )
     level = state.levels[depth - 1]
     ids: set = set()
-    new_args = tuple(_unwrap(a, depth, ids) for a in args)
+    new_args = tuple([_unwrap(a, depth, ids) for a in args])
     new_kwargs = {k: _unwrap(v, depth, ids) for k, v in kwargs.items()} if kwargs else kwargs
     call = Call(op, new_args, new_kwargs, level, ids)
-    with Hidden(depth):
+    saved = state.visible
+    state.visible = depth - 1  # the rule sees only the levels below this one (as ``Hidden`` does)
+    try:
         result = rule(call)
-    if op.schema.arguments and op.schema.arguments[0].is_write and not op.schema.arguments[0].kwarg_only:
+    finally:
+        state.visible = saved
+    if _writes_self(op):
         return args[0]
     return _rewrap(result, depth)
+
+
+_WRITES_SELF: dict = {}
+
+
+def _writes_self(op: OpOverload) -> bool:
+    """In-place ops (``self`` written): they return their own wrapped ``self``. Cached per op."""
+    found = _WRITES_SELF.get(op)
+    if found is None:
+        first = op.schema.arguments[0] if op.schema.arguments else None
+        found = _WRITES_SELF[op] = first is not None and first.is_write and not first.kwarg_only
+    return found
 
 
 def missing() -> list[OpOverload]:
