@@ -416,3 +416,17 @@ def test_forward_ad_tangents_cross_vmap():
         made_inside = vmap(lambda a, b: fwAD.make_dual(a, b).sin())(p, t)
         for y in (through, made_inside):
             np.testing.assert_allclose(fwAD.unpack_dual(y).tangent.numpy(), (t * p.cos()).numpy(), rtol=1e-6)
+
+
+def test_a_batched_tensor_leaked_from_a_finished_vmap_is_refused():
+    leaked = []
+
+    def keep(a):
+        leaked.append(a)
+        return a * 2
+
+    vmap(keep)(ember.ones(3, 2))
+    with pytest.raises(RuntimeError, match="leaked out of its vmap"):
+        leaked[0] + 1
+    with pytest.raises(RuntimeError, match="leaked out of its vmap"):
+        vmap(lambda b: b + leaked[0])(ember.ones(3, 2))

@@ -77,13 +77,21 @@ class Call:
         return f"Call({self.op}, level={self.level}, size={self.size})"
 
 
-def _unwrap(value, depth: int, ids: set):
+_LEAKED = (
+    "vmap: {op} got a batched tensor from a vmap that has already returned (a batched tensor leaked out of its "
+    "vmap, for example through a global or a closure)"
+)
+
+
+def _unwrap(value, depth: int, ids: set, level=None, op=None):
     if type(value) is BatchedTensor and value._level == depth:
+        if value._owner is not level:
+            raise RuntimeError(_LEAKED.format(op=op))
         v = front(value)
         ids.add(id(v))
         return v
     if type(value) in (list, tuple):
-        return type(value)(_unwrap(v, depth, ids) for v in value)
+        return type(value)(_unwrap(v, depth, ids, level, op) for v in value)
     return value
 
 
@@ -112,10 +120,7 @@ def _depth(args: tuple, kwargs: dict) -> int:
 def run_rule(op: OpOverload, args: tuple, kwargs: dict):
     depth = _depth(args, kwargs)
     if depth > len(state.levels) or depth > state.visible:
-        raise RuntimeError(
-            f"vmap: {op} got a batched tensor from a vmap that has already returned (a batched tensor leaked out "
-            "of its vmap, for example through a global or a closure)"
-        )
+        raise RuntimeError(_LEAKED.format(op=op))
     rule = RULES.get(op)
     if rule is None:
         if op.decomposition is not None:
@@ -126,8 +131,8 @@ def run_rule(op: OpOverload, args: tuple, kwargs: dict):
         )
     level = state.levels[depth - 1]
     ids: set = set()
-    new_args = tuple([_unwrap(a, depth, ids) for a in args])
-    new_kwargs = {k: _unwrap(v, depth, ids) for k, v in kwargs.items()} if kwargs else kwargs
+    new_args = tuple([_unwrap(a, depth, ids, level, op) for a in args])
+    new_kwargs = {k: _unwrap(v, depth, ids, level, op) for k, v in kwargs.items()} if kwargs else kwargs
     call = Call(op, new_args, new_kwargs, level, ids)
     saved = state.visible
     state.visible = depth - 1  # the rule sees only the levels below this one (as ``Hidden`` does)
