@@ -393,6 +393,9 @@ def _functions(lib):
 @needs_torch
 def test_autograd_function_under_vmap():
     pytest.importorskip("ember.autograd.function", reason="ember.autograd.Function is not in this build")
+    from ember.func._vmap.autograd_function import install
+
+    install()  # again: a test elsewhere may have replaced the handler
     x, tx = _pair(4, 3, seed=4)
     (sin, cube, plain, calls), (tsin, tcube, tplain, tcalls) = _functions(ember), _functions(torch)
     _close(vmap(sin.apply, in_dims=1)(x), torch.vmap(tsin.apply, in_dims=1)(tx))
@@ -413,3 +416,17 @@ def test_forward_ad_tangents_cross_vmap():
         made_inside = vmap(lambda a, b: fwAD.make_dual(a, b).sin())(p, t)
         for y in (through, made_inside):
             np.testing.assert_allclose(fwAD.unpack_dual(y).tangent.numpy(), (t * p.cos()).numpy(), rtol=1e-6)
+
+
+def test_a_batched_tensor_leaked_from_a_finished_vmap_is_refused():
+    leaked = []
+
+    def keep(a):
+        leaked.append(a)
+        return a * 2
+
+    vmap(keep)(ember.ones(3, 2))
+    with pytest.raises(RuntimeError, match="leaked out of its vmap"):
+        leaked[0] + 1
+    with pytest.raises(RuntimeError, match="leaked out of its vmap"):
+        vmap(lambda b: b + leaked[0])(ember.ones(3, 2))

@@ -108,7 +108,9 @@ class BatchedTensor(Tensor):
 
     def __ember_shallow__(self) -> BatchedTensor:
         """A plain alias without autograd state (what autograd keeps of a saved output)."""
-        return wrap(self._value, self._bdim, self._level)
+        alias = wrap(self._value, self._bdim, self._level)
+        alias._owner = self._owner
+        return alias
 
 
 def wrap(value: Tensor, bdim: int, level: int) -> BatchedTensor:
@@ -122,6 +124,9 @@ def wrap(value: Tensor, bdim: int, level: int) -> BatchedTensor:
     t._value = value
     t._bdim = bdim
     t._level = level
+    # The vmap call itself: a wrapper that escaped its vmap must not pass for one of a later vmap at the
+    # same depth.
+    t._owner = state.levels[level - 1] if level <= len(state.levels) else None
     return t
 
 

@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 from ember.core.dispatch import OpOverload, all_ops
 from ember.core.tensor import Tensor
-from ember.func._vmap.batched import BatchedTensor, Hidden, front, state, wrap
+from ember.func._vmap.batched import BatchedTensor, front, state, wrap
 
 RULES: dict[OpOverload, Callable] = {}
 
@@ -77,13 +77,21 @@ class Call:
         return f"Call({self.op}, level={self.level}, size={self.size})"
 
 
-def _unwrap(value, depth: int, ids: set):
+_LEAKED = (
+    "vmap: {op} got a batched tensor from a vmap that has already returned (a batched tensor leaked out of its "
+    "vmap, for example through a global or a closure)"
+)
+
+
+def _unwrap(value, depth: int, ids: set, level=None, op=None):
     if type(value) is BatchedTensor and value._level == depth:
+        if value._owner is not level:
+            raise RuntimeError(_LEAKED.format(op=op))
         v = front(value)
         ids.add(id(v))
         return v
     if type(value) in (list, tuple):
-        return type(value)(_unwrap(v, depth, ids) for v in value)
+        return type(value)(_unwrap(v, depth, ids, level, op) for v in value)
     return value
 
 
@@ -112,10 +120,7 @@ def _depth(args: tuple, kwargs: dict) -> int:
 def run_rule(op: OpOverload, args: tuple, kwargs: dict):
     depth = _depth(args, kwargs)
     if depth > len(state.levels) or depth > state.visible:
-        raise RuntimeError(
-            f"vmap: {op} got a batched tensor from a vmap that has already returned (a batched tensor leaked out "
-            "of its vmap, for example through a global or a closure)"
-        )
+        raise RuntimeError(_LEAKED.format(op=op))
     rule = RULES.get(op)
     if rule is None:
         if op.decomposition is not None:
@@ -126,14 +131,30 @@ def run_rule(op: OpOverload, args: tuple, kwargs: dict):
         )
     level = state.levels[depth - 1]
     ids: set = set()
-    new_args = tuple(_unwrap(a, depth, ids) for a in args)
-    new_kwargs = {k: _unwrap(v, depth, ids) for k, v in kwargs.items()} if kwargs else kwargs
+    new_args = tuple([_unwrap(a, depth, ids, level, op) for a in args])
+    new_kwargs = {k: _unwrap(v, depth, ids, level, op) for k, v in kwargs.items()} if kwargs else kwargs
     call = Call(op, new_args, new_kwargs, level, ids)
-    with Hidden(depth):
+    saved = state.visible
+    state.visible = depth - 1  # the rule sees only the levels below this one (as ``Hidden`` does)
+    try:
         result = rule(call)
-    if op.schema.arguments and op.schema.arguments[0].is_write and not op.schema.arguments[0].kwarg_only:
+    finally:
+        state.visible = saved
+    if _writes_self(op):
         return args[0]
     return _rewrap(result, depth)
+
+
+_WRITES_SELF: dict = {}
+
+
+def _writes_self(op: OpOverload) -> bool:
+    """In-place ops (``self`` written): they return their own wrapped ``self``. Cached per op."""
+    found = _WRITES_SELF.get(op)
+    if found is None:
+        first = op.schema.arguments[0] if op.schema.arguments else None
+        found = _WRITES_SELF[op] = first is not None and first.is_write and not first.kwarg_only
+    return found
 
 
 def missing() -> list[OpOverload]:
