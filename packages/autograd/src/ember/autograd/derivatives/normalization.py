@@ -109,30 +109,40 @@ def _native_group_norm(grads, input, weight, bias, N, C, HxW, group, eps, result
 
 
 def _batch_norm_grads(grad, input, weight, running_mean, running_var, training, eps, result, needs):
+    """PyTorch's batch norm backward: per-channel sums of ``grad`` and of ``grad * (x - mean)`` first,
+    then one pass over the input, with no normalized copy of ``x`` (each full-size pass costs more
+    than the per-channel arithmetic)."""
     grad = grad[0]
     if grad is None:
         return None, None, None
     c = input.shape[1]
     view = [1, c] + [1] * (input.ndim - 2)
     dims = [0, *range(2, input.ndim)]
+    count = input.numel() // c if c else 0
     x, g = _wide(input), _wide(grad)
-    w = None if weight is None else _wide(weight).reshape(view)
     if training:
         mean, rstd = _statistics(x, dims, eps, _wide(result[1]).reshape(view), _wide(result[2]).reshape(view))
     else:
         mean = _wide(running_mean).reshape(view)
         rstd = (_wide(running_var).reshape(view) + eps).rsqrt()
-    x_hat = (x - mean) * rstd
+    scale = rstd if weight is None else rstd * _wide(weight).reshape(view)
+    sum_g = g.sum(dims, keepdim=True)
+    centered = dotp = None
+    if needs[1] or (needs[0] and training):
+        centered = x - mean
+        dotp = (centered * g).sum(dims, keepdim=True)
     g_input = g_weight = g_bias = None
     if needs[0]:
         if training:
-            g_input = _normalized_grad(g, x_hat, rstd, w, dims)
+            # dx = (g - mean(g) - (x - mean) * mean(g * (x - mean)) * rstd^2) * rstd * weight
+            projection = dotp * rstd * rstd / count
+            g_input = (g - centered * projection - sum_g / count) * scale
         else:
-            g_input = g * rstd if w is None else g * w * rstd
+            g_input = g * scale
     if needs[1]:
-        g_weight = (g * x_hat).sum(dims)
+        g_weight = (dotp * rstd).reshape(c)
     if needs[2]:
-        g_bias = g.sum(dims)
+        g_bias = sum_g.reshape(c)
     return g_input, g_weight, g_bias
 
 
