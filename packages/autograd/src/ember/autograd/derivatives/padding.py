@@ -74,6 +74,8 @@ def _resized(shape, dim: int, size: int) -> list:
 
 def _fold(grad, input_shape, k: int, pad_op, pad):
     """The gradient of ``pad_op`` (reflection, replication or circular padding of the last ``k`` dims)."""
+    if grad.numel() == 0:
+        return functions["zeros"](tuple(input_shape), dtype=grad.dtype, device=grad.device)
     indices = _source_indices(input_shape, k, pad_op, pad, grad.device)
     ndim = len(input_shape)
     for axis in range(k):
