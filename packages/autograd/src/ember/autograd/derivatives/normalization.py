@@ -14,7 +14,8 @@ core ops, so that their dependence on it is differentiated too.
 
 As in PyTorch, the statistics outputs of layer and batch norm carry no gradient while group norm's
 do (``d mean / dx = 1 / D``, ``d rstd / dx = -rstd^2 * x_hat / D`` over a group of ``D`` elements),
-and batch norm refuses running statistics that require grad.
+and batch norm refuses running statistics that require grad. Batch norm's forward-mode rule is its
+own (it differentiates the batch statistics, and treats the running ones as constants).
 """
 
 from __future__ import annotations
@@ -146,11 +147,51 @@ def _batch_norm_grads(grad, input, weight, running_mean, running_var, training, 
     return g_input, g_weight, g_bias
 
 
+def _batch_norm_jvp(tangents, input, weight, running_mean, running_var, training, eps, result):
+    """The output's tangent (the statistics outputs have none); running statistics are constants."""
+    t_input, t_weight, t_bias = tangents[:3]
+    c = input.shape[1]
+    view = [1, c] + [1] * (input.ndim - 2)
+    dims = [0, *range(2, input.ndim)]
+    if training:
+        mean, rstd = result[1].reshape(view), result[2].reshape(view)
+    else:
+        mean = running_mean.reshape(view)
+        rstd = (running_var.reshape(view) + eps).rsqrt()
+    x_hat = (input - mean) * rstd
+    out = None
+    if t_input is not None:
+        if training:
+            # d x_hat = rstd * (dx - mean(dx) - x_hat * mean(x_hat * dx))
+            centered = t_input - t_input.mean(dims, keepdim=True)
+            out = (centered - x_hat * (x_hat * t_input).mean(dims, keepdim=True)) * rstd
+        else:
+            out = t_input * rstd
+        if weight is not None:
+            out = out * weight.reshape(view)
+    if t_weight is not None:
+        term = x_hat * t_weight.reshape(view)
+        out = term if out is None else out + term
+    if t_bias is not None:
+        term = t_bias.reshape(view).expand(input.shape)
+        out = term if out is None else out + term
+    return out, None, None
+
+
+def _batch_norm_legit_jvp(tangents, input, weight, bias, running_mean, running_var, training, momentum, eps, result):
+    return _batch_norm_jvp(tangents, input, weight, running_mean, running_var, training, eps, result)
+
+
+def _batch_norm_no_stats_jvp(tangents, input, weight, bias, training, momentum, eps, result):
+    return _batch_norm_jvp(tangents, input, weight, None, None, training, eps, result)
+
+
 @derivative(
     aten._native_batch_norm_legit.default,
     save=("input", "weight", "running_mean", "running_var", "result"),
     output_differentiable=(True, False, False),
     refuse=("running_mean", "running_var"),
+    jvp=_batch_norm_legit_jvp,
 )
 def _native_batch_norm_legit(grad, input, weight, running_mean, running_var, training, eps, result, needs, **_):
     grads = _batch_norm_grads(grad, input, weight, running_mean, running_var, training, eps, result, needs)
@@ -161,6 +202,7 @@ def _native_batch_norm_legit(grad, input, weight, running_mean, running_var, tra
     aten._native_batch_norm_legit.no_stats,
     save=("input", "weight", "result"),
     output_differentiable=(True, False, False),
+    jvp=_batch_norm_no_stats_jvp,
 )
 def _native_batch_norm_no_stats(grad, input, weight, training, eps, result, needs, **_):
     return _batch_norm_grads(grad, input, weight, None, None, training, eps, result, needs)
