@@ -19,7 +19,6 @@ RANDOM = {op.name for op in importlib.import_module("opinfo_random").OPS} if "op
 # passes must leave the list).
 PENDING_GRAD = frozenset(
     {
-        "F.cosine_similarity",
         "F.normalize",
         "Tensor.matmul",
         "Tensor.repeat(*sizes)",
