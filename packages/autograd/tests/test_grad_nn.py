@@ -368,6 +368,22 @@ def test_softmax_and_log_softmax_along_any_dim():
         check(lambda lib, x, d=dim: lib.log_softmax(x, d), [randn(3, 4, 5)], [1], "float32")
 
 
+def test_cosine_similarity_at_zero_and_tiny_vectors_and_broadcast():
+    x1 = randn(4, 3)
+    x1[0] = 0.0  # the norm's gradient is 0 there
+    x1[1] = 1e-10  # below eps: clamped out of autograd's sight, as PyTorch does
+    x2 = randn(4, 3)
+
+    def fn(lib, a, b, dim=1):
+        return _functional(lib).cosine_similarity(a, b, dim=dim, eps=1e-8)
+
+    check(fn, [x1, x2], [1, 1], tol=(1e-9, 1e-9))
+    check(lambda lib, a, b: _functional(lib).cosine_similarity(a, b, dim=-1), [randn(2, 3), randn(3)], [1, 1])
+    check(
+        lambda lib, a, b: _functional(lib).cosine_similarity(a, b, dim=0), [randn(5, 2), randn(5, 2)], [1, 1], "float32"
+    )
+
+
 # -- padding, upsampling, embedding, dropout ------------------------------------------------------------------
 
 

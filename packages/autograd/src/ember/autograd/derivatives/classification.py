@@ -5,7 +5,8 @@ The gradient of row ``i`` is ``-weight[target_i] * grad_i`` at its target class 
 ``total_weight`` output. It is built as a comparison of the targets with the class indices (a
 one-hot mask the input's shape), so it needs no scatter. ``total_weight`` carries no gradient, and
 the class weights refuse to require grad, as in PyTorch. ``cross_entropy_loss`` differentiates
-through its decomposition (``log_softmax`` then this op).
+through its decomposition (``log_softmax`` then this op). Forward mode has its own rule, which
+ignores the weights' tangents (the reverse-over-reverse rule would need them to require grad).
 """
 
 from __future__ import annotations
@@ -19,11 +20,20 @@ aten = ops.aten
 NONE, MEAN = 0, 1
 
 
+def _nll_loss_forward_jvp(tangents, self, target, weight, reduction, ignore_index, **_):
+    """Linear in ``self`` (the weights and ``total_weight`` do not depend on it); the weights'
+    tangents are ignored, as PyTorch's forward formula does."""
+    if tangents[0] is None:
+        return None, None
+    return aten.nll_loss_forward.default(tangents[0], target, weight, reduction, ignore_index)[0], None
+
+
 @derivative(
     aten.nll_loss_forward.default,
     save=("target", "weight", "result"),
     output_differentiable=(True, False),
     refuse=("weight",),
+    jvp=_nll_loss_forward_jvp,
 )
 def _nll_loss_forward(grad, self, target, weight, reduction, ignore_index, result, **_):
     grad = grad[0]

@@ -7,7 +7,8 @@ difference is exactly ``-beta`` (so ``beta=0`` gives ``-1`` at equality), ``bina
 divides by ``max(x * (1 - x), 1e-12)`` and its target's gradient is ``-logit(x)``, unclamped.
 ``kl_div`` is a composite in PyTorch (``xlogy(t, t) - t * x``): its target gradient is NaN where the
 target is 0, as autograd through ``xlogy`` gives. The weights of ``binary_cross_entropy`` and
-``binary_cross_entropy_with_logits`` and the latter's ``pos_weight`` refuse to require grad.
+``binary_cross_entropy_with_logits`` and the latter's ``pos_weight`` refuse to require grad; their
+forward-mode rules ignore those arguments' tangents, as PyTorch's do.
 """
 
 from __future__ import annotations
@@ -57,7 +58,34 @@ def _smooth_l1_loss(grad, self, target, reduction, beta, needs, **_):
     return g_self, g_target
 
 
-@derivative(aten.binary_cross_entropy.default, save=("self", "target", "weight"), refuse=("weight",))
+def _reduced(loss, reduction: int):
+    if loss is None or reduction == NONE:
+        return loss
+    return loss.sum() if reduction == SUM else loss.mean()
+
+
+def _plus(a, b):
+    return b if a is None else a if b is None else a + b
+
+
+def _binary_cross_entropy_jvp(tangents, self, target, weight, reduction, **_):
+    t_self, t_target = tangents[0], tangents[1]
+    out = None
+    if t_self is not None:
+        out = t_self * (self - target) / ((1 - self) * self).clamp_min(EPSILON)
+    if t_target is not None:
+        out = _plus(out, -(self / (1 - self)).log() * t_target)
+    if out is not None and weight is not None:
+        out = out * weight
+    return _reduced(out, reduction)
+
+
+@derivative(
+    aten.binary_cross_entropy.default,
+    save=("self", "target", "weight"),
+    refuse=("weight",),
+    jvp=_binary_cross_entropy_jvp,
+)
 def _binary_cross_entropy(grad, self, target, weight, reduction, needs, **_):
     g_self = g_target = None
     if needs[0]:
@@ -79,10 +107,30 @@ def _log_sigmoid(x):
     return where(x < 0, x, 0) - (-x.abs()).exp().log1p()
 
 
+def _binary_cross_entropy_with_logits_jvp(tangents, self, target, weight, pos_weight, reduction, **_):
+    t_self, t_target = tangents[0], tangents[1]
+    out = None
+    if t_self is not None:
+        if pos_weight is not None:
+            scaled = pos_weight * target
+            out = t_self * ((scaled + 1 - target) * self.sigmoid() - scaled)
+        else:
+            out = t_self * (self.sigmoid() - target)
+    if t_target is not None:
+        if pos_weight is not None:
+            out = _plus(out, t_target * (_log_sigmoid(-self) - _log_sigmoid(self) * pos_weight))
+        else:
+            out = _plus(out, t_target * -self)
+    if out is not None and weight is not None:
+        out = out * weight
+    return _reduced(out, reduction)
+
+
 @derivative(
     aten.binary_cross_entropy_with_logits.default,
     save=("self", "target", "weight", "pos_weight"),
     refuse=("weight", "pos_weight"),
+    jvp=_binary_cross_entropy_with_logits_jvp,
 )
 def _binary_cross_entropy_with_logits(grad, self, target, weight, pos_weight, reduction, needs, **_):
     g_self = g_target = None

@@ -14,7 +14,8 @@ core ops, so that their dependence on it is differentiated too.
 
 As in PyTorch, the statistics outputs of layer and batch norm carry no gradient while group norm's
 do (``d mean / dx = 1 / D``, ``d rstd / dx = -rstd^2 * x_hat / D`` over a group of ``D`` elements),
-and batch norm refuses running statistics that require grad.
+and batch norm refuses running statistics that require grad. Batch norm's forward-mode rule is its
+own (it differentiates the batch statistics, and treats the running ones as constants).
 """
 
 from __future__ import annotations
@@ -109,31 +110,80 @@ def _native_group_norm(grads, input, weight, bias, N, C, HxW, group, eps, result
 
 
 def _batch_norm_grads(grad, input, weight, running_mean, running_var, training, eps, result, needs):
+    """PyTorch's batch norm backward: per-channel sums of ``grad`` and of ``grad * (x - mean)`` first,
+    then one pass over the input, with no normalized copy of ``x`` (each full-size pass costs more
+    than the per-channel arithmetic)."""
     grad = grad[0]
     if grad is None:
         return None, None, None
     c = input.shape[1]
     view = [1, c] + [1] * (input.ndim - 2)
     dims = [0, *range(2, input.ndim)]
+    count = input.numel() // c if c else 0
     x, g = _wide(input), _wide(grad)
-    w = None if weight is None else _wide(weight).reshape(view)
     if training:
         mean, rstd = _statistics(x, dims, eps, _wide(result[1]).reshape(view), _wide(result[2]).reshape(view))
     else:
         mean = _wide(running_mean).reshape(view)
         rstd = (_wide(running_var).reshape(view) + eps).rsqrt()
-    x_hat = (x - mean) * rstd
+    scale = rstd if weight is None else rstd * _wide(weight).reshape(view)
+    sum_g = g.sum(dims, keepdim=True)
+    centered = dotp = None
+    if needs[1] or (needs[0] and training):
+        centered = x - mean
+        dotp = (centered * g).sum(dims, keepdim=True)
     g_input = g_weight = g_bias = None
     if needs[0]:
         if training:
-            g_input = _normalized_grad(g, x_hat, rstd, w, dims)
+            # dx = (g - mean(g) - (x - mean) * mean(g * (x - mean)) * rstd^2) * rstd * weight
+            projection = dotp * rstd * rstd / count
+            g_input = (g - centered * projection - sum_g / count) * scale
         else:
-            g_input = g * rstd if w is None else g * w * rstd
+            g_input = g * scale
     if needs[1]:
-        g_weight = (g * x_hat).sum(dims)
+        g_weight = (dotp * rstd).reshape(c)
     if needs[2]:
-        g_bias = g.sum(dims)
+        g_bias = sum_g.reshape(c)
     return g_input, g_weight, g_bias
+
+
+def _batch_norm_jvp(tangents, input, weight, running_mean, running_var, training, eps, result):
+    """The output's tangent (the statistics outputs have none); running statistics are constants."""
+    t_input, t_weight, t_bias = tangents[:3]
+    c = input.shape[1]
+    view = [1, c] + [1] * (input.ndim - 2)
+    dims = [0, *range(2, input.ndim)]
+    if training:
+        mean, rstd = result[1].reshape(view), result[2].reshape(view)
+    else:
+        mean = running_mean.reshape(view)
+        rstd = (running_var.reshape(view) + eps).rsqrt()
+    x_hat = (input - mean) * rstd
+    out = None
+    if t_input is not None:
+        if training:
+            # d x_hat = rstd * (dx - mean(dx) - x_hat * mean(x_hat * dx))
+            centered = t_input - t_input.mean(dims, keepdim=True)
+            out = (centered - x_hat * (x_hat * t_input).mean(dims, keepdim=True)) * rstd
+        else:
+            out = t_input * rstd
+        if weight is not None:
+            out = out * weight.reshape(view)
+    if t_weight is not None:
+        term = x_hat * t_weight.reshape(view)
+        out = term if out is None else out + term
+    if t_bias is not None:
+        term = t_bias.reshape(view).expand(input.shape)
+        out = term if out is None else out + term
+    return out, None, None
+
+
+def _batch_norm_legit_jvp(tangents, input, weight, bias, running_mean, running_var, training, momentum, eps, result):
+    return _batch_norm_jvp(tangents, input, weight, running_mean, running_var, training, eps, result)
+
+
+def _batch_norm_no_stats_jvp(tangents, input, weight, bias, training, momentum, eps, result):
+    return _batch_norm_jvp(tangents, input, weight, None, None, training, eps, result)
 
 
 @derivative(
@@ -141,6 +191,7 @@ def _batch_norm_grads(grad, input, weight, running_mean, running_var, training, 
     save=("input", "weight", "running_mean", "running_var", "result"),
     output_differentiable=(True, False, False),
     refuse=("running_mean", "running_var"),
+    jvp=_batch_norm_legit_jvp,
 )
 def _native_batch_norm_legit(grad, input, weight, running_mean, running_var, training, eps, result, needs, **_):
     grads = _batch_norm_grads(grad, input, weight, running_mean, running_var, training, eps, result, needs)
@@ -151,6 +202,7 @@ def _native_batch_norm_legit(grad, input, weight, running_mean, running_var, tra
     aten._native_batch_norm_legit.no_stats,
     save=("input", "weight", "result"),
     output_differentiable=(True, False, False),
+    jvp=_batch_norm_no_stats_jvp,
 )
 def _native_batch_norm_no_stats(grad, input, weight, training, eps, result, needs, **_):
     return _batch_norm_grads(grad, input, weight, None, None, training, eps, result, needs)

@@ -27,6 +27,10 @@ def _index(values: np.ndarray, device):
 
 def _gather_back(grad, dim: int, size: int, terms):
     """Sum ``grad`` along ``dim`` into ``size`` positions: ``terms`` are (index, weight or None)."""
+    if dim == grad.ndim - 1 and grad.ndim > 1:
+        # index_add moves whole rows of the dims after ``dim``: along the last dim those rows are single
+        # elements, so the sum runs on the transposed view instead (rows of the previous dim).
+        return _gather_back(grad.transpose(-1, -2), dim - 1, size, terms).transpose(-1, -2)
     shape = list(grad.shape)
     shape[dim] = size
     total = functions["zeros"](shape, dtype=grad.dtype, device=grad.device)

@@ -54,7 +54,8 @@ cosine_similarity_op.register_meta(_cosine_similarity)
 @cosine_similarity_op.register_decomposition
 def _cosine_similarity_decomposition(x1, x2, dim=1, eps=1e-08):
     dtype = result_type(x1, x2)
-    x1, x2 = x1.to(dtype), x2.to(dtype)
+    shape = broadcast_shapes(x1._shape, x2._shape)  # dim counts in the broadcast shape
+    x1, x2 = x1.to(dtype).expand(shape), x2.to(dtype).expand(shape)
     n1 = x1.norm(2, dim, keepdim=True).clamp_min(eps)
     n2 = x2.norm(2, dim, keepdim=True).clamp_min(eps)
     return ((x1 / n1) * (x2 / n2)).sum(dim)
