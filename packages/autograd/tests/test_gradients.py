@@ -17,11 +17,7 @@ OPS: list[OpInfo] = [op for table in TABLES for op in importlib.import_module(ta
 RANDOM = {op.name for op in importlib.import_module("opinfo_random").OPS} if "opinfo_random" in TABLES else set()
 # OpInfo entries whose gradients fail until their ops' derivatives are written (strict: an entry that
 # passes must leave the list).
-PENDING_GRAD = frozenset(
-    {
-        "F.cosine_similarity",
-    }
-)
+PENDING_GRAD: frozenset[str] = frozenset()
 _PENDING = pytest.mark.xfail(strict=True, reason="the derivative of an op it calls is not written yet")
 # Ops whose gradient is by definition not the derivative of their forward: finite differences do not apply.
 # max_norm rescales the weight in place, outside autograd, on every call (PyTorch's gradient ignores it).
