@@ -6,26 +6,13 @@
 from __future__ import annotations
 
 from ember.autograd.registry import derivative
-from ember.core.api import functions
 from ember.core.dispatch import ops
 from ember.core.layout import normalize_dim
 
 aten = ops.aten
 
 
-def _cat_jvp(tangents, tensors, dim, result, **_):
-    """The tangents joined, zeros standing for inputs without one: integer inputs too, which are data
-    here (the generic linear rule would keep them as indices)."""
-    (parts,) = tangents
-    if parts is None or all(t is None for t in parts):
-        return None
-    parts = [
-        functions["zeros_like"](v, dtype=result.dtype) if t is None else t for v, t in zip(tensors, parts, strict=True)
-    ]
-    return aten.cat.default(parts, dim)
-
-
-@derivative(aten.cat.default, jvp=_cat_jvp)
+@derivative(aten.cat.default, jvp="linear")
 def _cat(grad, tensors, dim, **_):
     # PyTorch's legacy empty tensor (shape (0,)) joins any shape and takes no part of the result.
     kept = [t for t in tensors if not (t is not None and t.ndim == 1 and t.shape[0] == 0)]
