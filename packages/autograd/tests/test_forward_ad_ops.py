@@ -22,8 +22,8 @@ SAMPLES_PER_OP = 3
 # Entries of PENDING_GRAD whose reverse-mode test fails for a reason forward mode does not meet
 # (a backward formula's own bug, a derivative missing only for another sample).
 PASSES_FORWARD = frozenset({"F.l1_loss", "F.mse_loss", "mean"})
-# Entries failing in forward mode only: argsort runs sort, whose values need a tangent (strict too).
-FAILS_FORWARD = frozenset({"argsort"})
+# Entries failing in forward mode only (strict too).
+FAILS_FORWARD: frozenset[str] = frozenset()
 _PENDING = pytest.mark.xfail(strict=True, reason="the derivative of an op it calls is not written yet")
 CASES = [
     pytest.param(op, id=op.name, marks=[_PENDING] if op.name in (PENDING_GRAD - PASSES_FORWARD) | FAILS_FORWARD else [])

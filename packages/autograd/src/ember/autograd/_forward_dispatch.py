@@ -262,11 +262,18 @@ def _without_rule(op, args: tuple, kwargs: dict, call_below):
 
 
 def _tangents(plan: Plan, bound: dict) -> tuple:
-    """One tangent per tensor argument in schema order (a list for a ``Tensor[]``), None where none."""
+    """One tangent per tensor argument in schema order (a list for a ``Tensor[]``), None where none.
+
+    Arguments the entry refuses (running statistics, class weights) are not differentiable: as in
+    PyTorch, their tangents are ignored rather than refused, the output depending on their primals only.
+    """
     out = []
+    refused = plan.entry.refused if plan.entry is not None else ()
     for name, is_list in plan.tensor_args:
         value = bound.get(name)
-        if is_list:
+        if name in refused:
+            out.append(None)
+        elif is_list:
             out.append(None if value is None else [tangent_of(v) if isinstance(v, Tensor) else None for v in value])
         else:
             out.append(tangent_of(value) if isinstance(value, Tensor) else None)

@@ -219,10 +219,15 @@ def compute(plan, bound: dict, tangents: tuple, result):
     return plan.rule(tangents, result=result, **bound)
 
 
-def _linear_operand(value, tangent, pointwise: bool):
+# Integer arguments of these names are part of a linear map (scatter's index), not its operands. Any
+# other integer or boolean tensor is data whose tangent is zero (``x + ints``, ``copy_(ints)``).
+_INDEX_ARGUMENTS = frozenset({"index", "indices", "mask"})
+
+
+def _linear_operand(name: str, value, tangent, pointwise: bool):
     if isinstance(value, Tensor):
-        if value.dtype.category not in _DIFFERENTIABLE:
-            return value  # an index or a mask: part of the linear map, not an operand
+        if value.dtype.category not in _DIFFERENTIABLE and name in _INDEX_ARGUMENTS:
+            return value
         if tangent is not None:
             return tangent
         # A pointwise op broadcasts a zero number as well as a tensor of zeros (the output tangent is
@@ -240,9 +245,9 @@ def _linear(plan, bound: dict, tangents: tuple):
         value = bound.get(name)
         if is_list and value is not None:
             items = tangent if tangent is not None else [None] * len(value)
-            values[name] = [_linear_operand(v, t, pointwise) for v, t in zip(value, items, strict=True)]
+            values[name] = [_linear_operand(name, v, t, pointwise) for v, t in zip(value, items, strict=True)]
         else:
-            values[name] = _linear_operand(value, tangent, pointwise)
+            values[name] = _linear_operand(name, value, tangent, pointwise)
     if plan.inplace:
         first = plan.positional[0]
         target = bound[first]

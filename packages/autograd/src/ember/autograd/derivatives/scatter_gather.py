@@ -7,6 +7,11 @@ are linear; ``prod`` divides the product by each factor, with zeros handled apar
 ``amin`` share the gradient evenly among all the elements equal to the result (those of ``self``
 too, where ``include_self``). Without ``include_self``, positions that got a write give ``self``
 nothing. The legacy ``scatter(..., reduce=)`` has no derivative in PyTorch; here neither.
+
+The overwriting and adding scatters are linear in ``self`` and ``src`` together, so their forward
+rules scatter the tangents. Transposing the backward formula instead would fail where ``src`` is
+larger than ``index``: its gradient has ``index``'s shape (PyTorch's reverse mode refuses that case
+too, its forward mode does not).
 """
 
 from __future__ import annotations
@@ -25,14 +30,19 @@ def _gather(grad, self, dim, index, **_):
     return zeros.scatter_add(dim, index, grad), None
 
 
-@derivative(aten.scatter.src, save=("index",))
+@derivative(aten.scatter.src, save=("index",), jvp="linear")
 def _scatter_src(grad, self, dim, index, src, needs, **_):
     grad_self = grad.scatter(dim, index, 0) if needs[0] else None
     grad_src = grad.gather(dim, index) if needs[2] else None
     return grad_self, None, grad_src
 
 
-@derivative(aten.scatter.value, save=("index",))
+def _scatter_value_jvp(tangents, dim, index, **_):
+    t = tangents[0]  # the index has none
+    return None if t is None else t.scatter(dim, index, 0)  # the written number is a constant
+
+
+@derivative(aten.scatter.value, save=("index",), jvp=_scatter_value_jvp)
 def _scatter_value(grad, self, dim, index, **_):
     return grad.scatter(dim, index, 0), None
 
@@ -42,7 +52,7 @@ def _scatter_legacy_reduce(grad, **_):
     raise RuntimeError("derivative for aten::scatter is not implemented")
 
 
-@derivative(aten.scatter_add.default, save=("index",))
+@derivative(aten.scatter_add.default, save=("index",), jvp="linear")
 def _scatter_add(grad, self, dim, index, src, needs, **_):
     return grad, None, (grad.gather(dim, index) if needs[2] else None)
 

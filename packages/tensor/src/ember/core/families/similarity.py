@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ember.core import dtypes as D
-from ember.core.api import public
+from ember.core.api import functions, public
 from ember.core.dispatch import define
 from ember.core.layout import broadcast_shapes, normalize_dim
 from ember.core.promotion import result_type
@@ -54,11 +54,22 @@ cosine_similarity_op.register_meta(_cosine_similarity)
 @cosine_similarity_op.register_decomposition
 def _cosine_similarity_decomposition(x1, x2, dim=1, eps=1e-08):
     dtype = result_type(x1, x2)
-    shape = broadcast_shapes(x1._shape, x2._shape)  # dim counts in the broadcast shape
+    shape = broadcast_shapes(x1._shape, x2._shape)
     x1, x2 = x1.to(dtype).expand(shape), x2.to(dtype).expand(shape)
-    n1 = x1.norm(2, dim, keepdim=True).clamp_min(eps)
-    n2 = x2.norm(2, dim, keepdim=True).clamp_min(eps)
+    n1 = _clamped_norm(x1, dim, eps)
+    n2 = _clamped_norm(x2, dim, eps)
     return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+def _clamped_norm(x, dim, eps):
+    """The 2-norm along ``dim`` raised to ``eps``, differentiated as the norm itself.
+
+    PyTorch clamps the norm in place with gradients off, so its backward passes through the clamp
+    unmasked (below ``eps`` the gradient still sees the norm). ``norm - norm.detach()`` is an exact
+    zero that carries that gradient; NaN norms stay NaN as the clamp keeps them.
+    """
+    norm = x.norm(2, dim, keepdim=True)
+    return functions["where"](norm >= eps, norm, (norm - norm.detach()) + eps)
 
 
 @public("cosine_similarity")
