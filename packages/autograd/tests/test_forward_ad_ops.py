@@ -24,6 +24,8 @@ SAMPLES_PER_OP = 3
 PASSES_FORWARD = frozenset({"F.l1_loss", "F.mse_loss", "mean"})
 # Entries failing in forward mode only: argsort runs sort, whose values need a tangent (strict too).
 FAILS_FORWARD = frozenset({"argsort"})
+# Ops whose forward mode PyTorch refuses (no derivative, or none yet for forward mode): ours refuse too.
+REFUSED_BY_PYTORCH = frozenset({"floor_divide", "scatter_legacy_reduce", "unique", "unique_consecutive"})
 _PENDING = pytest.mark.xfail(strict=True, reason="the derivative of an op it calls is not written yet")
 CASES = [
     pytest.param(op, id=op.name, marks=[_PENDING] if op.name in (PENDING_GRAD - PASSES_FORWARD) | FAILS_FORWARD else [])
@@ -149,3 +151,74 @@ def test_inplace_forward_ad_matches_pytorch(op):
             compared += 1
     if compared == 0:
         pytest.skip(f"{op.name}: PyTorch refuses every in-place sample in forward mode")
+
+
+def _shifted(value, rng: np.random.Generator, step: float):
+    """``value`` with each floating-point array moved by ``step`` times its tangent (drawn as ``_dualize`` draws)."""
+    if isinstance(value, T):
+        if not _is_float(value):
+            return value
+        tangent = rng.standard_normal(value.array.shape).astype(value.array.dtype)
+        return T(value.array + step * tangent, value.layout)
+    if isinstance(value, list):
+        return [_shifted(v, rng, step) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_shifted(v, rng, step) for v in value)
+    if isinstance(value, dict):
+        return {k: _shifted(v, rng, step) for k, v in value.items()}
+    return value
+
+
+def _float_outputs(result) -> list:
+    if isinstance(result, ember.Tensor):
+        return [to_numpy(result)] if result.dtype == ember.float64 else []
+    if isinstance(result, list | tuple):
+        return [o for r in result for o in _float_outputs(r)]
+    return []
+
+
+def _small(value, limit: int = 64) -> bool:
+    if isinstance(value, T):
+        return value.array.size <= limit and value.layout != "expanded"
+    if isinstance(value, list | tuple):
+        return all(_small(v, limit) for v in value)
+    if isinstance(value, dict):
+        return all(_small(v, limit) for v in value.values())
+    return True
+
+
+def _numerical_jvp(op, sample, seed: int, eps: float = 1e-6) -> list:
+    sides = []
+    for step in (eps, -eps):
+        rng = np.random.default_rng(seed)
+        args, kwargs = _shifted(sample.args, rng, step), _shifted(sample.kwargs, rng, step)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            sides.append(_float_outputs(op.call(ember, *build(args, ember), **build(kwargs, ember))))
+    return [(p - m) / (2 * eps) for p, m in zip(*sides, strict=True)]
+
+
+@pytest.mark.parametrize("op", CASES)
+def test_forward_ad_matches_finite_differences(op):
+    """Without the oracle too: the tangent against central differences along it, in Ember alone."""
+    checked = 0
+    samples = [s for s in op.samples("float64", np.random.default_rng(1234)) if _has_float((s.args, s.kwargs))]
+    for sample in [s for s in samples if _small((s.args, s.kwargs))][:2]:
+        try:
+            numerical = _numerical_jvp(op, sample, seed=3)
+        except Exception:
+            continue  # the op refuses this sample
+        if not numerical:
+            continue
+        if op.name in REFUSED_BY_PYTORCH:
+            with pytest.raises((NotImplementedError, RuntimeError), match=r"not implemented|does not support"):
+                jvp_case(op, sample, ember, seed=3)
+            checked += 1
+            continue
+        ours = jvp_case(op, sample, ember, seed=3)
+        ours = [o for o in ours if o.dtype == np.float64]
+        for a, n in zip(ours, numerical, strict=True):
+            np.testing.assert_allclose(a, n, rtol=1e-5, atol=1e-5, err_msg=f"{op.name} {sample}")
+        checked += 1
+    if checked == 0:
+        pytest.skip(f"{op.name}: no small sample with a floating-point output")
