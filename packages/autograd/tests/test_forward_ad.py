@@ -328,3 +328,18 @@ def test_outputs_marked_not_differentiable_get_no_tangent():
             assert fw.unpack_dual(second).tangent is None
     finally:
         _cleanup(op)
+
+
+def test_an_op_without_entry_goes_through_its_decomposition():
+    op = define("forward_ad_probe_decomposed(Tensor self, Tensor other) -> Tensor", namespace="ember_test")
+    op.register_kernel("cpu")(lambda self, other: self * other + self)
+    op.register_decomposition(lambda self, other: self.sin() * other)  # differs from the kernel on purpose
+    try:
+        with fw.dual_level():
+            out = op(fw.make_dual(e(X), e(V)), e(X))
+            np.testing.assert_allclose(fw.unpack_dual(out).tangent.numpy(), np.cos(X) * V * X)
+            np.testing.assert_allclose(out.numpy(), np.sin(X) * X)
+            plain = op(e(X), e(X))  # no dual argument: the kernel runs
+            np.testing.assert_allclose(plain.numpy(), X * X + X)
+    finally:
+        undefine(op)
