@@ -22,7 +22,7 @@ from __future__ import annotations
 import threading
 
 from ember.autograd import _forward_rules as rules
-from ember.autograd.registry import is_nondifferentiable, lookup
+from ember.autograd.registry import functional_of, is_nondifferentiable, lookup
 from ember.core import dtypes as D
 from ember.core.dispatch import ops
 from ember.core.layout import is_non_overlapping_and_dense
@@ -155,7 +155,7 @@ def _any_dual(args: tuple, kwargs: dict) -> bool:
 class Plan:
     """How one op gets its tangent, decided once per op."""
 
-    __slots__ = ("defaults", "entry", "inplace", "kind", "op", "positional", "rule", "tensor_args")
+    __slots__ = ("constant_terms", "defaults", "entry", "inplace", "kind", "op", "positional", "rule", "tensor_args")
 
     def __init__(self, op) -> None:
         schema = op.schema
@@ -171,7 +171,10 @@ class Plan:
         self.entry = entry = lookup(op)
         self.rule = rules.RULES.get(op)
         if self.rule is None and self.inplace:
-            self.rule = rules.INPLACE_RULES.get(op)
+            self.rule = rules.INPLACE_RULES.get(op) or rules.RULES.get(functional_of(op))
+        self.constant_terms = tuple(
+            a.name for a in schema.arguments if a.type.base == "Scalar" and a.name in rules.CONSTANT_TERMS
+        )
         if schema.is_out:
             self.kind = "out"
         elif self.rule is not None and op in rules.STANDALONE:
