@@ -32,12 +32,16 @@ CASES = [pytest.param(op, id=op.name) for op in OPS if op.name not in RANDOM]
 
 
 @contextmanager
-def _pending(op):
+def _pending(op, reverse: bool = False):
+    """xfail while a derivative is missing. With ``reverse`` (the test runs backward too), also for
+    any op whose backward reports a missing derivative, and for any error of a PENDING_GRAD entry:
+    the reverse-mode tests own those."""
     try:
         yield
     except Exception as error:
         text = str(error)
-        if op.name in MAY_LACK_DERIVATIVE and ("not implemented" in text or "not been implemented" in text):
+        missing = "not implemented" in text or "not been implemented" in text
+        if (op.name in MAY_LACK_DERIVATIVE and missing) or (reverse and (missing or op.name in PENDING_GRAD)):
             pytest.xfail(f"{op.name}: a derivative it needs is not written yet ({text.splitlines()[0]})")
         raise
 
@@ -234,3 +238,82 @@ def test_forward_ad_matches_finite_differences(op):
         checked += 1
     if checked == 0:
         pytest.skip(f"{op.name}: no small sample with a floating-point output")
+
+
+def _dual_leaves(value, lib, fw, rng, leaves: list):
+    """Like ``_dualize``, each dual made of a primal that requires grad; the duals collected in ``leaves``."""
+    if isinstance(value, T):
+        primal = build(value, lib)
+        if not _is_float(value):
+            return primal
+        tangent = rng.standard_normal(value.array.shape).astype(value.array.dtype)
+        dual = fw.make_dual(primal.requires_grad_(True), build(T(tangent), lib))
+        leaves.append(dual)
+        return dual
+    if isinstance(value, list | tuple):
+        return type(value)(_dual_leaves(v, lib, fw, rng, leaves) for v in value)
+    if isinstance(value, dict):
+        return {k: _dual_leaves(v, lib, fw, rng, leaves) for k, v in value.items()}
+    return value
+
+
+def _grad_outputs(result, lib) -> list:
+    if isinstance(result, lib.Tensor):
+        return [result] if result.requires_grad else []
+    if isinstance(result, list | tuple):
+        return [o for r in result for o in _grad_outputs(r, lib)]
+    return []
+
+
+def forward_over_reverse_case(op, sample, lib, seed: int) -> list:
+    """The tangents of the input gradients (a random cotangent pulled back) when the inputs are dual."""
+    fw = lib.autograd.forward_ad
+    with fw.dual_level(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rng = np.random.default_rng(seed)
+        leaves: list = []
+        args = _dual_leaves(sample.args, lib, fw, rng, leaves)
+        kwargs = _dual_leaves(sample.kwargs, lib, fw, rng, leaves)
+        outs = _grad_outputs(op.call(lib, *args, **kwargs), lib)
+        if not outs or not leaves:
+            return []
+        cots = [build(T(rng.standard_normal(tuple(o.shape))), lib).to(o.dtype) for o in outs]
+        grads = lib.autograd.grad(outs, leaves, cots, allow_unused=True)
+        result = []
+        for g, x in zip(grads, leaves, strict=True):
+            tangent = None if g is None else fw.unpack_dual(g).tangent
+            result.append(np.zeros(tuple(x.shape)) if tangent is None else to_numpy(tangent))
+        return result
+
+
+# Backward formulas that read saved outputs carrying no tangent (layer_norm's mean and rstd, which are
+# not differentiable outputs): the gradient's tangent misses their terms until the formula recomputes
+# them from an input that has a tangent, as it does for double backward.
+FORWARD_OVER_REVERSE_GAPS = frozenset({"F.layer_norm"})
+_GAP = pytest.mark.xfail(strict=True, reason="the backward formula reads saved statistics without tangents")
+
+
+@needs_torch
+@pytest.mark.parametrize(
+    "op", [pytest.param(*c.values, id=c.id, marks=[_GAP] if c.id in FORWARD_OVER_REVERSE_GAPS else []) for c in CASES]
+)
+def test_forward_over_reverse_matches_pytorch(op):
+    """Gradients computed inside a dual level carry the tangents of the gradients (``jvp(grad(f))``)."""
+    compared = 0
+    samples = [s for s in op.samples("float64", np.random.default_rng(1234)) if _has_float((s.args, s.kwargs))]
+    for sample in samples[:1]:
+        try:
+            theirs = forward_over_reverse_case(op, sample, torch, seed=13)
+        except Exception:
+            continue  # PyTorch refuses forward mode or double backward here
+        with _pending(op, reverse=True):
+            try:
+                ours = forward_over_reverse_case(op, sample, ember, seed=13)
+            except Exception as error:
+                raise AssertionError(f"{op.name} {sample}: {type(error).__name__}: {error}") from error
+        assert len(ours) == len(theirs)
+        for a, b in zip(ours, theirs, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-7, atol=1e-7, equal_nan=True, err_msg=f"{op.name} {sample}")
+        compared += 1
+    if compared == 0:
+        pytest.skip(f"{op.name}: PyTorch refuses forward over reverse for its sample")

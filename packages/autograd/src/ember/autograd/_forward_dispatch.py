@@ -10,10 +10,11 @@ tangents.
 
 A tangent lives on its tensor as ``_fw_grad = (level, tangent)``; an entry of a closed level means
 nothing. Views of duals get views of the tangent, so an in-place op on a view, which updates the
-view's tangent in place, updates its base's tangent too. A view that has no entry of its own reads
-its tangent out of its base's (a base may become dual after the view was made, by an in-place op);
-tensors that must not do so (a primal from ``unpack_dual``, a ``detach``) carry an explicit
-``(level, None)``. Tangents are laid out like their primals (strides included) so that a view's
+view's tangent in place, updates its base's tangent too. A base may become dual after views of it were
+made, by an in-place op: then those views, which have no entry of its own, read their tangents out of
+the base's (only then: views made by code that sees no tangents, a rule's or a transform's, stay
+without); tensors that must never do so (a primal from ``unpack_dual``, a ``detach``) carry an
+explicit ``(level, None)``. Tangents are laid out like their primals (strides included) so that a view's
 geometry applies to its base's tangent.
 """
 
@@ -31,8 +32,11 @@ from ember.core.tensor import Tensor
 
 _DIFFERENTIABLE = (D.FLOATING, D.COMPLEX)
 
-# The class default: most tensors never carry a tangent, and reading the class attribute is cheap.
+# The class defaults: most tensors never carry a tangent, and reading a class attribute is cheap.
 Tensor._fw_grad = None
+# Set on a base that got its tangent from an in-place op, the one case where views made before
+# (which have no tangent of their own) must read theirs out of the base's.
+Tensor._fw_inplace = None
 
 
 class Level:
@@ -77,7 +81,7 @@ def tangent_of(t: Tensor) -> Tensor | None:
     if fw is not None and fw[0] is current:
         return fw[1]
     base = t._base
-    if base is None or current is None:
+    if base is None or base._fw_inplace is not current or current is None:
         return None
     fw = base._fw_grad
     if fw is None or fw[0] is not current or fw[1] is None:
@@ -388,6 +392,7 @@ def _give_tangent(target: Tensor, tangent: Tensor) -> None:
     base = target._base
     if base is None:
         set_tangent(target, laid_out_like(tangent, target))
+        target._fw_inplace = current
         return
     # A view without tangent whose base has none: the base gets zeros, the view its region of them.
     from ember.core.api import functions
@@ -398,6 +403,7 @@ def _give_tangent(target: Tensor, tangent: Tensor) -> None:
         base_tangent = functions["empty_strided"](base._shape, base._stride, dtype=base.dtype, device=base.device)
         base_tangent.zero_()
         set_tangent(base, base_tangent)
+        base._fw_inplace = current
         view = _view_of_base_tangent(base_tangent, base, target)
         view.copy_(tangent)
     set_tangent(target, view)

@@ -327,6 +327,7 @@ def _regroup(out, flat: list):
 
 def transposed(op, args: tuple, kwargs: dict, plan, bound: dict, tangents: tuple, *, inplace: bool):
     """``(primal output, output tangents)`` of an entry without a forward rule, by double backward."""
+    from ember.autograd._forward_dispatch import set_tangent
     from ember.autograd.grad_mode import enable_grad, state
     from ember.autograd.graph import shallow
 
@@ -337,7 +338,13 @@ def transposed(op, args: tuple, kwargs: dict, plan, bound: dict, tangents: tuple
     def track(x, t):
         if t is None or not isinstance(x, Tensor):
             return x
-        y = aten.alias.default(x) if outer and x.requires_grad else shallow(x).requires_grad_(True)
+        if outer and x.requires_grad:
+            # The primal output's history saves this alias: it keeps the tangent, for a backward run
+            # inside the level (forward over reverse) to differentiate through it.
+            y = aten.alias.default(x)
+            set_tangent(y, t)
+        else:
+            y = shallow(x).requires_grad_(True)
         tracked.append(y)
         tracked_tangents.append(t)
         return y
