@@ -87,6 +87,7 @@ def test_make_dual_is_a_view_carrying_the_tangent():
         np.testing.assert_array_equal(primal.numpy(), X)
     primal, tangent = fw.unpack_dual(d)
     assert primal is d and tangent is None, "leaving the level drops its tangents"
+    assert "_fw_grad" not in d.__dict__, "and frees them"
 
 
 def test_a_tangent_is_laid_out_like_its_primal():

@@ -21,6 +21,7 @@ geometry applies to its base's tangent.
 from __future__ import annotations
 
 import threading
+import weakref
 
 from ember.autograd import _forward_rules as rules
 from ember.autograd.registry import functional_of, is_nondifferentiable, lookup
@@ -42,13 +43,21 @@ Tensor._fw_inplace = None
 class Level:
     """One open forward AD level; tangents point at the level they belong to."""
 
-    __slots__ = ("index",)
+    __slots__ = ("duals", "index")
 
     def __init__(self, index: int) -> None:
         self.index = index
+        self.duals: weakref.WeakSet = weakref.WeakSet()  # the tensors given a tangent, to free them at exit
 
     def close(self) -> None:
-        """Nothing to free eagerly: entries of a closed level are ignored and die with their tensors."""
+        """Drop the tangents of this level from the tensors that outlive it (their memory, not their
+        meaning: an entry of a closed level is ignored anyway, as on aliases made by autograd)."""
+        for t in list(self.duals):
+            entry = t.__dict__
+            if entry.get("_fw_grad") is not None and entry["_fw_grad"][0] is self:
+                del entry["_fw_grad"]
+            entry.pop("_fw_inplace", None)
+        self.duals.clear()
 
 
 current: Level | None = None
@@ -87,7 +96,7 @@ def tangent_of(t: Tensor) -> Tensor | None:
     if fw is None or fw[0] is not current or fw[1] is None:
         return None
     tangent = _view_of_base_tangent(fw[1], base, t)
-    t._fw_grad = (current, tangent)
+    set_tangent(t, tangent)
     return tangent
 
 
@@ -103,6 +112,8 @@ def _view_of_base_tangent(base_tangent: Tensor, base: Tensor, view: Tensor) -> T
 
 def set_tangent(t: Tensor, tangent: Tensor | None) -> None:
     t._fw_grad = (current, tangent)
+    if tangent is not None:
+        current.duals.add(t)
 
 
 def laid_out_like(tangent: Tensor, primal: Tensor) -> Tensor:
