@@ -348,3 +348,41 @@ def test_an_op_without_entry_goes_through_its_decomposition():
             np.testing.assert_allclose(plain.numpy(), X * X + X)
     finally:
         undefine(op)
+
+
+@needs_torch
+def test_custom_function_uses_its_jvp():
+    pytest.importorskip("ember.autograd.function")
+
+    def make(lib, with_jvp: bool):
+        class Cube(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                ctx.save_for_forward(x)
+                return x * x * x
+
+            @staticmethod
+            def backward(ctx, g):
+                (x,) = ctx.saved_tensors
+                return 3 * x * x * g
+
+        if with_jvp:
+            # Deliberately not the derivative of forward: the Function's jvp is what counts.
+            Cube.jvp = staticmethod(lambda ctx, t: 2 * ctx.saved_tensors[0] * t)
+        return Cube
+
+    results = []
+    for lib, make_tensor in ((ember, e), (torch, t)):
+        f = lib.autograd.forward_ad
+        with f.dual_level():
+            out = make(lib, True).apply(f.make_dual(make_tensor(X), make_tensor(V)))
+            results.append([f.unpack_dual(out).tangent])
+            plain = make(lib, True).apply(make_tensor(X))
+            assert f.unpack_dual(plain).tangent is None
+    _same(*results)
+    with fw.dual_level(), torch.autograd.forward_ad.dual_level():
+        _raises_like_torch(
+            lambda: make(ember, False).apply(fw.make_dual(e(X), e(V))),
+            lambda: make(torch, False).apply(torch.autograd.forward_ad.make_dual(t(X), t(V))),
+        )

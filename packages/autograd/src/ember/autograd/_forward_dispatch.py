@@ -366,6 +366,41 @@ def _share_with_saved_result(out: Tensor, tangent: Tensor) -> None:
             set_tangent(data, tangent)
 
 
+# -- custom autograd.Functions ------------------------------------------------------------------
+
+
+def function_handler(cls, args: tuple, kwargs: dict, run):
+    """``Function.apply`` under a dual level: the Function's own ``jvp`` gives the output tangents.
+
+    ``run`` applies the Function as in reverse mode; it runs busy, so the ops inside ``forward`` do
+    not propagate tangents of their own (a Function's derivative is what its author says it is).
+    """
+    if _local.busy or not _any_dual(args, kwargs):
+        return NotImplemented
+    from ember.autograd.function import call_jvp
+
+    tangents = [tangent_of(a) if isinstance(a, Tensor) else None for a in args]
+    with busy():
+        ctx, outputs = run(args, kwargs)
+        out_tangents = call_jvp(ctx, args, tangents, outputs)
+    many = isinstance(outputs, tuple)
+    for o, t in zip(outputs if many else (outputs,), out_tangents, strict=True):
+        if isinstance(o, Tensor) and t is not None and not _is_input(o, args, kwargs):
+            with busy():
+                t = _fit(t, o)
+            set_tangent(o, laid_out_like(t, o) if o._base is None else t)
+    return outputs
+
+
+def function_hook():
+    """``ember.autograd.function.set_forward_ad_handler``, where that module exists."""
+    try:
+        from ember.autograd import function
+    except ImportError:
+        return None
+    return getattr(function, "set_forward_ad_handler", None)
+
+
 # -- in-place ops ---------------------------------------------------------------------------------
 
 
