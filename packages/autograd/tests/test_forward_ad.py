@@ -87,6 +87,7 @@ def test_make_dual_is_a_view_carrying_the_tangent():
         np.testing.assert_array_equal(primal.numpy(), X)
     primal, tangent = fw.unpack_dual(d)
     assert primal is d and tangent is None, "leaving the level drops its tangents"
+    assert "_fw_grad" not in d.__dict__, "and frees them"
 
 
 def test_a_tangent_is_laid_out_like_its_primal():
@@ -285,14 +286,18 @@ def test_jvp_has_aux_and_errors():
         jvp(lambda x: jvp(lambda y: y * 2, (x,), (x,))[1], (e(X),), (e(V),))
 
 
-def test_hessian_through_jacfwd_of_jacrev():
+@needs_torch
+def test_hessian_and_jacfwd_match_pytorch():
     func = pytest.importorskip("ember.func")
     if not hasattr(func, "vmap"):
         pytest.skip("ember.func.vmap is not available")
-    x = e([0.3, -1.2, 2.0])
-    h = func.hessian(lambda x: (x.sin() * x).sum())(x)
-    xs = np.array([0.3, -1.2, 2.0])
-    np.testing.assert_allclose(h.numpy(), np.diag(2 * np.cos(xs) - xs * np.sin(xs)), rtol=1e-10)
+
+    def f(lib):
+        return lambda x: (x.sin() * x.exp()).sum() + (x * x).prod() + lib.atan2(x, x.cos() + 2).sum()
+
+    x = np.array([0.3, -1.2, 2.0])
+    _same([func.hessian(f(ember))(e(x))], [torch.func.hessian(f(torch))(t(x))])
+    _same([func.jacfwd(lambda x: x.sin() * x.sum())(e(x))], [torch.func.jacfwd(lambda x: x.sin() * x.sum())(t(x))])
 
 
 def test_a_formula_that_cannot_be_differentiated_is_transposed_row_by_row(monkeypatch):
@@ -328,3 +333,56 @@ def test_outputs_marked_not_differentiable_get_no_tangent():
             assert fw.unpack_dual(second).tangent is None
     finally:
         _cleanup(op)
+
+
+def test_an_op_without_entry_goes_through_its_decomposition():
+    op = define("forward_ad_probe_decomposed(Tensor self, Tensor other) -> Tensor", namespace="ember_test")
+    op.register_kernel("cpu")(lambda self, other: self * other + self)
+    op.register_decomposition(lambda self, other: self.sin() * other)  # differs from the kernel on purpose
+    try:
+        with fw.dual_level():
+            out = op(fw.make_dual(e(X), e(V)), e(X))
+            np.testing.assert_allclose(fw.unpack_dual(out).tangent.numpy(), np.cos(X) * V * X)
+            np.testing.assert_allclose(out.numpy(), np.sin(X) * X)
+            plain = op(e(X), e(X))  # no dual argument: the kernel runs
+            np.testing.assert_allclose(plain.numpy(), X * X + X)
+    finally:
+        undefine(op)
+
+
+@needs_torch
+def test_custom_function_uses_its_jvp():
+    pytest.importorskip("ember.autograd.function")
+
+    def make(lib, with_jvp: bool):
+        class Cube(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                ctx.save_for_forward(x)
+                return x * x * x
+
+            @staticmethod
+            def backward(ctx, g):
+                (x,) = ctx.saved_tensors
+                return 3 * x * x * g
+
+        if with_jvp:
+            # Deliberately not the derivative of forward: the Function's jvp is what counts.
+            Cube.jvp = staticmethod(lambda ctx, t: 2 * ctx.saved_tensors[0] * t)
+        return Cube
+
+    results = []
+    for lib, make_tensor in ((ember, e), (torch, t)):
+        f = lib.autograd.forward_ad
+        with f.dual_level():
+            out = make(lib, True).apply(f.make_dual(make_tensor(X), make_tensor(V)))
+            results.append([f.unpack_dual(out).tangent])
+            plain = make(lib, True).apply(make_tensor(X))
+            assert f.unpack_dual(plain).tangent is None
+    _same(*results)
+    with fw.dual_level(), torch.autograd.forward_ad.dual_level():
+        _raises_like_torch(
+            lambda: make(ember, False).apply(fw.make_dual(e(X), e(V))),
+            lambda: make(torch, False).apply(torch.autograd.forward_ad.make_dual(t(X), t(V))),
+        )

@@ -10,19 +10,21 @@ tangents.
 
 A tangent lives on its tensor as ``_fw_grad = (level, tangent)``; an entry of a closed level means
 nothing. Views of duals get views of the tangent, so an in-place op on a view, which updates the
-view's tangent in place, updates its base's tangent too. A view that has no entry of its own reads
-its tangent out of its base's (a base may become dual after the view was made, by an in-place op);
-tensors that must not do so (a primal from ``unpack_dual``, a ``detach``) carry an explicit
-``(level, None)``. Tangents are laid out like their primals (strides included) so that a view's
+view's tangent in place, updates its base's tangent too. A base may become dual after views of it were
+made, by an in-place op: then those views, which have no entry of its own, read their tangents out of
+the base's (only then: views made by code that sees no tangents, a rule's or a transform's, stay
+without); tensors that must never do so (a primal from ``unpack_dual``, a ``detach``) carry an
+explicit ``(level, None)``. Tangents are laid out like their primals (strides included) so that a view's
 geometry applies to its base's tangent.
 """
 
 from __future__ import annotations
 
 import threading
+import weakref
 
 from ember.autograd import _forward_rules as rules
-from ember.autograd.registry import is_nondifferentiable, lookup
+from ember.autograd.registry import functional_of, is_nondifferentiable, lookup
 from ember.core import dtypes as D
 from ember.core.dispatch import ops
 from ember.core.layout import is_non_overlapping_and_dense
@@ -31,20 +33,31 @@ from ember.core.tensor import Tensor
 
 _DIFFERENTIABLE = (D.FLOATING, D.COMPLEX)
 
-# The class default: most tensors never carry a tangent, and reading the class attribute is cheap.
+# The class defaults: most tensors never carry a tangent, and reading a class attribute is cheap.
 Tensor._fw_grad = None
+# Set on a base that got its tangent from an in-place op, the one case where views made before
+# (which have no tangent of their own) must read theirs out of the base's.
+Tensor._fw_inplace = None
 
 
 class Level:
     """One open forward AD level; tangents point at the level they belong to."""
 
-    __slots__ = ("index",)
+    __slots__ = ("duals", "index")
 
     def __init__(self, index: int) -> None:
         self.index = index
+        self.duals: weakref.WeakSet = weakref.WeakSet()  # the tensors given a tangent, to free them at exit
 
     def close(self) -> None:
-        """Nothing to free eagerly: entries of a closed level are ignored and die with their tensors."""
+        """Drop the tangents of this level from the tensors that outlive it (their memory, not their
+        meaning: an entry of a closed level is ignored anyway, as on aliases made by autograd)."""
+        for t in list(self.duals):
+            entry = t.__dict__
+            if entry.get("_fw_grad") is not None and entry["_fw_grad"][0] is self:
+                del entry["_fw_grad"]
+            entry.pop("_fw_inplace", None)
+        self.duals.clear()
 
 
 current: Level | None = None
@@ -77,13 +90,13 @@ def tangent_of(t: Tensor) -> Tensor | None:
     if fw is not None and fw[0] is current:
         return fw[1]
     base = t._base
-    if base is None or current is None:
+    if base is None or base._fw_inplace is not current or current is None:
         return None
     fw = base._fw_grad
     if fw is None or fw[0] is not current or fw[1] is None:
         return None
     tangent = _view_of_base_tangent(fw[1], base, t)
-    t._fw_grad = (current, tangent)
+    set_tangent(t, tangent)
     return tangent
 
 
@@ -99,6 +112,8 @@ def _view_of_base_tangent(base_tangent: Tensor, base: Tensor, view: Tensor) -> T
 
 def set_tangent(t: Tensor, tangent: Tensor | None) -> None:
     t._fw_grad = (current, tangent)
+    if tangent is not None:
+        current.duals.add(t)
 
 
 def laid_out_like(tangent: Tensor, primal: Tensor) -> Tensor:
@@ -155,7 +170,7 @@ def _any_dual(args: tuple, kwargs: dict) -> bool:
 class Plan:
     """How one op gets its tangent, decided once per op."""
 
-    __slots__ = ("defaults", "entry", "inplace", "kind", "op", "positional", "rule", "tensor_args")
+    __slots__ = ("constant_terms", "defaults", "entry", "inplace", "kind", "op", "positional", "rule", "tensor_args")
 
     def __init__(self, op) -> None:
         schema = op.schema
@@ -171,7 +186,10 @@ class Plan:
         self.entry = entry = lookup(op)
         self.rule = rules.RULES.get(op)
         if self.rule is None and self.inplace:
-            self.rule = rules.INPLACE_RULES.get(op)
+            self.rule = rules.INPLACE_RULES.get(op) or rules.RULES.get(functional_of(op))
+        self.constant_terms = tuple(
+            a.name for a in schema.arguments if a.type.base == "Scalar" and a.name in rules.CONSTANT_TERMS
+        )
         if schema.is_out:
             self.kind = "out"
         elif self.rule is not None and op in rules.STANDALONE:
@@ -355,6 +373,41 @@ def _share_with_saved_result(out: Tensor, tangent: Tensor) -> None:
             set_tangent(data, tangent)
 
 
+# -- custom autograd.Functions ------------------------------------------------------------------
+
+
+def function_handler(cls, args: tuple, kwargs: dict, run):
+    """``Function.apply`` under a dual level: the Function's own ``jvp`` gives the output tangents.
+
+    ``run`` applies the Function as in reverse mode; it runs busy, so the ops inside ``forward`` do
+    not propagate tangents of their own (a Function's derivative is what its author says it is).
+    """
+    if _local.busy or not _any_dual(args, kwargs):
+        return NotImplemented
+    from ember.autograd.function import call_jvp
+
+    tangents = [tangent_of(a) if isinstance(a, Tensor) else None for a in args]
+    with busy():
+        ctx, outputs = run(args, kwargs)
+        out_tangents = call_jvp(ctx, args, tangents, outputs)
+    many = isinstance(outputs, tuple)
+    for o, t in zip(outputs if many else (outputs,), out_tangents, strict=True):
+        if isinstance(o, Tensor) and t is not None and not _is_input(o, args, kwargs):
+            with busy():
+                t = _fit(t, o)
+            set_tangent(o, laid_out_like(t, o) if o._base is None else t)
+    return outputs
+
+
+def function_hook():
+    """``ember.autograd.function.set_forward_ad_handler``, where that module exists."""
+    try:
+        from ember.autograd import function
+    except ImportError:
+        return None
+    return getattr(function, "set_forward_ad_handler", None)
+
+
 # -- in-place ops ---------------------------------------------------------------------------------
 
 
@@ -392,6 +445,7 @@ def _give_tangent(target: Tensor, tangent: Tensor) -> None:
     base = target._base
     if base is None:
         set_tangent(target, laid_out_like(tangent, target))
+        target._fw_inplace = current
         return
     # A view without tangent whose base has none: the base gets zeros, the view its region of them.
     from ember.core.api import functions
@@ -402,6 +456,7 @@ def _give_tangent(target: Tensor, tangent: Tensor) -> None:
         base_tangent = functions["empty_strided"](base._shape, base._stride, dtype=base.dtype, device=base.device)
         base_tangent.zero_()
         set_tangent(base, base_tangent)
+        base._fw_inplace = current
         view = _view_of_base_tangent(base_tangent, base, target)
         view.copy_(tangent)
     set_tangent(target, view)

@@ -111,6 +111,24 @@ def _where(tangents, condition, self, other, **_):
     return functions["where"](condition, ts if ts is not None else 0.0, to if to is not None else 0.0)
 
 
+def _or_zeros(tangent, like):
+    return tangent if tangent is not None else functions["zeros_like"](like)
+
+
+def _scatter_src(tangents, self, dim, index, src, **_):
+    ts, _, tsrc = tangents
+    return aten.scatter.src(_or_zeros(ts, self), dim, index, _or_zeros(tsrc, src))
+
+
+def _scatter_value(tangents, self, dim, index, **_):
+    return aten.scatter.value(tangents[0], dim, index, 0) if tangents[0] is not None else None
+
+
+def _scatter_add(tangents, self, dim, index, src, **_):
+    ts, _, tsrc = tangents
+    return aten.scatter_add.default(_or_zeros(ts, self), dim, index, _or_zeros(tsrc, src))
+
+
 def _zeros(tangents, result, **_):
     return functions["zeros_like"](result)
 
@@ -184,14 +202,14 @@ RULES: dict = {
     aten.std.correction: _std,
     aten.var_mean.correction: _var_mean,
     aten.std_mean.correction: _std_mean,
+    aten.scatter.src: _scatter_src,
+    aten.scatter.value: _scatter_value,
+    aten.scatter_add.default: _scatter_add,
     aten.fill_.Scalar: _zeros,
     aten.zero_.default: _zeros,
 }
-# Rules for in-place ops whose functional op has the rule (``addmm_`` reads ``addmm``'s).
-INPLACE_RULES: dict = {
-    aten.addmm_.default: RULES[aten.addmm.default],
-    aten.baddbmm_.default: RULES[aten.baddbmm.default],
-}
+# Rules of in-place ops apart from their functional op's (which ``Plan`` finds by itself).
+INPLACE_RULES: dict = {}
 # In-place comparisons write 0 or 1 into a floating-point target: its tangent becomes zeros, as in
 # PyTorch (the functional comparisons give booleans, which carry none). Used although the ops are
 # marked nondifferentiable.
@@ -219,23 +237,29 @@ def compute(plan, bound: dict, tangents: tuple, result):
     return plan.rule(tangents, result=result, **bound)
 
 
-# Integer arguments of these names are part of a linear map (scatter's index), not its operands. Any
-# other integer or boolean tensor is data whose tangent is zero (``x + ints``, ``copy_(ints)``).
+# Integer arguments of these names are part of a linear map (scatter's index, a mask), not its
+# operands. Any other integer or boolean tensor is data whose tangent is zero (``copy_(ints)``).
 _INDEX_ARGUMENTS = frozenset({"index", "indices", "mask"})
 
 
-def _linear_operand(name: str, value, tangent, pointwise: bool):
+def _linear_operand(name: str, value, tangent, pointwise: bool, operand_list: bool):
+    """What stands for one tensor argument when a linear op is applied to the tangents."""
     if isinstance(value, Tensor):
-        if value.dtype.category not in _DIFFERENTIABLE and name in _INDEX_ARGUMENTS:
-            return value
         if tangent is not None:
             return tangent
+        if value.dtype.category not in _DIFFERENTIABLE and name in _INDEX_ARGUMENTS and not operand_list:
+            return value  # an index or a mask: part of the linear map, not an operand
         # A pointwise op broadcasts a zero number as well as a tensor of zeros (the output tangent is
         # expanded to the output's shape afterwards); other ops need the tensor.
         return 0 if pointwise else functions["zeros_like"](value)
     if isinstance(value, bool) or not isinstance(value, int | float | complex):
         return value
     return 0  # a number in a tensor position is a constant: its tangent is zero
+
+
+# A linear op's Scalar argument of these names is its constant term (a fill, a padding): the tangent
+# gets zeros there. Multiplicative Scalars (``alpha``) are kept.
+CONSTANT_TERMS = ("value", "fill_value")
 
 
 def _linear(plan, bound: dict, tangents: tuple):
@@ -245,9 +269,13 @@ def _linear(plan, bound: dict, tangents: tuple):
         value = bound.get(name)
         if is_list and value is not None:
             items = tangent if tangent is not None else [None] * len(value)
-            values[name] = [_linear_operand(name, v, t, pointwise) for v, t in zip(value, items, strict=True)]
+            operands = name != "indices"  # ``Tensor[] tensors`` of cat are operands, ``indices`` are not
+            values[name] = [_linear_operand(name, v, t, pointwise, operands) for v, t in zip(value, items, strict=True)]
         else:
-            values[name] = _linear_operand(name, value, tangent, pointwise)
+            values[name] = _linear_operand(name, value, tangent, pointwise, False)
+    for name in plan.constant_terms:
+        if not isinstance(values.get(name), Tensor):
+            values[name] = 0
     if plan.inplace:
         first = plan.positional[0]
         target = bound[first]
@@ -304,6 +332,7 @@ def _regroup(out, flat: list):
 
 def transposed(op, args: tuple, kwargs: dict, plan, bound: dict, tangents: tuple, *, inplace: bool):
     """``(primal output, output tangents)`` of an entry without a forward rule, by double backward."""
+    from ember.autograd._forward_dispatch import set_tangent
     from ember.autograd.grad_mode import enable_grad, state
     from ember.autograd.graph import shallow
 
@@ -314,17 +343,26 @@ def transposed(op, args: tuple, kwargs: dict, plan, bound: dict, tangents: tuple
     def track(x, t):
         if t is None or not isinstance(x, Tensor):
             return x
-        y = aten.alias.default(x) if outer and x.requires_grad else shallow(x).requires_grad_(True)
+        if outer and x.requires_grad:
+            # The primal output's history saves this alias: it keeps the tangent, for a backward run
+            # inside the level (forward over reverse) to differentiate through it.
+            y = aten.alias.default(x)
+            set_tangent(y, t)
+        else:
+            y = shallow(x).requires_grad_(True)
         tracked.append(y)
         tracked_tangents.append(t)
         return y
 
     position = {name: i for i, name in enumerate(plan.positional)}
+    # Arguments the entry does not differentiate (a loss's class weights, running statistics): their
+    # tangents do not reach the output, as in PyTorch's formulas.
+    refused = getattr(plan.entry, "refused", ())
     with enable_grad():
         for (name, is_list), tangent in zip(plan.tensor_args, tangents, strict=True):
             i = position.get(name, -1)
             value = args[i] if 0 <= i < len(args) else kwargs.get(name)
-            if tangent is None or value is None:
+            if tangent is None or value is None or name in refused:
                 continue
             if is_list:
                 value = [track(v, t) for v, t in zip(value, tangent, strict=True)]

@@ -43,6 +43,9 @@ def enter_dual_level() -> int:
         raise RuntimeError("Nested forward mode AD is not supported at the moment")
     fd.current = fd.Level(0)
     add_interposer(fd.handle)
+    hook = fd.function_hook()
+    if hook is not None:
+        hook(fd.function_handler)  # custom Functions: their jvp staticmethod
     return 0
 
 
@@ -60,6 +63,9 @@ def exit_dual_level(*, level: int | None = None) -> None:
     finished = fd.current
     fd.current = None
     remove_interposer(fd.handle)
+    hook = fd.function_hook()
+    if hook is not None:
+        hook(None)
     finished.close()
 
 

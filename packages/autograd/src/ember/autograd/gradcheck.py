@@ -186,12 +186,18 @@ def _forward_jvp(func, inputs, i: int, positions, tangent_values: np.ndarray, ch
     return result
 
 
+def _unit_vector(n: int, k: int) -> np.ndarray:
+    v = np.zeros(n)
+    v[k] = 1.0
+    return v
+
+
 def _forward_jacobians(func, inputs, wrt, positions, check_grad_dtypes: bool) -> list[list[np.ndarray]]:
     """``J[i][j]`` from one forward-mode pass per input element."""
     jac = []
     for i in wrt:
         n = inputs[i].numel()
-        columns = [_forward_jvp(func, inputs, i, positions, np.eye(n)[k], check_grad_dtypes) for k in range(n)]
+        columns = [_forward_jvp(func, inputs, i, positions, _unit_vector(n, k), check_grad_dtypes) for k in range(n)]
         sizes = [len(c) for c in columns[0]] if columns else [0] * len(positions)
         jac.append(
             [np.stack([c[j] for c in columns]) if columns else np.zeros((0, sizes[j])) for j in range(len(positions))]
