@@ -8,11 +8,24 @@ user tensor share a ``.grad``. Later ones add in place, or out of place under ``
 
 from __future__ import annotations
 
+import numpy as np
+
 from ember.core import dtypes as D
-from ember.core.tensor import Tensor
+from ember.core.tensor import Tensor, from_array
 
 
 def _dense_like(grad: Tensor, like: Tensor) -> Tensor:
+    if (
+        type(grad) is Tensor
+        and grad.dtype is like.dtype
+        and grad._shape == like._shape
+        and grad._array is not None
+        and like.device.type == "cpu"
+    ):
+        # The common case, a contiguous CPU parameter: one NumPy copy instead of two dispatched ops.
+        out = from_array(np.array(grad._array, order="C"), like.dtype)
+        if out._stride == like._stride:
+            return out
     from ember.core.api import functions
     from ember.core.layout import contiguous_strides, is_non_overlapping_and_dense
 

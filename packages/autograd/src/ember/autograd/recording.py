@@ -287,6 +287,8 @@ def record(op, args: tuple, kwargs: dict, call_below):
         raise RuntimeError(f"the derivative for '{op.namespace}::{op.schema.qualified}' is not implemented")
     if kwargs or not plan.simple:
         return _record_general(op, plan, args, kwargs, call_below)
+    if not plan.inplace:
+        return _record_simple(plan, args, kwargs, call_below)
 
     # The common case: every tensor argument is positional and none is a list.
     nargs = len(args)
@@ -322,6 +324,61 @@ def record(op, args: tuple, kwargs: dict, call_below):
             if isinstance(t, Tensor):
                 stored[pos] = SavedTensor(t.clone() if t is target else t)
     return _run_and_record(plan, args, kwargs, call_below, stored, {}, edges, metas, None, target)
+
+
+def _record_simple(plan: _Plan, args: tuple, kwargs: dict, call_below):
+    """``record`` for the commonest call: out of place, every tensor argument positional, none a list.
+
+    The same steps as the general path in one frame: an op's recording costs about as much as the
+    op itself, so each attribute read and call here shows in every training step.
+    """
+    nargs = len(args)
+    edges, metas = [], []
+    stored = list(args)
+    any_grad = False
+    for pos in plan.tensor_positions:
+        if pos < nargs:
+            t = args[pos]
+            if isinstance(t, Tensor):
+                if t.requires_grad:
+                    if t._base is None:
+                        fn = t.grad_fn
+                        edges.append((fn, t._output_nr) if fn is not None else (grad_accumulator(t), 0))
+                    else:
+                        edges.append(views.edge(t))
+                    any_grad = True
+                else:
+                    edges.append(_NO_EDGE)
+                metas.append((t._shape, t.dtype, t.device, t._stride, t._offset))
+                stored[pos] = None
+                continue
+        edges.append(_NO_EDGE)
+        metas.append(None)
+    if not any_grad:
+        return call_below(args, kwargs)
+    for pos in plan.saved_positions:
+        if pos < nargs:
+            t = args[pos]
+            if isinstance(t, Tensor):
+                stored[pos] = SavedTensor(t)
+    node = OpNode(plan, stored, {}, tuple(edges), metas, None)
+    if anomaly.state.enabled:
+        anomaly.remember(node)
+    result = call_below(args, kwargs)
+    if type(result) is not Tensor:
+        return _mark_outputs(node, plan.entry, result, args, None)
+    if result.dtype.category >= _FLOATING:
+        for a in args:
+            if result is a:
+                break  # the op handed back its input itself: nothing to record
+        else:
+            result.grad_fn = node
+            if result._base is not None:
+                result._view_version = result._storage.version  # see views.edge
+            result.requires_grad = True
+    if plan.entry.saves_result:
+        _save_result(node, (result,))
+    return result
 
 
 def _record_general(op, plan: _Plan, args: tuple, kwargs: dict, call_below):
@@ -411,6 +468,11 @@ def _run_and_record(plan, args, kwargs, call_below, stored, stored_kw, edges, me
         if save_result:
             _save_result(node, (result,))
         return result
+    return _mark_outputs(node, entry, result, args, target)
+
+
+def _mark_outputs(node: OpNode, entry, result, args: tuple, target):
+    """Give the outputs of a call that returned several (or a non-Tensor) their ``grad_fn``."""
     outputs = result if isinstance(result, tuple | list) else (result,)
     node.n_outputs = len(outputs)
     differentiable = entry.output_differentiable
@@ -426,7 +488,7 @@ def _run_and_record(plan, args, kwargs, call_below, stored, stored_kw, edges, me
         out.requires_grad = True
         if out._base is not None:
             out._view_version = out._storage.version
-    if save_result:
+    if entry.saves_result:
         _save_result(node, outputs)
     return result
 
