@@ -54,6 +54,9 @@ def accumulate_into(variable: Tensor, grad: Tensor) -> None:
         old.add_(grad)
 
 
+_SUMMED_IN_OWN_DTYPE = (D.float32, D.float64)
+
+
 def fit(grad: Tensor, shape: tuple, dtype: D.dtype) -> Tensor:
     """``grad`` summed down to ``shape`` (where the input was broadcast) and cast to ``dtype``."""
     if grad._shape != shape:
@@ -69,6 +72,12 @@ def sum_to(grad: Tensor, shape: tuple) -> Tensor:
         return grad.reshape(shape)
     dims = list(range(lead))
     dims += [lead + i for i, n in enumerate(shape) if n == 1 and grad._shape[lead + i] != 1]
+    fast = dims and type(grad) is Tensor and grad.dtype in _SUMMED_IN_OWN_DTYPE and grad._array is not None
+    if fast and not grad.requires_grad:
+        # A bias's gradient in every step: what ``sum(dims, keepdim=True)`` computes for these
+        # dtypes (NumPy's pairwise sum in the tensor's dtype), without two dispatched ops.
+        summed = np.add.reduce(grad._array, axis=tuple(dims), keepdims=True)
+        return from_array(summed.reshape(shape), grad.dtype)
     if dims:
         grad = grad.sum(dims, keepdim=True)
     if lead:

@@ -265,6 +265,10 @@ def define_pointwise(
         inplace_op = define(_inplace_schema(schema), (*tags, "inplace"))
 
         def cpu_inplace(*args, **kwargs):
+            if fast and len(args) == n_inputs <= 2 and not bool_result:
+                done = _fast_inplace(compute, args, kwargs, default_params)
+                if done is not None:
+                    return done
             p, inputs, params = planned(args, kwargs)
             check_inplace(inputs[0], p, functional.name)
             return write_into(inputs[0], run(p, inputs, params))
@@ -314,7 +318,11 @@ def _fast_path(compute: Callable, args: tuple, bool_result: bool, params: dict) 
     else:
         b = args[1]
         if type(b) is Tensor:
-            if b.dtype is not a.dtype or b._shape != a._shape or b._array is None or not b.is_contiguous():
+            if b.dtype is not a.dtype or b._array is None or not b.is_contiguous():
+                return None
+            # Operands of other shapes broadcast to a contiguous result unless the stride of a dim of
+            # size 0 or 1 could steer the layout: then the plan decides.
+            if b._shape != a._shape and not (_plain_shape(a._shape) and _plain_shape(b._shape)):
                 return None
             b = b._array
         elif type(b) is not float and type(b) is not int:
@@ -322,9 +330,51 @@ def _fast_path(compute: Callable, args: tuple, bool_result: bool, params: dict) 
         token = silence()  # x / 0 gives inf without a warning, as in PyTorch
         try:
             result = compute(a._array, b, **params)
+        except ValueError:
+            return None  # shapes that do not broadcast: the plan raises PyTorch's error
         finally:
             restore(token)
     return from_array(result, D.bool_ if bool_result else a.dtype)
+
+
+def _plain_shape(shape: tuple) -> bool:
+    return bool(shape) and 1 not in shape and 0 not in shape
+
+
+def _fast_inplace(compute: Callable, args: tuple, kwargs: dict, params: dict) -> Tensor | None:
+    """``_fast_path`` for the in-place form (an optimizer's ``p.add_(g, alpha=-lr)``); None when it
+    does not qualify. The target must be dense (no element written twice), the operand of its shape
+    and dtype or a Python number, and the only keyword a numeric ``alpha``: the checks of the ops
+    taking one pass for such floating-point inputs."""
+    a = args[0]
+    if type(a) is not Tensor or a.dtype not in _FAST_DTYPES or a._array is None or not a.is_contiguous():
+        return None
+    if kwargs:
+        if len(kwargs) != 1 or "alpha" not in params:
+            return None
+        alpha = kwargs.get("alpha")
+        if type(alpha) is not float and type(alpha) is not int:
+            return None
+        params = {"alpha": alpha}
+    out = a._array
+    token = silence()
+    try:
+        if len(args) == 1:
+            out[...] = compute(out, **params)
+        else:
+            b = args[1]
+            if type(b) is Tensor:
+                if b.dtype is not a.dtype or b._shape != a._shape or b._array is None:
+                    return None
+                b = b._array
+            elif (type(b) is not float and type(b) is not int) or kwargs:
+                return None  # (a number scaled by alpha would compute in float64: the plan casts it first)
+            # Computed apart, then written: an operand that overlaps the target reads its old values.
+            out[...] = compute(out, b, **params)
+    finally:
+        restore(token)
+    a._storage.version += 1
+    return a
 
 
 def _first_device(inputs):
