@@ -64,6 +64,7 @@ class _Plan:
     __slots__ = (
         "defaults",
         "entry",
+        "fast",
         "inplace",
         "is_out",
         "nondiff",
@@ -85,6 +86,7 @@ class _Plan:
         self.inplace = schema.is_inplace or (bool(schema.arguments) and schema.arguments[0].is_write)
         self.entry = entry = lookup(op)
         self.nondiff = is_nondifferentiable(op)
+        self.fast = False  # set below: calls without keywords take ``_record_simple``
         if entry is not None:
             position = {name: i for i, name in enumerate(self.positional)}
             self.tensor_slots = tuple(
@@ -100,6 +102,7 @@ class _Plan:
             self.saved_positions = tuple(
                 pos for name, pos in self.saved_slots if name in entry.tensor_args and pos >= 0
             )
+            self.fast = self.simple and not self.inplace and not self.is_out
 
 
 _plans: dict = {}
@@ -269,6 +272,8 @@ def record(op, args: tuple, kwargs: dict, call_below):
     if not state.enabled:
         return call_below(args, kwargs)
     plan = _plans.get(op) or plan_of(op)
+    if plan.fast and not kwargs:
+        return _record_simple(plan, args, kwargs, call_below)
     entry = plan.entry
     if entry is None or plan.is_out:
         if plan.is_out:
