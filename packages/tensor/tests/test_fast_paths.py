@@ -90,3 +90,50 @@ def test_inplace_into_an_expanded_tensor_is_refused():
     target = ember.ones(1, 3).expand(2, 3)
     with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
         target.add_(ember.ones(2, 3), alpha=2.0)
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.bool_])
+def test_integer_and_bool_operands_match_pytorch(dtype):
+    data = np.random.default_rng(4).integers(0, 3, (4, 5)).astype(dtype)
+    other = np.random.default_rng(5).integers(0, 3, (4, 5)).astype(dtype)
+    a, b = ember.from_numpy(data.copy()), ember.from_numpy(other.copy())
+    ta, tb = torch.from_numpy(data.copy()), torch.from_numpy(other.copy())
+    _same(a == b, ta == tb)
+    _same(a & b, ta & tb)
+    if dtype is not np.bool_:
+        _same(a * b, ta * tb)
+        _same(a * 2, ta * 2)  # a Python number: the general path
+        _same(a / b, ta / tb)  # true division leaves the integers: the general path
+
+
+def test_integer_division_by_zero_still_raises():
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        ember.tensor([4, 2]) // ember.tensor([2, 0])
+
+
+@needs_torch
+def test_zero_dim_operand_matches_pytorch():
+    (a, ta), (s, ts) = _pair(3, 4), _pair()
+    _same(a / s, ta / ts)
+    _same(s - a, ts - ta)
+    (c, tc), _ = _pair(1, 4), None
+    _same(c * s, tc * ts)
+
+
+@needs_torch
+@pytest.mark.parametrize(("dim", "keepdim"), [(0, False), (-1, True), (1, False)])
+def test_sum_and_prod_over_one_dim_match_pytorch(dim, keepdim):
+    a, ta = _pair(3, 4, 5)
+    for name in ("sum", "prod"):
+        ours, theirs = getattr(a, name)(dim, keepdim=keepdim), getattr(ta, name)(dim, keepdim=keepdim)
+        assert tuple(ours.shape) == tuple(theirs.shape) and ours.stride() == theirs.stride()
+        # Float32 sums agree with PyTorch's to rounding (the order of additions differs)...
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6, atol=1e-6)
+    # ...and exactly with the general path (a dim given as a list takes it).
+    np.testing.assert_array_equal(a.sum(dim, keepdim=keepdim).numpy(), a.sum([dim], keepdim=keepdim).numpy())
+
+
+def test_sum_over_a_dim_out_of_range_raises_indexerror():
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        ember.ones(2, 3).sum(2)
