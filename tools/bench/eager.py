@@ -11,6 +11,7 @@ A case whose op Ember does not have yet prints as absent rather than being skipp
 from __future__ import annotations
 
 import argparse
+import time
 import timeit
 from collections.abc import Callable
 
@@ -27,12 +28,23 @@ except ImportError:
 
 def small_cases(lib) -> dict[str, Callable[[], object]]:
     a, b = lib.ones(8, 8), lib.ones(8, 8)
+    rng = np.random.default_rng(5)
+    h = lib.from_numpy(rng.standard_normal((32, 64), dtype=np.float32))
+    bias = lib.from_numpy(rng.standard_normal(64, dtype=np.float32))
+    param, grad = lib.ones(64, 64), lib.ones(64, 64)
+    rows = [lib.from_numpy(rng.standard_normal(32, dtype=np.float32)) for _ in range(64)]
     return {
         "add 8x8": lambda: a + b,
         "mul 8x8 by a scalar": lambda: a * 2.0,
         "sum 8x8": lambda: a.sum(),
         "view chain (view, view, t, unsqueeze)": lambda: a.view(64).view(8, 8).t().unsqueeze(0),
         "slicing a[1:3, ::2]": lambda: a[1:3, ::2],
+        "int index h[5]": lambda: h[5],
+        "bias add 32x64 + 64 (broadcast)": lambda: h + bias,
+        "sum(0) 32x64": lambda: h.sum(0),
+        "p.add_(g, alpha=-0.01) 64x64": lambda: param.add_(grad, alpha=-0.01),
+        "stack 64 x [32]": lambda: lib.stack(rows),
+        "cat 64 x [32]": lambda: lib.cat(rows),
     }
 
 
@@ -68,8 +80,13 @@ def large_cases(lib) -> dict[str, Callable[[], object]]:
     }
 
 
+# Wall-clock time by default; --cpu-time counts only this process's CPU time (one PyTorch thread), which
+# a machine shared with other jobs leaves far steadier.
+_timer = timeit.default_timer
+
+
 def measure(fn: Callable[[], object], number: int) -> float:
-    return timeit.timeit(fn, number=number) / number
+    return timeit.timeit(fn, number=number, timer=_timer) / number
 
 
 def run(title: str, make_cases, number: int, rounds: int) -> None:
@@ -97,8 +114,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions (a smoke run)")
+    parser.add_argument("--cpu-time", action="store_true", help="time CPU use, not wall time (one torch thread)")
     args = parser.parse_args()
     scale = 10 if args.quick else 1
+    if args.cpu_time:
+        global _timer
+        _timer = time.process_time
+        torch.set_num_threads(1)
     print(f"ember {ember.__version__}, torch {torch.__version__}, torch threads {torch.get_num_threads()}")
     run("small ops (per-call overhead)", small_cases, 20000 // scale, args.rounds)
     run("large ops", large_cases, max(1, 20 // scale), args.rounds)

@@ -8,11 +8,25 @@ user tensor share a ``.grad``. Later ones add in place, or out of place under ``
 
 from __future__ import annotations
 
+import numpy as np
+
 from ember.core import dtypes as D
-from ember.core.tensor import Tensor
+from ember.core.tensor import Tensor, from_array
 
 
 def _dense_like(grad: Tensor, like: Tensor) -> Tensor:
+    if (
+        type(grad) is Tensor
+        and grad.dtype is like.dtype
+        and grad._shape == like._shape
+        and grad._array is not None
+        and like.device.type == "cpu"
+        and grad._fw_grad is None  # a tangent (forward over reverse) must travel with the copy
+    ):
+        # The common case, a contiguous CPU parameter: one NumPy copy instead of two dispatched ops.
+        out = from_array(np.array(grad._array, order="C"), like.dtype)
+        if out._stride == like._stride:
+            return out
     from ember.core.api import functions
     from ember.core.layout import contiguous_strides, is_non_overlapping_and_dense
 
@@ -41,6 +55,9 @@ def accumulate_into(variable: Tensor, grad: Tensor) -> None:
         old.add_(grad)
 
 
+_SUMMED_IN_OWN_DTYPE = (D.float32, D.float64)
+
+
 def fit(grad: Tensor, shape: tuple, dtype: D.dtype) -> Tensor:
     """``grad`` summed down to ``shape`` (where the input was broadcast) and cast to ``dtype``."""
     if grad._shape != shape:
@@ -56,6 +73,12 @@ def sum_to(grad: Tensor, shape: tuple) -> Tensor:
         return grad.reshape(shape)
     dims = list(range(lead))
     dims += [lead + i for i, n in enumerate(shape) if n == 1 and grad._shape[lead + i] != 1]
+    fast = dims and type(grad) is Tensor and grad.dtype in _SUMMED_IN_OWN_DTYPE and grad._array is not None
+    if fast and not grad.requires_grad and grad._fw_grad is None:
+        # A bias's gradient in every step: what ``sum(dims, keepdim=True)`` computes for these
+        # dtypes (NumPy's pairwise sum in the tensor's dtype), without two dispatched ops.
+        summed = np.add.reduce(grad._array, axis=tuple(dims), keepdims=True)
+        return from_array(summed.reshape(shape), grad.dtype)
     if dims:
         grad = grad.sum(dims, keepdim=True)
     if lead:

@@ -211,24 +211,34 @@ def run_backward(
     state.enabled = create_graph
     _tasks.stack.append((next(_task_ids), input_list is None, (deps, set(roots), needed, accumulate)))
     try:
+        heappop, heappush = heapq.heappop, heapq.heappush
         while ready:
-            _, _, node = heapq.heappop(ready)
-            buf = buffers.pop(node, {})
-            n = max(buf) + 1 if buf else 1
-            n = max(n, getattr(node, "n_outputs", 1))
-            grads_in = [buf.get(i) for i in range(n)]
+            node = heappop(ready)[2]
+            buf = buffers.pop(node, None)
+            n = getattr(node, "n_outputs", 1)
+            if buf is None:
+                grads_in = [None] * n
+            else:
+                top = max(buf) + 1
+                if top > n:
+                    n = top
+                grads_in = [buf.get(i) for i in range(n)]
+            is_acc = type(node) is AccumulateGrad
             # A node no requested input needs does not run, and neither do its hooks.
-            for i in range(n if needed is None or node in needed else 0):
-                hooks = _tensor_hooks(node, i)
-                if hooks and grads_in[i] is not None:
-                    for hook in list(hooks.values()):
-                        r = hook(grads_in[i])
-                        if r is not None:
-                            grads_in[i] = r
-                retains = _retains(node, i)
-                if retains is not None and grads_in[i] is not None:
-                    retains(grads_in[i])
-            if node._pre_hooks and (needed is None or node in needed):
+            runs = needed is None or node in needed
+            # Tensor hooks and retain_grad live on the node (or, for a leaf, on its tensor): most nodes have none.
+            if runs and (is_acc or node._output_hooks or node.metadata_):
+                for i in range(n):
+                    hooks = _tensor_hooks(node, i)
+                    if hooks and grads_in[i] is not None:
+                        for hook in list(hooks.values()):
+                            r = hook(grads_in[i])
+                            if r is not None:
+                                grads_in[i] = r
+                    retains = _retains(node, i)
+                    if retains is not None and grads_in[i] is not None:
+                        retains(grads_in[i])
+            if node._pre_hooks and runs:
                 for hook in list(node._pre_hooks.values()):
                     r = hook(tuple(grads_in))
                     if r is not None:
@@ -239,12 +249,15 @@ def run_backward(
                     if positions:
                         for p in positions:
                             captured[p] = grads_in[i]
-            is_acc = type(node) is AccumulateGrad
             run = not (is_acc and (not accumulate or (input_list is not None and (node, 0) not in captures)))
             if needed is not None and node not in needed:
                 run = False
-            if run and all(g is None for g in grads_in):
-                run = False
+            if run:
+                for g in grads_in:
+                    if g is not None:
+                        break
+                else:
+                    run = False  # no gradient reached this node
             grads_out = None
             if run:
                 grads_out = node.apply(tuple(grads_in))
@@ -259,16 +272,23 @@ def run_backward(
                     node.release()
             elif not is_acc and not retain_graph and (needed is None or node in needed):
                 node.release()
+            n_out = len(grads_out) if grads_out is not None else 0
             for k, (nxt, nr) in enumerate(node.next_functions):
                 if nxt is None:
                     continue
-                g = grads_out[k] if grads_out is not None and k < len(grads_out) else None
-                if g is not None:
-                    buf = buffers.setdefault(nxt, {})
-                    buf[nr] = g if buf.get(nr) is None else buf[nr] + g
-                deps[nxt] -= 1
-                if deps[nxt] == 0:
-                    heapq.heappush(ready, _priority(nxt, pushes))
+                if k < n_out:
+                    g = grads_out[k]
+                    if g is not None:
+                        buf = buffers.get(nxt)
+                        if buf is None:
+                            buffers[nxt] = {nr: g}
+                        else:
+                            old = buf.get(nr)
+                            buf[nr] = g if old is None else old + g
+                left = deps[nxt] - 1
+                deps[nxt] = left
+                if left == 0:
+                    heappush(ready, _priority(nxt, pushes))
     finally:
         state.enabled = prev
         _tasks.stack.pop()

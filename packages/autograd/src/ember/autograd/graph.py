@@ -173,7 +173,14 @@ class Node:
 class SavedTensor:
     """A tensor saved for backward: its data alias, version at save time, and how to rebuild it."""
 
-    __slots__ = ("_data", "_grad_fn", "_is_output", "_output_nr", "_requires_grad", "_unpack_hook", "_version")
+    # Most saved tensors are inputs saved plainly: they set two slots, and the fields of the rarer kinds
+    # (outputs, tensors packed by hooks) go to the instance dict over these class defaults.
+    __slots__ = ("__dict__", "_data", "_version")
+    _is_output = False
+    _unpack_hook = None  # set when saved under saved_tensors_hooks: then _data is (packed,)
+    _grad_fn = None
+    _output_nr = 0
+    _requires_grad = False
 
     def __init__(self, t: Tensor, is_output: bool = False) -> None:
         if t._inference:
@@ -182,8 +189,10 @@ class SavedTensor:
                 "normal tensor and use it in autograd."
             )
         self._version = t._storage.version
+        if not is_output and not (_hooks_in_use and _hooks.stack):
+            self._data = t  # an input: the other fields are read from it when needed
+            return
         self._is_output = is_output
-        self._unpack_hook = None  # set when saved under saved_tensors_hooks: then _data is (packed,)
         if _hooks.stack:
             self._save_packed(t, *_hooks.stack[-1])
             return
@@ -306,6 +315,10 @@ class _HooksState(threading.local):
 
 
 _hooks = _HooksState()
+# How many saved_tensors_hooks blocks are open in all threads: saving reads the thread's own stack only
+# when some are (a module global costs less to read than a thread-local attribute).
+_hooks_in_use = 0
+_hooks_lock = threading.Lock()
 
 
 class saved_tensors_hooks:
@@ -320,13 +333,19 @@ class saved_tensors_hooks:
         self.unpack_hook = unpack_hook
 
     def __enter__(self):
+        global _hooks_in_use
         if _hooks.disabled is not None:
             raise RuntimeError(_hooks.disabled)
         _hooks.stack.append((self.pack_hook, self.unpack_hook))
+        with _hooks_lock:
+            _hooks_in_use += 1
         return self
 
     def __exit__(self, *exc) -> None:
+        global _hooks_in_use
         _hooks.stack.pop()
+        with _hooks_lock:
+            _hooks_in_use -= 1
 
 
 class save_on_cpu(saved_tensors_hooks):

@@ -64,6 +64,7 @@ class _Plan:
     __slots__ = (
         "defaults",
         "entry",
+        "fast",
         "inplace",
         "is_out",
         "nondiff",
@@ -86,6 +87,7 @@ class _Plan:
         self.inplace = schema.is_inplace or (bool(schema.arguments) and schema.arguments[0].is_write)
         self.entry = entry = lookup(op)
         self.nondiff = is_nondifferentiable(op)
+        self.fast = False  # set below: calls without keywords take ``_record_simple``
         if entry is not None:
             position = {name: i for i, name in enumerate(self.positional)}
             self.tensor_slots = tuple(
@@ -107,6 +109,7 @@ class _Plan:
             self.saved_positions = tuple(
                 pos for name, pos in self.saved_slots if name in entry.tensor_args and pos >= 0
             )
+            self.fast = self.simple and not self.inplace and not self.is_out
 
 
 _plans: dict = {}
@@ -286,6 +289,8 @@ def record(op, args: tuple, kwargs: dict, call_below):
     if not state.enabled:
         return call_below(args, kwargs)
     plan = _plans.get(op) or plan_of(op)
+    if plan.fast and not kwargs:
+        return _record_simple(plan, args, kwargs, call_below)
     entry = plan.entry
     if entry is None or plan.is_out:
         if plan.is_out:
@@ -304,6 +309,8 @@ def record(op, args: tuple, kwargs: dict, call_below):
         raise RuntimeError(f"the derivative for '{op.namespace}::{op.schema.qualified}' is not implemented")
     if kwargs or not plan.simple:
         return _record_general(op, plan, args, kwargs, call_below)
+    if not plan.inplace:
+        return _record_simple(plan, args, kwargs, call_below)
 
     # The common case: every tensor argument is positional and none is a list.
     nargs = len(args)
@@ -339,6 +346,65 @@ def record(op, args: tuple, kwargs: dict, call_below):
             if isinstance(t, Tensor):
                 stored[pos] = SavedTensor(t.clone() if t is target else t)
     return _run_and_record(plan, args, kwargs, call_below, stored, {}, edges, metas, None, target)
+
+
+def _record_simple(plan: _Plan, args: tuple, kwargs: dict, call_below):
+    """``record`` for the commonest call: out of place, every tensor argument positional, none a list.
+
+    The same steps as the general path in one frame: an op's recording costs about as much as the
+    op itself, so each attribute read and call here shows in every training step.
+    """
+    nargs = len(args)
+    edges, metas = [], []
+    stored = list(args)
+    any_grad = False
+    for pos in plan.tensor_positions:
+        if pos < nargs:
+            t = args[pos]
+            if isinstance(t, Tensor):
+                if t.requires_grad:
+                    if t._base is None:
+                        fn = t.grad_fn
+                        edges.append((fn, t._output_nr) if fn is not None else (grad_accumulator(t), 0))
+                    else:
+                        edges.append(views.edge(t))
+                    any_grad = True
+                else:
+                    edges.append(_NO_EDGE)
+                metas.append((t._shape, t.dtype, t.device, t._stride, t._offset))
+                stored[pos] = None
+                continue
+        edges.append(_NO_EDGE)
+        metas.append(None)
+    if not any_grad:
+        return call_below(args, kwargs)
+    for pos in plan.saved_positions:
+        if pos < nargs:
+            t = args[pos]
+            if isinstance(t, Tensor):
+                stored[pos] = SavedTensor(t)
+    node = OpNode(plan, stored, {}, tuple(edges), metas, None)
+    if anomaly.state.enabled:
+        anomaly.remember(node)
+    result = call_below(args, kwargs)
+    if plan.saved_written:
+        _resync_written(node, plan)
+    if type(result) is not Tensor:
+        return _mark_outputs(node, plan.entry, result, args, None)
+    if result.dtype.category >= _FLOATING:
+        for a in args:
+            if result is a:
+                break  # the op handed back its input itself: nothing to record
+        else:
+            result.grad_fn = node
+            if result._base is not None:
+                result._view_version = result._storage.version  # see views.edge
+                if "_multi_view" in args[0].__dict__:
+                    result._multi_view = (0, node)  # a view of such a view refuses in-place ops too
+            result.requires_grad = True
+    if plan.entry.saves_result:
+        _save_result(node, (result,))
+    return result
 
 
 def _record_general(op, plan: _Plan, args: tuple, kwargs: dict, call_below):
@@ -432,6 +498,11 @@ def _run_and_record(plan, args, kwargs, call_below, stored, stored_kw, edges, me
         if save_result:
             _save_result(node, (result,))
         return result
+    return _mark_outputs(node, entry, result, args, target)
+
+
+def _mark_outputs(node: OpNode, entry, result, args: tuple, target):
+    """Give the outputs of a call that returned several (or a non-Tensor) their ``grad_fn``."""
     outputs = result if isinstance(result, tuple | list) else (result,)
     node.n_outputs = len(outputs)
     differentiable = entry.output_differentiable
@@ -448,7 +519,7 @@ def _run_and_record(plan, args, kwargs, call_below, stored, stored_kw, edges, me
         if out._base is not None:
             out._view_version = out._storage.version
             out._multi_view = (i, node)
-    if save_result:
+    if entry.saves_result:
         _save_result(node, outputs)
     return result
 

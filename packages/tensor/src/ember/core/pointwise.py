@@ -62,18 +62,34 @@ def result_dtypes(rule: str | Callable, inputs: tuple) -> tuple[D.dtype, D.dtype
 
 
 def plan(rule: str | Callable, inputs: tuple) -> Plan:
-    inputs = tuple(x for x in inputs if x is not None)  # optional operands left out (clamp's min or max)
+    # Plain loops rather than generators: every pointwise call off the fast path plans.
+    if None in inputs:
+        inputs = tuple(x for x in inputs if x is not None)  # optional operands left out (clamp's min or max)
     tensors = [t for t in inputs if isinstance(t, Tensor)]
     check_same_device(tensors)
-    shape = broadcast_shapes(*(t._shape for t in tensors)) if len(tensors) > 1 else tensors[0]._shape
-    if all(t.is_contiguous() for t in tensors) and (
-        all(t._shape == shape for t in tensors) or all(t._stride == contiguous_strides(t._shape) for t in tensors)
-    ):
+    shape = broadcast_shapes(*[t._shape for t in tensors]) if len(tensors) > 1 else tensors[0]._shape
+    if _contiguous_result(tensors, shape):
         strides = contiguous_strides(shape)
     else:
         strides = pointwise_strides(shape, [(t._shape, t._stride) for t in tensors])
     result, compute = result_dtypes(rule, inputs)
     return Plan(shape, strides, result, compute)
+
+
+def _contiguous_result(tensors: list, shape: tuple) -> bool:
+    """Every input contiguous, and either of the result's shape or laid out exactly row-major."""
+    same_shape = True
+    for t in tensors:
+        if not t.is_contiguous():
+            return False
+        if t._shape != shape:
+            same_shape = False
+    if same_shape:
+        return True
+    for t in tensors:  # noqa: SIM110  (a loop: all() over a generator costs a frame per call)
+        if t._stride != contiguous_strides(t._shape):
+            return False
+    return True
 
 
 def check_same_device(tensors) -> None:
@@ -239,15 +255,22 @@ def define_pointwise(
         return p, inputs, params
 
     def run(p: Plan, inputs: tuple, params: dict) -> np.ndarray:
-        with np.errstate(all="ignore"):
-            return compute(*(None if x is None else as_compute(x, p.compute) for x in inputs), **params)
+        operands = [None if x is None else as_compute(x, p.compute) for x in inputs]
+        token = silence()  # np.errstate(all="ignore"), at a fifth of its cost
+        try:
+            return compute(*operands, **params)
+        finally:
+            restore(token)
 
     bool_result = rule == "bool"
     default_params = {n: defaults.get(n) for n in param_names}
+    # Integer and bool tensors may take the shortcut too where their result dtype is theirs (or bool)
+    # and no check could refuse them (division by zero, bitwise ops of floats).
+    exact = check is None and rule in ("promote", "bool")
 
     def cpu(*args, **kwargs):
         if fast and not kwargs and len(args) == n_inputs <= 2:
-            result = _fast_path(compute, args, bool_result, default_params)
+            result = _fast_path(compute, args, bool_result, default_params, exact)
             if result is not None:
                 return result
         p, inputs, params = planned(args, kwargs)
@@ -265,6 +288,10 @@ def define_pointwise(
         inplace_op = define(_inplace_schema(schema), (*tags, "inplace"))
 
         def cpu_inplace(*args, **kwargs):
+            if fast and len(args) == n_inputs <= 2 and not bool_result:
+                done = _fast_inplace(compute, args, kwargs, default_params)
+                if done is not None:
+                    return done
             p, inputs, params = planned(args, kwargs)
             check_inplace(inputs[0], p, functional.name)
             return write_into(inputs[0], run(p, inputs, params))
@@ -298,12 +325,18 @@ def define_pointwise(
 
 
 _FAST_DTYPES = (D.float32, D.float64)
+_EXACT_DTYPES = (D.int64, D.int32, D.bool_)
 
 
-def _fast_path(compute: Callable, args: tuple, bool_result: bool, params: dict) -> Tensor | None:
+def _fast_path(compute: Callable, args: tuple, bool_result: bool, params: dict, exact: bool) -> Tensor | None:
     """The shortcut of ``define_pointwise``; None when the call does not qualify."""
     a = args[0]
-    if type(a) is not Tensor or a.dtype not in _FAST_DTYPES or a._array is None or not a.is_contiguous():
+    if type(a) is not Tensor or a._array is None or not a.is_contiguous():
+        return None
+    # Integer operands only with a tensor of their dtype: a Python number could promote them.
+    if a.dtype not in _FAST_DTYPES and (
+        not exact or a.dtype not in _EXACT_DTYPES or (len(args) == 2 and type(args[1]) is not Tensor)
+    ):
         return None
     if len(args) == 1:
         token = silence()  # log(0), sqrt(-1): PyTorch gives inf and nan without a warning
@@ -314,7 +347,13 @@ def _fast_path(compute: Callable, args: tuple, bool_result: bool, params: dict) 
     else:
         b = args[1]
         if type(b) is Tensor:
-            if b.dtype is not a.dtype or b._shape != a._shape or b._array is None or not b.is_contiguous():
+            if b.dtype is not a.dtype or b._array is None or not b.is_contiguous():
+                return None
+            # Operands of other shapes: the result is contiguous when both are laid out row-major
+            # (as ``plan`` decides); other layouts take the plan.
+            if b._shape != a._shape and (
+                a._stride != contiguous_strides(a._shape) or b._stride != contiguous_strides(b._shape)
+            ):
                 return None
             b = b._array
         elif type(b) is not float and type(b) is not int:
@@ -322,9 +361,47 @@ def _fast_path(compute: Callable, args: tuple, bool_result: bool, params: dict) 
         token = silence()  # x / 0 gives inf without a warning, as in PyTorch
         try:
             result = compute(a._array, b, **params)
+        except ValueError:
+            return None  # shapes that do not broadcast: the plan raises PyTorch's error
         finally:
             restore(token)
     return from_array(result, D.bool_ if bool_result else a.dtype)
+
+
+def _fast_inplace(compute: Callable, args: tuple, kwargs: dict, params: dict) -> Tensor | None:
+    """``_fast_path`` for the in-place form (an optimizer's ``p.add_(g, alpha=-lr)``); None when it
+    does not qualify. The target must be dense (no element written twice), the operand of its shape
+    and dtype or a Python number, and the only keyword a numeric ``alpha``: the checks of the ops
+    taking one pass for such floating-point inputs."""
+    a = args[0]
+    if type(a) is not Tensor or a.dtype not in _FAST_DTYPES or a._array is None or not a.is_contiguous():
+        return None
+    if kwargs:
+        if len(kwargs) != 1 or "alpha" not in params:
+            return None
+        alpha = kwargs.get("alpha")
+        if type(alpha) is not float and type(alpha) is not int:
+            return None
+        params = {"alpha": alpha}
+    out = a._array
+    token = silence()
+    try:
+        if len(args) == 1:
+            out[...] = compute(out, **params)
+        else:
+            b = args[1]
+            if type(b) is Tensor:
+                if b.dtype is not a.dtype or b._shape != a._shape or b._array is None:
+                    return None
+                b = b._array
+            elif (type(b) is not float and type(b) is not int) or kwargs:
+                return None  # (a number scaled by alpha would compute in float64: the plan casts it first)
+            # Computed apart, then written: an operand that overlaps the target reads its old values.
+            out[...] = compute(out, b, **params)
+    finally:
+        restore(token)
+    a._storage.version += 1
+    return a
 
 
 def _first_device(inputs):

@@ -21,7 +21,7 @@ from ember.core.families.views import view_strides
 from ember.core.layout import contiguous_strides, is_non_overlapping_and_dense, normalize_dim
 from ember.core.pointwise import resize_out, type_name
 from ember.core.promotion import can_cast, promote_types
-from ember.core.tensor import Tensor, empty
+from ember.core.tensor import Tensor, empty, from_array
 
 
 def _channels_last_like(shape: tuple, stride: tuple, order: tuple) -> bool:
@@ -130,8 +130,36 @@ def _fill_cat(out: Tensor, parts: list, dim: int) -> Tensor:
     return out
 
 
+def _same_kind_arrays(tensors, max_ndim: int) -> list | None:
+    """The NumPy arrays of plain CPU tensors of one dtype and rank (1 to ``max_ndim``), else None.
+
+    Joining such tensors needs no plan: the result is contiguous (no memory format question arises
+    below 4 dims) and its dtype is theirs, so one NumPy call does the work of a per-tensor loop.
+    """
+    if not tensors:
+        return None
+    first = tensors[0]
+    if type(first) is not Tensor:
+        return None
+    dtype, ndim = first.dtype, len(first._shape)
+    if not 0 < ndim <= max_ndim:
+        return None
+    arrays = []
+    for t in tensors:
+        if type(t) is not Tensor or t.dtype is not dtype or len(t._shape) != ndim or t._array is None:
+            return None
+        arrays.append(t._array)
+    return arrays
+
+
 @cat.register_kernel("cpu")
 def _cat_cpu(tensors, dim: int = 0) -> Tensor:
+    arrays = _same_kind_arrays(tensors, 3)
+    if arrays is not None and type(dim) is int and -len(arrays[0].shape) <= dim < len(arrays[0].shape):
+        try:
+            return from_array(np.concatenate(arrays, axis=dim), tensors[0].dtype)
+        except ValueError:
+            pass  # sizes differ off the cat dim: the plan raises PyTorch's error
     shape, dtype, strides, parts, dim = _cat_plan(tensors, dim)
     return _fill_cat(empty(shape, dtype, tensors[0].device, strides), parts, dim)
 
@@ -220,8 +248,25 @@ def _stack_any(tensors, dim: int = 0) -> Tensor:
     return result if shape is None else result.view(shape)
 
 
-# One composite runs on every device: the layout work is cat's.
-stack.register_kernel("cpu")(_stack_any)
+def _stack_cpu(tensors, dim: int = 0) -> Tensor:
+    # Tensors of one shape and at most 2 dims stack into a contiguous result, as cat-and-view gives.
+    arrays = _same_kind_arrays(tensors, 2)
+    if arrays is not None and type(dim) is int and -len(arrays[0].shape) - 1 <= dim <= len(arrays[0].shape):
+        shape = arrays[0].shape
+        for a in arrays:
+            if a.shape != shape:
+                return _stack_any(tensors, dim)  # it raises PyTorch's error
+        d = dim + len(shape) + 1 if dim < 0 else dim
+        if d == len(shape):
+            return from_array(np.stack(arrays, axis=d), tensors[0].dtype)
+        # Joined along d, the inputs lie one after another: splitting d gives the stacked shape.
+        joined = np.concatenate(arrays, axis=d)
+        return from_array(joined.reshape(shape[:d] + (len(arrays),) + shape[d:]), tensors[0].dtype)
+    return _stack_any(tensors, dim)
+
+
+# One composite runs on every device (the layout work is cat's); the CPU has a shortcut.
+stack.register_kernel("cpu")(_stack_cpu)
 stack.register_meta(_stack_any)
 stack.register_decomposition(_stack_any)
 

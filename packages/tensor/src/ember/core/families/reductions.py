@@ -35,6 +35,10 @@ def _sum_dtype(self: Tensor, dtype) -> D.dtype:
     return D.int64 if self.dtype.category <= D.INTEGRAL else self.dtype
 
 
+# Float dtypes that sum and multiply in themselves (see _fold_accumulator).
+_OWN_ACCUMULATOR = (D.float32, D.float64)
+
+
 def _fold_accumulator(result: D.dtype) -> np.dtype:
     # PyTorch sums and multiplies float32 in float32 (a cascade sum); NumPy's pairwise sum in
     # float32 is as accurate and twice as fast as a float64 accumulator.
@@ -45,6 +49,17 @@ def _fold_accumulator(result: D.dtype) -> np.dtype:
 
 def _fold(ufunc):
     def kernel(self: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+        array = self._array
+        shortcut = dtype is None and type(dim) is int and array is not None and self.dtype in _OWN_ACCUMULATOR
+        if shortcut and -array.ndim <= dim < array.ndim:
+            # One dim of a float tensor (a bias gradient, a mean over features): the plan's result,
+            # in the tensor's own dtype and accumulator, without the plan.
+            token = silence()
+            try:
+                folded = ufunc.reduce(array, axis=dim, keepdims=bool(keepdim))
+            finally:
+                restore(token)
+            return from_array(np.asarray(folded), self.dtype)
         p = R.plan(self, dim, keepdim)
         result = _sum_dtype(self, dtype)
         return R.finish(
