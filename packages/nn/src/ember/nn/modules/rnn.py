@@ -161,6 +161,21 @@ class RNNBase(Module):
                 layer_input = F.dropout(layer_input, self.dropout, training=True)
         return layer_input, finals
 
+    def _initial_hidden(self, input, hx, batched: bool):
+        """The RNN's or GRU's h_0 as (layers * directions, N, H): zeros, or ``hx`` checked."""
+        directions = 2 if self.bidirectional else 1
+        expected = (self.num_layers * directions, input.shape[1], self.hidden_size)
+        if hx is None:
+            return ops.zeros(expected, dtype=input.dtype, device=input.device)
+        if batched and hx.dim() != 3:
+            raise RuntimeError(f"For batched 3-D input, hx should also be 3-D but got {hx.dim()}-D tensor")
+        if not batched and hx.dim() != 2:
+            raise RuntimeError(f"For unbatched 2-D input, hx should also be 2-D but got {hx.dim()}-D tensor")
+        if not batched:
+            hx = hx.unsqueeze(1)
+        self._check_hidden(hx, expected, "Expected hidden")
+        return hx
+
     def _check_hidden(self, hx, expected: tuple, message: str) -> None:
         if tuple(hx.shape) != expected:
             raise RuntimeError(f"{message} size {tuple(expected)}, got {list(hx.shape)}")
@@ -191,19 +206,7 @@ class RNN(RNNBase):
 
     def forward(self, input, hx=None):
         input, batched = self._prepare(input, hx, "RNN")
-        directions = 2 if self.bidirectional else 1
-        batch = input.shape[1]
-        expected = (self.num_layers * directions, batch, self.hidden_size)
-        if hx is None:
-            hx = ops.zeros(expected, dtype=input.dtype, device=input.device)
-        else:
-            if batched and hx.dim() != 3:
-                raise RuntimeError(f"For batched 3-D input, hx should also be 3-D but got {hx.dim()}-D tensor")
-            if not batched and hx.dim() != 2:
-                raise RuntimeError(f"For unbatched 2-D input, hx should also be 2-D but got {hx.dim()}-D tensor")
-            if not batched:
-                hx = hx.unsqueeze(1)
-            self._check_hidden(hx, expected, "Expected hidden")
+        hx = self._initial_hidden(input, hx, batched)
         act = ops.tanh if self.mode == "RNN_TANH" else ops.relu
 
         def cell(x_proj, state, w_hh, b_hh, _):
@@ -224,15 +227,7 @@ class GRU(RNNBase):
 
     def forward(self, input, hx=None):
         input, batched = self._prepare(input, hx, "GRU")
-        directions = 2 if self.bidirectional else 1
-        batch = input.shape[1]
-        expected = (self.num_layers * directions, batch, self.hidden_size)
-        if hx is None:
-            hx = ops.zeros(expected, dtype=input.dtype, device=input.device)
-        else:
-            if not batched:
-                hx = hx.unsqueeze(1)
-            self._check_hidden(hx, expected, "Expected hidden")
+        hx = self._initial_hidden(input, hx, batched)
 
         def cell(x_proj, state, w_hh, b_hh, _):
             h = state[0]
