@@ -14,7 +14,7 @@ range, four in the tail, where the guess is poorer.
 
 The two common ranges are evaluated on every element and the right one is kept per element, which\ncosts less than gathering each range's elements by a mask; only the rare tail past 4 is gathered.
 
-All functions compute in float64 and return float64; callers round to their dtype once.
+All functions compute in float64; erf and erfc round once to the dtype asked for (float64 by default),\nerfinv returns float64.
 """
 
 from __future__ import annotations
@@ -137,14 +137,16 @@ def _erfc_large(y: np.ndarray) -> np.ndarray:
 _BLOCK = 32768
 
 
-def _blockwise(kernel, x) -> np.ndarray:
-    x = np.asarray(x, dtype=np.float64)
+def blockwise(kernel, x, dtype=np.float64) -> np.ndarray:
+    """``kernel`` (float64 1-d array -> float64 1-d array, elementwise) over ``x`` in blocks, each
+    converted to float64 on the way in and rounded to ``dtype`` on the way out."""
+    x = np.asarray(x)
     flat = x.reshape(-1)
     if flat.size <= _BLOCK:
-        return kernel(flat).reshape(x.shape)
-    out = np.empty_like(flat)
+        return kernel(flat.astype(np.float64, copy=False)).astype(dtype, copy=False).reshape(x.shape)
+    out = np.empty(flat.shape, dtype)
     for start in range(0, flat.size, _BLOCK):
-        out[start : start + _BLOCK] = kernel(flat[start : start + _BLOCK])
+        out[start : start + _BLOCK] = kernel(flat[start : start + _BLOCK].astype(np.float64, copy=False))
     return out.reshape(x.shape)
 
 
@@ -173,12 +175,14 @@ def _erfc_flat(x: np.ndarray) -> np.ndarray:
     return out
 
 
-def erf(x) -> np.ndarray:
-    return _blockwise(_erf_flat, x)
+def erf(x, dtype=np.float64) -> np.ndarray:
+    """erf of a real array, computed in float64 and rounded once to ``dtype``."""
+    return blockwise(_erf_flat, x, dtype)
 
 
-def erfc(x) -> np.ndarray:
-    return _blockwise(_erfc_flat, x)
+def erfc(x, dtype=np.float64) -> np.ndarray:
+    """erfc of a real array, computed in float64 and rounded once to ``dtype``."""
+    return blockwise(_erfc_flat, x, dtype)
 
 
 def _erfinv_guess(y: np.ndarray) -> np.ndarray:
