@@ -44,6 +44,20 @@ def test_erf_special_values():
     assert np.signbit(got[4])
 
 
+def test_erf_and_erfc_on_arrays_larger_than_one_block():
+    # Large arrays are evaluated block by block: every block, the last partial one included, must
+    # hold its own elements' values, in the input's shape.
+    values = np.concatenate([np.tile(XS, 13), [np.nan, np.inf, -np.inf, -0.0]])
+    RNG.shuffle(values)
+    x = values[: (values.size // 7) * 7].reshape(7, -1)
+    assert x.size > special._BLOCK
+    for fn, ref in ((special.erf, math.erf), (special.erfc, math.erfc)):
+        got = fn(x)
+        assert got.shape == x.shape
+        want = np.array([ref(v) for v in x.ravel()]).reshape(x.shape)
+        np.testing.assert_allclose(got, want, rtol=2e-15, atol=1e-300, equal_nan=True)
+
+
 def test_erfinv_inverts_math_erf():
     ys = np.concatenate([RNG.uniform(-1, 1, 4000), np.logspace(-300, -1, 60), -np.logspace(-12, -1, 30)])
     x = special.erfinv(ys)

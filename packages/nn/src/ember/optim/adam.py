@@ -12,6 +12,7 @@ from typing import Any
 from ember.core import dtypes as D
 from ember.core.api import functions
 from ember.core.tensor import Tensor
+from ember.optim._adam_numpy import numpy_adam_step, qualifies
 from ember.optim._foreach import group_by_device_and_dtype
 from ember.optim.optimizer import Optimizer, refuse_unsupported, step_without_grad
 
@@ -124,10 +125,18 @@ def _single_tensor_adam(
     params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, *, amsgrad, beta1, beta2, lr, weight_decay, eps,
     maximize, decoupled_weight_decay,
 ) -> None:  # fmt: skip
+    # The NumPy update computes the same numbers as the ops below, without their dispatch.
+    shortcut = not (amsgrad or maximize or (weight_decay != 0 and not decoupled_weight_decay))
     for i, param in enumerate(params):
         grad = -grads[i] if maximize else grads[i]
         exp_avg, exp_avg_sq, step_t = exp_avgs[i], exp_avg_sqs[i], steps[i]
         step_t += 1
+        if shortcut and qualifies(param, grad, exp_avg, exp_avg_sq):
+            numpy_adam_step(
+                param, grad, exp_avg, exp_avg_sq, step=step_t.item(), beta1=beta1, beta2=beta2, lr=lr,
+                weight_decay=weight_decay, eps=eps, decoupled_weight_decay=decoupled_weight_decay,
+            )  # fmt: skip
+            continue
         if weight_decay != 0:
             if decoupled_weight_decay:
                 param.mul_(1 - lr * weight_decay)

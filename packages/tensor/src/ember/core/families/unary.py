@@ -20,6 +20,7 @@ from ember.core import dtypes as D
 from ember.core.api import method
 from ember.core.dispatch import define
 from ember.core.pointwise import define_pointwise, expose, unsupported
+from ember.core.special import blockwise
 from ember.core.special import erf as _erf_f64
 from ember.core.special import erfinv as _erfinv_f64
 from ember.core.tensor import Tensor
@@ -136,11 +137,23 @@ def _gelu(a, *, approximate="none", posinf_gives_nan=False):
     if approximate == "tanh":
         inner = np.sqrt(2.0 / np.pi).astype(a.dtype) * (a + np.asarray(0.044715, a.dtype) * a * a * a)
         return 0.5 * a * (1.0 + np.tanh(inner))
-    x = a.astype(np.float64)
-    result = (0.5 * x * (1.0 + _erf_f64(x / np.sqrt(2.0)))).astype(a.dtype)
+    result = blockwise(_gelu_exact, a, a.dtype)
     if posinf_gives_nan:
         return np.where(np.isposinf(a), np.asarray(np.nan, a.dtype), result)
     return result
+
+
+def _gelu_exact(x):
+    """x * Phi(x) in float64 on a block (in place on fresh buffers: same rounding as out of place)."""
+    cdf = _erf_f64(x / np.sqrt(2.0))
+    cdf += 1.0
+    half = 0.5 * x
+    half *= cdf
+    return half
+
+
+def _erf(a):
+    return _erf_f64(a, a.dtype)
 
 
 def _silu(a):
@@ -226,7 +239,7 @@ _TABLE = {
     "tanh": (np.tanh, "int_to_float", None, True),
     "sigmoid": (_sigmoid, "int_to_float", None, True),
     "reciprocal": (_reciprocal, "int_to_float", None, True),
-    "erf": (_float64_via(_erf_f64), "int_to_float", _refuse("erf_vml", D.COMPLEX), True),
+    "erf": (_erf, "int_to_float", _refuse("erf_vml", D.COMPLEX), True),
     "erfinv": (_float64_via(_erfinv_f64), "int_to_float", _refuse("erfinv_vml", D.COMPLEX), True),
     "floor": (_keep_ints(np.floor), "promote", _chain(_refuse("floor_vml", D.bool_), _no_complex("floor")), True),
     "ceil": (_keep_ints(np.ceil), "promote", _chain(_refuse("ceil_vml", D.bool_), _no_complex("ceil")), True),
