@@ -112,7 +112,7 @@ def batch_of(data, generator):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=int(os.environ.get("EMBER_DEMO_STEPS", 150)))
+    parser.add_argument("--steps", type=int, default=int(os.environ.get("EMBER_DEMO_STEPS", 600)))
     args = parser.parse_args()
     console = Console()
 
