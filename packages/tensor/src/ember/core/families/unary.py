@@ -137,10 +137,45 @@ def _gelu(a, *, approximate="none", posinf_gives_nan=False):
     if approximate == "tanh":
         inner = np.sqrt(2.0 / np.pi).astype(a.dtype) * (a + np.asarray(0.044715, a.dtype) * a * a * a)
         return 0.5 * a * (1.0 + np.tanh(inner))
-    result = blockwise(_gelu_exact, a, a.dtype)
+    if a.dtype == np.float32:
+        result = _gelu_float32(a)
+    else:
+        result = blockwise(_gelu_exact, a, a.dtype)
     if posinf_gives_nan:
         return np.where(np.isposinf(a), np.asarray(np.nan, a.dtype), result)
     return result
+
+
+# Abramowitz and Stegun 7.1.26: erf(z) = 1 - t (a1 + t (a2 + ...)) exp(-z^2), t = 1 / (1 + p z),
+# absolute error below 1.5e-7. PyTorch's vectorized float32 GELU evaluates erf this way too; in
+# float32 it costs a few passes where the float64 erf costs dozens.
+_AS_P = np.float32(0.3275911)
+_AS_A = tuple(np.float32(c) for c in (1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592))
+
+
+def _gelu_float32(x):
+    """x * Phi(x) for a float32 array, with erf from the approximation above (in place on fresh buffers)."""
+    shape, x = x.shape, x.reshape(-1)  # 1-d: NumPy gives scalars, not arrays, for 0-d arithmetic
+    z = x * np.float32(np.sqrt(0.5))
+    az = np.abs(z)
+    t = az * _AS_P
+    t += np.float32(1)
+    np.reciprocal(t, out=t)
+    poly = np.full_like(t, _AS_A[0])
+    for coefficient in _AS_A[1:]:
+        poly *= t
+        poly += coefficient
+    poly *= t
+    np.square(az, out=az)
+    np.negative(az, out=az)
+    np.exp(az, out=az)
+    poly *= az  # 1 - erf(|z|)
+    np.subtract(np.float32(1), poly, out=poly)
+    np.copysign(poly, z, out=poly)  # erf(z)
+    poly += np.float32(1)
+    poly *= x  # in PyTorch's order: x (1 + erf) overflows where it overflows
+    poly *= np.float32(0.5)
+    return poly.reshape(shape)
 
 
 def _gelu_exact(x):
