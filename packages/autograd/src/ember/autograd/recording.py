@@ -307,45 +307,10 @@ def record(op, args: tuple, kwargs: dict, call_below):
         if op.decomposition is not None:
             return op.decomposition(*args, **kwargs)
         raise RuntimeError(f"the derivative for '{op.namespace}::{op.schema.qualified}' is not implemented")
-    if kwargs or not plan.simple:
+    if kwargs or not plan.simple or plan.inplace:
+        # In-place calls with grad are rare (optimizers step under no_grad): the general path serves.
         return _record_general(op, plan, args, kwargs, call_below)
-    if not plan.inplace:
-        return _record_simple(plan, args, kwargs, call_below)
-
-    # The common case: every tensor argument is positional and none is a list.
-    nargs = len(args)
-    edges, metas = [], []
-    stored = list(args)
-    any_grad = False
-    for pos in plan.tensor_positions:
-        if pos < nargs:
-            t = args[pos]
-            if isinstance(t, Tensor):
-                if t.requires_grad:
-                    if t._base is None:
-                        fn = t.grad_fn
-                        edges.append((fn, t._output_nr) if fn is not None else (grad_accumulator(t), 0))
-                    else:
-                        edges.append(views.edge(t))
-                    any_grad = True
-                else:
-                    edges.append(_NO_EDGE)
-                metas.append((t._shape, t.dtype, t.device, t._stride, t._offset))
-                stored[pos] = None
-                continue
-        edges.append(_NO_EDGE)
-        metas.append(None)
-    if not any_grad:
-        return call_below(args, kwargs)
-    target = args[0] if plan.inplace else None
-    if target is not None:
-        _check_inplace_target(target)
-    for pos in plan.saved_positions:
-        if pos < nargs:
-            t = args[pos]
-            if isinstance(t, Tensor):
-                stored[pos] = SavedTensor(t.clone() if t is target else t)
-    return _run_and_record(plan, args, kwargs, call_below, stored, {}, edges, metas, None, target)
+    return _record_simple(plan, args, kwargs, call_below)
 
 
 def _record_simple(plan: _Plan, args: tuple, kwargs: dict, call_below):
