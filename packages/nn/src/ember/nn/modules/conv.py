@@ -128,56 +128,42 @@ class _ConvNd(Module):
         return op(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
 
 
-class Conv1d(_ConvNd):
+class _PlainConvNd(_ConvNd):
+    """Conv1d and Conv2d: the same constructor, and ``forward`` through ``_functional``."""
+
+    _functional = None
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: Any,
+        stride: Any = 1,
+        padding: Any = 0,
+        dilation: Any = 1,
+        groups: int = 1,
+        bias: bool = True,
+        padding_mode: str = "zeros",
+        device=None,
+        dtype=None,
+    ) -> None:
+        super().__init__(
+            in_channels, out_channels, kernel_size, stride, padding, dilation, False, 0, groups, bias, padding_mode,
+            device, dtype,
+        )  # fmt: skip
+
+    def forward(self, input: Tensor) -> Tensor:
+        return self._conv(input, self.weight, self.bias, type(self)._functional)
+
+
+class Conv1d(_PlainConvNd):
     _dims = 1
-
-    def __init__(
-        self,
-        in_channels: int,
-        out_channels: int,
-        kernel_size: Any,
-        stride: Any = 1,
-        padding: Any = 0,
-        dilation: Any = 1,
-        groups: int = 1,
-        bias: bool = True,
-        padding_mode: str = "zeros",
-        device=None,
-        dtype=None,
-    ) -> None:
-        super().__init__(
-            in_channels, out_channels, kernel_size, stride, padding, dilation, False, 0, groups, bias, padding_mode,
-            device, dtype,
-        )  # fmt: skip
-
-    def forward(self, input: Tensor) -> Tensor:
-        return self._conv(input, self.weight, self.bias, F.conv1d)
+    _functional = staticmethod(F.conv1d)
 
 
-class Conv2d(_ConvNd):
+class Conv2d(_PlainConvNd):
     _dims = 2
-
-    def __init__(
-        self,
-        in_channels: int,
-        out_channels: int,
-        kernel_size: Any,
-        stride: Any = 1,
-        padding: Any = 0,
-        dilation: Any = 1,
-        groups: int = 1,
-        bias: bool = True,
-        padding_mode: str = "zeros",
-        device=None,
-        dtype=None,
-    ) -> None:
-        super().__init__(
-            in_channels, out_channels, kernel_size, stride, padding, dilation, False, 0, groups, bias, padding_mode,
-            device, dtype,
-        )  # fmt: skip
-
-    def forward(self, input: Tensor) -> Tensor:
-        return self._conv(input, self.weight, self.bias, F.conv2d)
+    _functional = staticmethod(F.conv2d)
 
 
 class ConvTranspose2d(_ConvNd):
