@@ -10,7 +10,7 @@ from typing import Any
 from ember.core import dtypes as D
 from ember.core.api import functions
 from ember.optim._foreach import group_by_device_and_dtype
-from ember.optim.optimizer import Optimizer, refuse_unsupported, step_without_grad
+from ember.optim.optimizer import Optimizer, refuse_unsupported, require_nonnegative, step_without_grad
 
 __all__ = ["Adagrad"]
 
@@ -30,16 +30,13 @@ class Adagrad(Optimizer):
         differentiable: bool = False,
         fused: bool | None = None,
     ) -> None:
-        if not lr >= 0.0:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not lr_decay >= 0.0:
-            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
-        if not weight_decay >= 0.0:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if not initial_accumulator_value >= 0.0:
-            raise ValueError(f"Invalid initial_accumulator_value value: {initial_accumulator_value}")
-        if not eps >= 0.0:
-            raise ValueError(f"Invalid epsilon value: {eps}")
+        require_nonnegative(
+            ("learning rate", lr),
+            ("lr_decay value", lr_decay),
+            ("weight_decay value", weight_decay),
+            ("initial_accumulator_value value", initial_accumulator_value),
+            ("epsilon value", eps),
+        )
         refuse_unsupported("Adagrad", fused=fused, differentiable=differentiable)
         defaults = dict(
             lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,

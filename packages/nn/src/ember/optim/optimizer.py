@@ -43,6 +43,13 @@ def _typename(obj: Any) -> str:
     return type(obj).__qualname__
 
 
+def require_nonnegative(*checks: tuple[str, float]) -> None:
+    """``ValueError("Invalid <what>: <value>")`` for the first value that is not >= 0 (nan included)."""
+    for what, value in checks:
+        if not value >= 0.0:
+            raise ValueError(f"Invalid {what}: {value}")
+
+
 def refuse_unsupported(name: str, fused: Any = None, capturable: bool = False, differentiable: bool = False) -> None:
     """Options that ask for GPU fusion or differentiating through the step: not supported, said so loudly."""
     if fused:

@@ -8,7 +8,7 @@ from typing import Any
 from ember.core import dtypes as D
 from ember.core.api import functions
 from ember.optim._foreach import group_by_device_and_dtype
-from ember.optim.optimizer import Optimizer, refuse_unsupported, step_without_grad
+from ember.optim.optimizer import Optimizer, refuse_unsupported, require_nonnegative, step_without_grad
 
 __all__ = ["RMSprop"]
 
@@ -28,16 +28,13 @@ class RMSprop(Optimizer):
         maximize: bool = False,
         differentiable: bool = False,
     ) -> None:
-        if not lr >= 0.0:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not eps >= 0.0:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not momentum >= 0.0:
-            raise ValueError(f"Invalid momentum value: {momentum}")
-        if not weight_decay >= 0.0:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if not alpha >= 0.0:
-            raise ValueError(f"Invalid alpha value: {alpha}")
+        require_nonnegative(
+            ("learning rate", lr),
+            ("epsilon value", eps),
+            ("momentum value", momentum),
+            ("weight_decay value", weight_decay),
+            ("alpha value", alpha),
+        )
         refuse_unsupported("RMSprop", capturable=capturable, differentiable=differentiable)
         defaults = dict(
             lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered, weight_decay=weight_decay,
