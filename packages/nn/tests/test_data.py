@@ -13,46 +13,13 @@ import warnings
 
 import numpy as np
 import pytest
-from opinfo import ORACLE_MISSING, torch
+from data_oracle import both, error_of, lib_data, needs_torch, plain, torch
 
 import ember
 import ember.utils.data as data
 
-
-def plain(value):
-    if isinstance(value, ember.Tensor) or (torch is not None and isinstance(value, torch.Tensor)):
-        dtype = str(value.dtype).split(".")[-1]
-        return ("tensor", dtype, tuple(value.shape), value.tolist())
-    if isinstance(value, np.ndarray):
-        return ("ndarray", str(value.dtype), value.tolist())
-    if isinstance(value, collections.abc.Mapping):
-        return (type(value).__name__, {key: plain(item) for key, item in value.items()})
-    if isinstance(value, list | tuple):
-        return (type(value).__name__, [plain(item) for item in value])
-    return value
-
-
-def both(build):
-    """``build(lib)`` with ``lib`` each of ember and torch, as plain values."""
-    return plain(build(ember)), plain(build(torch))
-
-
-def error_of(fn):
-    try:
-        fn()
-    except Exception as error:  # the type and message are what is compared
-        return type(error), str(error)
-    return None
-
-
-needs_torch = pytest.mark.skipif(torch is None, reason=ORACLE_MISSING)
-
 if torch is not None:
     import torch.utils.data
-
-
-def _lib_data(lib):
-    return lib.utils.data
 
 
 def _seeded(lib, seed=0):
@@ -65,7 +32,7 @@ def _seeded(lib, seed=0):
 @needs_torch
 def test_tensor_dataset_matches_torch():
     def build(lib):
-        ds = _lib_data(lib).TensorDataset(lib.arange(12.0).reshape(4, 3), lib.arange(4))
+        ds = lib_data(lib).TensorDataset(lib.arange(12.0).reshape(4, 3), lib.arange(4))
         return [len(ds), ds[1], ds[-1], ds[1:3]]
 
     mine, theirs = both(build)
@@ -162,7 +129,7 @@ def test_subset_indexes_and_forwards_batched_reads():
 @needs_torch
 def test_stack_dataset_matches_torch():
     def build(lib):
-        d = _lib_data(lib)
+        d = lib_data(lib)
         a, b = d.TensorDataset(lib.arange(3)), d.TensorDataset(lib.arange(3.0) * 2)
         positional, named = d.StackDataset(a, b), d.StackDataset(x=a, y=b)
         return [len(positional), positional[1], named[2], positional.__getitems__([0, 2]), named.__getitems__([1])]
@@ -223,7 +190,7 @@ def test_random_split_is_reproducible_from_the_seed():
 @pytest.mark.parametrize(("n", "batch_size", "drop_last"), [(10, 3, False), (10, 3, True), (9, 3, True), (2, 5, False)])
 def test_batch_sampler_matches_torch(n, batch_size, drop_last):
     def build(lib):
-        d = _lib_data(lib)
+        d = lib_data(lib)
         sampler = d.BatchSampler(d.SequentialSampler(range(n)), batch_size, drop_last)
         return [list(sampler), len(sampler)]
 
@@ -327,21 +294,21 @@ SAMPLES = {
 @needs_torch
 @pytest.mark.parametrize("name", SAMPLES)
 def test_default_collate_matches_torch(name):
-    mine, theirs = both(lambda lib: _lib_data(lib).default_collate(SAMPLES[name](lib)))
+    mine, theirs = both(lambda lib: lib_data(lib).default_collate(SAMPLES[name](lib)))
     assert mine == theirs
 
 
 @needs_torch
 @pytest.mark.parametrize("name", SAMPLES)
 def test_default_convert_matches_torch(name):
-    mine, theirs = both(lambda lib: _lib_data(lib).default_convert(SAMPLES[name](lib)[0]))
+    mine, theirs = both(lambda lib: lib_data(lib).default_convert(SAMPLES[name](lib)[0]))
     assert mine == theirs
 
 
 @needs_torch
 def test_default_convert_leaves_string_arrays_and_other_values():
     for value in (np.array(["a", "b"]), np.str_("a"), 3, range(3), None):
-        mine, theirs = both(lambda lib, v=value: _lib_data(lib).default_convert(v))
+        mine, theirs = both(lambda lib, v=value: lib_data(lib).default_convert(v))
         assert mine == theirs
 
 

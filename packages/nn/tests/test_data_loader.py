@@ -6,7 +6,6 @@ permutation, reproducibility and epoch-to-epoch change."""
 
 from __future__ import annotations
 
-import collections.abc
 import itertools
 import os
 import subprocess
@@ -15,7 +14,7 @@ import time
 
 import numpy as np
 import pytest
-from opinfo import ORACLE_MISSING, torch
+from data_oracle import both, error_of, lib_data, needs_torch, plain, torch
 
 import ember
 import ember.utils.data as data
@@ -24,41 +23,8 @@ if torch is not None:
     import torch.utils.data
 
 
-def plain(value):
-    if isinstance(value, ember.Tensor) or (torch is not None and isinstance(value, torch.Tensor)):
-        dtype = str(value.dtype).split(".")[-1]
-        return ("tensor", dtype, tuple(value.shape), value.tolist())
-    if isinstance(value, np.ndarray):
-        return ("ndarray", str(value.dtype), value.tolist())
-    if isinstance(value, collections.abc.Mapping):
-        return (type(value).__name__, {key: plain(item) for key, item in value.items()})
-    if isinstance(value, list | tuple):
-        return (type(value).__name__, [plain(item) for item in value])
-    return value
-
-
-def both(build):
-    """``build(lib)`` with ``lib`` each of ember and torch, as plain values."""
-    return plain(build(ember)), plain(build(torch))
-
-
-def error_of(fn):
-    try:
-        fn()
-    except Exception as error:  # the type and message are what is compared
-        return type(error), str(error)
-    return None
-
-
-needs_torch = pytest.mark.skipif(torch is None, reason=ORACLE_MISSING)
-
-
-def _lib_data(lib):
-    return lib.utils.data
-
-
 def _dataset(lib, n=10):
-    return _lib_data(lib).TensorDataset(lib.arange(float(n)).reshape(n, 1), lib.arange(n))
+    return lib_data(lib).TensorDataset(lib.arange(float(n)).reshape(n, 1), lib.arange(n))
 
 
 class Records(data.Dataset):
@@ -119,7 +85,7 @@ class TorchStream(torch.utils.data.IterableDataset if torch is not None else obj
 )
 def test_sequential_batches_and_length_match_torch(options):
     def build(lib):
-        loader = _lib_data(lib).DataLoader(_dataset(lib), **options)
+        loader = lib_data(lib).DataLoader(_dataset(lib), **options)
         return [len(loader), list(loader)]
 
     mine, theirs = both(build)
@@ -139,7 +105,7 @@ def test_collation_of_records_matches_torch():
 @needs_torch
 def test_samplers_batch_samplers_and_collate_fn_match_torch():
     def build(lib):
-        d = _lib_data(lib)
+        d = lib_data(lib)
         ds = _dataset(lib, 7)
         with_sampler = d.DataLoader(ds, batch_size=2, sampler=[6, 0, 3, 3])
         with_batches = d.DataLoader(ds, batch_sampler=[[1, 2], [5], [0, 6, 4]])
@@ -445,10 +411,8 @@ def _uneven_stream(lib_data, n):
 @pytest.mark.parametrize(("batch_size", "drop_last"), [(2, False), (2, True)])
 def test_worker_batches_of_an_iterable_dataset_interleave_as_in_torch(batch_size, drop_last):
     def batches(lib):
-        lib_data = _lib_data(lib)
-        loader = lib_data.DataLoader(
-            _uneven_stream(lib_data, 7), batch_size=batch_size, drop_last=drop_last, num_workers=2
-        )
+        ldata = lib_data(lib)
+        loader = ldata.DataLoader(_uneven_stream(ldata, 7), batch_size=batch_size, drop_last=drop_last, num_workers=2)
         return [batch.tolist() for batch in loader]
 
     assert batches(ember) == batches(torch)
