@@ -20,6 +20,21 @@ def _shape(normalized_shape) -> tuple[int, ...]:
     return tuple(normalized_shape)
 
 
+def _affine_parameters(module, shape: tuple, affine: bool, bias: bool, device, dtype) -> None:
+    """``weight`` (and ``bias`` unless refused) of ``shape``, or both registered as None."""
+    make = lambda: Parameter(functions["empty"](*shape, device=device, dtype=dtype))  # noqa: E731
+    module.register_parameter("weight", make() if affine else None)
+    module.register_parameter("bias", make() if affine and bias else None)
+
+
+def _reset_affine(module) -> None:
+    """Ones and zeros: the affine map starts as the identity."""
+    if module.weight is not None:
+        init.ones_(module.weight)
+    if module.bias is not None:
+        init.zeros_(module.bias)
+
+
 class LayerNorm(Module):
     """Normalize over the last ``len(normalized_shape)`` dimensions, then scale and shift per element."""
 
@@ -31,22 +46,11 @@ class LayerNorm(Module):
         self.normalized_shape = _shape(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(functions["empty"](*self.normalized_shape, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(functions["empty"](*self.normalized_shape, device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, self.normalized_shape, elementwise_affine, bias, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        if self.elementwise_affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input: Tensor) -> Tensor:
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -99,22 +103,11 @@ class GroupNorm(Module):
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
-        if affine:
-            self.weight = Parameter(functions["empty"](num_channels, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(functions["empty"](num_channels, device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, (num_channels,), affine, bias, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input: Tensor) -> Tensor:
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
