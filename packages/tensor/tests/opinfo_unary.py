@@ -61,6 +61,20 @@ def op(name, dtypes=ALL, samples=None, inplace=True, out=True, **kw) -> OpInfo:
     )
 
 
+def _gelu_backward_samples(dtype: str, rng: np.random.Generator) -> list[Sample]:
+    """Pairs of one shape and layout (PyTorch's float32 kernel refuses broadcasting), and the edges."""
+    out = []
+    for shape in SHAPES:
+        for x in layouts_of(shape, dtype, rng, low=-6, high=6):
+            grad = make(shape, dtype, rng)
+            for params in ({}, {"approximate": "tanh"}):
+                out.append(Sample((grad, x), dict(params), name=f"{grad} . {x} {params}"))
+    if dtype in FLOATS:
+        edges = np.array(EDGES, dtype=np.float64).astype(NP_DTYPES[dtype])
+        out.append(Sample((T(np.ones_like(edges)), T(edges)), name="edges"))
+    return out
+
+
 def nn_op(name, samples, **kw) -> OpInfo:
     """An activation: ``torch.nn.functional.<name>`` against ``ember.ops.aten.<name>``."""
 
@@ -165,6 +179,19 @@ OPS = [
         "gelu",
         unary_samples(params=({}, {"approximate": "tanh"}, {"approximate": "none"})),
         errors=_errors(([1.0], np.float32, {"approximate": "sigmoid"}, RuntimeError, "approximate")),
+    ),
+    OpInfo(
+        "gelu_backward",
+        lambda lib, *args, **kwargs: lib.ops.aten.gelu_backward(*args, **kwargs),
+        ALL,
+        _gelu_backward_samples,
+        errors=lambda: [
+            ErrorSample(
+                Sample((T(np.ones(2, np.float32)), T(np.ones(2, np.float32))), {"approximate": "sigmoid"}),
+                RuntimeError,
+                "approximate",
+            )
+        ],
     ),
     nn_op("silu", unary_samples(low=-20, high=20)),
     nn_op("mish", unary_samples(low=-20, high=20)),

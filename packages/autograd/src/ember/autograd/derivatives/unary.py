@@ -206,20 +206,43 @@ def _nan_to_num(grad, self, **_):
 
 @derivative(aten.gelu.default, save=("self",), jvp="elementwise")
 def _gelu(grad, self, approximate, **_):
-    grad, x = _opmath(grad, self)
+    if approximate == "none":
+        return aten.gelu_backward(grad, self)  # positional: the kernel's shortcut for plain calls
+    return aten.gelu_backward(grad, self, approximate=approximate)
+
+
+def _gelu_curvature(x, approximate):
+    """The second derivative of GELU at ``x``, for the derivative of ``gelu_backward``."""
     if approximate == "tanh":
         beta = math.sqrt(2.0) * TWO_OVER_SQRT_PI * 0.5
         kappa = 0.044715
         x_sq = x * x
-        inner = beta * (x + kappa * (x_sq * x))
-        tanh_inner = inner.tanh()
-        left = 0.5 * x
-        left_derivative = 0.5 * (1 + tanh_inner)
-        right_derivative = left * (1 - tanh_inner * tanh_inner) * (beta * (1 + 3 * kappa * x_sq))
-        return grad * (left_derivative + right_derivative)
-    cdf = 0.5 * (1 + (x * SQRT1_2).erf())
+        tanh_inner = (beta * (x + kappa * (x_sq * x))).tanh()
+        inner_slope = beta * (1 + 3 * kappa * x_sq)
+        inner_curvature = (6 * beta * kappa) * x
+        return (1 - tanh_inner * tanh_inner) * (
+            inner_slope + 0.5 * x * (inner_curvature - 2 * tanh_inner * inner_slope * inner_slope)
+        )
     pdf = (TWO_OVER_SQRT_PI * SQRT1_2 * 0.5) * (x * x * -0.5).exp()
-    return grad * (cdf + x * pdf)
+    return pdf * (2 - x * x)
+
+
+def _gelu_backward_jvp(tangents, grad_output, self, approximate, **_):
+    t_grad, t_self = tangents
+    out = None
+    if t_grad is not None:
+        out = aten.gelu_backward(t_grad, self, approximate=approximate)
+    if t_self is not None:
+        term = t_self * grad_output * _gelu_curvature(self, approximate)
+        out = term if out is None else out + term
+    return out
+
+
+@derivative(aten.gelu_backward.default, save=("grad_output", "self"), jvp=_gelu_backward_jvp)
+def _gelu_backward(grad, grad_output, self, approximate, needs, **_):
+    g_grad = aten.gelu_backward(grad, self, approximate=approximate) if needs[0] else None
+    g_self = grad * grad_output * _gelu_curvature(self, approximate) if needs[1] else None
+    return g_grad, g_self
 
 
 @derivative(aten.silu.default, save=("self",), jvp="elementwise")

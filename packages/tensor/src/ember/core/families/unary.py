@@ -6,7 +6,8 @@ the default float dtype (``int_to_float``); abs, neg, rounding and relu keep the
 give bool. ``check`` functions raise PyTorch's errors for dtypes its kernels refuse; the float fast
 path of ``define_pointwise`` skips them, so an op that refuses float32/float64 says ``fast=False``.
 
-Kernels compute on NumPy arrays; erf and erfinv come from ``ember.core.special``. A few follow
+Kernels compute on NumPy arrays; erf and erfinv come from ``ember.core.special``, GELU from
+``ember.core.families.gelu``. A few follow
 PyTorch rather than NumPy: ``sign(nan)`` is 0, ``relu`` keeps -0.0 and nan, ``round`` with
 ``decimals`` scales in the compute dtype before rounding half to even.
 """
@@ -19,8 +20,8 @@ import numpy as np
 from ember.core import dtypes as D
 from ember.core.api import method
 from ember.core.dispatch import define
+from ember.core.families import gelu
 from ember.core.pointwise import define_pointwise, expose, unsupported
-from ember.core.special import blockwise
 from ember.core.special import erf as _erf_f64
 from ember.core.special import erfinv as _erfinv_f64
 from ember.core.tensor import Tensor
@@ -133,60 +134,6 @@ def _sign(a):
     return (a > 0).astype(a.dtype) - (a < 0).astype(a.dtype)
 
 
-def _gelu(a, *, approximate="none", posinf_gives_nan=False):
-    if approximate == "tanh":
-        inner = np.sqrt(2.0 / np.pi).astype(a.dtype) * (a + np.asarray(0.044715, a.dtype) * a * a * a)
-        return 0.5 * a * (1.0 + np.tanh(inner))
-    if a.dtype == np.float32:
-        result = _gelu_float32(a)
-    else:
-        result = blockwise(_gelu_exact, a, a.dtype)
-    if posinf_gives_nan:
-        return np.where(np.isposinf(a), np.asarray(np.nan, a.dtype), result)
-    return result
-
-
-# Abramowitz and Stegun 7.1.26: erf(z) = 1 - t (a1 + t (a2 + ...)) exp(-z^2), t = 1 / (1 + p z),
-# absolute error below 1.5e-7. PyTorch's vectorized float32 GELU evaluates erf this way too; in
-# float32 it costs a few passes where the float64 erf costs dozens.
-_AS_P = np.float32(0.3275911)
-_AS_A = tuple(np.float32(c) for c in (1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592))
-
-
-def _gelu_float32(x):
-    """x * Phi(x) for a float32 array, with erf from the approximation above (in place on fresh buffers)."""
-    shape, x = x.shape, x.reshape(-1)  # 1-d: NumPy gives scalars, not arrays, for 0-d arithmetic
-    z = x * np.float32(np.sqrt(0.5))
-    az = np.abs(z)
-    t = az * _AS_P
-    t += np.float32(1)
-    np.reciprocal(t, out=t)
-    poly = np.full_like(t, _AS_A[0])
-    for coefficient in _AS_A[1:]:
-        poly *= t
-        poly += coefficient
-    poly *= t
-    np.square(az, out=az)
-    np.negative(az, out=az)
-    np.exp(az, out=az)
-    poly *= az  # 1 - erf(|z|)
-    np.subtract(np.float32(1), poly, out=poly)
-    np.copysign(poly, z, out=poly)  # erf(z)
-    poly += np.float32(1)
-    poly *= x  # in PyTorch's order: x (1 + erf) overflows where it overflows
-    poly *= np.float32(0.5)
-    return poly.reshape(shape)
-
-
-def _gelu_exact(x):
-    """x * Phi(x) in float64 on a block (in place on fresh buffers: same rounding as out of place)."""
-    cdf = _erf_f64(x / np.sqrt(2.0))
-    cdf += 1.0
-    half = 0.5 * x
-    half *= cdf
-    return half
-
-
 def _erf(a):
     return _erf_f64(a, a.dtype)
 
@@ -221,16 +168,6 @@ def _check_nan_to_num(p, inputs, params) -> None:
             params["posinf"] = float(info.max)
         if params.get("neginf") is None:
             params["neginf"] = float(info.min)
-
-
-def _check_gelu(p, inputs, params) -> None:
-    if params["approximate"] not in ("none", "tanh"):
-        raise RuntimeError("approximate argument must be either none or tanh.")
-    d = inputs[0].dtype
-    if d.category != D.FLOATING:
-        raise NotImplementedError(f"\"GeluKernelImpl\" not implemented for '{D.SCALAR_TYPE_NAMES[d]}'")
-    # PyTorch's exact kernel gives nan for +inf in float32 and bfloat16 (float16 and float64 give inf).
-    params["posinf_gives_nan"] = params["approximate"] == "none" and d in (D.float32, D.bfloat16)
 
 
 def _check_round_decimals(p, inputs, params) -> None:
@@ -331,7 +268,7 @@ OPS["nan_to_num"] = define_pointwise(
     fast=False,
 )
 OPS["gelu"] = define_pointwise(
-    "gelu(Tensor self, *, str approximate='none') -> Tensor", _gelu, check=_check_gelu, fast=False
+    "gelu(Tensor self, *, str approximate='none') -> Tensor", gelu.gelu, check=gelu.check_gelu, fast=False
 )
 OPS["silu"] = define_pointwise("silu(Tensor self) -> Tensor", _silu, check=_floats_only("silu", complex_ok=True))
 OPS["mish"] = define_pointwise("mish(Tensor self) -> Tensor", _mish, check=_floats_only("mish"))
