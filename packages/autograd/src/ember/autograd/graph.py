@@ -170,6 +170,14 @@ class Node:
         return f"<{self.name()} object at {hex(id(self))}>"
 
 
+FREED_MESSAGE = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after they have already "
+    "been freed). Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). "
+    "Specify retain_graph=True if you need to backward through the graph a second time or if you need to access "
+    "saved tensors after calling backward."
+)
+
+
 class SavedTensor:
     """A tensor saved for backward: its data alias, version at save time, and how to rebuild it."""
 
@@ -204,6 +212,13 @@ class SavedTensor:
             self._output_nr = t._output_nr
         else:
             self._data = t  # an input: the other fields are read from it when needed
+
+    @classmethod
+    def of_input(cls, t: Tensor, version: int) -> SavedTensor:
+        """The saved form of input ``t`` saved at ``version`` (for nodes that keep the tensor itself)."""
+        saved = cls.__new__(cls)
+        saved._data, saved._version = t, version
+        return saved
 
     def _save_packed(self, t: Tensor, pack, unpack) -> None:
         """Keep ``pack(t)`` and how to rebuild ``t``'s place in the graph, not ``t`` itself."""
@@ -247,12 +262,7 @@ class SavedTensor:
         if data is not None and self._unpack_hook is not None:
             return self._unpack_packed()
         if data is None:
-            raise RuntimeError(
-                "Trying to backward through the graph a second time (or directly access saved tensors after they "
-                "have already been freed). Saved intermediate values of the graph are freed when you call "
-                ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
-                "graph a second time or if you need to access saved tensors after calling backward."
-            )
+            raise RuntimeError(FREED_MESSAGE)
         if data._storage.version != self._version:
             raise RuntimeError(self._modified_message(data))
         if self._is_output:

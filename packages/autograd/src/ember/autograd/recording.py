@@ -11,9 +11,9 @@ cloned before it is overwritten; and an in-place op on a view rebases the view's
 
 from __future__ import annotations
 
-from ember.autograd import anomaly, views
+from ember.autograd import anomaly, graph, views
 from ember.autograd.grad_mode import state
-from ember.autograd.graph import Node, SavedTensor, _sequence, grad_accumulator
+from ember.autograd.graph import FREED_MESSAGE, Node, SavedTensor, _sequence, grad_accumulator
 from ember.autograd.registry import is_nondifferentiable, lookup
 from ember.core import dtypes as D
 from ember.core.schema import _NO_DEFAULT
@@ -65,6 +65,7 @@ class _Plan:
         "defaults",
         "entry",
         "fast",
+        "fast_slots",
         "inplace",
         "is_out",
         "nondiff",
@@ -110,6 +111,9 @@ class _Plan:
                 pos for name, pos in self.saved_slots if name in entry.tensor_args and pos >= 0
             )
             self.fast = self.simple and not self.inplace and not self.is_out
+            saved = set(self.saved_positions)
+            # The quick path's loop: each tensor position and whether the formula saves it there.
+            self.fast_slots = tuple((pos, pos in saved) for pos in self.tensor_positions)
 
 
 _plans: dict = {}
@@ -123,6 +127,8 @@ def plan_of(op) -> _Plan:
 
 
 _NO_EDGE = (None, 0)
+_new_node = object.__new__
+_FREED = object()  # a quick-path node's saved input after backward released it
 
 
 class OpNode(Node):
@@ -133,20 +139,28 @@ class OpNode(Node):
     bound to the schema's names only when the node runs.
     """
 
-    __slots__ = ("_name", "args", "entry", "inputs_meta", "kwargs", "list_sizes", "n_outputs", "plan", "saved_result")
+    __slots__ = ("args", "inputs_meta", "plan")
+    # Rarer fields go to the instance dict over these defaults, so making a node stays cheap.
+    kwargs: dict = {}  # noqa: RUF012  (read only: a node with keyword arguments gets its own)
+    list_sizes: dict | None = None
+    n_outputs = 1
+    saved_result: list | None = None
+    _name: str | None = None
 
     def __init__(self, plan: _Plan, args: list, kwargs: dict, edges: tuple, inputs_meta: list, list_sizes) -> None:
         self.next_functions = edges
         self.seq = next(_sequence)
         self.plan = plan
-        self.entry = plan.entry
         self.args = args
-        self.kwargs = kwargs
+        if kwargs:
+            self.kwargs = kwargs
         self.inputs_meta = inputs_meta
-        self.list_sizes = list_sizes
-        self.n_outputs = 1
-        self.saved_result = None
-        self._name = None
+        if list_sizes is not None:
+            self.list_sizes = list_sizes
+
+    @property
+    def entry(self):
+        return self.plan.entry
 
     def name(self) -> str:
         if self._name is None:
@@ -171,7 +185,7 @@ class OpNode(Node):
     def _bind(self) -> dict:
         plan = self.plan
         bound = dict(plan.defaults)
-        bound.update(zip(plan.positional, self.args, strict=False))
+        bound.update(zip(plan.positional, self._arguments(), strict=False))
         if self.kwargs:
             bound.update(self.kwargs)
         metas = self.inputs_meta
@@ -192,8 +206,11 @@ class OpNode(Node):
                 bound[name] = value.unpack(self)
         return bound
 
+    def _arguments(self):
+        return self.args
+
     def apply(self, grads: tuple) -> tuple:
-        entry = self.entry
+        entry = self.plan.entry
         kw = self._bind()
         if self.saved_result is not None:
             outs = [s.unpack(self) if s is not None else None for s in self.saved_result]
@@ -235,6 +252,9 @@ class OpNode(Node):
             if node is None or g is None:
                 out.append(None)
                 continue
+            if type(meta) is int:  # a saved input of a ``QuickOpNode``: the tensor has its metadata
+                t = self.args[self.plan.tensor_positions[i]]
+                meta = (t._shape, t.dtype)
             fitted = fit(g, meta[0], meta[1])
             if fitted._shape != meta[0]:
                 raise RuntimeError(
@@ -245,10 +265,37 @@ class OpNode(Node):
         return tuple(out)
 
 
+class QuickOpNode(OpNode):
+    """An ``OpNode`` of the quick path (``_record_simple``): it keeps each saved input itself and, as
+    its ``inputs_meta`` entry, the version the tensor had (an int): a ``SavedTensor`` per input
+    costs as much as the rest of the recording. Backward checks those versions as
+    ``SavedTensor.unpack`` does, and reads the inputs' metadata from the tensors."""
+
+    __slots__ = ()
+
+    def _arguments(self):
+        args = self.args
+        for pos, meta in zip(self.plan.tensor_positions, self.inputs_meta, strict=True):
+            if type(meta) is int:
+                t = args[pos]
+                if t is _FREED:
+                    raise RuntimeError(FREED_MESSAGE)
+                if t._storage.version != meta:
+                    raise RuntimeError(SavedTensor.of_input(t, meta)._modified_message(t))
+        return args
+
+    def release(self) -> None:
+        args = self.args
+        for pos, meta in zip(self.plan.tensor_positions, self.inputs_meta, strict=True):
+            if type(meta) is int:
+                args[pos] = _FREED
+        super().release()  # the saved outputs
+
+
 def _unpack(value, meta, node):
     if type(value) is SavedTensor:
         return value.unpack(node)
-    if meta is None:
+    if meta is None or type(meta) is int:  # not a tensor, or a QuickOpNode's saved input
         return value
     return TensorMeta(meta)
 
@@ -289,7 +336,7 @@ def record(op, args: tuple, kwargs: dict, call_below):
     if not state.enabled:
         return call_below(args, kwargs)
     plan = _plans.get(op) or plan_of(op)
-    if plan.fast and not kwargs:
+    if plan.fast and not kwargs and not graph._hooks_in_use:
         return _record_simple(plan, args, kwargs, call_below)
     entry = plan.entry
     if entry is None or plan.is_out:
@@ -307,23 +354,23 @@ def record(op, args: tuple, kwargs: dict, call_below):
         if op.decomposition is not None:
             return op.decomposition(*args, **kwargs)
         raise RuntimeError(f"the derivative for '{op.namespace}::{op.schema.qualified}' is not implemented")
-    if kwargs or not plan.simple or plan.inplace:
-        # In-place calls with grad are rare (optimizers step under no_grad): the general path serves.
-        return _record_general(op, plan, args, kwargs, call_below)
-    return _record_simple(plan, args, kwargs, call_below)
+    # In-place calls with grad are rare (optimizers step under no_grad): the general path serves them,
+    # keyword calls, list arguments, and every call while saved-tensor hooks are in use.
+    return _record_general(op, plan, args, kwargs, call_below)
 
 
 def _record_simple(plan: _Plan, args: tuple, kwargs: dict, call_below):
     """``record`` for the commonest call: out of place, every tensor argument positional, none a list.
 
     The same steps as the general path in one frame: an op's recording costs about as much as the
-    op itself, so each attribute read and call here shows in every training step.
+    op itself, so each attribute read and call here shows in every training step. Saved inputs stay
+    in the node's arguments as themselves (see ``QuickOpNode``).
     """
     nargs = len(args)
     edges, metas = [], []
     stored = list(args)
     any_grad = False
-    for pos in plan.tensor_positions:
+    for pos, saved in plan.fast_slots:
         if pos < nargs:
             t = args[pos]
             if isinstance(t, Tensor):
@@ -336,19 +383,24 @@ def _record_simple(plan: _Plan, args: tuple, kwargs: dict, call_below):
                     any_grad = True
                 else:
                     edges.append(_NO_EDGE)
-                metas.append((t._shape, t.dtype, t.device, t._stride, t._offset))
-                stored[pos] = None
+                if saved:
+                    if t._inference:
+                        SavedTensor(t)  # raises PyTorch's error for inference tensors
+                    metas.append(t._storage.version)
+                else:
+                    metas.append((t._shape, t.dtype, t.device, t._stride, t._offset))
+                    stored[pos] = None
                 continue
         edges.append(_NO_EDGE)
         metas.append(None)
     if not any_grad:
         return call_below(args, kwargs)
-    for pos in plan.saved_positions:
-        if pos < nargs:
-            t = args[pos]
-            if isinstance(t, Tensor):
-                stored[pos] = SavedTensor(t)
-    node = OpNode(plan, stored, {}, tuple(edges), metas, None)
+    node = _new_node(QuickOpNode)
+    node.next_functions = tuple(edges)
+    node.seq = next(_sequence)
+    node.plan = plan
+    node.args = stored
+    node.inputs_meta = metas
     if anomaly.state.enabled:
         anomaly.remember(node)
     result = call_below(args, kwargs)
@@ -491,6 +543,12 @@ def _mark_outputs(node: OpNode, entry, result, args: tuple, target):
 
 def _resync_written(node: OpNode, plan: _Plan) -> None:
     """The version a written argument is checked against is the one the op's own write left."""
+    if type(node) is QuickOpNode:
+        written = {pos for _, pos in plan.saved_written}
+        for i, pos in enumerate(plan.tensor_positions):
+            if pos in written and type(node.inputs_meta[i]) is int:
+                node.inputs_meta[i] = node.args[pos]._storage.version
+        return
     for name, pos in plan.saved_written:
         value = node.args[pos] if 0 <= pos < len(node.args) else node.kwargs.get(name)
         if type(value) is SavedTensor:
