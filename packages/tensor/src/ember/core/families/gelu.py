@@ -37,8 +37,9 @@ def erf_float32(z: np.ndarray) -> np.ndarray:
     t = az * _AS_P
     t += np.float32(1)
     np.reciprocal(t, out=t)
-    poly = np.full_like(t, _AS_A[0])
-    for coefficient in _AS_A[1:]:
+    poly = t * _AS_A[0]  # Horner's rule from its second step: a1 t is the first product
+    poly += _AS_A[1]
+    for coefficient in _AS_A[2:]:
         poly *= t
         poly += coefficient
     poly *= t
