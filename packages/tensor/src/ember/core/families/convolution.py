@@ -10,7 +10,8 @@ where that stack would be too large, only the ``kw`` column shifts are stacked a
 is one GEMM. Positions past the right and bottom edges are computed and dropped. Other
 strides gather windows with ``as_strided`` (im2col) into one GEMM per group. A transposed
 convolution is one GEMM per group into columns and a scatter-add of each kernel tap into the
-output (col2im). Half types compute in float32.
+output (col2im); with stride 1 it is rather run as the plain convolution it equals (channels
+swapped, taps reversed), which is a single GEMM. Half types compute in float32.
 
 The result is laid out channels-last when the input or the weight is (as PyTorch's CPU backends
 choose), contiguous otherwise.
@@ -257,6 +258,28 @@ def _conv_transpose(x: np.ndarray, w: np.ndarray, stride, padding, dilation, out
     return full[:, :, ph : full_h - ph, pw : full_w - pw]
 
 
+def _conv_transpose_unit_stride(x: np.ndarray, w: np.ndarray, padding, dilation, groups: int) -> np.ndarray:
+    """A stride-1 transposed convolution as the plain one it equals: each group's weight with its
+    two channel dims swapped and its taps reversed, over the input padded by ``d*(k-1) - p``. The
+    plain kernel's single GEMM beats a GEMM into columns and a scatter-add per tap."""
+    c = x.shape[1]
+    _, og, kh, kw = w.shape
+    cg = c // groups
+    swapped = w.reshape(groups, cg, og, kh, kw).transpose(0, 2, 1, 3, 4).reshape(groups * og, cg, kh, kw)
+    pad = tuple(d * (k - 1) - p for d, k, p in zip(dilation, (kh, kw), padding, strict=True))
+    return _conv_forward(x, swapped[:, :, ::-1, ::-1], (1, 1), pad, dilation, groups)
+
+
+def _is_unit_stride_transpose(w: np.ndarray, stride, padding, dilation, output_padding) -> bool:
+    """Stride 1, no output padding, and padding that the equal plain convolution can take (not
+    past ``d*(k-1)``, which would crop instead of pad)."""
+    return (
+        tuple(stride) == (1, 1)
+        and tuple(output_padding) == (0, 0)
+        and all(p <= d * (k - 1) for p, d, k in zip(padding, dilation, w.shape[2:], strict=True))
+    )
+
+
 @convolution.register_kernel("cpu")
 def _convolution_cpu(
     input: Tensor, weight: Tensor, bias, stride, padding, dilation, transposed: bool, output_padding, groups: int
@@ -274,6 +297,8 @@ def _convolution_cpu(
     stride, padding, dilation = _as_2d(stride, k, 1), _as_2d(padding, k, 0), _as_2d(dilation, k, 1)
     if numel(input._shape) == 0 or numel(weight._shape) == 0:
         result = np.zeros((shape[0], shape[1], *((1,) if k == 1 else ()), *shape[2:]), x.dtype)
+    elif transposed and _is_unit_stride_transpose(w, stride, padding, dilation, _as_2d(output_padding, k, 0)):
+        result = _conv_transpose_unit_stride(x, w, padding, dilation, groups)
     elif transposed:
         result = _conv_transpose(x, w, stride, padding, dilation, _as_2d(output_padding, k, 0), groups)
     else:
