@@ -352,7 +352,7 @@ def _batch_norm(input: Tensor, weight, bias, running_mean, running_var, training
         if training:
             count = numel(input._shape) // c if c else 0
             if count:
-                mean, var = _moments(x, axes)
+                mean, var = _channel_moments(x) if x.flags.c_contiguous else _moments(x, axes)
             else:
                 mean = var = np.full(shape, np.nan, x.dtype)
             invstd = 1 / np.sqrt(var + eps)
@@ -363,10 +363,11 @@ def _batch_norm(input: Tensor, weight, bias, running_mean, running_var, training
         else:
             mean = _param(running_mean, shape, x.dtype)
             invstd = 1 / np.sqrt(_param(running_var, shape, x.dtype) + eps)
+        # (x - mean) first: folding the mean into a shift (x * scale + shift) would lose the digits
+        # that cancel where the variance is tiny next to the mean.
+        scale = invstd if weight is None else invstd * _param(weight, shape, x.dtype)
         out = np.subtract(x, mean)
-        out *= invstd
-        if weight is not None:
-            out *= _param(weight, shape, x.dtype)
+        out *= scale
         if bias is not None:
             out += _param(bias, shape, x.dtype)
     finally:
@@ -383,6 +384,20 @@ def _batch_norm(input: Tensor, weight, bias, running_mean, running_var, training
         from_array(mean.reshape(c).astype(stat_dtype.np), stat_dtype),
         from_array(invstd.reshape(c).astype(stat_dtype.np), stat_dtype),
     )
+
+
+def _channel_moments(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``_moments`` over every dim but dim 1 of a C-contiguous array, shaped (1, C, 1, ...): the
+    squared deviations are summed as one dot product per (sample, channel) row, which spares a
+    full-size pass and a strided reduction."""
+    n, c = x.shape[:2]
+    shape = (1, c) + (1,) * (x.ndim - 2)
+    rows = x.reshape(n, c, -1)
+    count = n * rows.shape[2]
+    mean = rows.sum(axis=(0, 2)) / x.dtype.type(count)
+    centered = (rows - mean[:, None]).reshape(n, c, 1, -1)
+    squares = np.matmul(centered, centered.reshape(n, c, -1, 1)).reshape(n, c)
+    return mean.reshape(shape), (squares.sum(axis=0) / x.dtype.type(count)).reshape(shape)
 
 
 def _blend(running: Tensor, batch: np.ndarray, momentum: float) -> None:
