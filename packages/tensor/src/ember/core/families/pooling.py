@@ -170,15 +170,18 @@ def _tiles(x: np.ndarray, shape: tuple, kernel, stride, padding, dilation) -> bo
     )
 
 
-def _max_pool_tiled(x: np.ndarray, shape: tuple, kernel) -> tuple[np.ndarray, np.ndarray]:
-    """Max and flat index of each tiling window: one pass per tap over a strided view, keeping a
-    tap where ``tap > best or isnan(tap)`` as PyTorch does (first maximum, last nan), chosen through
-    bits (``copy_where``) since ``np.where`` is slow on such random masks."""
+def _max_pool_tiled(x: np.ndarray, shape: tuple, kernel, values: np.ndarray, indices: np.ndarray) -> None:
+    """Max and flat index of each tiling window, written into ``values`` and ``indices``: one pass
+    per tap over a strided view, keeping a tap where ``tap > best or isnan(tap)`` as PyTorch does
+    (first maximum, last nan), chosen through bits (``copy_where``) since ``np.where`` is slow on
+    such random masks."""
     oh, ow = shape[-2:]
     kh, kw = kernel
     width = x.shape[-1]
     taps = [x[..., i : oh * kh : kh, j : ow * kw : kw] for i in range(kh) for j in range(kw)]
-    best = taps[0].copy()
+    # The result's own memory holds the running maximum unless it is of another (half) dtype.
+    best = values if values.dtype == x.dtype else np.empty(values.shape, x.dtype)
+    np.copyto(best, taps[0])
     tap = np.zeros(best.shape, np.uint8)  # which tap of the window holds ``best``
     has_nan = x.dtype.kind == "f" and bool(np.isnan(x).any())
     for n in range(1, len(taps)):
@@ -187,10 +190,16 @@ def _max_pool_tiled(x: np.ndarray, shape: tuple, kernel) -> tuple[np.ndarray, np
             better |= np.isnan(taps[n])
         copy_where(best, taps[n], better)
         copy_where(tap, np.uint8(n), better)
+    if best is not values:
+        token = silence()
+        try:
+            np.copyto(values, best, casting="unsafe")
+        finally:
+            restore(token)
     # The flat index h * W + w of tap (i, j) of window (r, c) is (r*kh + i) * W + c*kw + j.
     corner = (np.arange(oh) * (kh * width))[:, None] + np.arange(ow) * kw
     offsets = np.array([i * width + j for i in range(kh) for j in range(kw)], np.int64)
-    return best, corner + offsets.take(tap)
+    np.add(corner, offsets.take(tap), out=indices)
 
 
 @max_pool2d_with_indices.register_kernel("cpu")
@@ -205,9 +214,7 @@ def _max_pool_cpu(self: Tensor, kernel_size, stride=(), padding=0, dilation=1, c
     h, w = self._shape[-2:]
     oh, ow = shape[-2:]
     if _tiles(x, shape, kernel, stride, padding, dilation):
-        best, flat = _max_pool_tiled(x, shape, kernel)
-        np.copyto(values._array, best, casting="unsafe")
-        np.copyto(indices._array, flat)
+        _max_pool_tiled(x, shape, kernel, values._array, indices._array)
         return values, indices
     low = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
     xp = _padded(x, shape, kernel, stride, padding, dilation, low)
