@@ -311,6 +311,16 @@ def test_batch_norm_training_and_eval(training, dtype):
     check(_batch_norm(training), [arrays[0], None, None, arrays[3], arrays[4]], [1, 0, 0, 0, 0], dtype)
 
 
+@pytest.mark.parametrize("training", [True, False])
+def test_batch_norm_double_backward(training):
+    # The backward kernel's decomposition is what gets recorded: in training it must carry the
+    # statistics' dependence on the input.
+    arrays = [randn(4, 3, 5, 2), randn(3), randn(3), randn(3), RNG.uniform(0.5, 2, 3)]
+    check(_batch_norm(training), arrays, [1, 1, 1, 0, 0], "float64", create_graph=True)
+    if training:  # (in evaluation dx = grad * invstd does not depend on x: nothing to differentiate again)
+        check(_batch_norm(training), [arrays[0], None, None, arrays[3], arrays[4]], [1, 0, 0, 0, 0], create_graph=True)
+
+
 def test_batch_norm_without_running_statistics():
     check(_batch_norm(True, with_stats=False), [randn(5, 3), randn(3), randn(3), None, None], [1, 1, 1, 0, 0])
 

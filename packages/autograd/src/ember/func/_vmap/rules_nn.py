@@ -8,7 +8,7 @@ These ops already take a leading batch dim ``N``: a batched input folds the vmap
 
 from __future__ import annotations
 
-from ember.func._vmap.common import aten, loop
+from ember.func._vmap.common import aten, lane, loop, stack_lanes
 from ember.func._vmap.table import register
 
 
@@ -71,3 +71,16 @@ register(
     aten.smooth_l1_loss.default,
     aten.nll_loss_forward.default,
 )
+
+
+def _batch_norm_backward(call):
+    """Lanes loop, as the forward's do (each has its own statistics); a gradient the mask leaves
+    out stays None."""
+    results = []
+    for i in range(call.size):
+        args = tuple(lane(call, a, i) for a in call.args)
+        results.append(call.op(*args, **{k: lane(call, v, i) for k, v in call.kwargs.items()}))
+    return tuple(None if parts[0] is None else stack_lanes(list(parts)) for parts in zip(*results, strict=True))
+
+
+register(_batch_norm_backward, aten.native_batch_norm_backward.default)
