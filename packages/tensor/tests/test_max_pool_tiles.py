@@ -93,3 +93,13 @@ def test_gradient_through_the_tiled_indices():
     theirs = torch.from_numpy(x.copy()).requires_grad_()
     torch.nn.functional.max_pool2d(theirs, 2).backward(torch.from_numpy(g))
     np.testing.assert_array_equal(ours.grad.numpy(), theirs.grad.numpy())
+
+
+@needs_torch
+@pytest.mark.parametrize("shape", [(4, 8, 32, 32), (2, 3, 6, 4)], ids=["large", "small"])
+def test_ties_without_nan_or_negative_zero(shape):
+    # The plain np.maximum plan: ties everywhere, only +0.0 among the zeros.
+    x = np.random.default_rng(8).integers(-1, 3, size=shape).astype(np.float32)
+    x[x == 0] = 0.0
+    _check(x, kernel_size=2)
+    _check(x, kernel_size=(3, 2))

@@ -170,6 +170,11 @@ def _tiles(x: np.ndarray, shape: tuple, kernel, stride, padding, dilation) -> bo
     )
 
 
+def _has_negative_zero(x: np.ndarray) -> bool:
+    sign_only = np.array(-0.0, x.dtype).view(f"i{x.itemsize}")  # the bits of -0.0 as an integer
+    return bool((x.view(sign_only.dtype) == sign_only).any())
+
+
 def _max_pool_tiled(x: np.ndarray, shape: tuple, kernel, values: np.ndarray, indices: np.ndarray) -> None:
     """Max and flat index of each tiling window, written into ``values`` and ``indices``: one pass
     per tap over a strided view, keeping a tap where ``tap > best or isnan(tap)`` as PyTorch does
@@ -183,12 +188,18 @@ def _max_pool_tiled(x: np.ndarray, shape: tuple, kernel, values: np.ndarray, ind
     best = values if values.dtype == x.dtype else np.empty(values.shape, x.dtype)
     np.copyto(best, taps[0])
     tap = np.zeros(best.shape, np.uint8)  # which tap of the window holds ``best``
+    # Without nan or -0.0, ``np.maximum`` gives the kept tap's bits (ties are equal bits); with
+    # them, the kept tap is copied by its mask, since maximum may take +0.0 over an earlier -0.0.
     has_nan = x.dtype.kind == "f" and bool(np.isnan(x).any())
+    exact_max = x.dtype.kind != "f" or not (has_nan or _has_negative_zero(x))
     for n in range(1, len(taps)):
         better = taps[n] > best
         if has_nan:
             better |= np.isnan(taps[n])
-        copy_where(best, taps[n], better)
+        if exact_max:
+            np.maximum(best, taps[n], out=best)
+        else:
+            copy_where(best, taps[n], better)
         copy_where(tap, np.uint8(n), better)
     if best is not values:
         token = silence()
