@@ -348,11 +348,14 @@ def _batch_norm(input: Tensor, weight, bias, running_mean, running_var, training
     axes = (0, *range(2, input.ndim))
     shape = (1, c) + (1,) * (input.ndim - 2)
     token = silence()
+    centered = None  # x - mean, where the statistics already made it
     try:
         if training:
             count = numel(input._shape) // c if c else 0
-            if count:
-                mean, var = _channel_moments(x) if x.flags.c_contiguous else _moments(x, axes)
+            if count and x.flags.c_contiguous:
+                mean, var, centered = _channel_moments(x)
+            elif count:
+                mean, var = _moments(x, axes)
             else:
                 mean = var = np.full(shape, np.nan, x.dtype)
             invstd = 1 / np.sqrt(var + eps)
@@ -366,7 +369,7 @@ def _batch_norm(input: Tensor, weight, bias, running_mean, running_var, training
         # (x - mean) first: folding the mean into a shift (x * scale + shift) would lose the digits
         # that cancel where the variance is tiny next to the mean.
         scale = invstd if weight is None else invstd * _param(weight, shape, x.dtype)
-        out = np.subtract(x, mean)
+        out = np.subtract(x, mean) if centered is None else centered
         out *= scale
         if bias is not None:
             out += _param(bias, shape, x.dtype)
@@ -386,10 +389,11 @@ def _batch_norm(input: Tensor, weight, bias, running_mean, running_var, training
     )
 
 
-def _channel_moments(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``_moments`` over every dim but dim 1 of a C-contiguous array, shaped (1, C, 1, ...): the
-    squared deviations are summed as one dot product per (sample, channel) row, which spares a
-    full-size pass and a strided reduction."""
+def _channel_moments(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``_moments`` over every dim but dim 1 of a C-contiguous array, shaped (1, C, 1, ...), and
+    ``x - mean`` (a new array, for the caller to scale in place): the squared deviations are summed
+    as one dot product per (sample, channel) row, which spares a full-size pass and a strided
+    reduction."""
     n, c = x.shape[:2]
     shape = (1, c) + (1,) * (x.ndim - 2)
     rows = x.reshape(n, c, -1)
@@ -397,7 +401,8 @@ def _channel_moments(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     mean = rows.sum(axis=(0, 2)) / x.dtype.type(count)
     centered = (rows - mean[:, None]).reshape(n, c, 1, -1)
     squares = np.matmul(centered, centered.reshape(n, c, -1, 1)).reshape(n, c)
-    return mean.reshape(shape), (squares.sum(axis=0) / x.dtype.type(count)).reshape(shape)
+    variance = (squares.sum(axis=0) / x.dtype.type(count)).reshape(shape)
+    return mean.reshape(shape), variance, centered.reshape(x.shape)
 
 
 def _blend(running: Tensor, batch: np.ndarray, momentum: float) -> None:
