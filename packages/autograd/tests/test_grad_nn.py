@@ -127,6 +127,18 @@ def test_convolution_input_weight_and_bias(case, dtype):
     check(fn, [randn(*shape), randn(*wshape), randn(channels)], [1, 1, 1], dtype)
 
 
+@pytest.mark.parametrize("case", [CONV_CASES[0], CONV_CASES[3], CONV_CASES[4]], ids=["2d", "1d", "T2d"])
+def test_convolution_double_backward(case):
+    # convolution_backward's decomposition is what gets recorded.
+    shape, wshape, stride, padding, dilation, groups, transposed, output_padding = case
+    channels = wshape[1] * groups if transposed else wshape[0]
+
+    def fn(lib, x, w, b):
+        return _aten(lib).convolution(x, w, b, stride, padding, dilation, transposed, output_padding, groups)
+
+    check(fn, [randn(*shape), randn(*wshape), randn(channels)], [1, 1, 1], create_graph=True)
+
+
 def test_convolution_without_bias_and_only_some_gradients():
     def fn(lib, x, w):
         return _aten(lib).convolution(x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)

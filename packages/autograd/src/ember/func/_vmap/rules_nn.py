@@ -73,9 +73,10 @@ register(
 )
 
 
-def _batch_norm_backward(call):
-    """Lanes loop, as the forward's do (each has its own statistics); a gradient the mask leaves
-    out stays None."""
+def _loop_keeping_none(call):
+    """``loop`` for the backward ops whose ``output_mask`` may leave results out (None in every
+    lane): batch norm's lanes each have their own statistics, a convolution's their own input and
+    output gradient."""
     results = []
     for i in range(call.size):
         args = tuple(lane(call, a, i) for a in call.args)
@@ -83,4 +84,4 @@ def _batch_norm_backward(call):
     return tuple(None if parts[0] is None else stack_lanes(list(parts)) for parts in zip(*results, strict=True))
 
 
-register(_batch_norm_backward, aten.native_batch_norm_backward.default)
+register(_loop_keeping_none, aten.native_batch_norm_backward.default, aten.convolution_backward.default)
