@@ -175,6 +175,21 @@ def test_max_pool_overlapping_windows_and_ceil_mode(ceil_mode):
     check(fn, [x], [1], "float32")
 
 
+def test_max_pool_gradient_differentiates_in_the_output_gradient():
+    # max_pool2d_with_indices_backward's decomposition is what gets recorded under create_graph.
+    x = randn(2, 3, 7, 8)
+    results = []
+    for lib in (ember, torch):
+        xt = lib.tensor(x).requires_grad_(True)
+        out = _aten(lib).max_pool2d_with_indices(xt, [3, 3], [2, 2], [1, 1], [1, 1], False)[0]
+        cot = lib.tensor(np.random.default_rng(1).standard_normal(tuple(out.shape))).requires_grad_(True)
+        (gx,) = lib.autograd.grad(out, xt, cot, create_graph=True)
+        (gg,) = lib.autograd.grad((gx * gx).sum(), cot)
+        results.append((_numpy(gx), _numpy(gg)))
+    for a, b in zip(*results, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.parametrize(
     "ceil_mode,count_include_pad,divisor",
     [(False, True, None), (True, True, None), (True, False, None), (True, False, 3)],

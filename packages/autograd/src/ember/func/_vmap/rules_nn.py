@@ -71,6 +71,8 @@ register(
     aten.smooth_l1_loss.default,
     aten.nll_loss_forward.default,
 )
+# Max pool's gradient: the input, its gradient and the indices are per lane alike.
+register(loop, aten.max_pool2d_with_indices_backward.default)
 
 
 def _loop_keeping_none(call):
