@@ -174,8 +174,9 @@ def _check_kernel_dtype(input: Tensor, k: int, transposed: bool, dilated: bool) 
 
 
 # The largest all-taps stack (im2col of the padded grid) the stride-1 forward builds; past it, the
-# taps of one kernel row share a stack and each row is its own GEMM.
-_STACK_BYTES = 32 << 20
+# taps of one kernel row share a stack and each row is its own GEMM. A few MiB: in the CNN
+# benchmark a 3 MiB stack beats the rows while a 6 MiB one (32 channels, 3x3) loses to them.
+_STACK_BYTES = 4 << 20
 
 
 def _as_2d(params: tuple, k: int, fill: int) -> tuple:
