@@ -90,12 +90,14 @@ def _wide(t: Tensor) -> np.ndarray:
 
 
 def _channel_sums(x: np.ndarray, g: np.ndarray, axes: tuple) -> tuple[np.ndarray, np.ndarray]:
-    """``sum(g)`` and ``sum(x * g)`` per channel, shaped (C,): for C-contiguous operands one dot
-    product per (sample, channel) row, with no full-size product in memory."""
+    """``sum(g)`` and ``sum(x * g)`` per channel, shaped (C,): for C-contiguous operands dot
+    products per (sample, channel) row (by ones, and by ``x``), with no full-size product in
+    memory."""
     n, c = x.shape[:2]
     if x.flags.c_contiguous and g.flags.c_contiguous and x.ndim > 2:
         rows_x, rows_g = x.reshape(n, c, 1, -1), g.reshape(n, c, -1, 1)
-        return rows_g.sum(axis=(0, 2, 3)), np.matmul(rows_x, rows_g).sum(axis=0).reshape(c)
+        ones = np.ones((1, rows_g.shape[2]), g.dtype)
+        return np.matmul(ones, rows_g).sum(axis=(0, 2, 3)), np.matmul(rows_x, rows_g).sum(axis=0).reshape(c)
     return g.sum(axis=axes), np.multiply(x, g).sum(axis=axes)
 
 

@@ -391,14 +391,14 @@ def _batch_norm(input: Tensor, weight, bias, running_mean, running_var, training
 
 def _channel_moments(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``_moments`` over every dim but dim 1 of a C-contiguous array, shaped (1, C, 1, ...), and
-    ``x - mean`` (a new array, for the caller to scale in place): the squared deviations are summed
-    as one dot product per (sample, channel) row, which spares a full-size pass and a strided
-    reduction."""
+    ``x - mean`` (a new array, for the caller to scale in place): the sums and the squared
+    deviations are dot products per (sample, channel) row (by ones, and by itself), which spares a
+    full-size pass and strided reductions."""
     n, c = x.shape[:2]
     shape = (1, c) + (1,) * (x.ndim - 2)
     rows = x.reshape(n, c, -1)
     count = n * rows.shape[2]
-    mean = rows.sum(axis=(0, 2)) / x.dtype.type(count)
+    mean = np.matmul(rows, np.ones(rows.shape[2], x.dtype)).sum(axis=0) / x.dtype.type(count)
     centered = (rows - mean[:, None]).reshape(n, c, 1, -1)
     squares = np.matmul(centered, centered.reshape(n, c, -1, 1)).reshape(n, c)
     variance = (squares.sum(axis=0) / x.dtype.type(count)).reshape(shape)
