@@ -118,6 +118,15 @@ def _weight_grad_array(x: np.ndarray, g: np.ndarray, kernel, stride, padding, di
     return np.matmul(rows, columns.transpose(0, 2, 1)).reshape(o, cg, kh, kw)
 
 
+def _channel_sums(g: np.ndarray) -> np.ndarray:
+    """``g`` summed over all but dim 1: for a C-contiguous ``g``, a product of its (sample, channel)
+    rows by ones, much faster than NumPy's reduction over the strided axes."""
+    if not g.flags.c_contiguous:
+        return g.sum(axis=(0, *range(2, g.ndim)))
+    rows = g.reshape(g.shape[0], g.shape[1], -1)
+    return np.matmul(rows, np.ones(rows.shape[2], g.dtype)).sum(axis=0)
+
+
 @convolution_backward_op.register_kernel("cpu")
 def _cpu(
     grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask
@@ -156,8 +165,7 @@ def _cpu(
                 product = _weight_grad_array(x, g, kernel, *params, groups)
             np.copyto(grad_weight._array, product.reshape(weight._shape), casting="unsafe")
         if grad_bias is not None:
-            g = compute_array(grad_output)
-            np.copyto(grad_bias._array, g.sum(axis=(0, *range(2, g.ndim))), casting="unsafe")
+            np.copyto(grad_bias._array, _channel_sums(compute_array(grad_output)), casting="unsafe")
     finally:
         restore(token)
     return grad_input, grad_weight, grad_bias
