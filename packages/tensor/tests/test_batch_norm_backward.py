@@ -112,3 +112,13 @@ def test_errors():
         OP(ember.randn(4, 3, 4), x, None, *stats, *stats, True, 1e-5, [True, False, False])
     with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
         OP(g.long(), x.long(), None, *stats, *stats, True, 1e-5, [True, False, False])
+
+
+def test_empty_batch_gives_zero_gradients():
+    # (PyTorch 2.13's CPU kernel dies of a division by zero here, so there is no oracle to ask.)
+    g, x = ember.zeros(0, 3, 4, 4), ember.zeros(0, 3, 4, 4)
+    stats = [ember.zeros(3), ember.ones(3)]
+    for path in (OP, OP.decomposition):
+        grads = path(g, x, ember.ones(3), *stats, *stats, True, 1e-5, [True, True, True])
+        assert [tuple(t.shape) for t in grads] == [(0, 3, 4, 4), (3,), (3,)]
+        assert all(not t.numpy().any() for t in grads)

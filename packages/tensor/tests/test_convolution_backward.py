@@ -22,6 +22,7 @@ CASES = [
     ((2, 4, 4, 5), (4, 3, 3, 2), [2, 3], [1, 0], [1, 2], 2, True, [1, 2]),
     ((2, 4, 5, 5), (4, 3, 3, 3), [1, 1], [1, 1], [1, 1], 1, True, [0, 0]),
     ((2, 2, 6), (2, 3, 3), [2], [1], [3], 1, True, [2]),
+    ((0, 3, 5, 5), (2, 3, 3, 3), [1, 1], [1, 1], [1, 1], 1, False, [0, 0]),  # an empty batch
 ]
 
 
@@ -63,7 +64,7 @@ def test_matches_pytorch(path, case, dtype, mask):
             continue
         assert str(a.dtype).split(".")[-1] == str(b.dtype).split(".")[-1]
         assert tuple(a.shape) == tuple(b.shape)
-        if path == "kernel":
+        if path == "kernel" and b.numel():  # (PyTorch's empty float16 results have all-zero strides)
             assert a.stride() == b.stride()
         rtol, atol = TOLERANCES[dtype]
         scale = 4 if dtype == "float16" else 1  # sums of a few dozen half products

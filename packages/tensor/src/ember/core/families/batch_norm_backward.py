@@ -94,7 +94,7 @@ def _channel_sums(x: np.ndarray, g: np.ndarray, axes: tuple) -> tuple[np.ndarray
     products per (sample, channel) row (by ones, and by ``x``), with no full-size product in
     memory."""
     n, c = x.shape[:2]
-    if x.flags.c_contiguous and g.flags.c_contiguous and x.ndim > 2:
+    if x.flags.c_contiguous and g.flags.c_contiguous and x.ndim > 2 and x.size:
         rows_x, rows_g = x.reshape(n, c, 1, -1), g.reshape(n, c, -1, 1)
         ones = np.ones((1, rows_g.shape[2]), g.dtype)
         return np.matmul(ones, rows_g).sum(axis=(0, 2, 3)), np.matmul(rows_x, rows_g).sum(axis=0).reshape(c)

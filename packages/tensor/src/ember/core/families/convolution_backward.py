@@ -121,7 +121,7 @@ def _weight_grad_array(x: np.ndarray, g: np.ndarray, kernel, stride, padding, di
 def _channel_sums(g: np.ndarray) -> np.ndarray:
     """``g`` summed over all but dim 1: for a C-contiguous ``g``, a product of its (sample, channel)
     rows by ones, much faster than NumPy's reduction over the strided axes."""
-    if not g.flags.c_contiguous:
+    if not g.flags.c_contiguous or g.size == 0:
         return g.sum(axis=(0, *range(2, g.ndim)))
     rows = g.reshape(g.shape[0], g.shape[1], -1)
     return np.matmul(rows, np.ones(rows.shape[2], g.dtype)).sum(axis=0)
