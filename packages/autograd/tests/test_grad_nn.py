@@ -127,6 +127,18 @@ def test_convolution_input_weight_and_bias(case, dtype):
     check(fn, [randn(*shape), randn(*wshape), randn(channels)], [1, 1, 1], dtype)
 
 
+@pytest.mark.parametrize("case", [CONV_CASES[0], CONV_CASES[3], CONV_CASES[4]], ids=["2d", "1d", "T2d"])
+def test_convolution_double_backward(case):
+    # convolution_backward's decomposition is what gets recorded.
+    shape, wshape, stride, padding, dilation, groups, transposed, output_padding = case
+    channels = wshape[1] * groups if transposed else wshape[0]
+
+    def fn(lib, x, w, b):
+        return _aten(lib).convolution(x, w, b, stride, padding, dilation, transposed, output_padding, groups)
+
+    check(fn, [randn(*shape), randn(*wshape), randn(channels)], [1, 1, 1], create_graph=True)
+
+
 def test_convolution_without_bias_and_only_some_gradients():
     def fn(lib, x, w):
         return _aten(lib).convolution(x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)
@@ -161,6 +173,21 @@ def test_max_pool_overlapping_windows_and_ceil_mode(ceil_mode):
 
     check(fn, [x], [1])
     check(fn, [x], [1], "float32")
+
+
+def test_max_pool_gradient_differentiates_in_the_output_gradient():
+    # max_pool2d_with_indices_backward's decomposition is what gets recorded under create_graph.
+    x = randn(2, 3, 7, 8)
+    results = []
+    for lib in (ember, torch):
+        xt = lib.tensor(x).requires_grad_(True)
+        out = _aten(lib).max_pool2d_with_indices(xt, [3, 3], [2, 2], [1, 1], [1, 1], False)[0]
+        cot = lib.tensor(np.random.default_rng(1).standard_normal(tuple(out.shape))).requires_grad_(True)
+        (gx,) = lib.autograd.grad(out, xt, cot, create_graph=True)
+        (gg,) = lib.autograd.grad((gx * gx).sum(), cot)
+        results.append((_numpy(gx), _numpy(gg)))
+    for a, b in zip(*results, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize(
@@ -309,6 +336,16 @@ def test_batch_norm_training_and_eval(training, dtype):
     arrays = [randn(4, 3, 5, 2), randn(3), randn(3), randn(3), RNG.uniform(0.5, 2, 3)]
     check(_batch_norm(training), arrays, [1, 1, 1, 0, 0], dtype)
     check(_batch_norm(training), [arrays[0], None, None, arrays[3], arrays[4]], [1, 0, 0, 0, 0], dtype)
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_batch_norm_double_backward(training):
+    # The backward kernel's decomposition is what gets recorded: in training it must carry the
+    # statistics' dependence on the input.
+    arrays = [randn(4, 3, 5, 2), randn(3), randn(3), randn(3), RNG.uniform(0.5, 2, 3)]
+    check(_batch_norm(training), arrays, [1, 1, 1, 0, 0], "float64", create_graph=True)
+    if training:  # (in evaluation dx = grad * invstd does not depend on x: nothing to differentiate again)
+        check(_batch_norm(training), [arrays[0], None, None, arrays[3], arrays[4]], [1, 0, 0, 0, 0], create_graph=True)
 
 
 def test_batch_norm_without_running_statistics():

@@ -8,7 +8,8 @@ the one of a normalization with batch statistics::
 
 (means over the normalized set), and ``dweight = sum(grad * x_hat)``, ``dbias = sum(grad)`` over
 everything but the weight's dims. Batch norm in evaluation normalizes with the running statistics,
-which are constants: ``dx = grad * weight * rstd``. Half inputs compute in float32. When the
+which are constants: ``dx = grad * weight * rstd``; its three gradients come from one kernel,
+``native_batch_norm_backward``, as in PyTorch. Half inputs compute in float32. When the
 backward is itself recorded (double backward), the statistics are recomputed from the input with
 core ops, so that their dependence on it is differentiated too.
 
@@ -110,41 +111,16 @@ def _native_group_norm(grads, input, weight, bias, N, C, HxW, group, eps, result
 
 
 def _batch_norm_grads(grad, input, weight, running_mean, running_var, training, eps, result, needs):
-    """PyTorch's batch norm backward: per-channel sums of ``grad`` and of ``grad * (x - mean)`` first,
-    then one pass over the input, with no normalized copy of ``x`` (each full-size pass costs more
-    than the per-channel arithmetic)."""
+    """``native_batch_norm_backward``, PyTorch's kernel (whose decomposition autograd records when
+    the backward is itself differentiated)."""
     grad = grad[0]
     if grad is None:
         return None, None, None
-    c = input.shape[1]
-    view = [1, c] + [1] * (input.ndim - 2)
-    dims = [0, *range(2, input.ndim)]
-    count = input.numel() // c if c else 0
-    x, g = _wide(input), _wide(grad)
-    if training:
-        mean, rstd = _statistics(x, dims, eps, _wide(result[1]).reshape(view), _wide(result[2]).reshape(view))
-    else:
-        mean = _wide(running_mean).reshape(view)
-        rstd = (_wide(running_var).reshape(view) + eps).rsqrt()
-    scale = rstd if weight is None else rstd * _wide(weight).reshape(view)
-    sum_g = g.sum(dims, keepdim=True)
-    centered = dotp = None
-    if needs[1] or (needs[0] and training):
-        centered = x - mean
-        dotp = (centered * g).sum(dims, keepdim=True)
-    g_input = g_weight = g_bias = None
-    if needs[0]:
-        if training:
-            # dx = (g - mean(g) - (x - mean) * mean(g * (x - mean)) * rstd^2) * rstd * weight
-            projection = dotp * rstd * rstd / count
-            g_input = (g - centered * projection - sum_g / count) * scale
-        else:
-            g_input = g * scale
-    if needs[1]:
-        g_weight = (dotp * rstd).reshape(c)
-    if needs[2]:
-        g_bias = sum_g.reshape(c)
-    return g_input, g_weight, g_bias
+    save_mean, save_invstd = (result[1], result[2]) if training else (None, None)
+    mask = [bool(needs[0]), bool(needs[1]) and weight is not None, bool(needs[2])]
+    return aten.native_batch_norm_backward.default(
+        grad, input, weight, running_mean, running_var, save_mean, save_invstd, training, eps, mask
+    )
 
 
 def _batch_norm_jvp(tangents, input, weight, running_mean, running_var, training, eps, result):

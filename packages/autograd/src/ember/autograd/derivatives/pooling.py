@@ -1,7 +1,7 @@
 """Derivatives of the 2-D pools (``ember.core.families.pooling``).
 
 Max pooling sends each output's gradient to the input position its index names (summed where
-windows overlap), one ``scatter_add`` over the flattened planes. Average pooling is a convolution of
+windows overlap): PyTorch's ``max_pool2d_with_indices_backward``. Average pooling is a convolution of
 each plane by a kernel of ones, divided by PyTorch's per-window divisor: its gradient divides
 ``grad`` by the same divisors and runs the transposed convolution by ones, then crops the padding
 (and pads with zeros the rows and columns no window reached). With ``ceil_mode`` the last window
@@ -30,15 +30,10 @@ def _pair(value) -> tuple:
 
 
 @derivative(aten.max_pool2d_with_indices.default, save=("result",), output_differentiable=(True, False))
-def _max_pool2d(grad, self, result, **_):
-    grad = grad[0]
-    indices = result[1]
-    h, w = self.shape[-2:]
-    oh, ow = indices.shape[-2:]
-    planes = indices.numel() // max(oh * ow, 1)
-    total = functions["zeros"]((planes, h * w), dtype=grad.dtype, device=grad.device)
-    flat = total.scatter_add(1, indices.reshape(planes, oh * ow), grad.reshape(planes, oh * ow))
-    return flat.reshape(self.shape)
+def _max_pool2d(grad, self, kernel_size, stride, padding, dilation, ceil_mode, result, **_):
+    return aten.max_pool2d_with_indices_backward.default(
+        grad[0], self, kernel_size, stride, padding, dilation, ceil_mode, result[1]
+    )
 
 
 def _divisors(size: int, out: int, kernel: int, stride: int, pad: int, include_pad: bool) -> np.ndarray:

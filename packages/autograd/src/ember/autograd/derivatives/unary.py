@@ -193,7 +193,12 @@ def _frac(grad, self, **_):
 
 @derivative(aten.relu.default, save=("result",), jvp="elementwise")
 def _relu(grad, self, result, **_):
-    return where(result <= 0, 0, grad)
+    return aten.threshold_backward.default(grad, result, 0)
+
+
+@derivative(aten.threshold_backward.default, save=("self",))
+def _threshold_backward(grad, grad_output, self, threshold, **_):
+    return aten.threshold_backward.default(grad, self, threshold), zeros(grad)
 
 
 @derivative(aten.nan_to_num.default, save=("self",), jvp="elementwise")

@@ -5,11 +5,13 @@ A 1-D convolution runs as a 2-D one of height 1. The forward kernel turns the co
 large 2-D GEMMs over the whole batch. With stride 1 it works on the zero-padded input laid out
 channel-major and flattened, (C, N*Hp*Wp): the output at flat position ``p`` of the padded grid
 reads input ``p + i*dh*Wp + j*dw`` for tap (i, j), so each tap is a shifted slice of one buffer.
-Stacking the ``kw`` column shifts (one copy) leaves one GEMM per kernel row, (Og, Cg*kw) by
-(Cg*kw, N*Hp*Wp); positions past the right and bottom edges are computed and dropped. Other
+Stacking the shifts of every tap (one copy) leaves one GEMM, (Og, Cg*kh*kw) by (Cg*kh*kw, N*Hp*Wp);
+where that stack would be too large, only the ``kw`` column shifts are stacked and each kernel row
+is one GEMM. Positions past the right and bottom edges are computed and dropped. Other
 strides gather windows with ``as_strided`` (im2col) into one GEMM per group. A transposed
 convolution is one GEMM per group into columns and a scatter-add of each kernel tap into the
-output (col2im). Half types compute in float32.
+output (col2im); with stride 1 it is rather run as the plain convolution it equals (channels
+swapped, taps reversed), which is a single GEMM. Half types compute in float32.
 
 The result is laid out channels-last when the input or the weight is (as PyTorch's CPU backends
 choose), contiguous otherwise.
@@ -171,6 +173,12 @@ def _check_kernel_dtype(input: Tensor, k: int, transposed: bool, dilated: bool) 
     raise NotImplementedError(f"\"{kernel}\" not implemented for '{type_name(dtype)}'")
 
 
+# The largest all-taps stack (im2col of the padded grid) the stride-1 forward builds; past it, the
+# taps of one kernel row share a stack and each row is its own GEMM. A few MiB: in the CNN
+# benchmark a 3 MiB stack beats the rows while a 6 MiB one (32 channels, 3x3) loses to them.
+_STACK_BYTES = 4 << 20
+
+
 def _as_2d(params: tuple, k: int, fill: int) -> tuple:
     return params if k == 2 else (fill, *params)
 
@@ -194,14 +202,21 @@ def _conv_forward(x: np.ndarray, w: np.ndarray, stride, padding, dilation, group
         # Output column p reads input p + i*dh*Wp + j*dw; the last valid p is below ``length``.
         length = total - (kh - 1) * dh * wp
         out = np.empty((o, total), x.dtype)
-        partial = np.empty((og, length), x.dtype) if kh > 1 else None
+        every_tap = cg * kh * kw * length * x.itemsize <= _STACK_BYTES
+        partial = np.empty((og, length), x.dtype) if kh > 1 and not every_tap else None
         for g in range(groups):
             rows = xp[g * cg : (g + 1) * cg]
             s = rows.strides
+            acc = out[g * og : (g + 1) * og, :length]
+            weight = w[g * og : (g + 1) * og]
+            if every_tap:  # one GEMM over all taps: (Og, Cg*kh*kw) by (Cg*kh*kw, length)
+                shape, steps = (cg, kh, kw, length), (s[0], dh * wp * s[1], dw * s[1], s[1])
+                stacked = np.ascontiguousarray(as_strided(rows, shape, steps)).reshape(cg * kh * kw, length)
+                np.matmul(weight.reshape(og, cg * kh * kw), stacked, out=acc)
+                continue
             stacked = np.ascontiguousarray(as_strided(rows, (cg, kw, total), (s[0], dw * s[1], s[1])))
             stacked = stacked.reshape(cg * kw, total)
-            taps = w[g * og : (g + 1) * og].transpose(2, 0, 1, 3).reshape(kh, og, cg * kw)
-            acc = out[g * og : (g + 1) * og, :length]
+            taps = weight.transpose(2, 0, 1, 3).reshape(kh, og, cg * kw)
             np.matmul(taps[0], stacked[:, :length], out=acc)
             for i in range(1, kh):
                 start = i * dh * wp
@@ -244,6 +259,28 @@ def _conv_transpose(x: np.ndarray, w: np.ndarray, stride, padding, dilation, out
     return full[:, :, ph : full_h - ph, pw : full_w - pw]
 
 
+def _conv_transpose_unit_stride(x: np.ndarray, w: np.ndarray, padding, dilation, groups: int) -> np.ndarray:
+    """A stride-1 transposed convolution as the plain one it equals: each group's weight with its
+    two channel dims swapped and its taps reversed, over the input padded by ``d*(k-1) - p``. The
+    plain kernel's single GEMM beats a GEMM into columns and a scatter-add per tap."""
+    c = x.shape[1]
+    _, og, kh, kw = w.shape
+    cg = c // groups
+    swapped = w.reshape(groups, cg, og, kh, kw).transpose(0, 2, 1, 3, 4).reshape(groups * og, cg, kh, kw)
+    pad = tuple(d * (k - 1) - p for d, k, p in zip(dilation, (kh, kw), padding, strict=True))
+    return _conv_forward(x, swapped[:, :, ::-1, ::-1], (1, 1), pad, dilation, groups)
+
+
+def _is_unit_stride_transpose(w: np.ndarray, stride, padding, dilation, output_padding) -> bool:
+    """Stride 1, no output padding, and padding that the equal plain convolution can take (not
+    past ``d*(k-1)``, which would crop instead of pad)."""
+    return (
+        tuple(stride) == (1, 1)
+        and tuple(output_padding) == (0, 0)
+        and all(p <= d * (k - 1) for p, d, k in zip(padding, dilation, w.shape[2:], strict=True))
+    )
+
+
 @convolution.register_kernel("cpu")
 def _convolution_cpu(
     input: Tensor, weight: Tensor, bias, stride, padding, dilation, transposed: bool, output_padding, groups: int
@@ -261,6 +298,8 @@ def _convolution_cpu(
     stride, padding, dilation = _as_2d(stride, k, 1), _as_2d(padding, k, 0), _as_2d(dilation, k, 1)
     if numel(input._shape) == 0 or numel(weight._shape) == 0:
         result = np.zeros((shape[0], shape[1], *((1,) if k == 1 else ()), *shape[2:]), x.dtype)
+    elif transposed and _is_unit_stride_transpose(w, stride, padding, dilation, _as_2d(output_padding, k, 0)):
+        result = _conv_transpose_unit_stride(x, w, padding, dilation, groups)
     elif transposed:
         result = _conv_transpose(x, w, stride, padding, dilation, _as_2d(output_padding, k, 0), groups)
     else:
@@ -269,9 +308,12 @@ def _convolution_cpu(
         result = result[:, :, 0, :]
     token = silence()  # float32 beyond float16's range rounds to inf, as in PyTorch
     try:
-        if bias is not None:
-            result = np.add(result, compute_array(bias).reshape((-1,) + (1,) * k))
-        np.copyto(out._array, result, casting="unsafe")
+        if bias is not None and result.dtype == out._array.dtype:
+            np.add(result, compute_array(bias).reshape((-1,) + (1,) * k), out=out._array)
+        elif bias is not None:
+            np.copyto(out._array, np.add(result, compute_array(bias).reshape((-1,) + (1,) * k)), casting="unsafe")
+        else:
+            np.copyto(out._array, result, casting="unsafe")
     finally:
         restore(token)
     return out

@@ -348,10 +348,13 @@ def _batch_norm(input: Tensor, weight, bias, running_mean, running_var, training
     axes = (0, *range(2, input.ndim))
     shape = (1, c) + (1,) * (input.ndim - 2)
     token = silence()
+    centered = None  # x - mean, where the statistics already made it
     try:
         if training:
             count = numel(input._shape) // c if c else 0
-            if count:
+            if count and x.flags.c_contiguous:
+                mean, var, centered = _channel_moments(x)
+            elif count:
                 mean, var = _moments(x, axes)
             else:
                 mean = var = np.full(shape, np.nan, x.dtype)
@@ -363,10 +366,11 @@ def _batch_norm(input: Tensor, weight, bias, running_mean, running_var, training
         else:
             mean = _param(running_mean, shape, x.dtype)
             invstd = 1 / np.sqrt(_param(running_var, shape, x.dtype) + eps)
-        out = np.subtract(x, mean)
-        out *= invstd
-        if weight is not None:
-            out *= _param(weight, shape, x.dtype)
+        # (x - mean) first: folding the mean into a shift (x * scale + shift) would lose the digits
+        # that cancel where the variance is tiny next to the mean.
+        scale = invstd if weight is None else invstd * _param(weight, shape, x.dtype)
+        out = np.subtract(x, mean) if centered is None else centered
+        out *= scale
         if bias is not None:
             out += _param(bias, shape, x.dtype)
     finally:
@@ -383,6 +387,22 @@ def _batch_norm(input: Tensor, weight, bias, running_mean, running_var, training
         from_array(mean.reshape(c).astype(stat_dtype.np), stat_dtype),
         from_array(invstd.reshape(c).astype(stat_dtype.np), stat_dtype),
     )
+
+
+def _channel_moments(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``_moments`` over every dim but dim 1 of a C-contiguous array, shaped (1, C, 1, ...), and
+    ``x - mean`` (a new array, for the caller to scale in place): the sums and the squared
+    deviations are dot products per (sample, channel) row (by ones, and by itself), which spares a
+    full-size pass and strided reductions."""
+    n, c = x.shape[:2]
+    shape = (1, c) + (1,) * (x.ndim - 2)
+    rows = x.reshape(n, c, -1)
+    count = n * rows.shape[2]
+    mean = np.matmul(rows, np.ones(rows.shape[2], x.dtype)).sum(axis=0) / x.dtype.type(count)
+    centered = (rows - mean[:, None]).reshape(n, c, 1, -1)
+    squares = np.matmul(centered, centered.reshape(n, c, -1, 1)).reshape(n, c)
+    variance = (squares.sum(axis=0) / x.dtype.type(count)).reshape(shape)
+    return mean.reshape(shape), variance, centered.reshape(x.shape)
 
 
 def _blend(running: Tensor, batch: np.ndarray, momentum: float) -> None:

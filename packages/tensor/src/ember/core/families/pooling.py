@@ -4,8 +4,10 @@
 Window pools run one vectorized step per kernel tap over strided views of the padded input, in
 PyTorch's scan order: max keeps the first maximum of a window (and the last NaN, as PyTorch's
 ``val > max || isnan(val)`` does), and indices are flat positions ``h * W + w`` in each unpadded
-input plane. Average pools sum the taps and divide by PyTorch's per-window divisor (padding
-counted or not, clipped at the padded edge, or ``divisor_override``). The adaptive average uses
+input plane. Windows that tile the input (stride equal to the kernel, no padding nor dilation: the
+usual 2x2 pool) skip the validity bookkeeping and choose through bits rather than boolean masks.
+Average pools sum the taps and divide by PyTorch's per-window divisor (padding counted or not,
+clipped at the padded edge, or ``divisor_override``). The adaptive average uses
 PyTorch's windows ``[floor(i*In/Out), ceil((i+1)*In/Out))``, separably over rows then columns through
 cumulative sums in float64. Half types compute in float32; results keep a channels-last layout.
 """
@@ -16,6 +18,7 @@ import numpy as np
 
 from ember.core import dtypes as D
 from ember.core.api import public
+from ember.core.bitselect import copy_where
 from ember.core.dispatch import define
 from ember.core.families import reductions, views
 from ember.core.families.joining import memory_format_strides, suggest_memory_format
@@ -153,6 +156,63 @@ def _max_plan(self, kernel_size, stride, padding, dilation, ceil_mode):
     return plan
 
 
+def _tiles(x: np.ndarray, shape: tuple, kernel, stride, padding, dilation) -> bool:
+    """Windows side by side, none overlapping nor reaching past the input (the usual 2x2 pool)."""
+    oh, ow = shape[-2:]
+    return (
+        tuple(stride) == tuple(kernel)
+        and tuple(padding) == (0, 0)
+        and tuple(dilation) == (1, 1)
+        and oh * kernel[0] <= x.shape[-2]
+        and ow * kernel[1] <= x.shape[-1]
+        and kernel[0] * kernel[1] < 256
+        and x.dtype.kind in "iuf"
+    )
+
+
+def _has_negative_zero(x: np.ndarray) -> bool:
+    sign_only = np.array(-0.0, x.dtype).view(f"i{x.itemsize}")  # the bits of -0.0 as an integer
+    return bool((x.view(sign_only.dtype) == sign_only).any())
+
+
+def _max_pool_tiled(x: np.ndarray, shape: tuple, kernel, values: np.ndarray, indices: np.ndarray) -> None:
+    """Max and flat index of each tiling window, written into ``values`` and ``indices``: one pass
+    per tap over a strided view, keeping a tap where ``tap > best or isnan(tap)`` as PyTorch does
+    (first maximum, last nan), chosen through bits (``copy_where``) since ``np.where`` is slow on
+    such random masks."""
+    oh, ow = shape[-2:]
+    kh, kw = kernel
+    width = x.shape[-1]
+    taps = [x[..., i : oh * kh : kh, j : ow * kw : kw] for i in range(kh) for j in range(kw)]
+    # The result's own memory holds the running maximum unless it is of another (half) dtype.
+    best = values if values.dtype == x.dtype else np.empty(values.shape, x.dtype)
+    np.copyto(best, taps[0])
+    tap = np.zeros(best.shape, np.uint8)  # which tap of the window holds ``best``
+    # Without nan or -0.0, ``np.maximum`` gives the kept tap's bits (ties are equal bits); with
+    # them, the kept tap is copied by its mask, since maximum may take +0.0 over an earlier -0.0.
+    has_nan = x.dtype.kind == "f" and bool(np.isnan(x).any())
+    exact_max = x.dtype.kind != "f" or not (has_nan or _has_negative_zero(x))
+    for n in range(1, len(taps)):
+        better = taps[n] > best
+        if has_nan:
+            better |= np.isnan(taps[n])
+        if exact_max:
+            np.maximum(best, taps[n], out=best)
+        else:
+            copy_where(best, taps[n], better)
+        copy_where(tap, np.uint8(n), better)
+    if best is not values:
+        token = silence()
+        try:
+            np.copyto(values, best, casting="unsafe")
+        finally:
+            restore(token)
+    # The flat index h * W + w of tap (i, j) of window (r, c) is (r*kh + i) * W + c*kw + j.
+    corner = (np.arange(oh) * (kh * width))[:, None] + np.arange(ow) * kw
+    offsets = np.array([i * width + j for i in range(kh) for j in range(kw)], np.int64)
+    np.add(corner, offsets.take(tap), out=indices)
+
+
 @max_pool2d_with_indices.register_kernel("cpu")
 def _max_pool_cpu(self: Tensor, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     shape, strides, kernel, stride, padding, dilation = _max_plan(
@@ -162,10 +222,13 @@ def _max_pool_cpu(self: Tensor, kernel_size, stride=(), padding=0, dilation=1, c
     if numel(shape) == 0:
         return values, indices
     x = compute_array(self)
-    low = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
-    xp = _padded(x, shape, kernel, stride, padding, dilation, low)
     h, w = self._shape[-2:]
     oh, ow = shape[-2:]
+    if _tiles(x, shape, kernel, stride, padding, dilation):
+        _max_pool_tiled(x, shape, kernel, values._array, indices._array)
+        return values, indices
+    low = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+    xp = _padded(x, shape, kernel, stride, padding, dilation, low)
     # Which taps fall inside the input: PyTorch's window starts at its first such tap, whatever its value.
     row_start = np.arange(oh) * stride[0] - padding[0]
     col_start = np.arange(ow) * stride[1] - padding[1]

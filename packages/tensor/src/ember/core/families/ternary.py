@@ -13,10 +13,12 @@ import numpy as np
 
 from ember.core import dtypes as D
 from ember.core.api import method, public
+from ember.core.bitselect import select
 from ember.core.families.masking import nonzero_function
 from ember.core.families.unary import exact_out
-from ember.core.pointwise import define_pointwise, expose, unsupported
+from ember.core.pointwise import as_compute, define_pointwise, expose, materialize, plan, unsupported
 from ember.core.promotion import result_type
+from ember.core.quiet import restore, silence
 from ember.core.tensor import Tensor
 
 # -- where ----------------------------------------------------------------------------------------
@@ -39,7 +41,7 @@ def _check_where(p, inputs, params) -> None:
 
 
 def _where(condition, a, b):
-    return np.where(condition != 0, a, b)
+    return select(condition != 0, a, b)
 
 
 where = define_pointwise(
@@ -52,6 +54,23 @@ where = define_pointwise(
     check=_check_where,
     fast=False,
 )
+
+
+@where.functional.register_kernel("cpu")
+def _where_cpu(condition, self, other) -> Tensor:
+    """The plan's kernel, without casting the condition to the values' dtype first (a pass over
+    the whole mask that ``condition != 0`` would only undo)."""
+    p = plan(_where_rule, (condition, self, other))
+    _check_where(p, (condition, self, other), {})
+    mask = condition._require_data("compute")
+    if mask.dtype != np.bool_:
+        mask = mask != 0
+    token = silence()
+    try:
+        result = select(mask, as_compute(self, p.compute), as_compute(other, p.compute))
+    finally:
+        restore(token)
+    return materialize(result, p)
 
 
 @public("where")

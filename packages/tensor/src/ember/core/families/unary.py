@@ -19,6 +19,7 @@ import numpy as np
 
 from ember.core import dtypes as D
 from ember.core.api import method
+from ember.core.bitselect import select
 from ember.core.dispatch import define
 from ember.core.families import gelu
 from ember.core.pointwise import define_pointwise, expose, unsupported
@@ -80,7 +81,8 @@ def _sigmoid(a):
 
 
 def _relu(a):
-    return np.where(a < 0, np.zeros((), a.dtype), a)  # keeps -0.0 and nan, as clamp_min(x, 0) does
+    # Zeroes what is below 0 and keeps -0.0 and nan, as clamp_min(x, 0) does (np.maximum would not).
+    return select(a < 0, np.zeros((), a.dtype), a)
 
 
 def _reciprocal(a):
