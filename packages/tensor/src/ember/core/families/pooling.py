@@ -178,8 +178,8 @@ def _has_negative_zero(x: np.ndarray) -> bool:
 def _max_pool_tiled(x: np.ndarray, shape: tuple, kernel, values: np.ndarray, indices: np.ndarray) -> None:
     """Max and flat index of each tiling window, written into ``values`` and ``indices``: one pass
     per tap over a strided view, keeping a tap where ``tap > best or isnan(tap)`` as PyTorch does
-    (first maximum, last nan), chosen through bits (``copy_where``) since ``np.where`` is slow on
-    such random masks."""
+    (first maximum, last nan). The tap's number and, where maximum would not do, its value are
+    chosen through bits (``copy_where``), since ``np.where`` is slow on such random masks."""
     oh, ow = shape[-2:]
     kh, kw = kernel
     width = x.shape[-1]
