@@ -1,11 +1,17 @@
-"""Milliseconds per training step against PyTorch eager, measured alternately in one run.
+"""Milliseconds per training step against PyTorch eager, measured in alternating phases in one run.
 
-    python tools/bench/train.py [--steps N] [--rounds R]
+    python tools/bench/train.py [--steps N] [--rounds R] [--phases P]
 
 Two models: the GPT of the training test at full size (4 layers, width 128, context 64, batch 16)
 and the small CNN (batch 16, 3x32x32). One step is forward, loss, backward and an AdamW update.
 Both libraries start from the same weights and see the same batches. The ratio is Ember's time over
 PyTorch's: below 1 is faster.
+
+Each library runs R rounds of N steps in a row, then the other does, P times over, and the best
+round of each counts. Switching library every round would measure each with the other's worker
+threads still spinning (OpenBLAS's and OpenMP's threads busy-wait for a while after their last
+task), which on a machine with few cores takes a core from whichever runs next: PyTorch's CNN step
+takes twice as long that way. Within a phase only the first round meets that, and the best is kept.
 """
 
 from __future__ import annotations
@@ -73,7 +79,8 @@ def _time(step, count: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=5, help="steps per round")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=3, help="rounds per phase")
+    parser.add_argument("--phases", type=int, default=2, help="phases of each library")
     args = parser.parse_args()
     print(f"ember {ember.__version__}, torch {torch.__version__}, torch threads {torch.get_num_threads()}")
     print(f"{'model':<32}{'ember ms/step':>15}{'pytorch ms/step':>17}{'ratio':>8}")
@@ -81,9 +88,11 @@ def main() -> None:
         ours()
         theirs()
         best_ours = best_theirs = float("inf")
-        for _ in range(args.rounds):
-            best_ours = min(best_ours, _time(ours, args.steps))
-            best_theirs = min(best_theirs, _time(theirs, args.steps))
+        for _ in range(args.phases):
+            for _ in range(args.rounds):
+                best_ours = min(best_ours, _time(ours, args.steps))
+            for _ in range(args.rounds):
+                best_theirs = min(best_theirs, _time(theirs, args.steps))
         print(f"{name:<32}{best_ours * 1e3:>15.1f}{best_theirs * 1e3:>17.1f}{best_ours / best_theirs:>7.2f}x")
 
 
