@@ -9,7 +9,8 @@ In float32 (and float16/bfloat16, which compute in float32) erf comes from Abram
 7.1.26, ``erf(z) = 1 - t (a1 + t (a2 + ...)) exp(-z^2)`` with ``t = 1 / (1 + p |z|)``, absolute error
 below 1.5e-7: PyTorch's vectorized float32 GELU kernels evaluate it the same way, and in float32 it
 costs a few passes where the float64 erf costs dozens. float64 uses the float64 erf of
-``ember.core.special``. Both kernels work in place on fresh buffers, in PyTorch's order of operations.
+``ember.core.special``. Both kernels work in place on fresh buffers, in PyTorch's order of operations;
+the float32 ones go through the array in cache-sized blocks, on every worker thread.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from ember.core import dtypes as D
 from ember.core.pointwise import define_pointwise
 from ember.core.special import blockwise
 from ember.core.special import erf as _erf_f64
+from ember.core.threads import parallel_blocks
 
 _AS_P = np.float32(0.3275911)
 _AS_A = tuple(np.float32(c) for c in (1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592))
@@ -65,13 +67,25 @@ def _flat(fn):
 # -- gelu -----------------------------------------------------------------------------------------
 
 
-@_flat
-def _gelu_float32(x):
+def _in_blocks(kernel):
+    """Run ``kernel(x, out)`` (1-d float32 blocks) over a float32 array, in cache-sized blocks on
+    the worker threads (``ember.core.threads``), into a fresh array of its shape."""
+
+    def run(x):
+        flat = x.reshape(-1)
+        out = np.empty(flat.shape, np.float32)
+        parallel_blocks(flat.size, lambda start, stop: kernel(flat[start:stop], out[start:stop]))
+        return out.reshape(x.shape)
+
+    return run
+
+
+@_in_blocks
+def _gelu_float32(x, out):
     result = erf_float32(x * np.float32(_SQRT1_2))
     result += np.float32(1)
     result *= x  # in PyTorch's order: x (1 + erf) overflows where it overflows
-    result *= np.float32(0.5)
-    return result
+    np.multiply(result, np.float32(0.5), out=out)
 
 
 def _gelu_float64(x):
@@ -92,7 +106,8 @@ def gelu(a, *, approximate="none", posinf_gives_nan=False):
     if approximate == "tanh":
         return _gelu_tanh(a)
     result = _gelu_float32(a) if a.dtype == np.float32 else blockwise(_gelu_float64, a, a.dtype)
-    if posinf_gives_nan:
+    # One reduction finds whether any +inf (or nan) is there at all: the usual answer is no.
+    if posinf_gives_nan and a.size and not a.max() < np.inf:
         return np.where(np.isposinf(a), np.asarray(np.nan, a.dtype), result)
     return result
 
@@ -114,9 +129,8 @@ def _check_approximate(params) -> None:
 # -- gelu_backward --------------------------------------------------------------------------------
 
 
-@_flat
-def _slope_float32(x):
-    """Phi(x) + x phi(x), the derivative of exact GELU, for a float32 array."""
+def _slope_float32(x, out):
+    """Phi(x) + x phi(x), the derivative of exact GELU, for a 1-d float32 array (into ``out``)."""
     cdf = erf_float32(x * np.float32(_SQRT1_2))
     cdf += np.float32(1)
     cdf *= np.float32(0.5)
@@ -125,8 +139,21 @@ def _slope_float32(x):
     np.exp(pdf, out=pdf)
     pdf *= np.float32(_PDF_SCALE)
     pdf *= x
-    pdf += cdf
-    return pdf
+    np.add(pdf, cdf, out=out)
+
+
+def _gelu_backward_float32(grad, x):
+    """``grad (Phi(x) + x phi(x))`` for float32 arrays of one shape, block by block."""
+    g, flat = grad.reshape(-1), x.reshape(-1)
+    out = np.empty(flat.shape, np.float32)
+
+    def work(start: int, stop: int) -> None:
+        block = out[start:stop]
+        _slope_float32(flat[start:stop], block)
+        np.multiply(g[start:stop], block, out=block)
+
+    parallel_blocks(flat.size, work)
+    return out.reshape(x.shape)
 
 
 def _slope_float64(x):
@@ -159,7 +186,9 @@ def _gelu_backward(grad, x, *, approximate="none"):
     if approximate == "tanh":
         slope = _slope_tanh(x)
     elif x.dtype == np.float32:
-        slope = _slope_float32(x)
+        if np.shape(grad) == x.shape and np.result_type(grad) == np.float32:
+            return _gelu_backward_float32(grad, x)
+        slope = _in_blocks(_slope_float32)(x)
     else:
         slope = blockwise(_slope_float64, x, x.dtype)
     if slope.shape == np.broadcast_shapes(slope.shape, np.shape(grad)):

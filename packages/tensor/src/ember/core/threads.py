@@ -1,0 +1,100 @@
+"""Intra-op parallelism: the CPU kernels' worker threads, as many as ``get_num_threads()``.
+
+NumPy's arithmetic releases the GIL over large arrays, so a kernel that runs many passes over a big
+array (GELU's erf is about twenty) runs each half of it in its own thread at nearly twice the speed
+on two cores; PyTorch's CPU kernels split their work the same way. ``parallel_blocks`` cuts a flat
+range into blocks (a few L2-sized ones per thread, so each pass stays in cache) and runs them on the
+pool, the calling thread taking its share. Below ``GRAIN`` elements the call runs in the caller:
+handing work to a thread costs tens of microseconds.
+
+The default is the number of cores this process may use, as PyTorch's is. The pool is made on first
+use and made again in a forked child (a fork copies no threads, so the parent's pool would hang).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+GRAIN = 1 << 17  # elements: below this a kernel runs in one thread
+_BLOCK = 1 << 15  # elements a block: a dozen float32 temporaries of this size fit in L2
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+_state = {"threads": _cores(), "pool": None}
+_lock = threading.Lock()
+
+
+def get_num_threads() -> int:
+    """The number of threads CPU kernels use."""
+    return _state["threads"]
+
+
+def set_num_threads(n: int) -> None:
+    """Use ``n`` threads in CPU kernels (1 turns intra-op parallelism off)."""
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"set_num_threads(): argument 'int' must be int, not {type(n).__name__}")
+    if n <= 0:
+        raise RuntimeError("Number of threads must be positive")
+    with _lock:
+        pool, _state["pool"] = _state["pool"], None
+        _state["threads"] = n
+    if pool is not None:
+        pool.shutdown(wait=False)
+
+
+def _pool() -> ThreadPoolExecutor:
+    pool = _state["pool"]
+    if pool is None:
+        with _lock:
+            pool = _state["pool"]
+            if pool is None:
+                pool = _state["pool"] = ThreadPoolExecutor(_state["threads"] - 1, thread_name_prefix="ember-cpu")
+    return pool
+
+
+def _forget_pool() -> None:
+    _state["pool"] = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
+def parallel_blocks(size: int, work: Callable[[int, int], None]) -> None:
+    """Call ``work(start, stop)`` over consecutive blocks covering ``range(size)``, on the worker
+    threads and the caller together; the first exception raised by a block is raised here."""
+    threads = _state["threads"]
+    if threads == 1 or size < GRAIN:
+        for start in range(0, size, _BLOCK):
+            work(start, min(start + _BLOCK, size))
+        return
+    # One contiguous share per thread, each walked in blocks.
+    share = -(-size // threads)
+
+    def run_share(first: int) -> None:
+        last = min(first + share, size)
+        for start in range(first, last, _BLOCK):
+            work(start, min(start + _BLOCK, last))
+
+    futures = [_pool().submit(run_share, first) for first in range(share, size, share)]
+    error = None
+    try:
+        run_share(0)
+    except BaseException as e:  # the workers' blocks must finish before the caller's arrays go
+        error = e
+    for future in futures:
+        try:
+            future.result()
+        except BaseException as e:
+            error = error or e
+    if error is not None:
+        raise error
