@@ -14,6 +14,7 @@ from ember.core.dtype_info import finfo, iinfo
 from ember.core.dtypes import dtype
 from ember.core.promotion import can_cast, get_default_dtype, promote_types, result_type, set_default_dtype
 from ember.core.tensor import Size, Tensor
+from ember.core.threads import get_num_threads, set_num_threads
 
 _attach_methods(Tensor)
 
@@ -33,6 +34,7 @@ __all__ = [
     "functions",
     "get_default_device",
     "get_default_dtype",
+    "get_num_threads",
     "iinfo",
     "ops",
     "promote_types",
@@ -40,5 +42,6 @@ __all__ = [
     "result_type",
     "set_default_device",
     "set_default_dtype",
+    "set_num_threads",
     "tensor",
 ]
