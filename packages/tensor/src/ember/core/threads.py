@@ -7,6 +7,11 @@ range into blocks (a few L2-sized ones per thread, so each pass stays in cache) 
 pool, the calling thread taking its share. Below ``GRAIN`` elements the call runs in the caller:
 handing work to a thread costs tens of microseconds.
 
+Inside a training step a worker that has slept costs about 60 us a round trip, and OpenBLAS's own
+threads spin on the other core for a while after each GEMM, so only kernels with milliseconds of
+arithmetic (GELU) use the pool: split over two threads, the CNN step's max pool, ReLU and im2col
+copies (0.1-0.4 ms each) each became slower.
+
 The default is the number of cores this process may use, as PyTorch's is. The pool is made on first
 use and made again in a forked child (a fork copies no threads, so the parent's pool would hang).
 """
