@@ -230,6 +230,8 @@ def test_setitem_matches_pytorch(index, value, dtype):
 
 
 FILLS = [3 + 4j, 3 + 0j, 1e10, 1e39, -1, 300, -256, float("nan"), float("inf"), 2**63, 2**64, -(2**63) - 1]
+# Floats convert only within the range (no wrapping into unsigned types, unlike integers), fractions included.
+FILLS += [-1.25, -1.0, -0.0, 255.5, 127.5, -128.5, -129.0, 7.9]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "int64", "int8", "uint8", "bool", "complex64"])

@@ -184,7 +184,8 @@ def checked_scalar(value, dtype: D.dtype):
     """``value`` converted for storing in ``dtype``, refusing what does not fit (PyTorch's
     ``checked_convert``): a complex value with an imaginary part into a real type, NaN or
     infinity into an integer type, and a number out of the type's range. Bool takes anything;
-    an unsigned type also takes negatives down to minus its maximum (they wrap around)."""
+    an unsigned type also takes negative integers down to minus its maximum (they wrap around),
+    but no negative float."""
     if isinstance(value, int) and not -(2**63) <= value < 2**64:
         raise OverflowError("int too big to convert")  # beyond any 64-bit integer, as PyTorch says
     if dtype.category == D.BOOL:
@@ -200,10 +201,11 @@ def checked_scalar(value, dtype: D.dtype):
         overflow, value = value.imag != 0, value.real
     if dtype.category == D.INTEGRAL:
         info = np.iinfo(dtype.np)
-        low = -int(info.max) if not dtype.is_signed else int(info.min)
-        if not overflow and isinstance(value, float):
-            overflow = not np.isfinite(value)
-        overflow = overflow or not (low <= value <= int(info.max))
+        if isinstance(value, float):  # a float must lie in the type's range; only integers wrap
+            overflow = overflow or not (np.isfinite(value) and int(info.min) <= value <= int(info.max))
+        else:
+            low = -int(info.max) if not dtype.is_signed else int(info.min)
+            overflow = overflow or not (low <= value <= int(info.max))
         if not overflow:
             value = np.asarray(int(value), np.int64).astype(dtype.np)
     else:
