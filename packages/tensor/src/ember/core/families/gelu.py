@@ -39,7 +39,7 @@ def erf_float32(z: np.ndarray) -> np.ndarray:
     t = az * _AS_P
     t += np.float32(1)
     np.reciprocal(t, out=t)
-    poly = t * _AS_A[0]  # Horner's rule from its second step: a1 t is the first product
+    poly = t * _AS_A[0]  # Horner's rule, its first product made from t rather than a filled array
     poly += _AS_A[1]
     for coefficient in _AS_A[2:]:
         poly *= t
