@@ -274,3 +274,31 @@ def test_outputs_of_multi_view_ops_refuse_inplace_like_pytorch(split):
     assert messages[:2] == messages[2:]
     with ember.no_grad():
         ember.ones(2, 3, requires_grad=True).unbind()[0].mul_(2)  # not recorded: allowed
+
+
+def _no_grad_view_facts(lib, leaf: bool):
+    x = lib.ones(3, dtype=lib.float64, requires_grad=True)
+    source = x if leaf else x * 1
+    with lib.no_grad():
+        v, parts, detached = source[:2], source.split(2), source.detach()[:2]
+        plain = lib.ones(3)[:2]
+    y = v * 2
+    facts = [v.requires_grad, v.grad_fn is None, v.is_leaf, parts[0].requires_grad, detached.requires_grad]
+    facts += [plain.requires_grad, y.requires_grad, [fn for fn, _ in y.grad_fn.next_functions]]
+    y.sum().backward()
+    facts += [x.grad, v.grad]
+    with pytest.raises(RuntimeError) as unused:
+        lib.autograd.grad((v * 3).sum(), v)
+    with pytest.raises(RuntimeError) as inplace:
+        v.mul_(2)
+    with lib.no_grad():
+        v.mul_(2)  # allowed where it is not recorded
+    return facts, str(unused.value), str(inplace.value), x.detach().tolist()
+
+
+@needs_torch
+@pytest.mark.parametrize("leaf", [True, False], ids=["of a leaf", "of a non-leaf"])
+def test_views_made_under_no_grad_require_grad_without_history(leaf):
+    """As in PyTorch: such a view requires grad, is a leaf without a grad_fn, passes no gradient to
+    its base, and refuses in-place ops while grad mode is on."""
+    assert _no_grad_view_facts(ember, leaf) == _no_grad_view_facts(torch, leaf)

@@ -16,6 +16,7 @@ from ember.autograd.grad_mode import state
 from ember.autograd.graph import FREED_MESSAGE, Node, SavedTensor, _sequence, grad_accumulator
 from ember.autograd.registry import is_nondifferentiable, lookup
 from ember.core import dtypes as D
+from ember.core.dispatch import ops
 from ember.core.schema import _NO_DEFAULT
 from ember.core.tensor import Tensor
 
@@ -314,8 +315,30 @@ def _refuse_argument(op, name: str) -> None:
     )
 
 
+_DETACH = ops.aten.detach.default
+_NO_GRAD_VIEW_INPLACE = (
+    "A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given that this use "
+    "case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the "
+    "inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both outside (if "
+    "you want the inplace to be tracked)."
+)
+
+
+def _mark_no_grad_views(result) -> None:
+    """A view taken under no_grad of a tensor that requires grad requires grad too, as in PyTorch, but
+    has no history: gradients stop at it (``views.edge``) and in-place ops on it with grad mode on
+    are refused."""
+    for out in result if isinstance(result, tuple | list) else (result,):
+        base = out._base if isinstance(out, Tensor) else None
+        if base is not None and base.requires_grad and out.dtype.category >= _FLOATING:
+            out.requires_grad = True
+            out._no_grad_view = True
+
+
 def _check_inplace_target(t: Tensor) -> None:
     base = t._base
+    if base is not None and t.grad_fn is None and "_no_grad_view" in t.__dict__:  # (a Function's output has one)
+        raise RuntimeError(_NO_GRAD_VIEW_INPLACE)
     if t.grad_fn is None and t.requires_grad and base is None:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
     if base is not None and ((base.grad_fn is None and base.requires_grad) or (t.grad_fn is None and t.requires_grad)):
@@ -334,7 +357,10 @@ def _check_inplace_target(t: Tensor) -> None:
 
 def record(op, args: tuple, kwargs: dict, call_below):
     if not state.enabled:
-        return call_below(args, kwargs)
+        result = call_below(args, kwargs)
+        if "view" in op.tags and op is not _DETACH:
+            _mark_no_grad_views(result)
+        return result
     plan = _plans.get(op) or plan_of(op)
     if plan.fast and not kwargs and not graph._hooks_in_use:
         return _record_simple(plan, args, kwargs, call_below)

@@ -101,8 +101,13 @@ def _regenerate(view: Tensor, base: Tensor) -> None:
 
 
 def edge(t: Tensor) -> tuple:
-    """``gradient_edge`` of ``t``, after regenerating a view's history made stale by an in-place write."""
+    """``gradient_edge`` of ``t``, after regenerating a view's history made stale by an in-place write.
+    A view taken under no_grad (``recording._mark_no_grad_views``) has none: gradients stop there."""
     base = t._base
-    if base is not None and t.__dict__.get("_view_version") != t._storage.version and base.requires_grad:
-        _regenerate(t, base)
+    if base is not None:
+        state = t.__dict__
+        if "_no_grad_view" in state and t.grad_fn is None:  # autograd.Function outputs get a grad_fn
+            return (None, 0)
+        if state.get("_view_version") != t._storage.version and base.requires_grad:
+            _regenerate(t, base)
     return gradient_edge(t)
