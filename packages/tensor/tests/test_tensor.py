@@ -449,3 +449,24 @@ def test_inplace_on_expanded_tensor(name):
         return
     write(ember, ours)
     assert ours.tolist() == t.tolist()
+
+
+def _type_outcomes(lib):
+    out = []
+    for dtype in ("float32", "float64", "bfloat16", "int64", "uint8", "bool", "complex64"):
+        x = lib.ones(2, dtype=getattr(lib, dtype))
+        out.append(x.type())
+        out.append(str(x.type(lib.float64).dtype).split(".")[-1])
+        out.append(str(x.type("torch.ShortTensor").dtype).split(".")[-1])
+        out.append(x.type(getattr(lib, dtype)) is x)
+    for bad in ("torch.Foo", "FloatTensor", 3):
+        try:
+            lib.ones(1).type(bad)
+        except (TypeError, ValueError) as error:
+            out.append((type(error).__name__, str(error)))
+    return out
+
+
+@pytest.mark.skipif(torch is None, reason=ORACLE_MISSING)
+def test_type_names_and_casts_as_pytorch():
+    assert _type_outcomes(ember) == _type_outcomes(torch)

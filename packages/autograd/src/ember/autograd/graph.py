@@ -26,6 +26,7 @@ import threading
 import weakref
 from typing import NamedTuple
 
+from ember.core.dtypes import legacy_type_name
 from ember.core.tensor import Tensor, _new
 
 _sequence = itertools.count()
@@ -293,29 +294,12 @@ class SavedTensor:
         )
         return (
             "one of the variables needed for gradient computation has been modified by an inplace operation: "
-            f"[ember.{_LEGACY_TYPES.get(data.dtype.name, data.dtype.name)} {list(data._shape)}]{which} is at version "
+            f"[{legacy_type_name(data.dtype, prefix='ember')} {list(data._shape)}]{which} is at version "
             f"{data._storage.version}; expected version {self._version} instead. Hint: {hint}"
         )
 
     def release(self) -> None:
         self._data = None
-
-
-# The legacy tensor type names PyTorch's saved-tensor errors print ("torch.DoubleTensor").
-_LEGACY_TYPES = {
-    "float64": "DoubleTensor",
-    "float32": "FloatTensor",
-    "float16": "HalfTensor",
-    "bfloat16": "BFloat16Tensor",
-    "int64": "LongTensor",
-    "int32": "IntTensor",
-    "int16": "ShortTensor",
-    "int8": "CharTensor",
-    "uint8": "ByteTensor",
-    "bool": "BoolTensor",
-    "complex64": "ComplexFloatTensor",
-    "complex128": "ComplexDoubleTensor",
-}
 
 
 class _HooksState(threading.local):

@@ -80,6 +80,14 @@ SCALAR_TYPE_NAMES = {
     complex64: "ComplexFloat",
     complex128: "ComplexDouble",
 }
+
+
+def legacy_type_name(d: dtype, device_type: str = "cpu", prefix: str = "torch") -> str:
+    """The legacy tensor type name of ``Tensor.type()``: 'torch.FloatTensor', 'torch.cuda.LongTensor'."""
+    name = f"{SCALAR_TYPE_NAMES[d]}Tensor"
+    return f"{prefix}.{name}" if device_type == "cpu" else f"{prefix}.{device_type}.{name}"
+
+
 # PyTorch's other spellings of the same objects.
 ALIASES = {
     "bool": bool_,

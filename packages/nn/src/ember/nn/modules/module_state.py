@@ -16,32 +16,17 @@ from typing import TYPE_CHECKING, Any
 from ember.autograd import no_grad
 from ember.core import dtypes as D
 from ember.core.devices import device as Device
+from ember.core.dtypes import legacy_type_name
 from ember.core.tensor import Tensor
 from ember.nn.parameter import Parameter, swap_payload
 
 if TYPE_CHECKING:
     from ember.nn.modules.module import Module
 
-_TYPE_NAMES = {
-    "float32": "FloatTensor",
-    "float64": "DoubleTensor",
-    "float16": "HalfTensor",
-    "bfloat16": "BFloat16Tensor",
-    "int64": "LongTensor",
-    "int32": "IntTensor",
-    "int16": "ShortTensor",
-    "int8": "CharTensor",
-    "uint8": "ByteTensor",
-    "bool": "BoolTensor",
-    "complex64": "ComplexFloatTensor",
-    "complex128": "ComplexDoubleTensor",
-}
-
 
 def tensor_type_name(t: Tensor) -> str:
     """``Tensor.type()``'s legacy name: 'torch.FloatTensor', 'torch.cuda.LongTensor', ..."""
-    name = _TYPE_NAMES.get(t.dtype.name, f"{t.dtype.name}Tensor")
-    return f"torch.{name}" if t.device.type == "cpu" else f"torch.{t.device.type}.{name}"
+    return legacy_type_name(t.dtype, t.device.type)
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):

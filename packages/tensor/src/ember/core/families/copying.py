@@ -309,6 +309,24 @@ def _to(self, *args, **kwargs):
     return to_copy(self, dtype=dtype, device=target, memory_format=memory_format)
 
 
+@method("type")
+def _type(self, dtype=None, non_blocking=False, **kwargs):
+    """The legacy type name ('torch.FloatTensor') without ``dtype``; else ``self`` cast to it, where
+    ``dtype`` is a dtype or such a name ('torch.DoubleTensor', 'torch.cuda.FloatTensor')."""
+    if dtype is None:
+        return D.legacy_type_name(self.dtype, self.device.type)
+    if isinstance(dtype, str):
+        parts = dtype.split(".")
+        by_name = {f"{D.SCALAR_TYPE_NAMES[d]}Tensor": d for d in D.ALL}
+        if len(parts) not in (2, 3) or parts[0] not in ("torch", "ember") or parts[-1] not in by_name:
+            raise ValueError(f"invalid type: '{dtype}'")
+        device = parts[1] if len(parts) == 3 else "cpu"
+        return _to(self, device=device, dtype=by_name[parts[-1]], non_blocking=non_blocking)
+    if not isinstance(dtype, D.dtype):
+        raise TypeError("dtype must be a type, str, or dtype object")
+    return _to(self, dtype, non_blocking=non_blocking)
+
+
 def _converter(name: str, dtype: D.dtype):
     def convert(self, memory_format=None):
         return _to(self, dtype) if memory_format is None else _to(self, dtype, memory_format=memory_format)
