@@ -25,7 +25,13 @@ import numpy as np
 from ember.core import dtypes as D
 from ember.core.devices import CPU
 from ember.core.dispatch import OpOverload, define
-from ember.core.layout import broadcast_shapes, contiguous_strides, pointwise_strides
+from ember.core.layout import (
+    broadcast_shapes,
+    contiguous_strides,
+    is_non_overlapping_and_dense,
+    numel,
+    pointwise_strides,
+)
 from ember.core.promotion import can_cast, get_default_dtype, result_type
 from ember.core.quiet import restore, silence
 from ember.core.tensor import Tensor, empty, from_array
@@ -133,6 +139,35 @@ def check_no_internal_overlap(t: Tensor) -> None:
                 "unsupported operation: more than one element of the written-to tensor refers to a single memory "
                 "location. Please clone() the tensor before performing the operation."
             )
+
+
+_PARTIAL_OVERLAP = (
+    "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory "
+    "location. Please clone() the tensor before performing the operation."
+)
+
+
+def check_no_partial_overlap(target: Tensor, operands) -> None:
+    """An operand that shares part of the written tensor's memory, or all of it in another layout
+    (``a.sub_(a.t())``), is refused, as PyTorch refuses it: the result would depend on the order of
+    the writes. Only dense layouts are compared, as PyTorch does; the same tensor is fine."""
+    for x in operands:
+        if not isinstance(x, Tensor) or x is target or x._storage is not target._storage:
+            continue
+        if numel(target._shape) == 0 or numel(x._shape) == 0:
+            continue
+        if not is_non_overlapping_and_dense(target._shape, target._stride):
+            continue
+        if not is_non_overlapping_and_dense(x._shape, x._stride):
+            continue
+        size = target.dtype.itemsize
+        a_begin, b_begin = target._offset * size, x._offset * x.dtype.itemsize
+        a_end, b_end = a_begin + numel(target._shape) * size, b_begin + numel(x._shape) * x.dtype.itemsize
+        if a_begin == b_begin and a_end == b_end:
+            if target._stride != x._stride:
+                raise RuntimeError(_PARTIAL_OVERLAP)
+        elif a_begin < b_end and b_begin < a_end:
+            raise RuntimeError(_PARTIAL_OVERLAP)
 
 
 def check_inplace(self: Tensor, p: Plan, name: str) -> None:
@@ -294,6 +329,7 @@ def define_pointwise(
                     return done
             p, inputs, params = planned(args, kwargs)
             check_inplace(inputs[0], p, functional.name)
+            check_no_partial_overlap(inputs[0], inputs[1:])
             return write_into(inputs[0], run(p, inputs, params))
 
         def meta_inplace(*args, **kwargs):
@@ -311,6 +347,7 @@ def define_pointwise(
         def cpu_out(*args, out, **kwargs):
             p, inputs, params = planned(args, kwargs)
             prepare_out(out, p)
+            check_no_partial_overlap(out, inputs)
             return write_into(out, run(p, inputs, params))
 
         def meta_out(*args, out, **kwargs):
@@ -393,6 +430,8 @@ def _fast_inplace(compute: Callable, args: tuple, kwargs: dict, params: dict) ->
             if type(b) is Tensor:
                 if b.dtype is not a.dtype or b._shape != a._shape or b._array is None:
                     return None
+                if b._storage is a._storage and b is not a:
+                    return None  # the plan's path checks how the two overlap
                 b = b._array
             elif (type(b) is not float and type(b) is not int) or kwargs:
                 return None  # (a number scaled by alpha would compute in float64: the plan casts it first)
