@@ -164,6 +164,22 @@ def _build_tensor(spec: T, lib):
     return out
 
 
+def assert_masked_results_match(ours, theirs, mask, tolerance: Callable, strides: bool = True) -> None:
+    """The results of a backward op with an ``output_mask`` against PyTorch's: None where masked
+    out, else the same dtype, shape and (where ``strides``) strides, and values within
+    ``tolerance(i, their_result) -> (rtol, atol)``. PyTorch's empty results may have any strides."""
+    for i, (a, b) in enumerate(zip(ours, theirs, strict=True)):
+        if not mask[i]:
+            assert a is None
+            continue
+        assert str(a.dtype).split(".")[-1] == str(b.dtype).split(".")[-1]
+        assert tuple(a.shape) == tuple(b.shape)
+        if strides and b.numel():
+            assert a.stride() == b.stride()
+        rtol, atol = tolerance(i, b)
+        np.testing.assert_allclose(a.numpy().astype(np.float64), b.numpy().astype(np.float64), rtol=rtol, atol=atol)
+
+
 def to_numpy(value: Any) -> Any:
     """Results of either library as NumPy values (bfloat16 as float32), for comparison."""
     if isinstance(value, list | tuple):
