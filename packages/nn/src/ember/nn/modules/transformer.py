@@ -38,6 +38,41 @@ def generate_square_subsequent_mask(size: int, device=None, dtype=None):
     return ops.triu(ops.full((size, size), float("-inf"), dtype=dtype, device=device), diagonal=1)
 
 
+def _build_layer(
+    layer, attentions, d_model, nhead, dim_feedforward, dropout, activation, eps, batch_first, norm_first, bias, factory
+) -> None:
+    """An encoder or decoder layer's submodules, registered in PyTorch's order (which the state
+    dict's keys follow): the named attention blocks, the feed-forward block, then a norm and a
+    dropout per sub-block (the attentions and the feed-forward)."""
+    for name in attentions:
+        setattr(
+            layer,
+            name,
+            MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, **factory),
+        )
+    layer.linear1 = Linear(d_model, dim_feedforward, bias=bias, **factory)
+    layer.dropout = Dropout(dropout)
+    layer.linear2 = Linear(dim_feedforward, d_model, bias=bias, **factory)
+    layer.norm_first = norm_first
+    blocks = range(1, len(attentions) + 2)
+    for i in blocks:
+        setattr(layer, f"norm{i}", LayerNorm(d_model, eps=eps, bias=bias, **factory))
+    for i in blocks:
+        setattr(layer, f"dropout{i}", Dropout(dropout))
+    layer.activation = _activation(activation)
+
+
+def _self_attention_block(layer, x, attn_mask, key_padding_mask, is_causal):
+    x = layer.self_attn(
+        x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, need_weights=False, is_causal=is_causal
+    )[0]
+    return layer.dropout1(x)
+
+
+def _feed_forward_block(layer, x, last_dropout):
+    return last_dropout(layer.linear2(layer.dropout(layer.activation(layer.linear1(x)))))
+
+
 class TransformerEncoderLayer(Module):
     def __init__(
         self,
@@ -54,19 +89,10 @@ class TransformerEncoderLayer(Module):
         dtype=None,
     ) -> None:
         super().__init__()
-        factory = {"device": device, "dtype": dtype}
-        self.self_attn = MultiheadAttention(
-            d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, **factory
-        )
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **factory)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **factory)
-        self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
-        self.activation = _activation(activation)
+        _build_layer(
+            self, ("self_attn",), d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
+            batch_first, norm_first, bias, {"device": device, "dtype": dtype},
+        )  # fmt: skip
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal: bool = False):
         x = src
@@ -77,13 +103,10 @@ class TransformerEncoderLayer(Module):
         return self.norm2(x + self._ff_block(x))
 
     def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
-        x = self.self_attn(
-            x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, need_weights=False, is_causal=is_causal
-        )[0]
-        return self.dropout1(x)
+        return _self_attention_block(self, x, attn_mask, key_padding_mask, is_causal)
 
     def _ff_block(self, x):
-        return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+        return _feed_forward_block(self, x, self.dropout2)
 
 
 class TransformerDecoderLayer(Module):
@@ -102,24 +125,10 @@ class TransformerDecoderLayer(Module):
         dtype=None,
     ) -> None:
         super().__init__()
-        factory = {"device": device, "dtype": dtype}
-        self.self_attn = MultiheadAttention(
-            d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, **factory
-        )
-        self.multihead_attn = MultiheadAttention(
-            d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, **factory
-        )
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **factory)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **factory)
-        self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory)
-        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
-        self.dropout3 = Dropout(dropout)
-        self.activation = _activation(activation)
+        _build_layer(
+            self, ("self_attn", "multihead_attn"), d_model, nhead, dim_feedforward, dropout, activation,
+            layer_norm_eps, batch_first, norm_first, bias, {"device": device, "dtype": dtype},
+        )  # fmt: skip
 
     def forward(
         self,
@@ -142,10 +151,7 @@ class TransformerDecoderLayer(Module):
         return self.norm3(x + self._ff_block(x))
 
     def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
-        x = self.self_attn(
-            x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, is_causal=is_causal, need_weights=False
-        )[0]
-        return self.dropout1(x)
+        return _self_attention_block(self, x, attn_mask, key_padding_mask, is_causal)
 
     def _mha_block(self, x, memory, attn_mask, key_padding_mask, is_causal):
         x = self.multihead_attn(
@@ -160,7 +166,7 @@ class TransformerDecoderLayer(Module):
         return self.dropout2(x)
 
     def _ff_block(self, x):
-        return self.dropout3(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+        return _feed_forward_block(self, x, self.dropout3)
 
 
 class TransformerEncoder(Module):
