@@ -23,3 +23,26 @@ def group_by_device_and_dtype(*lists: Sequence[Any]) -> list[tuple[list[Any], ..
         for out, values in zip(groups[key], lists, strict=True):
             out.append(values[i])
     return list(groups.values())
+
+
+def prepared_grads(params: list, grads: list, steps: list, weight_decay: float, maximize: bool) -> list:
+    """The first stages every multi-tensor step shares: gradients negated under ``maximize``, each
+    step count advanced, and ``weight_decay * param`` added to the gradients (coupled decay).
+    The parameters' ``.grad`` tensors are never written: decay goes into fresh tensors (or into the
+    negated copies, which are already fresh)."""
+    if maximize:
+        grads = [-g for g in grads]
+    for s in steps:
+        s.add_(1)
+    return coupled_weight_decay(params, grads, weight_decay, maximize)
+
+
+def coupled_weight_decay(params: list, grads: list, weight_decay: float, fresh: bool) -> list:
+    """``grads`` plus ``weight_decay * params``; in place when the gradients are ``fresh`` copies."""
+    if weight_decay == 0:
+        return grads
+    if fresh:
+        for g, p in zip(grads, params, strict=True):
+            g.add_(p, alpha=weight_decay)
+        return grads
+    return [g.add(p, alpha=weight_decay) for g, p in zip(grads, params, strict=True)]

@@ -9,7 +9,7 @@ from typing import Any
 
 from ember.core import dtypes as D
 from ember.core.api import functions
-from ember.optim._foreach import group_by_device_and_dtype
+from ember.optim._foreach import group_by_device_and_dtype, prepared_grads
 from ember.optim.optimizer import Optimizer, refuse_unsupported, require_nonnegative, step_without_grad
 
 __all__ = ["Adagrad"]
@@ -83,16 +83,7 @@ def _multi_tensor_adagrad(params, grads, sums, steps, *, lr, weight_decay, lr_de
     if not params:
         return
     for g_params, g_grads, g_sums, g_steps in group_by_device_and_dtype(params, grads, sums, steps):
-        if maximize:
-            g_grads = [-g for g in g_grads]
-        for s in g_steps:
-            s.add_(1)
-        if weight_decay != 0:
-            if maximize:
-                for g, p in zip(g_grads, g_params, strict=True):
-                    g.add_(p, alpha=weight_decay)
-            else:
-                g_grads = [g.add(p, alpha=weight_decay) for g, p in zip(g_grads, g_params, strict=True)]
+        g_grads = prepared_grads(g_params, g_grads, g_steps, weight_decay, maximize)
         minus_clr = [-lr / (1 + (s.item() - 1) * lr_decay) for s in g_steps]
         for acc, g in zip(g_sums, g_grads, strict=True):
             acc.addcmul_(g, g, value=1)

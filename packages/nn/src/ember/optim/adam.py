@@ -13,7 +13,7 @@ from ember.core import dtypes as D
 from ember.core.api import functions
 from ember.core.tensor import Tensor
 from ember.optim._adam_numpy import numpy_adam_step, qualifies
-from ember.optim._foreach import group_by_device_and_dtype
+from ember.optim._foreach import group_by_device_and_dtype, prepared_grads
 from ember.optim.optimizer import Optimizer, refuse_unsupported, step_without_grad
 
 __all__ = ["Adam", "AdamW"]
@@ -165,19 +165,10 @@ def _multi_tensor_adam(
         return
     lists = [params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs if amsgrad else [None] * len(params), steps]
     for g_params, g_grads, g_avgs, g_sqs, g_maxes, g_steps in group_by_device_and_dtype(*lists):
-        if maximize:
-            g_grads = [-g for g in g_grads]
-        for s in g_steps:
-            s.add_(1)
-        if weight_decay != 0:
-            if decoupled_weight_decay:
-                for p in g_params:
-                    p.mul_(1 - lr * weight_decay)
-            elif maximize:
-                for g, p in zip(g_grads, g_params, strict=True):
-                    g.add_(p, alpha=weight_decay)
-            else:
-                g_grads = [g.add(p, alpha=weight_decay) for g, p in zip(g_grads, g_params, strict=True)]
+        g_grads = prepared_grads(g_params, g_grads, g_steps, 0 if decoupled_weight_decay else weight_decay, maximize)
+        if decoupled_weight_decay and weight_decay != 0:
+            for p in g_params:
+                p.mul_(1 - lr * weight_decay)
         for m, g in zip(g_avgs, g_grads, strict=True):
             m.lerp_(g, 1 - beta1)
         for v in g_sqs:

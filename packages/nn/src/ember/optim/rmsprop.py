@@ -7,7 +7,7 @@ from typing import Any
 
 from ember.core import dtypes as D
 from ember.core.api import functions
-from ember.optim._foreach import group_by_device_and_dtype
+from ember.optim._foreach import group_by_device_and_dtype, prepared_grads
 from ember.optim.optimizer import Optimizer, refuse_unsupported, require_nonnegative, step_without_grad
 
 __all__ = ["RMSprop"]
@@ -103,16 +103,7 @@ def _multi_tensor_rmsprop(
         return
     lists = (params, grads, square_avgs, grad_avgs, bufs, steps)
     for g_params, g_grads, g_sqs, g_avgs, g_bufs, g_steps in group_by_device_and_dtype(*lists):
-        if maximize:
-            g_grads = [-g for g in g_grads]
-        for s in g_steps:
-            s.add_(1)
-        if weight_decay != 0:
-            if maximize:
-                for g, p in zip(g_grads, g_params, strict=True):
-                    g.add_(p, alpha=weight_decay)
-            else:
-                g_grads = [g.add(p, alpha=weight_decay) for g, p in zip(g_grads, g_params, strict=True)]
+        g_grads = prepared_grads(g_params, g_grads, g_steps, weight_decay, maximize)
         for v in g_sqs:
             v.mul_(alpha)
         for v, g in zip(g_sqs, g_grads, strict=True):

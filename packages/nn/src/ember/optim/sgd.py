@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ember.core.tensor import Tensor
-from ember.optim._foreach import group_by_device_and_dtype
+from ember.optim._foreach import group_by_device_and_dtype, prepared_grads
 from ember.optim.optimizer import Optimizer, refuse_unsupported, step_without_grad
 
 __all__ = ["SGD"]
@@ -87,14 +87,7 @@ def _multi_tensor_sgd(
         return
     indices = list(range(len(params)))
     for group_params, group_grads, group_idx in group_by_device_and_dtype(params, grads, indices):
-        if maximize:
-            group_grads = [-g for g in group_grads]
-        if weight_decay != 0:
-            if maximize:  # already a fresh list of fresh tensors: update in place
-                for g, p in zip(group_grads, group_params, strict=True):
-                    g.add_(p, alpha=weight_decay)
-            else:
-                group_grads = [g.add(p, alpha=weight_decay) for g, p in zip(group_grads, group_params, strict=True)]
+        group_grads = prepared_grads(group_params, group_grads, [], weight_decay, maximize)
         if momentum != 0:
             group_bufs = [bufs[i] for i in group_idx]
             if all(b is not None for b in group_bufs):
