@@ -82,6 +82,23 @@ class Buffer:
         return t
 
 
+def clear_grad(p: Tensor, set_to_none: bool = True) -> None:
+    """``p.grad`` dropped, or zeroed in place with no history and no grad requirement left on it:
+    what ``Module.zero_grad`` and ``Optimizer.zero_grad`` do to each parameter."""
+    grad = p.grad
+    if grad is None:
+        return
+    if set_to_none:
+        p.grad = None
+        return
+    if grad.grad_fn is not None:
+        grad = grad.detach()
+        p.grad = grad
+    else:
+        grad.requires_grad_(False)
+    grad.zero_()
+
+
 def swap_payload(target: Tensor, source: Tensor) -> None:
     """Make ``target`` hold ``source``'s storage, geometry, dtype and device (``target.data = source``)."""
     target._storage = source._storage

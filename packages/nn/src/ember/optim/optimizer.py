@@ -23,6 +23,7 @@ from ember.autograd import no_grad
 from ember.core import dtypes as D
 from ember.core.tensor import Tensor
 from ember.nn.modules.hooks import RemovableHandle
+from ember.nn.parameter import clear_grad
 
 __all__ = ["Optimizer", "required"]
 
@@ -179,18 +180,7 @@ class Optimizer:
     def zero_grad(self, set_to_none: bool = True) -> None:
         for group in self.param_groups:
             for p in group["params"]:
-                if p.grad is None:
-                    continue
-                if set_to_none:
-                    p.grad = None
-                else:
-                    grad = p.grad
-                    if grad.grad_fn is not None:
-                        grad = grad.detach()
-                        p.grad = grad
-                    else:
-                        grad.requires_grad_(False)
-                    grad.zero_()
+                clear_grad(p, set_to_none)
 
     def register_step_pre_hook(self, hook: Callable) -> RemovableHandle:
         handle = RemovableHandle(self._optimizer_step_pre_hooks)

@@ -18,7 +18,7 @@ from typing import Any
 from ember.core.tensor import Tensor
 from ember.nn.modules import module_state
 from ember.nn.modules.hooks import RemovableHandle
-from ember.nn.parameter import Parameter
+from ember.nn.parameter import Parameter, clear_grad
 
 __all__ = ["Module"]
 
@@ -336,16 +336,7 @@ class Module:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         for p in self.parameters():
-            if p.grad is None:
-                continue
-            if set_to_none:
-                p.grad = None
-            else:
-                grad = p.grad
-                if grad.grad_fn is not None:
-                    grad = grad.detach()
-                    p.grad = grad
-                grad.zero_()
+            clear_grad(p, set_to_none)
 
     def apply(self, fn: Callable[[Module], None]) -> Module:
         for module in self.children():
