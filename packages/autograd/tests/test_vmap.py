@@ -430,3 +430,20 @@ def test_a_batched_tensor_leaked_from_a_finished_vmap_is_refused():
         leaked[0] + 1
     with pytest.raises(RuntimeError, match="leaked out of its vmap"):
         vmap(lambda b: b + leaked[0])(ember.ones(3, 2))
+
+
+def test_a_backward_op_with_an_output_mask_batches_and_keeps_its_left_out_result():
+    convolution_backward = ember.ops.aten.convolution_backward.default
+    grads, inputs, weight = ember.randn(3, 2, 4, 5, 5), ember.randn(3, 2, 3, 5, 5), ember.randn(4, 3, 3, 3)
+
+    def grads_of(g, x):
+        g_input, g_weight, g_bias = convolution_backward(
+            g, x, weight, [4], [1, 1], [1, 1], [1, 1], False, [0, 0], 1, [True, False, True]
+        )
+        assert g_weight is None
+        return g_input, g_bias
+
+    batched = ember.func.vmap(grads_of)(grads, inputs)
+    lanes = [grads_of(grads[i], inputs[i]) for i in range(3)]
+    for k in range(2):
+        assert bool((batched[k] == ember.stack([lane[k] for lane in lanes])).all())

@@ -96,8 +96,11 @@ def shift(dim: int, ndim: int) -> int:
 
 
 def stack_lanes(results: list):
-    """Stack per-lane results (tensors, or tuples and lists of them) along a new dim 0."""
+    """Stack per-lane results (tensors, or tuples and lists of them) along a new dim 0. A result
+    that every lane leaves out (None: a backward op's output mask) stays None."""
     first = results[0]
+    if first is None and all(r is None for r in results):
+        return None
     if isinstance(first, Tensor):
         return functions["stack"](results)
     if isinstance(first, list | tuple):

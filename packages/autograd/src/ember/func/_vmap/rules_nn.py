@@ -8,7 +8,7 @@ These ops already take a leading batch dim ``N``: a batched input folds the vmap
 
 from __future__ import annotations
 
-from ember.func._vmap.common import aten, lane, loop, stack_lanes
+from ember.func._vmap.common import aten, loop
 from ember.func._vmap.table import register
 
 
@@ -71,19 +71,11 @@ register(
     aten.smooth_l1_loss.default,
     aten.nll_loss_forward.default,
 )
-# Max pool's gradient: the input, its gradient and the indices are per lane alike.
-register(loop, aten.max_pool2d_with_indices_backward.default)
-
-
-def _loop_keeping_none(call):
-    """``loop`` for the backward ops whose ``output_mask`` may leave results out (None in every
-    lane): batch norm's lanes each have their own statistics, a convolution's their own input and
-    output gradient."""
-    results = []
-    for i in range(call.size):
-        args = tuple(lane(call, a, i) for a in call.args)
-        results.append(call.op(*args, **{k: lane(call, v, i) for k, v in call.kwargs.items()}))
-    return tuple(None if parts[0] is None else stack_lanes(list(parts)) for parts in zip(*results, strict=True))
-
-
-register(_loop_keeping_none, aten.native_batch_norm_backward.default, aten.convolution_backward.default)
+# The backward kernels: each lane has its own input, gradient and statistics or indices. Results an
+# output mask leaves out are None in every lane, which ``loop`` keeps.
+register(
+    loop,
+    aten.max_pool2d_with_indices_backward.default,
+    aten.native_batch_norm_backward.default,
+    aten.convolution_backward.default,
+)
