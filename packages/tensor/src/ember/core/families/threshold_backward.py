@@ -20,11 +20,7 @@ def _check(p, inputs, params) -> None:
     if p.compute is D.bool_ or p.compute.category == D.COMPLEX:
         raise unsupported("threshold", p.compute)
     if p.compute.category == D.INTEGRAL:
-        threshold = params["threshold"]
-        checked_scalar(threshold, p.compute)  # PyTorch's error for a threshold out of the type's range
-        if not p.compute.is_signed and isinstance(threshold, float) and threshold < 0:
-            # (a negative integer wraps around into an unsigned type; a negative float does not)
-            checked_scalar(float(np.iinfo(p.compute.np).max) + 1, p.compute)
+        checked_scalar(params["threshold"], p.compute)  # PyTorch's error for a threshold out of the type's range
 
 
 def _threshold_backward(grad, x, *, threshold):
