@@ -1,7 +1,7 @@
-"""``convolution_backward`` against PyTorch's: its CPU kernel and its decomposition, for plain and
-transposed, 1-D and 2-D convolutions with stride, padding, dilation, groups and output padding, each
-``output_mask``, float64, float32 and float16, and a channels-last input; its meta kernel's shapes,
-dtypes and strides; and its errors."""
+"""``convolution_backward`` against PyTorch's: its CPU kernel (also with every tap stack split by
+kernel row) and its decomposition, for plain and transposed, 1-D and 2-D convolutions with stride,
+padding, dilation, groups and output padding, each ``output_mask``, float64, float32 and float16,
+and a channels-last input; its meta kernel's shapes, dtypes and strides; and its errors."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 from opinfo import ORACLE_MISSING, TOLERANCES, assert_masked_results_match, torch
 
 import ember
+from ember.core.families import conv_grid
 
 needs_torch = pytest.mark.skipif(torch is None, reason=ORACLE_MISSING)
 OP = ember.ops.aten.convolution_backward.default
@@ -23,6 +24,13 @@ CASES = [
     ((2, 4, 5, 5), (4, 3, 3, 3), [1, 1], [1, 1], [1, 1], 1, True, [0, 0]),
     ((2, 2, 6), (2, 3, 3), [2], [1], [3], 1, True, [2]),
     ((0, 3, 5, 5), (2, 3, 3, 3), [1, 1], [1, 1], [1, 1], 1, False, [0, 0]),  # an empty batch
+    # stride 1 runs on the padded grid: no padding, padding past the kernel's reach, dilation,
+    # groups, uneven kernels and padding, 1-D, and transposed with groups and dilation
+    ((3, 3, 6, 5), (4, 3, 2, 3), [1, 1], [0, 0], [1, 1], 1, False, [0, 0]),
+    ((2, 2, 4, 5), (3, 2, 2, 2), [1, 1], [3, 2], [1, 1], 1, False, [0, 0]),
+    ((2, 6, 7, 6), (4, 3, 3, 2), [1, 1], [2, 1], [2, 3], 2, False, [0, 0]),
+    ((2, 4, 9), (8, 1, 3), [1], [1], [2], 4, False, [0]),
+    ((2, 4, 5, 6), (4, 3, 3, 2), [1, 1], [1, 0], [2, 1], 2, True, [0, 0]),
 ]
 
 
@@ -51,17 +59,19 @@ def _call(op, lib, arrays, case, mask, channels_last=False):
 @pytest.mark.parametrize("mask", [(True, True, True), (False, True, False), (True, False, False)])
 @pytest.mark.parametrize("dtype", ["float64", "float32", "float16"])
 @pytest.mark.parametrize("case", range(len(CASES)))
-@pytest.mark.parametrize("path", ["kernel", "decomposition"])
-def test_matches_pytorch(path, case, dtype, mask):
+@pytest.mark.parametrize("path", ["kernel", "kernel by kernel rows", "decomposition"])
+def test_matches_pytorch(path, case, dtype, mask, monkeypatch):
+    if path == "kernel by kernel rows":  # each kernel row its own stack and GEMM, as for large inputs
+        monkeypatch.setattr(conv_grid, "_STACK_BYTES", 0)
     arrays = _arrays(CASES[case], dtype, seed=case)
     mask = list(mask)
-    call = OP if path == "kernel" else OP.decomposition
+    call = OP.decomposition if path == "decomposition" else OP
     ours = _call(call, ember, arrays, CASES[case], mask)
     theirs = _call(torch.ops.aten.convolution_backward, torch, arrays, CASES[case], mask)
     rtol, atol = TOLERANCES[dtype]
     scale = 4 if dtype == "float16" else 1  # sums of a few dozen half products
     tolerance = lambda i, b: (rtol * scale, atol * scale * 4)  # noqa: E731
-    assert_masked_results_match(ours, theirs, mask, tolerance, strides=path == "kernel")
+    assert_masked_results_match(ours, theirs, mask, tolerance, strides=path != "decomposition")
 
 
 @needs_torch

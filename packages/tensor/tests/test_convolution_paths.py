@@ -15,7 +15,7 @@ from opinfo import ORACLE_MISSING, TOLERANCES, torch
 from test_ops import assert_same, outcome, samples
 
 import ember
-from ember.core.families import convolution
+from ember.core.families import conv_grid
 
 needs_torch = pytest.mark.skipif(torch is None, reason=ORACLE_MISSING)
 FORWARD = [
@@ -29,7 +29,7 @@ FORWARD = [
 def test_row_by_row_gemms_match_pytorch(op, dtype, monkeypatch):
     if dtype not in op.dtypes:
         pytest.skip(f"{op.name} has no {dtype} samples")
-    monkeypatch.setattr(convolution, "_STACK_BYTES", 0)
+    monkeypatch.setattr(conv_grid, "_STACK_BYTES", 0)
     for sample in samples(op, dtype):
         theirs, their_error = outcome(op.call, torch, sample)
         ours, our_error = outcome(op.call, ember, sample)

@@ -2,16 +2,12 @@
 ``conv1d``, ``conv2d`` (with ``padding="same"``/``"valid"``) and ``conv_transpose2d``.
 
 A 1-D convolution runs as a 2-D one of height 1. The forward kernel turns the convolution into few,
-large 2-D GEMMs over the whole batch. With stride 1 it works on the zero-padded input laid out
-channel-major and flattened, (C, N*Hp*Wp): the output at flat position ``p`` of the padded grid
-reads input ``p + i*dh*Wp + j*dw`` for tap (i, j), so each tap is a shifted slice of one buffer.
-Stacking the shifts of every tap (one copy) leaves one GEMM, (Og, Cg*kh*kw) by (Cg*kh*kw, N*Hp*Wp);
-where that stack would be too large, only the ``kw`` column shifts are stacked and each kernel row
-is one GEMM. Positions past the right and bottom edges are computed and dropped. Other
-strides gather windows with ``as_strided`` (im2col) into one GEMM per group. A transposed
-convolution is one GEMM per group into columns and a scatter-add of each kernel tap into the
-output (col2im); with stride 1 it is rather run as the plain convolution it equals (channels
-swapped, taps reversed), which is a single GEMM. Half types compute in float32.
+large 2-D GEMMs over the whole batch: with stride 1 on the zero-padded input's flattened grid, where
+each kernel tap is a shifted slice of one buffer (``conv_grid``); with other strides by gathering
+the windows with ``as_strided`` (im2col) into one GEMM per group. The bias rides in the GEMM as a
+row of ones. A transposed convolution is one GEMM per group into columns and a scatter-add of each
+kernel tap into the output (col2im); with stride 1 it is rather run as the plain convolution it
+equals (channels swapped, taps reversed), which is a single GEMM. Half types compute in float32.
 
 The result is laid out channels-last when the input or the weight is (as PyTorch's CPU backends
 choose), contiguous otherwise.
@@ -28,7 +24,7 @@ from ember.core import dtypes as D
 from ember.core.api import public
 from ember.core.devices import CPU
 from ember.core.dispatch import define
-from ember.core.families import views
+from ember.core.families import conv_grid, views
 from ember.core.families.joining import memory_format_strides, suggest_memory_format
 from ember.core.families.matmul import compute_array, lower_type_name
 from ember.core.families.padding import constant_pad_nd
@@ -173,66 +169,43 @@ def _check_kernel_dtype(input: Tensor, k: int, transposed: bool, dilated: bool) 
     raise NotImplementedError(f"\"{kernel}\" not implemented for '{type_name(dtype)}'")
 
 
-# The largest all-taps stack (im2col of the padded grid) the stride-1 forward builds; past it, the
-# taps of one kernel row share a stack and each row is its own GEMM. A few MiB: in the CNN
-# benchmark a 3 MiB stack beats the rows while a 6 MiB one (32 channels, 3x3) loses to them.
-_STACK_BYTES = 4 << 20
-
-
 def _as_2d(params: tuple, k: int, fill: int) -> tuple:
     return params if k == 2 else (fill, *params)
 
 
-def _conv_forward(x: np.ndarray, w: np.ndarray, stride, padding, dilation, groups: int) -> np.ndarray:
-    """(N, C, H, W) by (O, C/groups, kh, kw) as an (N, O, Ho, Wo) array (a view of a channel-major one).
+def _conv_forward(x: np.ndarray, w: np.ndarray, bias, stride, padding, dilation, groups: int) -> np.ndarray:
+    """(N, C, H, W) by (O, C/groups, kh, kw), plus ``bias`` (O,) or None, as an (N, O, Ho, Wo) array
+    (a view of a channel-major one). The bias rides in the GEMM as a row of ones.
 
-    The input is laid out channel-major, (C, N*Hp*Wp), so that each GEMM spans the whole batch: one
-    large 2-D product multithreads in BLAS far better than a stack of small ones.
+    Each GEMM spans the whole batch: one large 2-D product multithreads in BLAS far better than a
+    stack of small ones. Stride 1 runs on the padded grid (``conv_grid``); other strides gather the
+    windows with ``as_strided`` (im2col), one GEMM per group.
     """
+    if tuple(stride) == (1, 1):
+        return conv_grid.forward(x, w, bias, padding, dilation, groups)
     n, c, h, wd = x.shape
     o, cg, kh, kw = w.shape
     og = o // groups
     (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
     hp, wp = h + 2 * ph, wd + 2 * pw
     ho, wo = (hp - dh * (kh - 1) - 1) // sh + 1, (wp - dw * (kw - 1) - 1) // sw + 1
-    if sh == 1 and sw == 1:
-        total = n * hp * wp
-        xp = np.zeros((c, total + (kw - 1) * dw), x.dtype)
-        xp[:, :total].reshape(c, n, hp, wp)[:, :, ph : ph + h, pw : pw + wd] = x.transpose(1, 0, 2, 3)
-        # Output column p reads input p + i*dh*Wp + j*dw; the last valid p is below ``length``.
-        length = total - (kh - 1) * dh * wp
-        out = np.empty((o, total), x.dtype)
-        every_tap = cg * kh * kw * length * x.itemsize <= _STACK_BYTES
-        partial = np.empty((og, length), x.dtype) if kh > 1 and not every_tap else None
-        for g in range(groups):
-            rows = xp[g * cg : (g + 1) * cg]
-            s = rows.strides
-            acc = out[g * og : (g + 1) * og, :length]
-            weight = w[g * og : (g + 1) * og]
-            if every_tap:  # one GEMM over all taps: (Og, Cg*kh*kw) by (Cg*kh*kw, length)
-                shape, steps = (cg, kh, kw, length), (s[0], dh * wp * s[1], dw * s[1], s[1])
-                stacked = np.ascontiguousarray(as_strided(rows, shape, steps)).reshape(cg * kh * kw, length)
-                np.matmul(weight.reshape(og, cg * kh * kw), stacked, out=acc)
-                continue
-            stacked = np.ascontiguousarray(as_strided(rows, (cg, kw, total), (s[0], dw * s[1], s[1])))
-            stacked = stacked.reshape(cg * kw, total)
-            taps = weight.transpose(2, 0, 1, 3).reshape(kh, og, cg * kw)
-            np.matmul(taps[0], stacked[:, :length], out=acc)
-            for i in range(1, kh):
-                start = i * dh * wp
-                np.matmul(taps[i], stacked[:, start : start + length], out=partial)
-                np.add(acc, partial, out=acc)
-        return out.reshape(o, n, hp, wp)[:, :, :ho, :wo].transpose(1, 0, 2, 3)
     xp = np.zeros((c, n, hp, wp), x.dtype)
     xp[:, :, ph : ph + h, pw : pw + wd] = x.transpose(1, 0, 2, 3)
     s = xp.strides
     out = np.empty((o, n * ho * wo), x.dtype)
+    extra = 0 if bias is None else 1
+    columns = np.empty((cg * kh * kw + extra, n * ho * wo), x.dtype)
+    if extra:
+        columns[-1] = 1
     for g in range(groups):
         windows = as_strided(
             xp[g * cg :], (cg, kh, kw, n, ho, wo), (s[0], dh * s[2], dw * s[3], s[1], sh * s[2], sw * s[3])
         )
-        columns = np.ascontiguousarray(windows).reshape(cg * kh * kw, n * ho * wo)
-        np.matmul(w[g * og : (g + 1) * og].reshape(og, cg * kh * kw), columns, out=out[g * og : (g + 1) * og])
+        np.copyto(columns[: cg * kh * kw].reshape(cg, kh, kw, n, ho, wo), windows)
+        matrix = w[g * og : (g + 1) * og].reshape(og, cg * kh * kw)
+        if extra:
+            matrix = np.concatenate([matrix, bias[g * og : (g + 1) * og, None]], axis=1)
+        np.matmul(matrix, columns, out=out[g * og : (g + 1) * og])
     return out.reshape(o, n, ho, wo).transpose(1, 0, 2, 3)
 
 
@@ -259,7 +232,7 @@ def _conv_transpose(x: np.ndarray, w: np.ndarray, stride, padding, dilation, out
     return full[:, :, ph : full_h - ph, pw : full_w - pw]
 
 
-def _conv_transpose_unit_stride(x: np.ndarray, w: np.ndarray, padding, dilation, groups: int) -> np.ndarray:
+def _conv_transpose_unit_stride(x: np.ndarray, w: np.ndarray, bias, padding, dilation, groups: int) -> np.ndarray:
     """A stride-1 transposed convolution as the plain one it equals: each group's weight with its
     two channel dims swapped and its taps reversed, over the input padded by ``d*(k-1) - p``. The
     plain kernel's single GEMM beats a GEMM into columns and a scatter-add per tap."""
@@ -268,7 +241,7 @@ def _conv_transpose_unit_stride(x: np.ndarray, w: np.ndarray, padding, dilation,
     cg = c // groups
     swapped = w.reshape(groups, cg, og, kh, kw).transpose(0, 2, 1, 3, 4).reshape(groups * og, cg, kh, kw)
     pad = tuple(d * (k - 1) - p for d, k, p in zip(dilation, (kh, kw), padding, strict=True))
-    return _conv_forward(x, swapped[:, :, ::-1, ::-1], (1, 1), pad, dilation, groups)
+    return conv_grid.forward(x, swapped[:, :, ::-1, ::-1], bias, pad, dilation, groups)
 
 
 def _is_unit_stride_transpose(w: np.ndarray, stride, padding, dilation, output_padding) -> bool:
@@ -296,24 +269,22 @@ def _convolution_cpu(
     if k == 1:
         x, w = x[:, :, None, :], w[:, :, None, :]
     stride, padding, dilation = _as_2d(stride, k, 1), _as_2d(padding, k, 0), _as_2d(dilation, k, 1)
+    b = None if bias is None else compute_array(bias)
     if numel(input._shape) == 0 or numel(weight._shape) == 0:
         result = np.zeros((shape[0], shape[1], *((1,) if k == 1 else ()), *shape[2:]), x.dtype)
     elif transposed and _is_unit_stride_transpose(w, stride, padding, dilation, _as_2d(output_padding, k, 0)):
-        result = _conv_transpose_unit_stride(x, w, padding, dilation, groups)
+        result, b = _conv_transpose_unit_stride(x, w, b, padding, dilation, groups), None
     elif transposed:
         result = _conv_transpose(x, w, stride, padding, dilation, _as_2d(output_padding, k, 0), groups)
     else:
-        result = _conv_forward(x, w, stride, padding, dilation, groups)
+        result, b = _conv_forward(x, w, b, stride, padding, dilation, groups), None
     if k == 1:
         result = result[:, :, 0, :]
     token = silence()  # float32 beyond float16's range rounds to inf, as in PyTorch
     try:
-        if bias is not None and result.dtype == out._array.dtype:
-            np.add(result, compute_array(bias).reshape((-1,) + (1,) * k), out=out._array)
-        elif bias is not None:
-            np.copyto(out._array, np.add(result, compute_array(bias).reshape((-1,) + (1,) * k)), casting="unsafe")
-        else:
-            np.copyto(out._array, result, casting="unsafe")
+        if b is not None:  # the kernels that do not take the bias in their GEMM
+            result = np.add(result, b.reshape((-1,) + (1,) * k))
+        np.copyto(out._array, result, casting="unsafe")
     finally:
         restore(token)
     return out

@@ -22,7 +22,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ember.core.dispatch import define
-from ember.core.families import views
+from ember.core.families import conv_grid, views
 from ember.core.families.convolution import _as_2d, _convolution_cpu, _expand_param, convolution
 from ember.core.families.joining import memory_format_strides, suggest_memory_format
 from ember.core.families.matmul import compute_array
@@ -97,9 +97,12 @@ def _reached(grad_output: Tensor, weight: Tensor, stride, padding, dilation) -> 
     ]
 
 
-def _weight_grad_array(x: np.ndarray, g: np.ndarray, kernel, stride, padding, dilation, groups: int) -> np.ndarray:
-    """d(loss)/d(weight) of the plain 2-D convolution of ``x`` whose output gradient is ``g``, shape
-    (g channels, x channels / groups, *kernel): one GEMM per group over the windows of ``x``."""
+def _weight_grad_array(x: np.ndarray, g: np.ndarray, kernel, stride, padding, dilation, groups: int, transposed):
+    """d(loss)/d(weight) of a strided 2-D convolution of ``x`` whose output gradient is ``g``: one
+    GEMM per group over the windows of ``x`` (im2col). A transposed convolution's is the plain one's
+    with the two roles swapped."""
+    if transposed:
+        x, g = g, x
     n, c, h, w = x.shape
     o, ho, wo = g.shape[1], g.shape[2], g.shape[3]
     kh, kw = kernel
@@ -127,45 +130,63 @@ def _channel_sums(g: np.ndarray) -> np.ndarray:
     return np.matmul(rows, np.ones(rows.shape[2], g.dtype)).sum(axis=0)
 
 
+def _unit_stride_grads(g: np.ndarray, x: np.ndarray, w: np.ndarray, padding, dilation, groups: int, mask) -> tuple:
+    """The input and weight gradients (arrays, or None where ``mask`` leaves one out) of a plain
+    stride-1 2-D convolution, both from one scatter of ``g`` onto the input's padded grid."""
+    g_grid = conv_grid.output_grad_grid(g, x.shape, w, padding, dilation)
+    grad_input = conv_grid.input_grad(g_grid, x.shape, w, padding, dilation, groups) if mask[0] else None
+    grad_weight = conv_grid.weight_grad(x, g_grid, w.shape, padding, dilation, groups) if mask[1] else None
+    return grad_input, grad_weight
+
+
+def _strided_input_grad(grad_output: Tensor, input: Tensor, weight: Tensor, params: tuple, transposed, groups):
+    """The input gradient as a convolution of ``grad_output`` (an array)."""
+    stride, padding, dilation, _ = params
+    k = weight.ndim - 2
+    if transposed:
+        full = _convolution_cpu(grad_output, weight, None, stride, padding, dilation, False, [0] * k, groups)
+        # An output_padding at least the stride adds positions that no input position produced.
+        return full._array[(slice(None), slice(None), *(slice(0, n) for n in input._shape[2:]))]
+    reached = _reached(grad_output, weight, stride, padding, dilation)
+    extra = [n - r for n, r in zip(input._shape[2:], reached, strict=True)]
+    return _convolution_cpu(grad_output, weight, None, stride, padding, dilation, True, extra, groups)._array
+
+
 @convolution_backward_op.register_kernel("cpu")
 def _cpu(
     grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask
 ):
     _check(grad_output, input, weight, transposed, groups)
-    stride, padding, dilation, output_padding = _params(weight, stride, padding, dilation, output_padding)
+    params = _params(weight, stride, padding, dilation, output_padding)
     grad_input, grad_weight, grad_bias = _outputs(grad_output, input, weight, output_mask)
     k = weight.ndim - 2
+    x, g, w = compute_array(input), compute_array(grad_output), compute_array(weight)
+    if k == 1:
+        x, g, w = x[:, :, None, :], g[:, :, None, :], w[:, :, None, :]
+    stride, padding, dilation = _as_2d(params[0], k, 1), _as_2d(params[1], k, 0), _as_2d(params[2], k, 1)
+    input_array = weight_array = None
+    if x.size == 0 or g.size == 0:  # nothing reaches the weight; the input gradient is a convolution
+        weight_array = np.zeros(w.shape, w.dtype)
+    elif stride == (1, 1) and not transposed:
+        input_array, weight_array = _unit_stride_grads(g, x, w, padding, dilation, groups, output_mask[:2])
+    elif transposed and stride == (1, 1):  # the weight gradient of the plain convolution of g into x
+        weight_array = conv_grid.weight_grad(
+            g, conv_grid.output_grad_grid(x, g.shape, w, padding, dilation), w.shape, padding, dilation, groups
+        )
+    else:
+        weight_array = _weight_grad_array(x, g, w.shape[2:], stride, padding, dilation, groups, transposed)
     token = silence()  # float32 beyond float16's range rounds to inf, as in PyTorch
     try:
         if grad_input is not None:
-            if transposed:
-                full = _convolution_cpu(grad_output, weight, None, stride, padding, dilation, False, [0] * k, groups)
-                # An output_padding at least the stride adds positions that no input position produced.
-                cropped = full._array[(slice(None), slice(None), *(slice(0, n) for n in input._shape[2:]))]
-            else:
-                extra = [
-                    n - r
-                    for n, r in zip(
-                        input._shape[2:], _reached(grad_output, weight, stride, padding, dilation), strict=True
-                    )
-                ]
-                cropped = _convolution_cpu(
-                    grad_output, weight, None, stride, padding, dilation, True, extra, groups
-                )._array
-            np.copyto(grad_input._array, cropped, casting="unsafe")
+            if input_array is None:
+                input_array = _strided_input_grad(grad_output, input, weight, params, transposed, groups)
+            elif k == 1:
+                input_array = input_array[:, :, 0, :]
+            np.copyto(grad_input._array, input_array, casting="unsafe")
         if grad_weight is not None:
-            x, g = compute_array(input), compute_array(grad_output)
-            if k == 1:
-                x, g = x[:, :, None, :], g[:, :, None, :]
-            kernel = tuple(weight._shape[2:]) if k == 2 else (1, weight._shape[2])
-            params = (_as_2d(stride, k, 1), _as_2d(padding, k, 0), _as_2d(dilation, k, 1))
-            if transposed:
-                product = _weight_grad_array(g, x, kernel, *params, groups)
-            else:
-                product = _weight_grad_array(x, g, kernel, *params, groups)
-            np.copyto(grad_weight._array, product.reshape(weight._shape), casting="unsafe")
+            np.copyto(grad_weight._array, weight_array.reshape(weight._shape), casting="unsafe")
         if grad_bias is not None:
-            np.copyto(grad_bias._array, _channel_sums(compute_array(grad_output)), casting="unsafe")
+            np.copyto(grad_bias._array, _channel_sums(g), casting="unsafe")
     finally:
         restore(token)
     return grad_input, grad_weight, grad_bias
