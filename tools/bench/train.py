@@ -1,6 +1,6 @@
 """Milliseconds per training step against PyTorch eager, measured in alternating phases in one run.
 
-    python tools/bench/train.py [--steps N] [--rounds R] [--phases P]
+    python tools/bench/train.py [--steps N] [--rounds R] [--phases P] [--model gpt|cnn]
 
 Two models: the GPT of the training test at full size (4 layers, width 128, context 64, batch 16)
 and the small CNN (batch 16, 3x32x32). One step is forward, loss, backward and an AdamW update.
@@ -47,18 +47,23 @@ def _stepper(lib, model, loss_of, x, y):
     return step
 
 
-def _cases():
+def _cases(models):
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
     cases = {}
-    theirs = gpt(torch)
-    ours = gpt(ember)
-    copy_state(theirs, ours, ember)
-    x, y = gpt_batch(rng)
-    cases["GPT 4x128, ctx 64, batch 16"] = (
-        _stepper(ember, ours, lambda m, a, b: m(a, b), x, y),
-        _stepper(torch, theirs, lambda m, a, b: m(a, b), x, y),
-    )
+    if "gpt" not in models:
+        gpt_batch(rng)  # the CNN sees the same batch either way
+    else:
+        theirs = gpt(torch)
+        ours = gpt(ember)
+        copy_state(theirs, ours, ember)
+        x, y = gpt_batch(rng)
+        cases["GPT 4x128, ctx 64, batch 16"] = (
+            _stepper(ember, ours, lambda m, a, b: m(a, b), x, y),
+            _stepper(torch, theirs, lambda m, a, b: m(a, b), x, y),
+        )
+    if "cnn" not in models:
+        return cases
     theirs, ours = cnn(torch), cnn(ember)
     copy_state(theirs, ours, ember)
     x, y = cnn_batch(rng)
@@ -81,10 +86,11 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=5, help="steps per round")
     parser.add_argument("--rounds", type=int, default=3, help="rounds per phase")
     parser.add_argument("--phases", type=int, default=2, help="phases of each library")
+    parser.add_argument("--model", choices=["gpt", "cnn"], action="append", help="only this model (repeatable)")
     args = parser.parse_args()
     print(f"ember {ember.__version__}, torch {torch.__version__}, torch threads {torch.get_num_threads()}")
     print(f"{'model':<32}{'ember ms/step':>15}{'pytorch ms/step':>17}{'ratio':>8}")
-    for name, (ours, theirs) in _cases().items():
+    for name, (ours, theirs) in _cases(set(args.model or ["gpt", "cnn"])).items():
         ours()
         theirs()
         best_ours = best_theirs = float("inf")

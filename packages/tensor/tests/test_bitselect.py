@@ -75,10 +75,28 @@ def test_where_with_a_uint8_condition_and_mixed_dtypes():
 
 
 @needs_torch
+@pytest.mark.parametrize("zero", [0.0, -0.0])
+def test_where_with_zero_and_a_smaller_condition(zero):
+    condition = _data("bool", (4, 1, 16, 16), seed=16)  # the mask words must not take the result
+    x = _data("float32", seed=17)
+    for args in ((x, zero), (zero, x)):
+        ours = ember.where(
+            ember.from_numpy(condition), *[ember.from_numpy(v) if isinstance(v, np.ndarray) else v for v in args]
+        )
+        theirs = torch.where(
+            torch.from_numpy(condition), *[torch.from_numpy(v) if isinstance(v, np.ndarray) else v for v in args]
+        )
+        _bits_equal(ours, theirs)
+
+
+@needs_torch
+@pytest.mark.parametrize("shape", [SHAPE, (3, 7, 1001)], ids=["one block", "blocks and a tail"])
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "int8"])
-def test_relu_matches_pytorch_bit_for_bit(dtype):
-    x = _data(dtype, seed=12)
+def test_relu_matches_pytorch_bit_for_bit(dtype, shape):
+    x = _data(dtype, shape, seed=12)
     _bits_equal(ember.relu(ember.from_numpy(x)), torch.relu(torch.from_numpy(x)))
+    strided = x[..., ::2]
+    _bits_equal(ember.relu(ember.from_numpy(strided)), torch.relu(torch.from_numpy(strided.copy())))
     ours, theirs = ember.from_numpy(x.copy()), torch.from_numpy(x.copy())
     ours.relu_(), theirs.relu_()
     _bits_equal(ours, theirs)
