@@ -16,6 +16,7 @@ OP = ember.ops.aten.max_pool2d_with_indices_backward.default
 
 CASES = [  # (input shape, kernel, stride, padding, dilation, ceil_mode)
     ((4, 8, 32, 32), [2, 2], [2, 2], [0, 0], [1, 1], False),
+    ((2, 3, 11, 10), [3, 2], [], [0, 0], [1, 1], False),  # tiles that leave the last rows and a column out
     ((2, 3, 9, 8), [3, 3], [1, 2], [1, 1], [1, 1], False),
     ((2, 3, 10, 9), [3, 2], [2, 1], [1, 0], [2, 2], True),
     ((3, 7, 6), [2, 2], [2, 2], [1, 0], [1, 1], True),
@@ -73,6 +74,27 @@ def test_meta_matches_the_kernel(case):
     g, x, i = _tensors(ember, CASES[case], "float32")
     real, meta = OP(g, x, *params, i), OP(g.to("meta"), x.to("meta"), *params, i.to("meta"))
     assert (tuple(real.shape), real.stride(), real.dtype) == (tuple(meta.shape), meta.stride(), meta.dtype)
+
+
+@needs_torch
+@pytest.mark.parametrize("shift", [0, 1], ids=["indices of the forward", "an index outside its window"])
+def test_tiled_windows_match_pytorch_bit_for_bit(shift):
+    # -0.0 arrives as +0.0 as PyTorch's sums make it, and an index the forward could not give
+    # (inside the plane, past its window) still lands where it points.
+    x = np.random.default_rng(3).standard_normal((2, 4, 9, 8)).astype(np.float32)
+    g = np.random.default_rng(4).standard_normal((2, 4, 4, 4)).astype(np.float32)
+    g.reshape(-1)[::5] = -0.0
+    results = []
+    for lib in (ember, torch):
+        _, indices = lib.ops.aten.max_pool2d_with_indices(lib.from_numpy(x), [2, 2], [2, 2], [0, 0], [1, 1], False)
+        indices = indices.clone()
+        indices[0, 0, 0, 0] += shift * 3
+        results.append(
+            lib.ops.aten.max_pool2d_with_indices_backward(
+                lib.from_numpy(g), lib.from_numpy(x), [2, 2], [2, 2], [0, 0], [1, 1], False, indices
+            )
+        )
+    assert results[0].numpy().tobytes() == results[1].numpy().tobytes()
 
 
 def test_errors():
