@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember.core import channel_rows
 from ember.core import dtypes as D
 from ember.core.dispatch import define
 from ember.core.families.joining import memory_format_strides, suggest_memory_format
@@ -127,23 +128,31 @@ def _cpu(grad_out, input, weight, running_mean, running_var, save_mean, save_inv
             mean = _wide(running_mean).astype(x.dtype, copy=False).reshape(view)
             invstd = 1 / np.sqrt(_wide(running_var).astype(x.dtype, copy=False).reshape(view) + x.dtype.type(eps))
         scale = invstd if weight is None else invstd * _wide(weight).astype(x.dtype, copy=False).reshape(view)
+        # Per-channel operands as blocks that each sample's row meets (``channel_rows``), where the
+        # layouts allow; else broadcast as (1, C, 1, ...).
+        rows = channel_rows.fits(x, g)
+
+        def per_channel(values: np.ndarray) -> np.ndarray:
+            return channel_rows.block(values, x.shape) if rows else values.reshape(view)
+
+        xs, gs = (channel_rows.rows(x), channel_rows.rows(g)) if rows else (x, g)
         centered = dot = None
         if output_mask[1] or (output_mask[0] and train):
-            centered = np.subtract(x, mean)
-            sum_g, dot = _channel_sums(centered, g, axes)
+            centered = np.subtract(xs, per_channel(mean))
+            sum_g, dot = _channel_sums(centered.reshape(x.shape), g, axes)
         else:
             sum_g = g.sum(axis=axes)
         if grad_input is not None:
             if train:
                 # dx = g*scale - (x - mean) * (dot * invstd^2 / M * scale) - sum(g)/M * scale
                 n = x.dtype.type(max(count, 1))
-                centered *= (dot.reshape(view) * invstd * invstd / n) * scale
-                result = np.multiply(g, scale)
+                centered *= per_channel((dot.reshape(view) * invstd * invstd / n) * scale)
+                result = np.multiply(gs, per_channel(scale))
                 result -= centered
-                result -= (sum_g.reshape(view) / n) * scale
+                result -= per_channel((sum_g.reshape(view) / n) * scale)
             else:
-                result = np.multiply(g, scale)
-            grad_input = _fill(grad_input, result)
+                result = np.multiply(gs, per_channel(scale))
+            grad_input = _fill(grad_input, result.reshape(x.shape))
         if grad_weight is not None:
             np.copyto(grad_weight._array, dot * invstd.reshape(c), casting="unsafe")
         if grad_bias is not None:

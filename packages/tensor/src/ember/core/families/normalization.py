@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember.core import channel_rows
 from ember.core import dtypes as D
 from ember.core.api import public
 from ember.core.dispatch import define
@@ -369,13 +370,10 @@ def _batch_norm(input: Tensor, weight, bias, running_mean, running_var, training
         # (x - mean) first: folding the mean into a shift (x * scale + shift) would lose the digits
         # that cancel where the variance is tiny next to the mean.
         scale = invstd if weight is None else invstd * _param(weight, shape, x.dtype)
-        out = np.subtract(x, mean) if centered is None else centered
-        out *= scale
-        if bias is not None:
-            out += _param(bias, shape, x.dtype)
+        out = _normalized(x, mean, scale, _param(bias, shape, x.dtype), centered)
     finally:
         restore(token)
-    result = from_array(out.astype(input.dtype.np, copy=False), input.dtype)
+    result = from_array(out.astype(input.dtype.np, copy=False).reshape(input._shape), input.dtype)
     if not training:
         return (
             result,
@@ -389,6 +387,22 @@ def _batch_norm(input: Tensor, weight, bias, running_mean, running_var, training
     )
 
 
+def _normalized(x: np.ndarray, mean, scale, shift, centered) -> np.ndarray:
+    """``(x - mean) * scale + shift`` for per-channel operands shaped (1, C, 1, ...), ``shift``
+    None or ``centered`` (x - mean, a temporary) already made; each sample's row meets the
+    operands as contiguous blocks where ``x`` is laid out for it."""
+    if channel_rows.fits(x):
+        mean, scale = channel_rows.block(mean, x.shape), channel_rows.block(scale, x.shape)
+        shift = None if shift is None else channel_rows.block(shift, x.shape)
+        x = channel_rows.rows(x)
+        centered = None if centered is None else channel_rows.rows(centered)
+    out = np.subtract(x, mean) if centered is None else centered
+    out *= scale
+    if shift is not None:
+        out += shift
+    return out
+
+
 def _channel_moments(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``_moments`` over every dim but dim 1 of a C-contiguous array, shaped (1, C, 1, ...), and
     ``x - mean`` (a new array, for the caller to scale in place): the sums and the squared
@@ -399,7 +413,10 @@ def _channel_moments(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     rows = x.reshape(n, c, -1)
     count = n * rows.shape[2]
     mean = np.matmul(rows, np.ones(rows.shape[2], x.dtype)).sum(axis=0) / x.dtype.type(count)
-    centered = (rows - mean[:, None]).reshape(n, c, 1, -1)
+    if channel_rows.fits(x):
+        centered = np.subtract(channel_rows.rows(x), channel_rows.block(mean, x.shape)).reshape(n, c, 1, -1)
+    else:
+        centered = (rows - mean[:, None]).reshape(n, c, 1, -1)
     squares = np.matmul(centered, centered.reshape(n, c, -1, 1)).reshape(n, c)
     variance = (squares.sum(axis=0) / x.dtype.type(count)).reshape(shape)
     return mean.reshape(shape), variance, centered.reshape(x.shape)
