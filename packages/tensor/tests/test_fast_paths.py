@@ -137,3 +137,32 @@ def test_sum_and_prod_over_one_dim_match_pytorch(dim, keepdim):
 def test_sum_over_a_dim_out_of_range_raises_indexerror():
     with pytest.raises(IndexError, match="Dimension out of range"):
         ember.ones(2, 3).sum(2)
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(
+    ("shape", "dim"),
+    [
+        ((4, 6, 8, 8), (-1, -2)),  # a global average pool, its dims in either order
+        ((4, 6, 8, 8), (2, 3)),
+        ((3, 5, 4096), (-1,)),  # the longest row the product by ones folds
+        ((3, 5, 4097), (-1,)),  # one longer: NumPy's reduce
+        ((4, 6, 8, 8), (1, 3)),  # not the last dims
+    ],
+)
+def test_sums_and_means_over_the_last_dims_match_pytorch(shape, dim, dtype):
+    # Over a C-contiguous tensor's last dims, sum and mean fold each row by a product with ones.
+    a, ta = _pair(*shape, dtype=dtype)
+    flat = a.numpy().reshape(-1)
+    flat[::97], flat[1::101], flat[2::103] = np.nan, np.inf, -0.0
+    ta = torch.from_numpy(a.numpy().copy())
+    rtol = 1e-6 if dtype == np.float32 else 1e-12
+    for name in ("sum", "mean"):
+        for keepdim in (False, True):
+            ours, theirs = getattr(a, name)(dim, keepdim=keepdim), getattr(ta, name)(dim, keepdim=keepdim)
+            assert tuple(ours.shape) == tuple(theirs.shape) and ours.stride() == theirs.stride()
+            np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=rtol, atol=rtol)
+    zeros = ember.full(shape, -0.0, dtype=ember.float64 if dtype == np.float64 else ember.float32)
+    # PyTorch's sums start from +0.0, so a sum of -0.0 alone is +0.0.
+    assert not np.signbit(zeros.sum(dim).numpy()).any()

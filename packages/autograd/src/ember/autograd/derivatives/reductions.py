@@ -35,14 +35,16 @@ def _sum_dim(grad, self, dim, keepdim, **_):
     return expand_back(grad, self.shape, dim, keepdim)
 
 
+# A mean's gradient divides the reduced gradient and then broadcasts it into a new tensor: the
+# same values as dividing the broadcast, without a pass over a stride-0 operand.
 @derivative(aten.mean.default, jvp="linear")
 def _mean(grad, self, **_):
-    return grad.expand(self.shape) / max(self.numel(), 1)
+    return (grad / max(self.numel(), 1)).expand(self.shape).contiguous()
 
 
 @derivative(aten.mean.dim, jvp="linear")
 def _mean_dim(grad, self, dim, keepdim, **_):
-    return expand_back(grad, self.shape, dim, keepdim) / max(count(self.shape, dim), 1)
+    return expand_back(grad / max(count(self.shape, dim), 1), self.shape, dim, keepdim).contiguous()
 
 
 @derivative(aten.nansum.default, save=("self",))

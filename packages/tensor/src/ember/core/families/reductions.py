@@ -56,18 +56,26 @@ def _fold(ufunc):
             # in the tensor's own dtype and accumulator, without the plan.
             token = silence()
             try:
-                folded = ufunc.reduce(array, axis=dim, keepdims=bool(keepdim))
+                folded = R.trailing_sum(array, (dim % array.ndim,)) if ufunc is np.add else None
+                if folded is None:
+                    folded = ufunc.reduce(array, axis=dim, keepdims=bool(keepdim))
+                elif keepdim:
+                    folded = folded[..., None]
             finally:
                 restore(token)
             return from_array(np.asarray(folded), self.dtype)
         p = R.plan(self, dim, keepdim)
         result = _sum_dtype(self, dtype)
-        return R.finish(
-            self,
-            p.shape,
-            result,
-            lambda: ufunc.reduce(R.values(self, result), axis=p.axes, dtype=_fold_accumulator(result)),
-        )
+
+        def compute():
+            values = R.values(self, result)
+            if ufunc is np.add and values.dtype == result.np:
+                total = R.trailing_sum(values, p.axes)
+                if total is not None:
+                    return total
+            return ufunc.reduce(values, axis=p.axes, dtype=_fold_accumulator(result))
+
+        return R.finish(self, p.shape, result, compute)
 
     return kernel
 
@@ -174,7 +182,10 @@ def _mean(self: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
     result = _mean_dtype(self, dtype)
 
     def compute():
-        total = np.add.reduce(R.values(self, result), axis=p.axes, dtype=R.accumulator(result))
+        values = R.values(self, result)
+        total = R.trailing_sum(values, p.axes) if values.dtype == result.np else None
+        if total is None:
+            total = np.add.reduce(values, axis=p.axes, dtype=R.accumulator(result))
         return total / p.count
 
     return R.finish(self, p.shape, result, compute)
