@@ -31,6 +31,7 @@ CONV2D = [
     ({"stride": 3, "padding": 2}, (1, 2, 4, 4), (2, 2, 1, 1)),
     ({}, (0, 3, 5, 5), (2, 3, 3, 3)),
     ({"padding": 1}, (2, 3, 1, 1), (2, 3, 3, 3)),
+    ({"padding": (3, 2)}, (2, 2, 4, 5), (3, 2, 2, 2)),  # padding past the kernel's reach: more outputs than pixels
 ]
 
 CONV1D = [
