@@ -78,4 +78,5 @@ register(
     aten.max_pool2d_with_indices_backward.default,
     aten.native_batch_norm_backward.default,
     aten.convolution_backward.default,
+    aten.nll_loss_backward.default,
 )
