@@ -166,3 +166,26 @@ def test_sums_and_means_over_the_last_dims_match_pytorch(shape, dim, dtype):
     zeros = ember.full(shape, -0.0, dtype=ember.float64 if dtype == np.float64 else ember.float32)
     # PyTorch's sums start from +0.0, so a sum of -0.0 alone is +0.0.
     assert not np.signbit(zeros.sum(dim).numpy()).any()
+
+
+@needs_torch
+def test_an_int64_counter_steps_in_place_as_in_pytorch():
+    # add_ and sub_ of an int64 tensor and a Python int take the in-place shortcut.
+    for value in (0, 2**63 - 1, -(2**63)):
+        ours, theirs = ember.tensor(value), torch.tensor(value)
+        version = ours._version
+        for step in (1, 5, -3):
+            ours.add_(step), theirs.add_(step)
+            assert int(ours) == int(theirs)
+            ours.sub_(step), theirs.sub_(step)
+            assert int(ours) == int(theirs)
+        ours += 1
+        theirs += 1
+        assert int(ours) == int(theirs) and ours.dtype == ember.int64
+        assert ours._version == version + 7
+    with pytest.raises(RuntimeError, match="can't be cast to the desired output type Long"):
+        ember.tensor(3).add_(2.5)
+    with pytest.raises(RuntimeError, match="alpha must not be a floating point number"):
+        ember.tensor(3).add_(2, alpha=1.5)
+    with pytest.raises(RuntimeError, match="can't be cast to the desired output type Bool"):
+        ember.tensor(True).add_(1)

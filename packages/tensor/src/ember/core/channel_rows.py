@@ -29,4 +29,4 @@ def block(values: np.ndarray, shape: tuple) -> np.ndarray:
     spatial = 1
     for n in shape[2:]:
         spatial *= n
-    return np.repeat(values.reshape(-1), spatial)
+    return values.reshape(-1).repeat(spatial)

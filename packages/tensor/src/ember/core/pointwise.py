@@ -263,6 +263,7 @@ def define_pointwise(
     check: Callable | None = None,
     fast: bool = True,
     tags: tuple[str, ...] = ("pointwise", "core"),
+    counts: bool = False,
 ) -> PointwiseOps:
     """Define an op (and its ``_`` and ``out=`` forms) computed by ``compute(*arrays, **params)``.
 
@@ -272,7 +273,9 @@ def define_pointwise(
 
     ``fast`` allows a shortcut for the commonest call: contiguous float32/float64 tensors of one
     shape and dtype (or one tensor and a Python number), no other arguments. It skips the plan and
-    ``check``, so an op whose ``check`` refuses such inputs must pass ``fast=False``.
+    ``check``, so an op whose ``check`` refuses such inputs must pass ``fast=False``. ``counts``
+    lets the in-place form take it for an int64 tensor and a Python int too (a counter's ``+= 1``),
+    for ops whose result keeps that dtype and whose ``check`` passes such a call.
     """
     functional = define(schema, tags)
     names = [a.name for a in functional.schema.arguments]
@@ -324,7 +327,7 @@ def define_pointwise(
 
         def cpu_inplace(*args, **kwargs):
             if fast and len(args) == n_inputs <= 2 and not bool_result:
-                done = _fast_inplace(compute, args, kwargs, default_params)
+                done = _fast_inplace(compute, args, kwargs, default_params, counts)
                 if done is not None:
                     return done
             p, inputs, params = planned(args, kwargs)
@@ -405,14 +408,21 @@ def _fast_path(compute: Callable, args: tuple, bool_result: bool, params: dict, 
     return from_array(result, D.bool_ if bool_result else a.dtype)
 
 
-def _fast_inplace(compute: Callable, args: tuple, kwargs: dict, params: dict) -> Tensor | None:
+def _fast_inplace(compute: Callable, args: tuple, kwargs: dict, params: dict, counts: bool) -> Tensor | None:
     """``_fast_path`` for the in-place form (an optimizer's ``p.add_(g, alpha=-lr)``); None when it
     does not qualify. The target must be dense (no element written twice), the operand of its shape
     and dtype or a Python number, and the only keyword a numeric ``alpha``: the checks of the ops
-    taking one pass for such floating-point inputs."""
+    taking one pass for such floating-point inputs. With ``counts``, an int64 target with a Python
+    int of int64's range and no keyword qualifies too."""
     a = args[0]
-    if type(a) is not Tensor or a.dtype not in _FAST_DTYPES or a._array is None or not a.is_contiguous():
+    if type(a) is not Tensor or a._array is None or not a.is_contiguous():
         return None
+    if a.dtype not in _FAST_DTYPES and not (
+        counts and a.dtype is D.int64 and len(args) == 2 and type(args[1]) is int and not kwargs
+    ):
+        return None
+    if a.dtype is D.int64 and not -(1 << 63) <= args[1] < 1 << 63:
+        return None  # the plan raises PyTorch's overflow error
     if kwargs:
         if len(kwargs) != 1 or "alpha" not in params:
             return None

@@ -58,11 +58,21 @@ def _rsub(a, b, *, alpha):
     return _sub(b, a, alpha=alpha)
 
 
+# A counter's ``+= 1`` (batch norm's num_batches_tracked) takes the in-place shortcut: both checks
+# pass an int64 tensor with a Python int and the default alpha.
 add = define_pointwise(
-    "add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", _add, n_inputs=2, check=_check_alpha
+    "add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
+    _add,
+    n_inputs=2,
+    check=_check_alpha,
+    counts=True,
 )
 sub = define_pointwise(
-    "sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", _sub, n_inputs=2, check=_check_sub
+    "sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
+    _sub,
+    n_inputs=2,
+    check=_check_sub,
+    counts=True,
 )
 rsub = define_pointwise(
     "rsub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
