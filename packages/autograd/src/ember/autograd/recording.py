@@ -12,6 +12,7 @@ cloned before it is overwritten; and an in-place op on a view rebases the view's
 from __future__ import annotations
 
 from ember.autograd import anomaly, graph, views
+from ember.autograd.accumulate import fit
 from ember.autograd.grad_mode import state
 from ember.autograd.graph import FREED_MESSAGE, Node, SavedTensor, _sequence, grad_accumulator
 from ember.autograd.registry import is_nondifferentiable, lookup
@@ -234,8 +235,6 @@ class OpNode(Node):
         return tuple(needs)
 
     def _fit(self, result) -> tuple:
-        from ember.autograd.accumulate import fit
-
         slots = self.plan.tensor_slots
         if len(slots) == 1:
             result = (result,)
@@ -256,6 +255,9 @@ class OpNode(Node):
             if type(meta) is int:  # a saved input of a ``QuickOpNode``: the tensor has its metadata
                 t = self.args[self.plan.tensor_positions[i]]
                 meta = (t._shape, t.dtype)
+            if g._shape == meta[0] and g.dtype is meta[1]:  # the usual case: nothing to fit
+                out.append(g)
+                continue
             fitted = fit(g, meta[0], meta[1])
             if fitted._shape != meta[0]:
                 raise RuntimeError(
