@@ -232,3 +232,29 @@ def test_default_initialization_bounds():
     bn = enn.BatchNorm1d(3).requires_grad_(False)
     assert bn.num_batches_tracked.dtype is ember.int64
     assert (bn.weight.numpy() == 1).all() and (bn.running_var.numpy() == 1).all()
+
+
+@needs_torch
+def test_batch_norm_twice_before_one_backward_matches_pytorch():
+    # A layer used twice in one graph (a siamese network): its own update of the running statistics
+    # leaves their version as it is, so the first use's saved statistics still unpack. A user's
+    # in-place change of them is still a modification, as in PyTorch.
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 3, 4, 4)).astype(np.float32)
+    y = rng.standard_normal((3, 3, 4, 4)).astype(np.float32) + 1
+    grads, stats = [], []
+    for lib in (ember, torch):
+        bn = lib.nn.BatchNorm2d(3)
+        a, b = lib.tensor(x, requires_grad=True), lib.tensor(y, requires_grad=True)
+        version = bn.running_mean._version
+        ((bn(a) * 2).sum() + (bn(b) ** 2).sum()).backward()
+        assert bn.running_mean._version == version
+        grads.append((a.grad.numpy(), b.grad.numpy(), bn.weight.grad.numpy()))
+        stats.append((bn.running_mean.numpy(), bn.running_var.numpy()))
+        out = bn(a)
+        with lib.no_grad():
+            bn.running_var.add_(1)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            out.sum().backward()
+    for ours, theirs in zip(grads[0] + stats[0], grads[1] + stats[1], strict=True):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5)

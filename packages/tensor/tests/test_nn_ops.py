@@ -141,13 +141,15 @@ def test_torch_level_names():
         _close(ours, theirs.numpy())
 
 
-def test_in_place_effects_bump_versions():
+def test_in_place_effects_and_versions():
+    # As in PyTorch: batch norm updates its running statistics without a new version (autograd
+    # saves them, and a layer may run twice before a backward); embedding's max_norm renormalizes
+    # the weight as an in-place op, which does make one.
     mean, var = ember.zeros(3), ember.ones(3)
     before = (mean._version, var._version)
     F.batch_norm(_x(5, 3), mean, var, training=True, momentum=0.5)
-    assert mean._version > before[0] and var._version > before[1]
-    F.batch_norm(_x(5, 3), mean, var, training=False)
-    assert (mean._version, var._version) == (before[0] + 1, before[1] + 1)
+    assert (mean._version, var._version) == before
+    assert (mean.numpy() != 0).any() and (var.numpy() != 1).any()
     weight = _x(4, 3) * 10
     version = weight._version
     F.embedding(ember.tensor([0, 0, 2]), weight, max_norm=1.0)

@@ -105,17 +105,20 @@ class _Plan:
                 for a in schema.arguments
                 if a.name in entry.save and a.is_write and not self.inplace
             )
-            # Every tensor argument positional and none a list: ``record`` takes its quick path. Ops
-            # that refuse some argument check it on the general path.
-            self.simple = not entry.refused and all(pos >= 0 and not is_list for _, pos, is_list in self.tensor_slots)
+            # Every tensor argument positional and none a list: ``record`` takes its quick path.
+            self.simple = all(pos >= 0 and not is_list for _, pos, is_list in self.tensor_slots)
             self.tensor_positions = tuple(pos for _, pos, _ in self.tensor_slots)
             self.saved_positions = tuple(
                 pos for name, pos in self.saved_slots if name in entry.tensor_args and pos >= 0
             )
             self.fast = self.simple and not self.inplace and not self.is_out
             saved = set(self.saved_positions)
-            # The quick path's loop: each tensor position and whether the formula saves it there.
-            self.fast_slots = tuple((pos, pos in saved) for pos in self.tensor_positions)
+            # The quick path's loop: each tensor position, whether the formula saves it there, and
+            # the argument's name where the op refuses it a gradient (else None).
+            self.fast_slots = tuple(
+                (pos, pos in saved, name if name in entry.refused else None)
+                for (name, _, _), pos in zip(self.tensor_slots, self.tensor_positions, strict=True)
+            )
 
 
 _plans: dict = {}
@@ -398,11 +401,13 @@ def _record_simple(plan: _Plan, args: tuple, kwargs: dict, call_below):
     edges, metas = [], []
     stored = list(args)
     any_grad = False
-    for pos, saved in plan.fast_slots:
+    for pos, saved, refused in plan.fast_slots:
         if pos < nargs:
             t = args[pos]
             if isinstance(t, Tensor):
                 if t.requires_grad:
+                    if refused is not None:
+                        _refuse_argument(plan.op, refused)
                     if t._base is None:
                         fn = t.grad_fn
                         edges.append((fn, t._output_nr) if fn is not None else (grad_accumulator(t), 0))

@@ -423,12 +423,15 @@ def _channel_moments(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 def _blend(running: Tensor, batch: np.ndarray, momentum: float) -> None:
-    """``running = (1 - momentum) * running + momentum * batch``, in place, in the stats' own dtype."""
+    """``running = (1 - momentum) * running + momentum * batch``, in place, in the stats' own dtype.
+
+    The version counter stays as it is, as PyTorch's kernel leaves it: autograd saves the running
+    statistics (eval mode's gradient reads them), and a second forward through the same layer
+    before the first one's backward (a siamese network) must not read as a modification."""
     target = running._array
     stats = target.astype(np.float64) if target.dtype.itemsize == 2 else target
     value = (1 - momentum) * stats + momentum * batch.reshape(target.shape).astype(stats.dtype)
     np.copyto(target, value, casting="unsafe")
-    running._storage.version += 1
 
 
 @batch_norm_legit_op.register_kernel("cpu")
