@@ -32,6 +32,15 @@ def _bits_equal(ours, theirs) -> None:
     assert ours.numpy().tobytes() == theirs.numpy().tobytes()
 
 
+def _where_matches(condition: np.ndarray, args: tuple) -> None:
+    """``where(condition, *args)`` in both libraries, the arrays among ``args`` as tensors, bit for bit."""
+    results = []
+    for lib in (ember, torch):
+        operands = [lib.from_numpy(v) if isinstance(v, np.ndarray) else v for v in args]
+        results.append(lib.where(lib.from_numpy(condition), *operands))
+    _bits_equal(*results)
+
+
 @needs_torch
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "int32", "bool"])
 def test_where_matches_pytorch_bit_for_bit(dtype):
@@ -46,14 +55,7 @@ def test_where_matches_pytorch_bit_for_bit(dtype):
 @pytest.mark.parametrize("side", ["self", "other"])
 def test_where_with_a_scalar_matches_pytorch(value, side):
     condition, x = _data("bool", seed=4), _data("float32", seed=5)
-    args = (x, value) if side == "self" else (value, x)
-    ours = ember.where(
-        ember.from_numpy(condition), *[ember.from_numpy(v) if isinstance(v, np.ndarray) else v for v in args]
-    )
-    theirs = torch.where(
-        torch.from_numpy(condition), *[torch.from_numpy(v) if isinstance(v, np.ndarray) else v for v in args]
-    )
-    _bits_equal(ours, theirs)
+    _where_matches(condition, (x, value) if side == "self" else (value, x))
 
 
 @needs_torch
@@ -80,13 +82,7 @@ def test_where_with_zero_and_a_smaller_condition(zero):
     condition = _data("bool", (4, 1, 16, 16), seed=16)  # the mask words must not take the result
     x = _data("float32", seed=17)
     for args in ((x, zero), (zero, x)):
-        ours = ember.where(
-            ember.from_numpy(condition), *[ember.from_numpy(v) if isinstance(v, np.ndarray) else v for v in args]
-        )
-        theirs = torch.where(
-            torch.from_numpy(condition), *[torch.from_numpy(v) if isinstance(v, np.ndarray) else v for v in args]
-        )
-        _bits_equal(ours, theirs)
+        _where_matches(condition, args)
 
 
 @needs_torch
