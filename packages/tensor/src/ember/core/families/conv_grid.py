@@ -74,8 +74,10 @@ def padded_grid(x: np.ndarray, g: Grid) -> np.ndarray:
 
 
 def _stack(rows: np.ndarray, taps: tuple, row: int, dilation, length: int, extra: int = 0) -> np.ndarray:
-    """The shifted slices of ``rows`` (C, *) for kernel rows ``taps[0]`` and columns ``range(kw)``
-    laid out (C*len(rows)*kw, length), contiguous, with ``extra`` more rows of ones at the end."""
+    """The shifted slices of ``rows`` (C, *) for ``count`` kernel rows from ``first`` and all ``kw``
+    columns (``taps``), laid out (C*count*kw, length), contiguous, with ``extra`` more rows of ones
+    at the end. ``as_strided`` checks no bounds: the callers size their buffers for the last tap's
+    read past ``length``."""
     first, count, kw = taps
     c = rows.shape[0]
     dh, dw = dilation
@@ -88,20 +90,20 @@ def _stack(rows: np.ndarray, taps: tuple, row: int, dilation, length: int, extra
     return stacked
 
 
-def tap_products(grid: np.ndarray, w: np.ndarray, row: int, dilation, length: int, groups: int, out, bias=None):
-    """``out[:, :length]`` = the sum over taps (i, j) of ``w[:, :, i, j]`` by the slice of ``grid``
+def tap_products(buffer: np.ndarray, w: np.ndarray, row: int, dilation, length: int, groups: int, out, bias=None):
+    """``out[:, :length]`` = the sum over taps (i, j) of ``w[:, :, i, j]`` by the slice of ``buffer``
     that starts ``i*dh*row + j*dw`` in, per group; plus ``bias`` per output channel (folded into the
     GEMM as a row of ones, which saves a pass over the result).
 
-    ``grid`` is (C, at least length + the taps' reach), ``w`` (O, C/groups, kh, kw), ``out`` (O, at
+    ``buffer`` is (C, at least length + the taps' reach), ``w`` (O, C/groups, kh, kw), ``out`` (O, at
     least length), a view that may be strided.
     """
     o, cg, kh, kw = w.shape
     og = o // groups
     extra = 0 if bias is None else 1
-    every_tap = cg * kh * kw * length * grid.itemsize <= _STACK_BYTES
+    every_tap = cg * kh * kw * length * buffer.itemsize <= _STACK_BYTES
     for g in range(groups):
-        rows = grid[g * cg : (g + 1) * cg]
+        rows = buffer[g * cg : (g + 1) * cg]
         acc = out[g * og : (g + 1) * og, :length]
         weight = w[g * og : (g + 1) * og]
         if every_tap:
@@ -113,11 +115,11 @@ def tap_products(grid: np.ndarray, w: np.ndarray, row: int, dilation, length: in
         # One stack of the kw column shifts over the whole grid; kernel row i is its slice i*dh*row in.
         span = (kh - 1) * dilation[0] * row
         stacked = _stack(rows, (0, 1, kw), row, dilation, length + span, extra)
-        partial = np.empty((og, length), grid.dtype) if kh > 1 else None
+        partial = np.empty((og, length), buffer.dtype) if kh > 1 else None
         for i in range(kh):
             matrix = weight[:, :, i, :].reshape(og, cg * kw)
             if extra:
-                column = bias[g * og : (g + 1) * og, None] if i == 0 else np.zeros((og, 1), grid.dtype)
+                column = bias[g * og : (g + 1) * og, None] if i == 0 else np.zeros((og, 1), buffer.dtype)
                 matrix = np.concatenate([matrix, column], axis=1)
             start = i * dilation[0] * row
             np.matmul(matrix, stacked[:, start : start + length], out=acc if i == 0 else partial)

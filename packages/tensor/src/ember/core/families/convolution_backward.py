@@ -169,11 +169,11 @@ def _cpu(
         weight_array = np.zeros(w.shape, w.dtype)
     elif stride == (1, 1) and not transposed:
         input_array, weight_array = _unit_stride_grads(g, x, w, padding, dilation, groups, output_mask[:2])
-    elif transposed and stride == (1, 1):  # the weight gradient of the plain convolution of g into x
+    elif output_mask[1] and stride == (1, 1):  # transposed: the plain convolution of g into x's
         weight_array = conv_grid.weight_grad(
             g, conv_grid.output_grad_grid(x, g.shape, w, padding, dilation), w.shape, padding, dilation, groups
         )
-    else:
+    elif output_mask[1]:
         weight_array = _weight_grad_array(x, g, w.shape[2:], stride, padding, dilation, groups, transposed)
     token = silence()  # float32 beyond float16's range rounds to inf, as in PyTorch
     try:
