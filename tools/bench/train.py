@@ -52,7 +52,8 @@ def _stepper(lib, model, loss_of, x, y):
 def _cases(models):
     """(name, Ember's step, PyTorch's step) per model, each built when the last one is done with:
     a model measured while another's weights, optimizer state and freed activations still fill the
-    heap runs slower (Ember's CNN step by 10-15%), which a script training one model never sees."""
+    heap can run slower (Ember's CNN step did, by up to 15%), which a script training one model
+    never sees."""
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
     if "gpt" not in models:
