@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from ember.core import channel_rows
 from ember.core.dispatch import define
 from ember.core.families import conv_grid, views
 from ember.core.families.convolution import _as_2d, _convolution_cpu, _expand_param, convolution
@@ -121,15 +122,6 @@ def _weight_grad_array(x: np.ndarray, g: np.ndarray, kernel, stride, padding, di
     return np.matmul(rows, columns.transpose(0, 2, 1)).reshape(o, cg, kh, kw)
 
 
-def _channel_sums(g: np.ndarray) -> np.ndarray:
-    """``g`` summed over all but dim 1: for a C-contiguous ``g``, a product of its (sample, channel)
-    rows by ones, much faster than NumPy's reduction over the strided axes."""
-    if not g.flags.c_contiguous or g.size == 0:
-        return g.sum(axis=(0, *range(2, g.ndim)))
-    rows = g.reshape(g.shape[0], g.shape[1], -1)
-    return np.matmul(rows, np.ones(rows.shape[2], g.dtype)).sum(axis=0)
-
-
 def _unit_stride_grads(g: np.ndarray, x: np.ndarray, w: np.ndarray, padding, dilation, groups: int, mask) -> tuple:
     """The input and weight gradients (arrays, or None where ``mask`` leaves one out) of a plain
     stride-1 2-D convolution, both from one scatter of ``g`` onto the input's padded grid."""
@@ -186,7 +178,7 @@ def _cpu(
         if grad_weight is not None:
             np.copyto(grad_weight._array, weight_array.reshape(weight._shape), casting="unsafe")
         if grad_bias is not None:
-            np.copyto(grad_bias._array, _channel_sums(g), casting="unsafe")
+            np.copyto(grad_bias._array, channel_rows.sums(g), casting="unsafe")
     finally:
         restore(token)
     return grad_input, grad_weight, grad_bias

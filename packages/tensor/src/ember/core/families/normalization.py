@@ -412,7 +412,7 @@ def _channel_moments(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     shape = (1, c) + (1,) * (x.ndim - 2)
     rows = x.reshape(n, c, -1)
     count = n * rows.shape[2]
-    mean = np.matmul(rows, np.ones(rows.shape[2], x.dtype)).sum(axis=0) / x.dtype.type(count)
+    mean = channel_rows.sums(x) / x.dtype.type(count)
     if channel_rows.fits(x):
         centered = np.subtract(channel_rows.rows(x), channel_rows.block(mean, x.shape)).reshape(n, c, 1, -1)
     else:
