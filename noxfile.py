@@ -26,6 +26,8 @@ PACKAGES = [
 TEST_DEPS = ["pytest>=8", "hypothesis>=6.100"]
 LINT_DEPS = ["ruff>=0.6"]
 TEST_PATHS = [f"{p}/tests" for p in PACKAGES]
+# The op tests (every op against the oracle, gradients, vmap, layers), run again by `portable`.
+PORTABLE_TEST_PATHS = ["packages/tensor/tests", "packages/autograd/tests", "packages/nn/tests"]
 # The oracle for tests: PyTorch's CPU build. Only Python 3.11 gets it from this machine's disk
 # (elsewhere pip would fetch a multi-GB CUDA build), so oracle tests skip where it is absent.
 ORACLE = "torch==2.13.0"
@@ -124,6 +126,37 @@ def bench(session: nox.Session) -> None:
     session.run("python", "tools/bench/train.py")
 
 
+# What the `portable` session switches off, computed in its environment: NumPy's dispatch targets
+# that use AVX-512 (on a machine that has them), PyTorch's AVX-512 kernels and OpenBLAS's.
+_AVX512_SETTINGS = """
+import numpy._core._multiarray_umath as m
+targets = [t for t in m.__cpu_dispatch__ if ("512" in t or t == "X86_V4") and m.__cpu_features__.get(t)]
+print(" ".join(targets))
+"""
+
+
+def portable_env(session: nox.Session) -> dict[str, str]:
+    targets = session.run("python", "-c", _AVX512_SETTINGS, silent=True).strip()
+    if not targets:
+        session.log("this CPU has no AVX-512: the portable run is the plain one")
+        return {}
+    session.log(f"NumPy's {targets}, PyTorch's and OpenBLAS's AVX-512 kernels switched off")
+    return {"NPY_DISABLE_CPU_FEATURES": targets, "ATEN_CPU_CAPABILITY": "avx2", "OPENBLAS_CORETYPE": "Haswell"}
+
+
+def run_portable(session: nox.Session) -> None:
+    session.run("pytest", *PORTABLE_TEST_PATHS, "-q", *session.posargs, env=portable_env(session))
+
+
+@nox.session(python=ORACLE_PYTHON)
+def portable(session: nox.Session) -> None:
+    """The op tests with AVX-512 switched off in NumPy, PyTorch and OpenBLAS, as on an AVX2 machine:
+    results must not depend on the machine's vector width."""
+    install_ember(session)
+    install_test_deps(session)
+    run_portable(session)
+
+
 def run_triton_tests(session: nox.Session, env: dict[str, str]) -> None:
     install_ember(session)
     install_test_deps(session)
@@ -147,10 +180,11 @@ def cuda(session: nox.Session) -> None:
 
 @nox.session(python="3.11")
 def ci(session: nox.Session) -> None:
-    """What CI runs: lint, layering and the tests on 3.11, in one environment."""
+    """What CI runs: lint, layering, the tests on 3.11 and the portable run, in one environment."""
     install_ember(session)
     install_test_deps(session)
     session.install(*LINT_DEPS)
     run_lint(session)
     run_layering(session)
     run_tests(session)
+    run_portable(session)

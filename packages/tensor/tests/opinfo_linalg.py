@@ -70,5 +70,9 @@ OPS = [
         ("float32", "float64", "complex64"),
         _svdvals_samples,
         tolerances={**TOLERANCES, "complex64": (1e-4, 1e-5)},
+        # The gradient U diag(g) Vh takes the singular vectors of zero singular values, which are
+        # any orthonormal basis of the null spaces: a rank-deficient (expanded) input has no one
+        # gradient, and OpenBLAS's AVX2 and AVX-512 kernels pick different ones.
+        no_unique_gradient=lambda sample: sample.args[0].layout == "expanded",
     ),
 ]
