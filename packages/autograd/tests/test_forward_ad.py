@@ -55,7 +55,7 @@ def test_level_errors_match_pytorch():
         dual_e, dual_t = fw.make_dual(e(X), e(V)), tf.make_dual(t(X), t(V))
         _raises_like_torch(lambda: fw.unpack_dual(dual_e, level=3), lambda: tf.unpack_dual(dual_t, level=3))
     _raises_like_torch(lambda: fw.exit_dual_level(), lambda: tf.exit_dual_level())
-    assert not dispatch._interposers, "leaving the level must take the interposer out of the dispatcher"
+    assert not dispatch.is_level_enabled("forward_ad"), "leaving the level must switch its dispatch level off"
 
 
 @needs_torch

@@ -42,8 +42,8 @@ def torch_repr(text: str) -> str:
 def missing_derivatives(forward) -> list[str]:
     """The ops without a derivative that ``forward()`` records, in the order first met.
 
-    An interposer (above the autograd level) sees every op the forward calls, decompositions'
-    parts included; an op the table lacks, called where it would record, is noted and runs without
+    A wrapper of the autograd level sees every op the forward records, decompositions' parts
+    included; an op the table lacks, called where it would record, is noted and runs without
     recording so that the forward goes on.
     """
     from ember.autograd import registry
@@ -68,11 +68,16 @@ def missing_derivatives(forward) -> list[str]:
             return out
         return call_below(args, kwargs)
 
-    dispatch.add_interposer(interpose)
+    recording = dispatch.level_handler("autograd")
+
+    def interpose_autograd(op, args, kwargs, call_below):
+        return interpose(op, args, kwargs, lambda a, k: recording(op, a, k, call_below))
+
+    dispatch.install_level("autograd", interpose_autograd)
     try:
         forward()
     finally:
-        dispatch.remove_interposer(interpose)
+        dispatch.install_level("autograd", recording)
     return seen
 
 

@@ -4,7 +4,7 @@ Inside ``with dual_level():``, ``make_dual(primal, tangent)`` gives a tensor tha
 every op on such tensors gives outputs that carry theirs (the Jacobian-vector product), and
 ``unpack_dual`` reads it back. As in PyTorch, one level exists at a time, and leaving it drops every
 tangent made inside it. The propagation lives in ``_forward_dispatch``, an interposer installed in
-the dispatcher only while a level is open, so code outside a level pays nothing for it.
+the dispatcher as its ``forward_ad`` level, switched on only while a level is open, so code outside a level pays nothing for it.
 
 Example::
 
@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 from ember.autograd import _forward_dispatch as fd
 from ember.core import dtypes as D
-from ember.core.dispatch import add_interposer, remove_interposer
+from ember.core.dispatch import enable_level, install_level
 from ember.core.tensor import Tensor
 
 __all__ = ["UnpackedDualTensor", "dual_level", "enter_dual_level", "exit_dual_level", "make_dual", "unpack_dual"]
@@ -42,7 +42,7 @@ def enter_dual_level() -> int:
     if fd.current is not None:
         raise RuntimeError("Nested forward mode AD is not supported at the moment")
     fd.current = fd.Level(0)
-    add_interposer(fd.handle)
+    enable_level("forward_ad")
     hook = fd.function_hook()
     if hook is not None:
         hook(fd.function_handler)  # custom Functions: their jvp staticmethod
@@ -62,11 +62,14 @@ def exit_dual_level(*, level: int | None = None) -> None:
         )
     finished = fd.current
     fd.current = None
-    remove_interposer(fd.handle)
+    enable_level("forward_ad", False)
     hook = fd.function_hook()
     if hook is not None:
         hook(None)
     finished.close()
+
+
+install_level("forward_ad", fd.handle)
 
 
 class dual_level:

@@ -192,10 +192,10 @@ class _InferenceMarking:
             else:
                 self.threads.discard(me)
             want = bool(self.threads)
-            if want and not self.installed:
-                dispatch.add_interposer(_mark_inference)
-            elif not want and self.installed:
-                dispatch.remove_interposer(_mark_inference)
+            if want != self.installed:
+                if dispatch.level_handler("inference") is None:
+                    dispatch.install_level("inference", _mark_inference)
+                dispatch.enable_level("inference", want)
             self.installed = want
 
 

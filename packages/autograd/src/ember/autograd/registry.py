@@ -96,6 +96,7 @@ def derivative(*ops: OpOverload, save=(), jvp: Callable | str | None = None, out
                 None if output_differentiable is None else tuple(output_differentiable),
                 refused=frozenset(refuse),
             )
+            op.derivative_kind = "formula"
         return formula
 
     return register
@@ -107,19 +108,23 @@ def nondifferentiable(*ops: OpOverload) -> None:
         if op in DERIVATIVES:
             raise RuntimeError(f"{op} has a derivative and cannot be nondifferentiable")
         NONDIFFERENTIABLE.add(op)
+        op.derivative_kind = "nondifferentiable"
+
+
+def through_decomposition(*ops: OpOverload) -> None:
+    """Backward ops whose own derivative (for double backward) is their decomposition's: autograd
+    records their parts, while modes without grad see each as one op, as PyTorch's do."""
+    for op in ops:
+        if op.decomposition is None:
+            raise RuntimeError(f"{op} has no decomposition to differentiate through")
+        if op in DERIVATIVES or op in NONDIFFERENTIABLE:
+            raise RuntimeError(f"{op} already has a derivative")
+        op.derivative_kind = "decomposition"
 
 
 def functional_of(op: OpOverload) -> OpOverload | None:
     """``add_.Tensor`` → ``add.Tensor``: the op whose formula an in-place op uses."""
-    if not op.name.endswith("_"):
-        return None
-    from ember.core.dispatch import ops
-
-    try:
-        packet = getattr(ops.namespace(op.namespace), op.name[:-1])
-        return getattr(packet, op.overload)
-    except AttributeError:
-        return None
+    return op.functional if op.form == "inplace" else None
 
 
 def lookup(op: OpOverload) -> Derivative | None:

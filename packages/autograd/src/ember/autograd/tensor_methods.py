@@ -96,20 +96,6 @@ def _is_leaf(self) -> bool:
     return self.grad_fn is None
 
 
-def _requires_grad_(self, requires_grad: bool = True):
-    from ember.core import dtypes as D
-
-    if not requires_grad and self.grad_fn is not None:
-        raise RuntimeError(
-            "you can only change requires_grad flags of leaf variables. If you want to use a computed variable in a "
-            "subgraph that doesn't require differentiation use var_no_grad = var.detach()."
-        )
-    if requires_grad and self.dtype.category not in (D.FLOATING, D.COMPLEX):
-        raise RuntimeError("only Tensors of floating point dtype can require gradients")
-    self.requires_grad = requires_grad
-    return self
-
-
 _SHALLOW_FIELDS = ("_storage", "_shape", "_stride", "_offset", "dtype", "device", "_contig", "_array")
 
 
@@ -146,7 +132,6 @@ def attach() -> None:
     Tensor.retain_grad = retain_grad
     Tensor.retains_grad = property(_retains_grad)
     Tensor.grad = property(_grad_get, _grad_set, _grad_del)
-    Tensor.requires_grad_ = _requires_grad_
     Tensor.data = property(_data_get, _data_set)
     Tensor._grad_accumulator_cls = AccumulateGrad
     # Defaults read by the recorder on every tensor, set on the few tensors that differ.

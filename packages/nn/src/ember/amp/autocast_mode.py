@@ -174,9 +174,11 @@ def _refresh_interposer() -> None:
         else:
             _threads_enabled.discard(me)
         if was_empty and _threads_enabled:
-            dispatch.add_interposer(_autocast_call)
+            if dispatch.level_handler("autocast") is None:
+                dispatch.install_level("autocast", _autocast_call)
+            dispatch.enable_level("autocast")
         elif not was_empty and not _threads_enabled:
-            dispatch.remove_interposer(_autocast_call)
+            dispatch.enable_level("autocast", False)
 
 
 # -- the interposer -----------------------------------------------------------------------------

@@ -2,19 +2,29 @@
 
 An op is an ``OpOverload`` (``ember.ops.aten.add.Tensor``) created once from its schema. It holds a
 kernel per device type, a meta kernel (which is the kernel of the ``meta`` device), an optional
-decomposition and tags. Calling it dispatches, in this order:
+decomposition and tags. Calling it passes the call down one ordered list of named levels,
+``LEVELS``, outermost first:
 
-1. interposers (autocast), which later packages install with ``add_interposer``; each may handle
-   the call or pass it down;
-1b. the autograd handler (``set_autograd_handler``), when an argument requires grad;
-2. the innermost active dispatch mode, else a tensor subclass that defines ``__ember_dispatch__``
-   (fake tensors, tracing, functionalization and DTensor live here); inside its handler the mode is
-   off, so the ops it calls go further down;
-3. the kernel for the device type of the first tensor argument, else the decomposition.
+- ``autocast``, ``inference``, ``forward_ad``: levels a package installs (``install_level``) and
+  switches on only while they have work (``enable_level``): autocast casts inputs, inference mode
+  marks what it makes, forward AD carries tangents;
+- ``autograd``: taken by a call an argument of which requires grad; it runs the op below itself
+  and records the node. Without the autograd package installed such a call is an error, never a
+  call that silently forgets the gradient;
+- ``functionalize``: the level functionalization installs and enables;
+- ``python``: the innermost active dispatch mode, else a tensor subclass that defines
+  ``__ember_dispatch__`` (fake tensors, tracing, vmap, DTensor); inside its handler the mode is
+  off, so the ops it calls go further down. A composite op that autograd differentiates through its
+  parts (``kind == "composite_implicit"``) reaches a mode as those parts, as it does under grad, so
+  a mode sees the same ops whatever the grad mode;
+- ``backend``: the kernel for the device type of the first tensor argument (for a factory, the
+  ``device=`` argument or the default device), else the decomposition.
 
-The fast path, taken when no interposer or mode is active, no argument is a dispatching subclass and
-none requires grad, is one flag test, a scan of the arguments for a tensor requiring grad, and a
-dict lookup.
+Each level's handler is ``handler(op, args, kwargs, below)``; ``below(args, kwargs)`` continues at
+the next level. The fast path, taken when no switchable level is on, no mode is active, no
+argument is a dispatching subclass and none requires grad, is one flag test, a scan of the
+arguments for a tensor requiring grad, and a dict lookup; it is written once, in
+``OpOverload._below_autograd``.
 """
 
 from __future__ import annotations
@@ -28,6 +38,13 @@ from ember.core.schema import FunctionSchema, parse_schema
 
 TAGS = frozenset({"pointwise", "reduction", "view", "inplace", "out", "random", "core", "factory", "nondeterministic"})
 
+LEVELS = ("autocast", "inference", "forward_ad", "autograd", "functionalize", "python", "backend")
+# The levels a package switches on and off; the autograd level is taken per call, and the python
+# and backend levels are the dispatcher's own.
+SWITCHED = ("autocast", "inference", "forward_ad", "functionalize")
+_AUTOGRAD = LEVELS.index("autograd")
+_PYTHON = LEVELS.index("python")
+
 
 class _DispatchState(threading.local):
     def __init__(self) -> None:
@@ -35,27 +52,106 @@ class _DispatchState(threading.local):
 
 
 _state = _DispatchState()
-# Read on every call: ``slow`` while any mode is pushed in any thread or any interposer is installed;
+# Read on every call: ``slow`` while any mode is pushed in any thread or any switched level is on;
 # ``subclasses`` once a Tensor subclass defining __ember_dispatch__ exists (set by ember.core.tensor).
 _flags = type("Flags", (), {"slow": False, "subclasses": False})()
-_interposers: list = []
-# handler(op, args, kwargs, call_below), installed by the autograd package; called for any op an
-# argument of which requires grad (``Tensor.requires_grad``, also true of tensors with a grad_fn).
-_autograd: Callable | None = None
+_handlers: dict[str, Callable | None] = dict.fromkeys(LEVELS[:_PYTHON])
+_enabled: dict[str, bool] = dict.fromkeys(SWITCHED, False)
+# The enabled switched levels above autograd, as (position in LEVELS, handler), outermost first.
+_outer: tuple = ()
 _mode_count = 0
 _mode_lock = threading.Lock()
 
 
+def _missing_autograd(op, args, kwargs, below):
+    raise RuntimeError(
+        f"an argument of {op} requires grad, but the autograd level of the dispatcher is not installed: "
+        "import ember.autograd (the ember-autograd package) to differentiate"
+    )
+
+
+# The autograd level's handler, read on every call: the installed one, else the error above.
+_autograd: Callable = _missing_autograd
+
+
 def _refresh_flags() -> None:
-    _flags.slow = bool(_interposers) or _mode_count > 0
+    global _outer
+    _outer = tuple(
+        (i, _handlers[name]) for i, name in enumerate(LEVELS[:_AUTOGRAD]) if _enabled[name] and _handlers[name]
+    )
+    _flags.slow = bool(_outer) or _enabled["functionalize"] or _mode_count > 0
+
+
+def _check_level(name: str, switched: bool = False) -> None:
+    if name not in _handlers:
+        raise ValueError(f"unknown dispatch level {name!r}; the installable levels are {list(_handlers)}")
+    if switched and name not in SWITCHED:
+        raise ValueError(f"the dispatch level {name!r} is not switched on and off; those are {list(SWITCHED)}")
+
+
+def install_level(name: str, handler: Callable | None) -> Callable | None:
+    """Install ``handler(op, args, kwargs, below)`` as the level ``name``; returns the one it replaces.
+
+    ``None`` uninstalls it. A switched level runs only while ``enable_level(name)`` holds.
+    """
+    global _autograd
+    _check_level(name)
+    previous = _handlers[name]
+    _handlers[name] = handler
+    if name == "autograd":
+        _autograd = handler if handler is not None else _missing_autograd
+    _refresh_flags()
+    return previous
+
+
+def level_handler(name: str) -> Callable | None:
+    _check_level(name)
+    return _handlers[name]
+
+
+def enable_level(name: str, on: bool = True) -> None:
+    """Switch a switched level on (or off): while on, every call passes through its handler."""
+    _check_level(name, switched=True)
+    if on and _handlers[name] is None:
+        raise RuntimeError(f"the dispatch level {name!r} has no handler installed")
+    _enabled[name] = on
+    _refresh_flags()
+
+
+def is_level_enabled(name: str) -> bool:
+    _check_level(name, switched=True)
+    return _enabled[name]
+
+
+def has_autograd() -> bool:
+    """Whether the autograd level is installed (``requires_grad=True`` needs it)."""
+    return _handlers["autograd"] is not None
+
+
+KINDS = ("primitive", "composite_implicit", "composite_explicit")
 
 
 class OpOverload:
+    """One overload of an op: its schema, tags, kernels per device type and decomposition.
+
+    Its functional, in-place and ``out=`` forms are linked as objects (``op.functional``,
+    ``op.inplace``, ``op.out``), grouped when they are defined by their shared signature. ``kind``
+    says how the op is computed and differentiated:
+
+    - ``primitive``: kernels only;
+    - ``composite_implicit``: a decomposition and no derivative of its own, so autograd (and every
+      mode) sees its parts; it may also have kernels, which eager calls without grad take for speed;
+    - ``composite_explicit``: a decomposition and its own derivative (or none needed): it reaches
+      autograd and modes as one op, and the decomposition serves backends without a kernel.
+    """
+
     __slots__ = (
         "_any",
+        "_forms",
         "_kernels",
         "autograd",
         "decomposition",
+        "derivative_kind",
         "name",
         "namespace",
         "overload",
@@ -75,7 +171,40 @@ class OpOverload:
         self.decomposition: Callable | None = None
         # A custom op's derivative from ember.library.register_autograd: (backward, setup_context).
         self.autograd: tuple[Callable, Callable | None] | None = None
+        # Set by the autograd package: "formula", "nondifferentiable" or "custom" (register_autograd).
+        self.derivative_kind: str | None = None
         self.packet: OpOverloadPacket | None = None
+        self._forms: dict[str, OpOverload] = {}
+
+    # -- what the op is ---------------------------------------------------------------------------
+
+    @property
+    def form(self) -> str:
+        """``functional``, ``inplace`` or ``out``."""
+        if self.schema.is_out:
+            return "out"
+        return "inplace" if self.schema.is_inplace else "functional"
+
+    @property
+    def functional(self) -> OpOverload | None:
+        return self._forms.get("functional")
+
+    @property
+    def inplace(self) -> OpOverload | None:
+        return self._forms.get("inplace")
+
+    @property
+    def out(self) -> OpOverload | None:
+        return self._forms.get("out")
+
+    @property
+    def kind(self) -> str:
+        if self.decomposition is None:
+            return "primitive"
+        own = self.derivative_kind is not None or self.autograd is not None
+        if not own and self.form == "inplace" and self.functional is not None:
+            own = self.functional.derivative_kind is not None
+        return "composite_explicit" if own else "composite_implicit"
 
     # -- registration -------------------------------------------------------------------------
 
@@ -113,8 +242,14 @@ class OpOverload:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if _flags.slow:
             return _dispatch_slow(self, args, kwargs, 0)
-        if _autograd is not None and _needs_grad(args, kwargs):
+        if _needs_grad(args, kwargs):
             return _autograd(self, args, kwargs, self._below_autograd)
+        return self._below_autograd(args, kwargs)
+
+    def _below_autograd(self, args: tuple, kwargs: dict) -> Any:
+        """The levels under autograd; with none of them active, the fast path to the kernel."""
+        if _flags.slow:
+            return _dispatch_slow(self, args, kwargs, _AUTOGRAD + 1)
         # The fast path: the first argument is a plain tensor with a kernel for its device.
         if args and not _flags.subclasses:
             first = args[0]
@@ -122,26 +257,10 @@ class OpOverload:
                 kernel = self._kernels.get(first.device.type) or self._any
                 if kernel is not None:
                     return kernel(*args, **kwargs)
-        tensor = _first_tensor(args, kwargs)
         # Once a dispatching subclass exists, any argument (not only the first) may be one.
         if _flags.subclasses and any(t._dispatches for t in _all_tensors(args, kwargs)):
-            return _dispatch_slow(self, args, kwargs, 0)
-        return self.redispatch_backend(tensor, args, kwargs)
-
-    def _below_autograd(self, args: tuple, kwargs: dict) -> Any:
-        """What runs under the autograd level when no interposer or mode is active (the fast path's rest)."""
-        if _flags.slow:
-            return _dispatch_slow(self, args, kwargs, len(_interposers) + 1)
-        if args and not _flags.subclasses:
-            first = args[0]
-            if type(first) is Tensor:
-                kernel = self._kernels.get(first.device.type) or self._any
-                if kernel is not None:
-                    return kernel(*args, **kwargs)
-        tensor = _first_tensor(args, kwargs)
-        if _flags.subclasses and any(t._dispatches for t in _all_tensors(args, kwargs)):
-            return _dispatch_slow(self, args, kwargs, len(_interposers) + 1)
-        return self.redispatch_backend(tensor, args, kwargs)
+            return _dispatch_slow(self, args, kwargs, _PYTHON)
+        return self.redispatch_backend(_first_tensor(args, kwargs), args, kwargs)
 
     def redispatch_backend(self, tensor, args: tuple, kwargs: dict) -> Any:
         device_type = tensor.device.type if tensor is not None else _factory_device_type(kwargs)
@@ -217,25 +336,36 @@ def _all_tensors(args: tuple, kwargs: dict) -> list:
     return found
 
 
+def _continue_at(op: OpOverload, level: int) -> Callable:
+    return lambda args, kwargs: _dispatch_slow(op, args, kwargs, level)
+
+
 def _dispatch_slow(op: OpOverload, args: tuple, kwargs: dict, level: int) -> Any:
-    # 1. interposers, outermost first; each gets a callable that continues below it.
-    if level < len(_interposers):
-        return _interposers[level](op, args, kwargs, lambda a, k: _dispatch_slow(op, a, k, level + 1))
-    if level == len(_interposers) and _autograd is not None and _needs_grad(args, kwargs):
-        return _autograd(op, args, kwargs, lambda a, k: _dispatch_slow(op, a, k, level + 1))
-    # 2. modes, innermost first, each switched off while it runs.
+    """The call from position ``level`` of ``LEVELS`` down."""
+    # The switched levels above autograd, outermost first; each gets a callable that continues below it.
+    for position, handler in _outer:
+        if position >= level:
+            return handler(op, args, kwargs, _continue_at(op, position + 1))
+    if level <= _AUTOGRAD and _needs_grad(args, kwargs):
+        return _autograd(op, args, kwargs, lambda a, k: _dispatch_slow(op, a, k, _AUTOGRAD + 1))
+    if level < _PYTHON and _enabled["functionalize"]:
+        handler = _handlers["functionalize"]
+        return handler(op, args, kwargs, lambda a, k: _dispatch_slow(op, a, k, _PYTHON))
     modes = _state.modes
+    tensors = _all_tensors(args, kwargs)
+    if modes and op.decomposition is not None and op.kind == "composite_implicit":
+        # Autograd differentiates this op through its parts, so a mode sees the parts, grad or not.
+        return op.decomposition(*args, **kwargs)
+    # Modes, innermost first, each switched off while it runs.
     if modes:
         mode = modes.pop()
         try:
-            tensors = _all_tensors(args, kwargs)
             result = mode.__ember_dispatch__(op, tuple({type(t) for t in tensors}), args, kwargs)
         finally:
             modes.append(mode)
         if result is not NotImplemented:
             return result
-    tensors = _all_tensors(args, kwargs)
-    # 2b. subclasses, most derived first.
+    # Subclasses, most derived first.
     overloaded = []
     for t in tensors:
         cls = type(t)
@@ -249,25 +379,7 @@ def _dispatch_slow(op: OpOverload, args: tuple, kwargs: dict, level: int) -> Any
             if result is not NotImplemented:
                 return result
         raise TypeError(f"no __ember_dispatch__ handled {op} for types {[c.__name__ for c in types]}")
-    # 3. the backend.
     return op.redispatch_backend(tensors[0] if tensors else None, args, kwargs)
-
-
-def add_interposer(handler: Callable) -> None:
-    """Install ``handler(op, args, kwargs, call_below)`` above modes and backends (autocast, autograd)."""
-    _interposers.append(handler)
-    _refresh_flags()
-
-
-def remove_interposer(handler: Callable) -> None:
-    _interposers.remove(handler)
-    _refresh_flags()
-
-
-def set_autograd_handler(handler: Callable | None) -> None:
-    """Install the autograd level: ``handler(op, args, kwargs, call_below)`` for calls needing grad."""
-    global _autograd
-    _autograd = handler
 
 
 class DispatchMode:
@@ -401,6 +513,23 @@ class _Ops:
 
 ops = _Ops()
 _registry: dict[str, OpOverload] = {}
+# The functional, in-place and out= forms of one op, by their shared signature (see _signature).
+_form_groups: dict[tuple, dict[str, OpOverload]] = {}
+
+
+_FACTORY_OPTIONS = frozenset({"dtype", "layout", "device", "pin_memory"})
+
+
+def _signature(namespace: str, schema: FunctionSchema) -> tuple:
+    """What the three forms of an op share: the name without its trailing ``_`` and the arguments
+    other than the ``out=`` ones, without alias annotations, the first one's name (``input`` or
+    ``self``) or a factory's keyword options (its ``out=`` form has none)."""
+    arguments = tuple(
+        ("" if i == 0 else a.name, str(a.type))
+        for i, a in enumerate(schema.arguments)
+        if not (a.kwarg_only and (a.is_write or a.name in _FACTORY_OPTIONS))
+    )
+    return namespace, schema.name.removesuffix("_"), arguments
 
 
 def define(schema: str, tags: tuple[str, ...] = (), namespace: str = "aten") -> OpOverload:
@@ -412,7 +541,12 @@ def define(schema: str, tags: tuple[str, ...] = (), namespace: str = "aten") -> 
     key = f"{namespace}::{parsed.qualified}"
     if key in _registry:
         raise RuntimeError(f"op {key} is already defined")
-    op = OpOverload(namespace, parsed, frozenset(tags))
+    tags = frozenset(tags)
+    if parsed.is_inplace or parsed.is_out or parsed.is_mutable:
+        # ``core`` is the functional set the code generator lowers; other forms reach it through
+        # their functional form (functionalization), so they never carry the tag.
+        tags -= {"core"}
+    op = OpOverload(namespace, parsed, tags)
     space = ops.namespace(namespace)
     packet = space._packets.get(parsed.name)
     if packet is None:
@@ -420,6 +554,9 @@ def define(schema: str, tags: tuple[str, ...] = (), namespace: str = "aten") -> 
     packet._overloads[op.overload] = op
     op.packet = packet
     _registry[key] = op
+    group = _form_groups.setdefault(_signature(namespace, parsed), {})
+    group.setdefault(op.form, op)
+    op._forms = group
     return op
 
 
@@ -429,6 +566,9 @@ def undefine(op: OpOverload) -> None:
     if _registry.get(key) is not op:
         raise RuntimeError(f"op {key} is not defined")
     del _registry[key]
+    group = _form_groups.get(_signature(op.namespace, op.schema), {})
+    if group.get(op.form) is op:
+        del group[op.form]
     packet = op.packet
     del packet._overloads[op.overload]
     if not packet._overloads:

@@ -173,8 +173,20 @@ class Tensor:
         return self._storage
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        if not requires_grad and self.grad_fn is not None:
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to use a computed variable in a "
+                "subgraph that doesn't require differentiation use var_no_grad = var.detach()."
+            )
         if requires_grad and self.dtype.category not in (D.FLOATING, D.COMPLEX):
-            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+            raise RuntimeError(
+                "only Tensors of floating point dtype can require gradients"
+            )  # PyTorch's words for this method
+        if requires_grad and not dispatch.has_autograd():
+            raise RuntimeError(
+                "requires_grad=True needs the autograd level of the dispatcher: import ember.autograd "
+                "(the ember-autograd package)"
+            )
         self.requires_grad = requires_grad
         return self
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from ember.core.dispatch import OpOverload
 
 from .custom_op import OPDEFS, CustomOpDef, custom_op
+from .describe import describe, register_describer
 from .infer_schema import infer_schema
 from .library import Library, kernel_slot, lookup, parse_namespace
 
@@ -20,9 +21,11 @@ __all__ = [
     "Library",
     "custom_op",
     "define",
+    "describe",
     "impl",
     "infer_schema",
     "register_autograd",
+    "register_describer",
     "register_fake",
     "register_kernel",
 ]

@@ -10,7 +10,7 @@ would need them to require grad).
 
 from __future__ import annotations
 
-from ember.autograd.registry import derivative
+from ember.autograd.registry import derivative, through_decomposition
 from ember.core.dispatch import ops
 
 aten = ops.aten
@@ -33,3 +33,7 @@ def _nll_loss_forward_jvp(tangents, self, target, weight, reduction, ignore_inde
 )
 def _nll_loss_forward(grad, self, target, weight, reduction, ignore_index, result, **_):
     return aten.nll_loss_backward.default(grad[0], self, target, weight, reduction, ignore_index, result[1]), None, None
+
+
+# Double backward records the parts of its decomposition.
+through_decomposition(aten.nll_loss_backward.default)

@@ -9,7 +9,7 @@ differentiated.
 
 from __future__ import annotations
 
-from ember.autograd.registry import derivative
+from ember.autograd.registry import derivative, through_decomposition
 from ember.core.dispatch import ops
 
 aten = ops.aten
@@ -22,3 +22,7 @@ def _convolution(grad, input, weight, bias, stride, padding, dilation, transpose
     return aten.convolution_backward.default(
         grad, input, weight, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, mask
     )
+
+
+# Double backward records the parts of its decomposition.
+through_decomposition(aten.convolution_backward.default)

@@ -1,4 +1,5 @@
-"""Ops whose outputs carry no gradient: indices, counts, bins, one-hot codes and fresh draws.
+"""Ops whose outputs carry no gradient: indices, counts, bins, one-hot codes, fresh draws, and new
+tensors made in another's likeness (``zeros_like``, ``new_full``: only the metadata is read).
 
 ``unique`` and its forms are different: PyTorch lets their values require grad but has no formula,
 so the backward raises ``NotImplementedError`` naming the op, here as there.
@@ -26,6 +27,15 @@ nondifferentiable(
     aten.randint_like.generator,
     aten.randint_like.low_dtype,
     aten.randint_like.low_generator_dtype,
+    aten.empty_like.default,
+    aten.full_like.default,
+    aten.zeros_like.default,
+    aten.ones_like.default,
+    aten.new_empty.default,
+    aten.new_empty_strided.default,
+    aten.new_zeros.default,
+    aten.new_ones.default,
+    aten.new_full.default,
 )
 
 

@@ -22,7 +22,7 @@ own (it differentiates the batch statistics, and treats the running ones as cons
 from __future__ import annotations
 
 from ember.autograd.grad_mode import state
-from ember.autograd.registry import derivative
+from ember.autograd.registry import derivative, through_decomposition
 from ember.core import dtypes as D
 from ember.core.dispatch import ops
 
@@ -182,3 +182,7 @@ def _native_batch_norm_legit(grad, input, weight, running_mean, running_var, tra
 )
 def _native_batch_norm_no_stats(grad, input, weight, training, eps, result, needs, **_):
     return _batch_norm_grads(grad, input, weight, None, None, training, eps, result, needs)
+
+
+# Double backward records the parts of its decomposition.
+through_decomposition(aten.native_batch_norm_backward.default)

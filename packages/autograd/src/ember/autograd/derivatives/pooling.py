@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.autograd.registry import derivative
+from ember.autograd.registry import derivative, through_decomposition
 from ember.core.api import functions
 from ember.core.creation import as_tensor
 from ember.core.dispatch import ops
@@ -84,3 +84,7 @@ def _adaptive_avg_pool2d(grad, self, output_size, **_):
     left = as_tensor(np.ascontiguousarray(_adaptive_matrix(h, oh).T), dtype=grad.dtype, device=grad.device)
     right = as_tensor(_adaptive_matrix(w, ow), dtype=grad.dtype, device=grad.device)
     return functions["matmul"](functions["matmul"](left, grad), right)
+
+
+# Double backward records the parts of its decomposition.
+through_decomposition(aten.max_pool2d_with_indices_backward.default)

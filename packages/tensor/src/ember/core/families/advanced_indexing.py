@@ -342,6 +342,10 @@ def _index_put(self: Tensor, indices, values: Tensor, accumulate: bool = False) 
     return index_put_(clone(self), indices, values, accumulate)
 
 
+# On meta tensors the decomposition is a pure shape function: clone's and index_put_'s meta kernels.
+index_put.register_meta(_index_put)
+
+
 # -- the Python surface ---------------------------------------------------------------------------
 
 

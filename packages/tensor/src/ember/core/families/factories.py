@@ -287,10 +287,11 @@ def _like(input: Tensor, dtype, device, memory_format) -> tuple:
 
 
 _LIKE = f"*, {_OPTIONS}, MemoryFormat? memory_format=None"
-empty_like_op = define(f"empty_like(Tensor self, {_LIKE}) -> Tensor", FACTORY)
-full_like_op = define(f"full_like(Tensor self, Scalar fill_value, {_LIKE}) -> Tensor", FACTORY)
-zeros_like_op = define(f"zeros_like(Tensor self, {_LIKE}) -> Tensor", FACTORY)
-ones_like_op = define(f"ones_like(Tensor self, {_LIKE}) -> Tensor", FACTORY)
+# Each decomposes into the factory of its name: the code generator sees that one.
+empty_like_op = define(f"empty_like(Tensor self, {_LIKE}) -> Tensor", ("factory",))
+full_like_op = define(f"full_like(Tensor self, Scalar fill_value, {_LIKE}) -> Tensor", ("factory",))
+zeros_like_op = define(f"zeros_like(Tensor self, {_LIKE}) -> Tensor", ("factory",))
+ones_like_op = define(f"ones_like(Tensor self, {_LIKE}) -> Tensor", ("factory",))
 
 
 # Decompositions only: they allocate with ``empty_strided`` and fill with ``fill_``, so every device

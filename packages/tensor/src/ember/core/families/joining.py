@@ -216,7 +216,7 @@ def _cat_out_meta(tensors, dim: int = 0, *, out: Tensor) -> Tensor:
 
 # -- stack ---------------------------------------------------------------------------------------------
 
-stack = define("stack(Tensor[] tensors, int dim=0) -> Tensor", ("core",))
+stack = define("stack(Tensor[] tensors, int dim=0) -> Tensor")  # decomposes into unsqueeze and cat
 stack_out = define("stack.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)", ("out",))
 
 

@@ -32,7 +32,7 @@ layer_norm_op = define(
     "bool cudnn_enable=True) -> Tensor"
 )
 rms_norm_op = define(
-    "rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor", ("core",)
+    "rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor"
 )
 native_group_norm_op = define(
     "native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, "

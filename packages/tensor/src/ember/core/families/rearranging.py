@@ -69,7 +69,7 @@ def _flipud(self: Tensor) -> Tensor:
 
 # -- roll -----------------------------------------------------------------------------------------------------
 
-roll = define("roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor", ("core",))
+roll = define("roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor")  # decomposes into slices and cat
 
 
 def _int_list(name: str, value) -> tuple:

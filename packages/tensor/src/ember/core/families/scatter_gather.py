@@ -303,7 +303,7 @@ scatter_reduce = define_writing(
 
 # -- take_along_dim ------------------------------------------------------------------------------------
 
-take_along_dim = define("take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor", ("core",))
+take_along_dim = define("take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor")  # a gather
 take_along_dim_out = define(
     "take_along_dim.out(Tensor self, Tensor indices, int? dim=None, *, Tensor(a!) out) -> Tensor(a!)", ("out",)
 )

@@ -136,10 +136,8 @@ def _sort_values_stable(self: Tensor, *, stable=None, dim: int = -1, descending:
     return _write_pair("sort", _sort(self, dim, descending), values, indices, self.dtype)
 
 
-argsort_op = define("argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor", TAGS)
-argsort_stable = define(
-    "argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor", TAGS
-)
+argsort_op = define("argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor")  # sort's indices
+argsort_stable = define("argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor")
 argsort_out = define(
     "argsort.stable_out(Tensor self, *, bool stable, int dim=-1, bool descending=False, Tensor(a!) out) -> Tensor(a!)",
     OUT_TAGS,
@@ -158,7 +156,7 @@ def _argsort_out(self: Tensor, *, stable, dim: int = -1, descending: bool = Fals
     return R.write_out(out, sort_stable(self, stable=stable, dim=dim, descending=descending)[1])
 
 
-msort_op = define("msort(Tensor self) -> Tensor", TAGS)
+msort_op = define("msort(Tensor self) -> Tensor")  # sort's values
 msort_out = define("msort.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)", OUT_TAGS)
 msort_op.register_decomposition(lambda self: sort_op(self, 0)[0])
 

@@ -1,0 +1,86 @@
+"""``describe(op)``: every place an op's rules live, as one printable report.
+
+The core knows an op's schema, tags, kind, linked forms, meta function, kernels and decomposition.
+Packages to its right add what they keep about it (the autograd package: its derivative, forward
+rule and batching rule) by registering a ``describer``: ``fn(op) -> [(label, text), ...]``.
+
+    python -m ember.ops describe aten.mm.default
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Callable
+
+from ember.core.dispatch import OpOverload, lookup
+
+Describer = Callable[[OpOverload], list[tuple[str, str]]]
+_describers: list[Describer] = []
+
+
+def register_describer(describer: Describer) -> None:
+    """Add what a package knows of ops to ``describe``'s report."""
+    if describer not in _describers:
+        _describers.append(describer)
+
+
+def where(fn: object) -> str:
+    """``module.function (path:line)`` of a Python function, for reports."""
+    fn = inspect.unwrap(fn) if callable(fn) else fn
+    name = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
+    try:
+        path = inspect.getsourcefile(fn)
+        line = inspect.getsourcelines(fn)[1]
+    except (TypeError, OSError):
+        return name
+    for marker in (f"{os.sep}src{os.sep}", f"{os.sep}site-packages{os.sep}"):
+        if path and marker in path:
+            path = path.split(marker, 1)[1]
+            break
+    return f"{name} ({path}:{line})"
+
+
+def resolve(op: OpOverload | str) -> OpOverload:
+    """An op from itself, ``"aten::mm"``, ``"aten.mm.default"`` or ``"mm.default"``."""
+    if isinstance(op, OpOverload):
+        return op
+    text = op.replace("::", ".")
+    parts = text.split(".")
+    if len(parts) == 1 or (len(parts) == 2 and parts[0] == "aten"):
+        parts = [*(["aten"] if parts[0] != "aten" else []), *parts, "default"]
+    elif parts[0] != "aten" and len(parts) == 2:
+        parts = ["aten", *parts]
+    namespace, name, overload = parts[0], parts[1], parts[2] if len(parts) > 2 else "default"
+    qualified = name if overload == "default" else f"{name}.{overload}"
+    try:
+        return lookup(f"{namespace}::{qualified}")
+    except KeyError:
+        raise ValueError(f"no op named {op!r}") from None
+
+
+def rows(op: OpOverload | str) -> list[tuple[str, str]]:
+    op = resolve(op)
+    forms = ", ".join(f"{f}: {getattr(op, f)}" for f in ("functional", "inplace", "out") if getattr(op, f) is not None)
+    kernels = [(f"kernel[{d}]", where(fn)) for d, fn in sorted(op._kernels.items()) if d != "meta"]
+    out = [
+        ("op", str(op)),
+        ("schema", str(op.schema)),
+        ("kind", op.kind),
+        ("tags", ", ".join(sorted(op.tags)) or "(none)"),
+        ("forms", forms or "(none)"),
+        ("meta", where(op.meta) if op.meta is not None else "(none)"),
+        *(kernels or [("kernels", "(none)")]),
+        ("decomposition", where(op.decomposition) if op.decomposition is not None else "(none)"),
+    ]
+    for describer in _describers:
+        out.extend(describer(op))
+    return out
+
+
+def describe(op: OpOverload | str) -> str:
+    """Every place the rules of ``op`` live: schema, tags, kind, forms, meta, kernels per device,
+    decomposition, and what other packages registered (derivative, forward rule, batching rule)."""
+    table = rows(op)
+    width = max(len(label) for label, _ in table)
+    return "\n".join(f"{label:<{width}}  {text}" for label, text in table)
