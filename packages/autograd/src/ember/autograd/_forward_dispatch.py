@@ -27,6 +27,7 @@ from ember.autograd import _forward_rules as rules
 from ember.autograd.registry import functional_of, is_nondifferentiable, lookup
 from ember.core import dtypes as D
 from ember.core.dispatch import ops
+from ember.core.families.factories import empty_strided_function, zeros_like
 from ember.core.layout import is_non_overlapping_and_dense
 from ember.core.schema import _NO_DEFAULT
 from ember.core.tensor import Tensor
@@ -120,10 +121,8 @@ def laid_out_like(tangent: Tensor, primal: Tensor) -> Tensor:
     """``tangent``, copied to ``primal``'s strides where those differ and ``primal`` is dense."""
     if tangent._stride == primal._stride or not is_non_overlapping_and_dense(primal._shape, primal._stride):
         return tangent
-    from ember.core.api import functions
-
     with busy():
-        out = functions["empty_strided"](primal._shape, primal._stride, dtype=tangent.dtype, device=tangent.device)
+        out = empty_strided_function(primal._shape, primal._stride, dtype=tangent.dtype, device=tangent.device)
         out.copy_(tangent)
     return out
 
@@ -335,9 +334,7 @@ def _attach_one(out: Tensor, tangent, args: tuple, kwargs: dict) -> None:
         return  # the op handed back an input, which keeps its own tangent
     with busy():
         if tangent is None:
-            from ember.core.api import functions
-
-            tangent = functions["zeros_like"](out)
+            tangent = zeros_like(out)
         else:
             tangent = _fit(tangent, out)
     if out._base is None:
@@ -429,9 +426,7 @@ def _inplace(plan: Plan, args: tuple, kwargs: dict, call_below):
         if isinstance(new, tuple | list):
             new = new[0]
         if new is None:
-            from ember.core.api import functions
-
-            new = functions["zeros_like"](target)
+            new = zeros_like(target)
         new = _fit(new, target)
         if old_tangent is not None:
             if new is not old_tangent:
@@ -448,12 +443,10 @@ def _give_tangent(target: Tensor, tangent: Tensor) -> None:
         target._fw_inplace = current
         return
     # A view without tangent whose base has none: the base gets zeros, the view its region of them.
-    from ember.core.api import functions
-
     with busy():
         if not is_non_overlapping_and_dense(base._shape, base._stride):
             raise RuntimeError("forward AD: an in-place op on a view of a base that is not dense is not supported")
-        base_tangent = functions["empty_strided"](base._shape, base._stride, dtype=base.dtype, device=base.device)
+        base_tangent = empty_strided_function(base._shape, base._stride, dtype=base.dtype, device=base.device)
         base_tangent.zero_()
         set_tangent(base, base_tangent)
         base._fw_inplace = current

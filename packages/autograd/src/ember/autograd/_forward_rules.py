@@ -27,8 +27,9 @@ import math
 
 from ember.autograd.derivatives.pointwise_common import conj
 from ember.core import dtypes as D
-from ember.core.api import functions
 from ember.core.dispatch import ops
+from ember.core.families.factories import zeros_function, zeros_like
+from ember.core.families.ternary import where_function
 from ember.core.tensor import Tensor
 
 aten = ops.aten
@@ -64,7 +65,7 @@ def _div(tangents, self, other, **_):
 def _div_mode(tangents, self, other, rounding_mode, result, **_):
     if rounding_mode is None:
         return _div_tangent(*tangents, self, other)
-    return functions["zeros_like"](result)  # rounded quotients are piecewise constant
+    return zeros_like(result)  # rounded quotients are piecewise constant
 
 
 def _bilinear(product):
@@ -108,11 +109,11 @@ def _where(tangents, condition, self, other, **_):
     _, ts, to = tangents
     if ts is None and to is None:
         return None
-    return functions["where"](condition, ts if ts is not None else 0.0, to if to is not None else 0.0)
+    return where_function(condition, ts if ts is not None else 0.0, to if to is not None else 0.0)
 
 
 def _or_zeros(tangent, like):
-    return tangent if tangent is not None else functions["zeros_like"](like)
+    return tangent if tangent is not None else zeros_like(like)
 
 
 def _scatter_src(tangents, self, dim, index, src, **_):
@@ -130,7 +131,7 @@ def _scatter_add(tangents, self, dim, index, src, **_):
 
 
 def _zeros(tangents, result, **_):
-    return functions["zeros_like"](result)
+    return zeros_like(result)
 
 
 def _moment_dims(self, dim) -> tuple[list[int], int]:
@@ -164,7 +165,7 @@ def _var_tangent(t, self, dim, correction, keepdim):
 
 def _std_tangent(t, self, dim, correction, keepdim, std):
     """``d std = d var / (2 std)``, zero where the deviation is zero (PyTorch's choice there)."""
-    return functions["where"](std == 0, 0.0, _var_tangent(t, self, dim, correction, keepdim) / (std * 2))
+    return where_function(std == 0, 0.0, _var_tangent(t, self, dim, correction, keepdim) / (std * 2))
 
 
 def _var(tangents, self, dim, correction, keepdim, **_):
@@ -251,7 +252,7 @@ def _linear_operand(name: str, value, tangent, pointwise: bool, operand_list: bo
             return value  # an index or a mask: part of the linear map, not an operand
         # A pointwise op broadcasts a zero number as well as a tensor of zeros (the output tangent is
         # expanded to the output's shape afterwards); other ops need the tensor.
-        return 0 if pointwise else functions["zeros_like"](value)
+        return 0 if pointwise else zeros_like(value)
     if isinstance(value, bool) or not isinstance(value, int | float | complex):
         return value
     return 0  # a number in a tensor position is a constant: its tangent is zero
@@ -281,7 +282,7 @@ def _linear(plan, bound: dict, tangents: tuple):
         target = bound[first]
         # The in-place op runs on the target's tangent itself (updated in place) or on fresh zeros.
         if tangents[0] is None and isinstance(target, Tensor):
-            values[first] = functions["zeros_like"](target)
+            values[first] = zeros_like(target)
     return _call(plan, values)
 
 
@@ -405,7 +406,7 @@ def _double_backward(outs: list, tracked: list, tangents: list, outer: bool) -> 
     """``J t`` of each output: the backward formula run on dummy gradients ``u``, differentiated in ``u``."""
     from ember.autograd.functional_api import grad
 
-    dummies = [functions["zeros_like"](o).requires_grad_(True) for o in outs]
+    dummies = [zeros_like(o).requires_grad_(True) for o in outs]
     vjps = grad(outs, tracked, dummies, create_graph=True, allow_unused=True)
     pairs = [
         (v, t if t.dtype is v.dtype else t.to(v.dtype))
@@ -444,9 +445,9 @@ def _by_rows(op, outs: list, tracked: list, tangents: list, error: Exception) ->
     results = []
     for out in outs:
         # Not differentiable any further (the fallback serves only where no outer graph needs it).
-        column = functions["zeros"](out.numel(), dtype=out.dtype, device=out.device)
+        column = zeros_function(out.numel(), dtype=out.dtype, device=out.device)
         for k in range(out.numel()):
-            unit = functions["zeros"](out.numel(), dtype=out.dtype, device=out.device)
+            unit = zeros_function(out.numel(), dtype=out.dtype, device=out.device)
             unit[k] = 1.0
             rows = grad([out], tracked, [unit.reshape(out.shape)], retain_graph=True, allow_unused=True)
             value = None

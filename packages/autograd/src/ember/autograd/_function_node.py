@@ -16,6 +16,7 @@ from ember.autograd import anomaly, views
 from ember.autograd.grad_mode import state
 from ember.autograd.graph import Node, SavedTensor
 from ember.core import dtypes as D
+from ember.core.families.factories import zeros_function
 from ember.core.tensor import Tensor
 
 MISSING = object()
@@ -157,9 +158,7 @@ class BackwardCFunction(Node, FunctionCtx):
         if self.materialize_grads:
             for i, meta in enumerate(self._output_meta):
                 if grads[i] is None and meta is not None:
-                    from ember.core.api import functions
-
-                    grads[i] = functions["zeros"](meta[0], dtype=meta[1], device=meta[2])
+                    grads[i] = zeros_function(meta[0], dtype=meta[1], device=meta[2])
         result = self._user_fn()(self, *grads)
         return self._check_result(result)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ember.core import dtypes as D
+from ember.core.families.factories import empty_strided_function
 from ember.core.tensor import Tensor, from_array
 
 
@@ -27,13 +28,12 @@ def _dense_like(grad: Tensor, like: Tensor) -> Tensor:
         out = from_array(np.array(grad._array, order="C"), like.dtype)
         if out._stride == like._stride:
             return out
-    from ember.core.api import functions
     from ember.core.layout import contiguous_strides, is_non_overlapping_and_dense
 
     stride = (
         like._stride if is_non_overlapping_and_dense(like._shape, like._stride) else contiguous_strides(like._shape)
     )
-    out = functions["empty_strided"](like._shape, stride, dtype=like.dtype, device=like.device)
+    out = empty_strided_function(like._shape, stride, dtype=like.dtype, device=like.device)
     out.copy_(grad)
     return out
 

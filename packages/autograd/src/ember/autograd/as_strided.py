@@ -12,20 +12,20 @@ Geometry is ``(sizes, strides, storage_offset)`` in elements, absolute within th
 
 from __future__ import annotations
 
+from ember.core.families.factories import arange_function, full_function, ones_function, zeros_function
 from ember.core.tensor import Tensor
 
 
 def _positions(size: tuple, stride: tuple, offset: int, device) -> Tensor:
     """The storage position of every element of the geometry, in row-major order, as int64."""
     from ember.core import dtypes as D
-    from ember.core.api import functions
 
-    pos = functions["full"]((), offset, dtype=D.int64, device=device)
+    pos = full_function((), offset, dtype=D.int64, device=device)
     ndim = len(size)
     for d, (n, s) in enumerate(zip(size, stride, strict=True)):
         shape = [1] * ndim
         shape[d] = n
-        pos = pos + (functions["arange"](n, dtype=D.int64, device=device) * s).reshape(shape)
+        pos = pos + (arange_function(n, dtype=D.int64, device=device) * s).reshape(shape)
     return pos.expand(size).reshape(-1)
 
 
@@ -42,15 +42,13 @@ def _numel(size: tuple) -> int:
 
 def as_strided_backward(grad: Tensor, input_geometry: tuple, output_geometry: tuple) -> Tensor:
     """The gradient of the input of ``as_strided(input, *output_geometry)`` given ``grad`` of its output."""
-    from ember.core.api import functions
-
     in_size, in_stride, in_offset = (tuple(g) if i < 2 else g for i, g in enumerate(input_geometry))
     out_size, out_stride, out_offset = (tuple(g) if i < 2 else g for i, g in enumerate(output_geometry))
     if _numel(in_size) == 0 or _numel(out_size) == 0:
-        return functions["zeros"](in_size, dtype=grad.dtype, device=grad.device)
+        return zeros_function(in_size, dtype=grad.dtype, device=grad.device)
     low = min(in_offset, out_offset)
     length = max(_extent(in_size, in_stride, in_offset), _extent(out_size, out_stride, out_offset)) - low
-    storage = functions["zeros"]((length,), dtype=grad.dtype, device=grad.device)
+    storage = zeros_function((length,), dtype=grad.dtype, device=grad.device)
     if overlaps(out_size, out_stride):
         where = _positions(out_size, out_stride, out_offset - low, grad.device)
         storage = storage.index_add(0, where, grad.reshape(-1))
@@ -58,8 +56,8 @@ def as_strided_backward(grad: Tensor, input_geometry: tuple, output_geometry: tu
         storage.as_strided(out_size, out_stride, out_offset - low).copy_(grad)
     if overlaps(in_size, in_stride):
         readers = _positions(in_size, in_stride, in_offset - low, grad.device)
-        count = functions["zeros"]((length,), dtype=grad.dtype, device=grad.device)
-        count = count.index_add(0, readers, functions["ones"](readers.shape, dtype=grad.dtype, device=grad.device))
+        count = zeros_function((length,), dtype=grad.dtype, device=grad.device)
+        count = count.index_add(0, readers, ones_function(readers.shape, dtype=grad.dtype, device=grad.device))
         storage = storage / count.clamp_min(1)
     return storage.as_strided(in_size, in_stride, in_offset - low)
 

@@ -19,6 +19,7 @@ import threading
 from ember.autograd import anomaly, views
 from ember.autograd.grad_mode import state
 from ember.autograd.graph import AccumulateGrad, GradientEdge
+from ember.core.families.factories import ones_like
 from ember.core.tensor import Tensor
 
 
@@ -69,8 +70,6 @@ _FIRST = float("-inf")
 
 
 def _make_grads(outputs: list, grads: list, is_grads_batched: bool = False) -> list:
-    from ember.core.api import functions
-
     out = []
     for i, (t, g) in enumerate(zip(outputs, grads, strict=True)):
         if g is None:
@@ -78,7 +77,7 @@ def _make_grads(outputs: list, grads: list, is_grads_batched: bool = False) -> l
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
             if t.dtype.category < 2:
                 raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {t.dtype}")
-            out.append(functions["ones_like"](t))
+            out.append(ones_like(t))
             continue
         if not isinstance(g, Tensor):
             raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ember.autograd.engine import run_backward
 from ember.autograd.graph import GradientEdge
+from ember.core.families.factories import zeros_like
 from ember.core.tensor import Tensor
 
 
@@ -65,9 +66,7 @@ def grad(
         outs, grads, retain_graph, create_graph, inputs=ins, allow_unused=allow_unused, accumulate=False
     )
     if materialize_grads:
-        from ember.core.api import functions
-
-        result = tuple(functions["zeros_like"](t) if g is None else g for t, g in zip(ins, result, strict=True))
+        result = tuple(zeros_like(t) if g is None else g for t, g in zip(ins, result, strict=True))
     return result
 
 

@@ -25,6 +25,7 @@ import numpy as np
 
 from ember.autograd.functional_api import grad as autograd_grad
 from ember.core import dtypes as D
+from ember.core.families.factories import zeros_like
 from ember.core.tensor import Tensor
 
 __all__ = ["GradcheckError", "gradcheck", "gradgradcheck"]
@@ -304,10 +305,8 @@ def _slow_detail(func, inputs, row, wrt, positions, outputs, j, eps, rtol, atol,
 
 
 def _zero_grad_outputs_give_zero_grads(inputs, wrt, outputs, undefined: bool) -> None:
-    from ember.core.api import functions
-
     diff = [inputs[i] for i in wrt]
-    zeros = [functions["zeros_like"](o) for o in outputs]
+    zeros = [zeros_like(o) for o in outputs]
     try:
         grads = autograd_grad(outputs, diff, zeros, retain_graph=True, allow_unused=True)
     except RuntimeError as error:

@@ -27,6 +27,7 @@ import weakref
 from typing import NamedTuple
 
 from ember.core.dtypes import legacy_type_name
+from ember.core.families.factories import empty_function
 from ember.core.tensor import Tensor, _new
 
 _sequence = itertools.count()
@@ -349,10 +350,8 @@ class save_on_cpu(saved_tensors_hooks):
         def pack(tensor: Tensor):
             if not pin_memory:
                 return (tensor.device, tensor.cpu())
-            from ember.core.api import functions
-
             # Pinned memory is a property of CUDA hosts; a CPU copy stands for it elsewhere.
-            packed = functions["empty"](tensor._shape, dtype=tensor.dtype, device="cpu")
+            packed = empty_function(tensor._shape, dtype=tensor.dtype, device="cpu")
             packed.copy_(tensor)
             return (tensor.device, packed)
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from ember.autograd.as_strided import as_strided_backward, overlaps_exactly
 from ember.autograd.graph import Node, gradient_edge
+from ember.core.families.factories import empty_strided_function
 from ember.core.tensor import Tensor
 
 
@@ -47,14 +48,12 @@ class CopySlices(Node):
         self.fn.release()
 
     def apply(self, grads: tuple) -> tuple:
-        from ember.core.api import functions
-
         (grad,) = grads
         shape, stride, base_offset = self.base_geometry
         if overlaps_exactly(shape, stride):
             raise RuntimeError("an in-place op on a view of a base whose elements overlap cannot be differentiated")
         # Laid out like the base (gaps included), so that the view's region is an as_strided of it.
-        result = functions["empty_strided"](shape, stride, dtype=grad.dtype, device=grad.device)
+        result = empty_strided_function(shape, stride, dtype=grad.dtype, device=grad.device)
         result.copy_(grad)
         size, vstride, offset = self.view_geometry
         region = result.as_strided(size, vstride, offset - base_offset)

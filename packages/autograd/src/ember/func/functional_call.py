@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ember.core.families.joining import _stack_function as stack_function
+
 
 def _resolve(module, name: str):
     *path, leaf = name.split(".")
@@ -123,8 +125,6 @@ def _swap(owner, leaf: str, value) -> tuple[dict, str, Any]:
 
 def stack_module_state(models) -> tuple[dict[str, Any], dict[str, Any]]:
     """The parameters and buffers of same-shaped models stacked along a new first dimension."""
-    from ember.core.api import functions
-
     models = list(models)
     if not models:
         raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
@@ -139,7 +139,7 @@ def stack_module_state(models) -> tuple[dict[str, Any], dict[str, Any]]:
         out = {}
         for name in tables[0]:
             tensors = [t[name] for t in tables]
-            stacked = functions["stack"]([x.detach() for x in tensors])
+            stacked = stack_function([x.detach() for x in tensors])
             if detach and tensors[0].requires_grad:
                 stacked.requires_grad_(True)
             out[name] = stacked

@@ -18,7 +18,7 @@ from typing import Any
 
 from ember.autograd.functional_api import grad as autograd_grad
 from ember.autograd.grad_mode import enable_grad, state
-from ember.core.api import functions
+from ember.core.families.factories import eye_function, zeros_like
 from ember.core.tensor import Tensor
 from ember.func._tree import flatten, unflatten
 
@@ -47,7 +47,7 @@ def _track(x, api: str):
     if not isinstance(x, Tensor):
         raise RuntimeError(f"{api}: Expected all inputs to differentiate with respect to be Tensors, got {type(x)}")
     if x.requires_grad:
-        return functions["alias"](x) if "alias" in functions else x.view_as(x)
+        return x.view_as(x)
     tracked = x.detach().requires_grad_(True)
     _keep_tangent(x, tracked)
     return tracked
@@ -65,7 +65,7 @@ def _outer_tracks(leaves: list) -> bool:
 
 
 def _zeros_for(grads, inputs) -> list:
-    return [functions["zeros_like"](x) if g is None else g for g, x in zip(grads, inputs, strict=True)]
+    return [zeros_like(x) if g is None else g for g, x in zip(grads, inputs, strict=True)]
 
 
 # -- grad -----------------------------------------------------------------------------------------
@@ -229,7 +229,7 @@ def jvp(func, primals, tangents, *, strict: bool = False, has_aux: bool = False)
                 raise RuntimeError(f"{api}: Expected f to be a function that has only Tensors as outputs")
             primal, tangent = forward_ad.unpack_dual(o)
             primal_out.append(primal)
-            tangent_out.append(functions["zeros_like"](primal) if tangent is None else tangent)
+            tangent_out.append(zeros_like(primal) if tangent is None else tangent)
         if aux is not None:
             aux = _strip_duals(aux)
     result = (unflatten(primal_out, out_spec), unflatten(tangent_out, out_spec))
@@ -251,7 +251,7 @@ def _basis_blocks(tensors: list) -> list:
     sizes = [t.numel() for t in tensors]
     total = sum(sizes)
     ref = tensors[0]
-    eye = functions["eye"](total, dtype=ref.dtype, device=ref.device)
+    eye = eye_function(total, dtype=ref.dtype, device=ref.device)
     blocks, start = [], 0
     for t, n in zip(tensors, sizes, strict=True):
         blocks.append(eye[:, start : start + n].reshape((total, *tuple(t.shape))).to(t.dtype))

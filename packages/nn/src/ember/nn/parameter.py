@@ -12,6 +12,7 @@ what ``param.data = new`` does in PyTorch.
 
 from __future__ import annotations
 
+from ember.core.families.factories import empty_function
 from ember.core.tensor import Tensor, _new
 
 __all__ = ["Buffer", "Parameter", "swap_payload"]
@@ -26,9 +27,7 @@ class Parameter(Tensor):
 
     def __new__(cls, data: Tensor | None = None, requires_grad: bool = True):
         if data is None:
-            from ember.core.api import functions
-
-            data = functions["empty"](0)
+            data = empty_function(0)
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter(): data must be a Tensor, not {type(data).__name__}")
         out = _new(cls, data._storage, data._shape, data._stride, data._offset, data.dtype, data._array)
@@ -71,9 +70,7 @@ class Buffer:
 
     def __new__(cls, data: Tensor | None = None, *, persistent: bool = True):
         if data is None:
-            from ember.core.api import functions
-
-            data = functions["empty"](0)
+            data = empty_function(0)
         t = data.detach()
         if data.requires_grad:
             t.requires_grad_(True)

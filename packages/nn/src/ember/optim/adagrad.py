@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ember.core import dtypes as D
-from ember.core.api import functions
+from ember.core.families.factories import full_like, zeros_function
 from ember.optim._foreach import group_by_device_and_dtype, prepared_grads
 from ember.optim.optimizer import Optimizer, refuse_unsupported, require_nonnegative, step_without_grad
 
@@ -47,8 +47,8 @@ class Adagrad(Optimizer):
         for group in self.param_groups:
             for p in group["params"]:
                 state = self.state[p]
-                state["step"] = functions["zeros"]((), dtype=D.float32)
-                state["sum"] = functions["full_like"](p, initial_accumulator_value)
+                state["step"] = zeros_function((), dtype=D.float32)
+                state["sum"] = full_like(p, initial_accumulator_value)
 
     @step_without_grad
     def step(self, closure=None):

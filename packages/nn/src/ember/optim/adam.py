@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from ember.core import dtypes as D
-from ember.core.api import functions
+from ember.core.families.binary import maximum_function
+from ember.core.families.factories import zeros_function, zeros_like
 from ember.core.tensor import Tensor
 from ember.optim._adam_numpy import numpy_adam_step, qualifies
 from ember.optim._foreach import group_by_device_and_dtype, prepared_grads
@@ -65,11 +66,11 @@ class Adam(Optimizer):
                 continue
             state = self.state[p]
             if not state:
-                state["step"] = functions["zeros"]((), dtype=D.float32)
-                state["exp_avg"] = functions["zeros_like"](p)
-                state["exp_avg_sq"] = functions["zeros_like"](p)
+                state["step"] = zeros_function((), dtype=D.float32)
+                state["exp_avg"] = zeros_like(p)
+                state["exp_avg_sq"] = zeros_like(p)
                 if group["amsgrad"]:
-                    state["max_exp_avg_sq"] = functions["zeros_like"](p)
+                    state["max_exp_avg_sq"] = zeros_like(p)
             params.append(p)
             grads.append(p.grad)
             exp_avgs.append(state["exp_avg"])
@@ -150,7 +151,7 @@ def _single_tensor_adam(
         step_size = lr / bias_correction1
         bias_correction2_sqrt = bias_correction2**0.5
         if amsgrad:
-            max_exp_avg_sqs[i].copy_(functions["maximum"](max_exp_avg_sqs[i], exp_avg_sq))
+            max_exp_avg_sqs[i].copy_(maximum_function(max_exp_avg_sqs[i], exp_avg_sq))
             denom = (max_exp_avg_sqs[i].sqrt() / bias_correction2_sqrt).add_(eps)
         else:
             denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
@@ -180,7 +181,7 @@ def _multi_tensor_adam(
         corrections = [(1 - beta2**n) ** 0.5 for n in step_values]
         if amsgrad:
             for mx, v in zip(g_maxes, g_sqs, strict=True):
-                mx.copy_(functions["maximum"](mx, v))
+                mx.copy_(maximum_function(mx, v))
             denoms = [mx.sqrt() for mx in g_maxes]
         else:
             denoms = [v.sqrt() for v in g_sqs]

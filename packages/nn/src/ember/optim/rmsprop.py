@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ember.core import dtypes as D
-from ember.core.api import functions
+from ember.core.families.factories import zeros_function, zeros_like
 from ember.optim._foreach import group_by_device_and_dtype, prepared_grads
 from ember.optim.optimizer import Optimizer, refuse_unsupported, require_nonnegative, step_without_grad
 
@@ -52,12 +52,12 @@ class RMSprop(Optimizer):
                     continue
                 state = self.state[p]
                 if not state:
-                    state["step"] = functions["zeros"]((), dtype=D.float32)
-                    state["square_avg"] = functions["zeros_like"](p)
+                    state["step"] = zeros_function((), dtype=D.float32)
+                    state["square_avg"] = zeros_like(p)
                     if group["momentum"] > 0:
-                        state["momentum_buffer"] = functions["zeros_like"](p)
+                        state["momentum_buffer"] = zeros_like(p)
                     if group["centered"]:
-                        state["grad_avg"] = functions["zeros_like"](p)
+                        state["grad_avg"] = zeros_like(p)
                 params.append(p)
                 grads.append(p.grad)
                 square_avgs.append(state["square_avg"])

@@ -15,6 +15,7 @@ import numpy as np
 
 from ember.core import dtypes as D
 from ember.core.devices import get_default_device, to_device
+from ember.core.families.factories import empty_function
 from ember.core.promotion import default_complex_dtype, get_default_dtype, promote_types
 from ember.core.tensor import Tensor, from_array, share_numpy
 
@@ -173,12 +174,10 @@ def _move(t: Tensor, device) -> Tensor:
 
 def legacy_tensor(cls, *args, **kwargs) -> Tensor:
     """``ember.Tensor([1, 2])`` (data, as float) or ``ember.Tensor(2, 3)`` (uninitialized sizes)."""
-    from ember.core.api import functions
-
     if kwargs.keys() - {"device"}:
         raise TypeError(f"Tensor(): unexpected keyword arguments {sorted(kwargs.keys() - {'device'})}")
     if len(args) == 1 and not isinstance(args[0], numbers.Integral):
         return tensor(args[0], dtype=get_default_dtype(), **kwargs)
     if all(isinstance(a, numbers.Integral) for a in args):
-        return functions["empty"](*args, dtype=get_default_dtype(), **kwargs)
+        return empty_function(*args, dtype=get_default_dtype(), **kwargs)
     raise TypeError("Tensor(): expected a sequence of data or integer sizes")

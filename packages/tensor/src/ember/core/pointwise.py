@@ -470,10 +470,11 @@ def unsupported(op: str, dtype: D.dtype) -> NotImplementedError:
 
 def expose(
     ops: PointwiseOps, name: str, *, function: bool = True, method: bool = True, tensors_only: bool = False
-) -> None:
+) -> Callable:
     """``ember.<name>(..., out=None)``, ``Tensor.<name>`` and ``Tensor.<name>_`` for a pointwise op.
 
     ``tensors_only``: like PyTorch's binding of this op, refuse Python numbers for tensor arguments.
+    Returns the function (registered as ``ember.<name>`` unless ``function=False``).
     """
     from ember.core.api import methods, public
 
@@ -498,6 +499,7 @@ def expose(
         methods[name] = _method(functional, name)
         if inplace is not None:
             methods[name + "_"] = _method(inplace, name + "_")
+    return fn
 
 
 def _tensors_only(op: OpOverload, name: str):

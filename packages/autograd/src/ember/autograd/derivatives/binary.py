@@ -19,8 +19,8 @@ import math
 from ember.autograd.derivatives.pointwise_common import conj, not_implemented, where, zeros
 from ember.autograd.registry import derivative, nondifferentiable
 from ember.core import dtypes as D
-from ember.core.api import functions
 from ember.core.dispatch import ops
+from ember.core.families.binary import div_function
 from ember.core.promotion import result_type
 from ember.core.tensor import Tensor
 
@@ -79,13 +79,13 @@ def _floor_divide(grad, self, other, **_):
 def _remainder(grad, self, other, needs, **_):
     if not isinstance(self, Tensor):
         not_implemented("remainder")  # PyTorch's remainder.Scalar_Tensor has no derivative
-    g_other = -grad * functions["div"](self, other, rounding_mode="floor") if needs[1] else None
+    g_other = -grad * div_function(self, other, rounding_mode="floor") if needs[1] else None
     return (grad if needs[0] else None), g_other
 
 
 @derivative(aten.fmod.Tensor, save=("self", "other"))
 def _fmod(grad, self, other, needs, **_):
-    g_other = -grad * functions["div"](self, other, rounding_mode="trunc") if needs[1] else None
+    g_other = -grad * div_function(self, other, rounding_mode="trunc") if needs[1] else None
     return (grad if needs[0] else None), g_other
 
 

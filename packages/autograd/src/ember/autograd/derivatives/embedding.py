@@ -9,8 +9,9 @@ divided by how often its row was looked up in this call, as PyTorch's dense back
 from __future__ import annotations
 
 from ember.autograd.registry import derivative, nondifferentiable
-from ember.core.api import functions
 from ember.core.dispatch import ops
+from ember.core.families.factories import ones_function, zeros_function
+from ember.core.families.ternary import where_function
 
 aten = ops.aten
 
@@ -23,12 +24,12 @@ def _embedding(grad, weight, indices, padding_idx, scale_grad_by_freq, sparse, *
     flat = indices.reshape(-1)
     g = grad.reshape(-1, dim)
     if padding_idx >= 0:
-        g = functions["where"]((flat != padding_idx).unsqueeze(1), g, 0)
+        g = where_function((flat != padding_idx).unsqueeze(1), g, 0)
     if scale_grad_by_freq:
-        ones = functions["ones"](flat.shape, dtype=g.dtype, device=g.device)
-        counts = aten.index_add.default(functions["zeros"]((rows,), dtype=g.dtype, device=g.device), 0, flat, ones)
+        ones = ones_function(flat.shape, dtype=g.dtype, device=g.device)
+        counts = aten.index_add.default(zeros_function((rows,), dtype=g.dtype, device=g.device), 0, flat, ones)
         g = g / counts.index_select(0, flat).unsqueeze(1)
-    total = functions["zeros"]((rows, dim), dtype=g.dtype, device=g.device)
+    total = zeros_function((rows, dim), dtype=g.dtype, device=g.device)
     return aten.index_add.default(total, 0, flat, g), None
 
 

@@ -10,14 +10,15 @@ only one of them won. In-place forms (``index_add_``...) use these formulas too.
 from __future__ import annotations
 
 from ember.autograd.registry import derivative
-from ember.core.api import functions
 from ember.core.dispatch import ops
+from ember.core.families.factories import zeros_function
+from ember.core.families.unique import unique_function
 
 aten = ops.aten
 
 
 def _zeros(shape, like):
-    return functions["zeros"](tuple(shape), dtype=like.dtype, device=like.device)
+    return zeros_function(tuple(shape), dtype=like.dtype, device=like.device)
 
 
 @derivative(aten.index.Tensor, save=("indices",))
@@ -68,7 +69,7 @@ def _index_fill_tensor(grad, self, dim, index, value, needs, **_):
     grad_value = None
     if needs[2]:
         # A position named twice was filled once: its gradient counts once.
-        grad_value = grad.index_select(dim, functions["unique"](index.reshape(-1))).sum()
+        grad_value = grad.index_select(dim, unique_function(index.reshape(-1))).sum()
     return grad_self, None, grad_value
 
 

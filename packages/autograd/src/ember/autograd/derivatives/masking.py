@@ -7,8 +7,10 @@ or scattered position gives ``self`` no gradient. ``nonzero`` and its forms retu
 from __future__ import annotations
 
 from ember.autograd.registry import derivative, nondifferentiable
-from ember.core.api import functions
 from ember.core.dispatch import ops
+from ember.core.families.factories import zeros_function, zeros_like
+from ember.core.families.joining import cat_function
+from ember.core.families.ternary import where_function
 
 aten = ops.aten
 
@@ -23,7 +25,7 @@ def _masked_fill_tensor(grad, self, mask, value, needs, **_):
     grad_self = grad.masked_fill(mask, 0) if needs[0] else None
     grad_value = None
     if needs[2]:
-        grad_value = functions["where"](mask, grad, functions["zeros_like"](grad)).sum()
+        grad_value = where_function(mask, grad, zeros_like(grad)).sum()
     return grad_self, None, grad_value
 
 
@@ -36,7 +38,7 @@ def _masked_scatter(grad, self, mask, source, needs, **_):
         picked = grad.masked_select(mask)
         rest = source.numel() - picked.numel()
         if rest > 0:
-            picked = functions["cat"]([picked, picked.new_zeros(rest)])
+            picked = cat_function([picked, picked.new_zeros(rest)])
         grad_source = picked.reshape(source.shape)
     return grad_self, None, grad_source
 
@@ -46,7 +48,7 @@ def _masked_select(grad, self, mask, **_):
     from ember.core.layout import broadcast_shapes
 
     shape = broadcast_shapes(tuple(self.shape), tuple(mask.shape))
-    zeros = functions["zeros"](shape, dtype=grad.dtype, device=grad.device)
+    zeros = zeros_function(shape, dtype=grad.dtype, device=grad.device)
     return zeros.masked_scatter(mask, grad), None  # summed down to self's shape where it broadcast
 
 

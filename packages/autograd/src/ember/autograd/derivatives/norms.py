@@ -16,8 +16,8 @@ from ember.autograd.derivatives.reduction_common import reduced_dims, restore
 from ember.autograd.derivatives.svd import svd_backward
 from ember.autograd.registry import derivative
 from ember.core import dtypes as D
-from ember.core.api import functions
 from ember.core.dispatch import ops
+from ember.core.families.ternary import where_function as where
 from ember.core.layout import normalize_dim
 
 aten = ops.aten
@@ -28,7 +28,7 @@ def sgn(x):
     if x.dtype.category != D.COMPLEX:
         return x.sign()
     magnitude = x.abs()
-    return functions["where"](magnitude == 0, 0.0, x / functions["where"](magnitude == 0, 1.0, magnitude))
+    return where(magnitude == 0, 0.0, x / where(magnitude == 0, 1.0, magnitude))
 
 
 @derivative(aten.linalg_vector_norm.default, save=("self", "result"))
@@ -36,7 +36,6 @@ def _vector_norm(grad, self, ord, dim, keepdim, result, **_):
     p = float(ord.item() if hasattr(ord, "item") else ord)
     if p == 0.0:
         return None
-    where = functions["where"]
     grad = restore(grad, self.shape, dim, keepdim)
     norm = restore(result, self.shape, dim, keepdim)
     if p == 1.0:

@@ -18,9 +18,9 @@ import numpy as np
 
 from ember.autograd.registry import derivative
 from ember.core import dtypes as D
-from ember.core.api import functions
 from ember.core.creation import as_tensor
 from ember.core.dispatch import ops
+from ember.core.families.factories import arange_function, zeros_function
 from ember.core.families.padding import PADDINGS, pad_circular
 
 aten = ops.aten
@@ -36,7 +36,7 @@ def _source_indices(input_shape, k: int, pad_op, pad, device) -> list[np.ndarray
     on a tensor of flat positions (with a leading dim of 1, which the padding ops want), decoded per
     dim. Padding is separable, so any line along a dim gives that dim's indices."""
     spatial = tuple(input_shape[len(input_shape) - k :])
-    positions = functions["arange"](math.prod(spatial), dtype=D.int64, device=device).reshape(1, *spatial)
+    positions = arange_function(math.prod(spatial), dtype=D.int64, device=device).reshape(1, *spatial)
     source = np.asarray(pad_op(positions, pad).numpy())[0]
     indices = []
     for axis in range(k):
@@ -55,7 +55,7 @@ def _fold_axis(grad, dim: int, size: int, index: np.ndarray):
         c for c in range(len(index) - size + 1) if index[c] == 0 and (index[c : c + size] == np.arange(size)).all()
     ]
     if not starts:
-        total = functions["zeros"](_resized(grad.shape, dim, size), dtype=grad.dtype, device=grad.device)
+        total = zeros_function(_resized(grad.shape, dim, size), dtype=grad.dtype, device=grad.device)
         return aten.index_add.default(total, dim, as_index(index), grad)
     start = starts[0]
     centre = aten.slice.Tensor(grad, dim, start, start + size)
@@ -75,7 +75,7 @@ def _resized(shape, dim: int, size: int) -> list:
 def _fold(grad, input_shape, k: int, pad_op, pad):
     """The gradient of ``pad_op`` (reflection, replication or circular padding of the last ``k`` dims)."""
     if grad.numel() == 0:
-        return functions["zeros"](tuple(input_shape), dtype=grad.dtype, device=grad.device)
+        return zeros_function(tuple(input_shape), dtype=grad.dtype, device=grad.device)
     indices = _source_indices(input_shape, k, pad_op, pad, grad.device)
     ndim = len(input_shape)
     for axis in range(k):

@@ -9,7 +9,8 @@ tensor positions, as PyTorch's Scalar overloads do): the helpers accept both.
 from __future__ import annotations
 
 from ember.core import dtypes as D
-from ember.core.api import functions
+from ember.core.families.factories import zeros_like
+from ember.core.families.ternary import where_function
 from ember.core.tensor import Tensor
 
 
@@ -29,11 +30,11 @@ def conj(x):
 
 def zeros(grad: Tensor) -> Tensor:
     """A zero gradient as a tensor, not None: PyTorch gives ``.grad`` zeros through floor, sign, round..."""
-    return functions["zeros_like"](grad)
+    return zeros_like(grad)
 
 
 def where(condition, a, b):
-    return functions["where"](condition, a, b)
+    return where_function(condition, a, b)
 
 
 def not_implemented(name: str):

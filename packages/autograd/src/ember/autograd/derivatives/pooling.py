@@ -15,9 +15,10 @@ from __future__ import annotations
 import numpy as np
 
 from ember.autograd.registry import derivative, through_decomposition
-from ember.core.api import functions
 from ember.core.creation import as_tensor
 from ember.core.dispatch import ops
+from ember.core.families.factories import ones_function
+from ember.core.families.matmul import matmul_function
 
 aten = ops.aten
 
@@ -59,7 +60,7 @@ def _avg_pool2d(grad, self, kernel_size, stride, padding, ceil_mode, count_inclu
         rows = _divisors(h, oh, kernel[0], stride[0], padding[0], count_include_pad)
         cols = _divisors(w, ow, kernel[1], stride[1], padding[1], count_include_pad)
         scaled = grad / as_tensor(rows[:, None] * cols[None, :], dtype=grad.dtype, device=grad.device)
-    ones = functions["ones"]((1, 1, *kernel), dtype=grad.dtype, device=grad.device)
+    ones = ones_function((1, 1, *kernel), dtype=grad.dtype, device=grad.device)
     planes = scaled.reshape(-1, 1, oh, ow)
     spread = aten.convolution.default(planes, ones, None, list(stride), [0, 0], [1, 1], True, [0, 0], 1)
     full_h, full_w = spread.shape[-2:]
@@ -83,7 +84,7 @@ def _adaptive_avg_pool2d(grad, self, output_size, **_):
     oh, ow = grad.shape[-2:]
     left = as_tensor(np.ascontiguousarray(_adaptive_matrix(h, oh).T), dtype=grad.dtype, device=grad.device)
     right = as_tensor(_adaptive_matrix(w, ow), dtype=grad.dtype, device=grad.device)
-    return functions["matmul"](functions["matmul"](left, grad), right)
+    return matmul_function(matmul_function(left, grad), right)
 
 
 # Double backward records the parts of its decomposition.

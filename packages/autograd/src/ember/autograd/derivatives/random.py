@@ -10,14 +10,14 @@ derivative in PyTorch and raises at backward here too. The ``*_like`` factories 
 from __future__ import annotations
 
 from ember.autograd.registry import derivative
-from ember.core.api import functions
 from ember.core.dispatch import ops
+from ember.core.families.factories import zeros_function
 
 aten = ops.aten
 
 
 def _zeros(meta, grad):
-    return functions["zeros"](tuple(meta.shape), dtype=grad.dtype, device=grad.device)
+    return zeros_function(tuple(meta.shape), dtype=grad.dtype, device=grad.device)
 
 
 @derivative(

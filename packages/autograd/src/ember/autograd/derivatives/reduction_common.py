@@ -10,7 +10,8 @@ mean every dim (as for ``sum``, ``amax`` and ``vector_norm``).
 
 from __future__ import annotations
 
-from ember.core.api import functions
+from ember.core.families.factories import zeros_function
+from ember.core.families.ternary import where_function
 from ember.core.layout import normalize_dim
 from ember.core.tensor import Tensor
 
@@ -70,7 +71,7 @@ def evenly_distribute(grad, input, value):
         mask = (input == value).logical_or(input.isnan().logical_and(value.isnan())).to(grad.dtype)
         return mask * (grad / mask.sum())
     mask = input.isnan() if bool(value.isnan().item()) else input == value
-    return functions["where"](mask, grad / mask.sum(), 0.0)
+    return where_function(mask, grad / mask.sum(), 0.0)
 
 
 def scale_by_count(grad, mask, dim):
@@ -87,5 +88,5 @@ def select_back(grad, dim: int, indices, shape, keepdim: bool):
     if not keepdim and shape:
         grad = restore(grad, shape, dim, False)
         indices = restore(indices, shape, dim, False)
-    zeros = functions["zeros"](shape, dtype=grad.dtype, device=grad.device)
+    zeros = zeros_function(shape, dtype=grad.dtype, device=grad.device)
     return zeros.scatter(dim, indices, grad)

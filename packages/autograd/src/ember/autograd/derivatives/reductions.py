@@ -18,8 +18,9 @@ from ember.autograd.derivatives.reduction_common import (
 )
 from ember.autograd.grad_mode import state
 from ember.autograd.registry import derivative, nondifferentiable
-from ember.core.api import functions
 from ember.core.dispatch import ops
+from ember.core.families.factories import ones_function, ones_like, zeros_like
+from ember.core.families.joining import cat_function
 from ember.core.layout import normalize_dim
 
 aten = ops.aten
@@ -74,12 +75,12 @@ def _exclusive_products(x, dim: int):
     """For each element along ``dim``, the product of all the others (no division, so zeros are exact)."""
     n = x.shape[dim]
     if x.numel() == 0:
-        return functions["ones_like"](x)
+        return ones_like(x)
     ones_shape = list(x.shape)
     ones_shape[dim] = 1
-    ones = functions["ones"](ones_shape, dtype=x.dtype, device=x.device)
-    before = functions["cat"]([ones, x.narrow(dim, 0, n - 1)], dim).cumprod(dim)
-    after = functions["cat"]([ones, x.narrow(dim, 1, n - 1).flip([dim])], dim).cumprod(dim).flip([dim])
+    ones = ones_function(ones_shape, dtype=x.dtype, device=x.device)
+    before = cat_function([ones, x.narrow(dim, 0, n - 1)], dim).cumprod(dim)
+    after = cat_function([ones, x.narrow(dim, 1, n - 1).flip([dim])], dim).cumprod(dim).flip([dim])
     return before * after
 
 
@@ -94,7 +95,7 @@ def _prod(grad, self, result, **_):
     if zeros == 0:
         return grad * conj(result / x)
     if zeros > 1 and not state.enabled:
-        return functions["zeros_like"](x)
+        return zeros_like(x)
     return (grad * conj(_exclusive_products(x.reshape(-1), 0))).reshape(x.shape)
 
 

@@ -13,9 +13,9 @@ import numpy as np
 
 from ember.autograd.registry import derivative
 from ember.core import dtypes as D
-from ember.core.api import functions
 from ember.core.creation import as_tensor
 from ember.core.dispatch import ops
+from ember.core.families.factories import zeros_function
 from ember.core.families.resampling import _linear_weights, _nearest_index
 
 aten = ops.aten
@@ -33,7 +33,7 @@ def _gather_back(grad, dim: int, size: int, terms):
         return _gather_back(grad.transpose(-1, -2), dim - 1, size, terms).transpose(-1, -2)
     shape = list(grad.shape)
     shape[dim] = size
-    total = functions["zeros"](shape, dtype=grad.dtype, device=grad.device)
+    total = zeros_function(shape, dtype=grad.dtype, device=grad.device)
     for index, weight in terms:
         part = grad
         if weight is not None:

@@ -18,8 +18,9 @@ from ember.autograd.derivatives.reduction_common import values_readable
 from ember.autograd.grad_mode import state
 from ember.autograd.registry import derivative
 from ember.core import dtypes as D
-from ember.core.api import functions
 from ember.core.dispatch import ops
+from ember.core.families.factories import eye_function, ones_function
+from ember.core.families.ternary import where_function as where
 from ember.core.layout import normalize_dim
 
 aten = ops.aten
@@ -56,7 +57,6 @@ def _cumprod(grad, self, dim, result, **_):
 
 
 def _with_zeros(grad, x, dim: int, result, is_zero):
-    where = functions["where"]
     zeros_so_far = is_zero.cumsum(dim)
     before = zeros_so_far == 0
     up_to_second = zeros_so_far == 1
@@ -75,14 +75,13 @@ def _with_zeros(grad, x, dim: int, result, is_zero):
 
 def _with_zeros_differentiable(grad, x, dim: int):
     """sum over i >= j of grad_i * prod(x_l for l <= i, l != j), for every j, by an n x n table."""
-    where = functions["where"]
     shape = tuple(x.shape)
     n = shape[dim]
     table_shape = (*shape[:dim], n, *shape[dim:])  # [..., j, l, ...]
     rows = x.reshape((*shape[:dim], 1, *shape[dim:])).expand(table_shape)
     tail = (1,) * (len(shape) - dim - 1)
-    eye = functions["eye"](n, dtype=rows.dtype, device=x.device).bool().reshape((n, n, *tail))
-    upper = functions["ones"]((n, n), device=x.device).bool().triu().reshape((n, n, *tail))
+    eye = eye_function(n, dtype=rows.dtype, device=x.device).bool().reshape((n, n, *tail))
+    upper = ones_function((n, n), device=x.device).bool().triu().reshape((n, n, *tail))
     products = where(eye, 1.0, rows).cumprod(dim + 1)  # [.., j, i, ..]: prod over l <= i, l != j
     terms = products * grad.reshape((*shape[:dim], 1, *shape[dim:]))
     return conj(where(upper, terms, 0.0)).sum(dim + 1)

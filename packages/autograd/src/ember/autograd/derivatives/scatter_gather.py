@@ -18,15 +18,16 @@ from __future__ import annotations
 
 from ember.autograd.grad_mode import state
 from ember.autograd.registry import derivative
-from ember.core.api import functions
 from ember.core.dispatch import ops
+from ember.core.families.factories import ones_like, zeros_function, zeros_like
+from ember.core.families.ternary import where_function
 
 aten = ops.aten
 
 
 @derivative(aten.gather.default, save=("index",))
 def _gather(grad, self, dim, index, **_):
-    zeros = functions["zeros"](tuple(self.shape), dtype=grad.dtype, device=grad.device)
+    zeros = zeros_function(tuple(self.shape), dtype=grad.dtype, device=grad.device)
     return zeros.scatter_add(dim, index, grad), None
 
 
@@ -62,8 +63,8 @@ def _scatter_reduce(grad, self, dim, index, src, reduce, include_self, result, n
     if reduce == "sum":
         grad_self, grad_src = grad, grad.gather(dim, index)
     elif reduce == "mean":
-        count = functions["ones_like"](grad) if include_self else functions["zeros_like"](grad)
-        count = count.scatter_add(dim, index, functions["ones_like"](src))
+        count = ones_like(grad) if include_self else zeros_like(grad)
+        count = count.scatter_add(dim, index, ones_like(src))
         grad_self = grad / count.masked_fill(count == 0, 1)
         grad_src = grad_self.gather(dim, index)
     elif reduce == "prod":
@@ -94,10 +95,10 @@ def _prod_backward(grad, self, dim, index, src, include_self, result):
     self_ones = self.masked_fill(self == 0, 1)
     grad_self = grad * self_ones.scatter_reduce(dim, index, src, "prod", include_self=include_self) / self_ones
     src_zero = src == 0
-    zeros_at = functions["zeros_like"](grad).scatter_add(dim, index, src_zero.to(grad.dtype)).gather(dim, index)
+    zeros_at = zeros_like(grad).scatter_add(dim, index, src_zero.to(grad.dtype)).gather(dim, index)
     lone_zero = src_zero & (zeros_at == 1)
     others = self.scatter_reduce(dim, index, src.masked_fill(lone_zero, 1), "prod", include_self=include_self)
-    grad_src = functions["where"](
+    grad_src = where_function(
         lone_zero, (grad * others).gather(dim, index), (grad * result).gather(dim, index) / src.masked_fill(src_zero, 1)
     )
     if state.enabled and bool((zeros_at > 1).any()):

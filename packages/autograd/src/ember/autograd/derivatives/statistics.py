@@ -14,8 +14,8 @@ import math
 
 from ember.autograd.derivatives.reduction_common import count, expand_back, reduced_dims, restore
 from ember.autograd.registry import derivative
-from ember.core.api import functions
 from ember.core.dispatch import ops
+from ember.core.families.ternary import where_function as where
 
 aten = ops.aten
 
@@ -38,7 +38,7 @@ def var_backward(grad, self, dim, correction, keepdim: bool):
         dof = self.numel() - c
         if dof <= 0:
             mean = self.mean()
-            return grad * functions["where"](self == mean, math.nan, math.inf)
+            return grad * where(self == mean, math.nan, math.inf)
         return (2.0 / dof) * grad * (self - self.mean())
     dof = count(self.shape, dim) - c
     factor = 2.0 / dof if dof != 0 else math.inf
@@ -50,7 +50,7 @@ def std_backward(result, grad, self, dim, correction, keepdim: bool):
     # d std = d var / (2 std); where std is 0 the gradient is 0, as in PyTorch. The division is by a
     # safe denominator there, so that differentiating this (double backward, forward mode through
     # the transpose) meets no 0/0 in the discarded branch.
-    where, zero = functions["where"], result == 0
+    zero = result == 0
     grad_var = where(zero, 0.0, grad / where(zero, 1.0, result * 2))
     return var_backward(grad_var, self, dim, correction, keepdim)
 

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from ember.autograd.registry import derivative
 from ember.core import dtypes as D
-from ember.core.api import functions
 from ember.core.dispatch import ops
+from ember.core.families.factories import eye_function
+from ember.core.families.ternary import where_function
 
 aten = ops.aten
 
@@ -33,9 +34,9 @@ def svd_backward(gU, gS, gVh, U, S, Vh):
     U, Vh = U[..., :k], Vh[..., :k, :]
     gU = gU[..., :k] if gU is not None else None
     gVh = gVh[..., :k, :] if gVh is not None else None
-    eye = functions["eye"](k, dtype=D.bool_, device=S.device)
+    eye = eye_function(k, dtype=D.bool_, device=S.device)
     squares = S * S
-    E = functions["where"](eye, 1.0, squares.unsqueeze(-2) - squares.unsqueeze(-1))
+    E = where_function(eye, 1.0, squares.unsqueeze(-2) - squares.unsqueeze(-1))
     if gU is not None and gVh is not None:
         inner = (_skew(U.mT.matmul(gU)) * S.unsqueeze(-2) + S.unsqueeze(-1) * _skew(Vh.matmul(gVh.mT))) / E
     elif gU is not None:
@@ -43,7 +44,7 @@ def svd_backward(gU, gS, gVh, U, S, Vh):
     else:
         inner = S.unsqueeze(-1) * (_skew(Vh.matmul(gVh.mT)) / E)
     if gS is not None:
-        inner = inner + functions["where"](eye, gS.unsqueeze(-2), 0.0)
+        inner = inner + where_function(eye, gS.unsqueeze(-2), 0.0)
     if m > k and gU is not None:
         scaled = gU / S.unsqueeze(-2)
         outer = U.matmul(inner) + scaled - U.matmul(U.mT.matmul(scaled))

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from ember.autograd.derivatives.pointwise_common import conj, where
 from ember.autograd.registry import derivative
-from ember.core.api import functions
 from ember.core.dispatch import ops
+from ember.core.families.factories import full_like
 
 aten = ops.aten
 
@@ -113,6 +113,6 @@ def _addcmul(grad, self, tensor1, tensor2, value, needs, **_):
 @derivative(aten.addcdiv.default, save=("tensor1", "tensor2"))
 def _addcdiv(grad, self, tensor1, tensor2, value, needs, **_):
     # value / tensor2 as PyTorch's C++ operator computes it: value filled in tensor2's dtype, then divided.
-    g_t1 = grad * conj(functions["full_like"](tensor2, value).div_(tensor2)) if needs[1] else None
+    g_t1 = grad * conj(full_like(tensor2, value).div_(tensor2)) if needs[1] else None
     g_t2 = -grad * conj(value * tensor1 / (tensor2 * tensor2)) if needs[2] else None
     return (grad if needs[0] else None), g_t1, g_t2

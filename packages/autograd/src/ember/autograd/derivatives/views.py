@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from ember.autograd.as_strided import as_strided_backward
 from ember.autograd.registry import derivative, nondifferentiable
-from ember.core.api import functions
 from ember.core.dispatch import ops
+from ember.core.families.factories import arange_function
+from ember.core.families.joining import _stack_function as stack_function
+from ember.core.families.joining import cat_function
 from ember.core.layout import normalize_dim
 
 aten = ops.aten
@@ -109,8 +111,8 @@ def _unfold(grad, self, dimension, size, step, **_):
         return grad.reshape(())
     d = normalize_dim(dimension, self.ndim)
     count = grad.shape[d]
-    where = functions["arange"](count, dtype=D.int64, device=grad.device).reshape(count, 1) * step
-    where = (where + functions["arange"](size, dtype=D.int64, device=grad.device)).reshape(-1)
+    where = arange_function(count, dtype=D.int64, device=grad.device).reshape(count, 1) * step
+    where = (where + arange_function(size, dtype=D.int64, device=grad.device)).reshape(-1)
     windows = grad.movedim(-1, d + 1).flatten(d, d + 1)
     return _zeros(self.shape, grad).index_add(d, where, windows)
 
@@ -127,14 +129,14 @@ def _unbind(grads, self, dim, **_):
     d = normalize_dim(dim, self.ndim)
     like = next(g for g in grads if g is not None)
     shape = tuple(self.shape[:d]) + tuple(self.shape[d + 1 :])
-    return functions["stack"](_filled([(g, shape) for g in grads], like), d)
+    return stack_function(_filled([(g, shape) for g in grads], like), d)
 
 
 def _cat_pieces(grads, self, dim, sizes):
     d = normalize_dim(dim, self.ndim)
     like = next(g for g in grads if g is not None)
     shapes = [tuple(self.shape[:d]) + (n,) + tuple(self.shape[d + 1 :]) for n in sizes]
-    return functions["cat"](_filled(list(zip(grads, shapes, strict=True)), like), d)
+    return cat_function(_filled(list(zip(grads, shapes, strict=True)), like), d)
 
 
 @derivative(aten.split.Tensor, jvp="linear")

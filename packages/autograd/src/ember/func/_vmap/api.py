@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from ember.core.families.joining import cat_function
 from ember.core.tensor import Tensor
 from ember.func._tree import flatten, unflatten
 from ember.func._vmap import randomness as _randomness
@@ -230,8 +231,6 @@ def vmap(func, in_dims=0, out_dims=0, randomness: str = "error", *, chunk_size: 
 
 
 def _chunked(func, in_dims, out_dims, randomness, size, dims, leaves, spec, kwargs, chunk_size):
-    from ember.core.api import functions
-
     pieces = []
     for start in range(0, size, chunk_size):
         n = min(chunk_size, size - start)
@@ -243,5 +242,5 @@ def _chunked(func, in_dims, out_dims, randomness, size, dims, leaves, spec, kwar
     joined = []
     for i, d in enumerate(flat_dims):
         parts = [f[i] for f in flat]
-        joined.append(parts[0] if d is None else functions["cat"](parts, d))
+        joined.append(parts[0] if d is None else cat_function(parts, d))
     return unflatten(joined, out_spec)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ember.core.api import functions
 from ember.core.dispatch import ops
+from ember.core.families.joining import _stack_function as stack_function
 from ember.core.layout import normalize_dim
 from ember.core.tensor import Tensor
 
@@ -102,7 +102,7 @@ def stack_lanes(results: list):
     if first is None and all(r is None for r in results):
         return None
     if isinstance(first, Tensor):
-        return functions["stack"](results)
+        return stack_function(results)
     if isinstance(first, list | tuple):
         parts = [stack_lanes([r[i] for r in results]) for i in range(len(first))]
         if type(first) in (list, tuple):

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 
 from ember.core.dispatch import DispatchMode, active_modes
+from ember.core.families.joining import _stack_function as stack_function
 from ember.func._vmap.batched import BatchedTensor, Hidden, visible_level, wrap
 
 RANDOM_ERROR = (
@@ -77,9 +78,7 @@ def _factory_different(func, args: tuple, kwargs: dict, level):
             if name == "n":  # randperm: one permutation per lane
                 with Hidden(level.depth):
                     lanes = [func(*args, **kwargs) for _ in range(level.size)]
-                from ember.core.api import functions
-
-                return wrap(functions["stack"](lanes), 0, level.depth)
+                return wrap(stack_function(lanes), 0, level.depth)
             size = args[i]
             args[i] = (level.size, *((size,) if isinstance(size, int) else tuple(size)))
             with Hidden(level.depth):

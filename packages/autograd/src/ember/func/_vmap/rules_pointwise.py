@@ -12,6 +12,7 @@ would have promoted to.
 from __future__ import annotations
 
 from ember.core.dispatch import all_ops
+from ember.core.families.factories import empty_function
 from ember.core.tensor import Tensor
 from ember.func._vmap.common import check_inplace, logical_ndim, pad_to
 from ember.func._vmap.table import register
@@ -24,12 +25,9 @@ def _scalar_dtype_fix(call, tensors: list) -> dict:
     zero_dim = [t for t in tensors if call.batched(t) and t.ndim == 1]
     if not zero_dim or all(logical_ndim(call, t) == 0 for t in tensors):
         return {}
-    from ember.core.api import functions
     from ember.core.promotion import result_type
 
-    metas = [
-        functions["empty"](t.shape[1:] if call.batched(t) else t.shape, dtype=t.dtype, device="meta") for t in tensors
-    ]
+    metas = [empty_function(t.shape[1:] if call.batched(t) else t.shape, dtype=t.dtype, device="meta") for t in tensors]
     target = result_type(*metas)
     return {id(t): target for t in zero_dim if t.dtype != target}
 

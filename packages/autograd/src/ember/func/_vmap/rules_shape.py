@@ -6,7 +6,7 @@ vmap) and shifted past the batch; size arguments get the batch size in front.
 
 from __future__ import annotations
 
-from ember.core.api import functions
+from ember.core.families.joining import cat_function
 from ember.func._vmap.common import Bound, aten, check_inplace, logical_ndim, pad_to, shift
 from ember.func._vmap.table import register
 
@@ -195,7 +195,7 @@ def _cat(call):
     if rank == 0:
         raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
     d = shift(dim, rank)
-    return functions["cat"]([call.expand(t) for t in kept], d)
+    return cat_function([call.expand(t) for t in kept], d)
 
 
 register(_cat, aten.cat.default)

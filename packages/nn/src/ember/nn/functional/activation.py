@@ -9,11 +9,9 @@ meet an infinity and become NaN. ``inplace=True`` writes the result into the inp
 
 from __future__ import annotations
 
-from ember.core.api import functions
 from ember.core.dispatch import ops
+from ember.core.families.ternary import where_function as _where
 from ember.core.tensor import Tensor
-
-_where = functions["where"]
 
 
 def _finish(input: Tensor, result: Tensor, inplace: bool) -> Tensor:

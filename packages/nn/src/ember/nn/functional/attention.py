@@ -14,7 +14,8 @@ from __future__ import annotations
 import math
 
 from ember.core import dtypes as D
-from ember.core.api import functions
+from ember.core.families.factories import ones_function
+from ember.core.families.ternary import where_function
 from ember.core.functional import dropout
 from ember.core.tensor import Tensor
 
@@ -54,7 +55,7 @@ def scaled_dot_product_attention(
     scores = (query @ key.transpose(-2, -1)) * scale_factor
     keep = None
     if is_causal:
-        keep = functions["ones"](length, source, dtype=D.bool_, device=query.device).tril(0)
+        keep = ones_function(length, source, dtype=D.bool_, device=query.device).tril(0)
     elif attn_mask is not None:
         if attn_mask.dtype is D.bool_:
             keep = attn_mask
@@ -63,8 +64,8 @@ def scaled_dot_product_attention(
     if keep is not None:
         scores = scores.masked_fill(keep.logical_not(), float("-inf"))
     empty = (scores == float("-inf")).all(-1, keepdim=True)
-    weights = functions["where"](empty, 0.0, scores).softmax(-1)
-    weights = functions["where"](empty, 0.0, weights)
+    weights = where_function(empty, 0.0, scores).softmax(-1)
+    weights = where_function(empty, 0.0, weights)
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, training=True)
     return weights @ value

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ember.core.api import functions
+from ember.core.families.einsum import einsum_function
 from ember.core.tensor import Tensor
 
 
@@ -21,5 +21,5 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
         raise RuntimeError(
             f"bilinear(): input2 size does not match weight size: got {input2.shape[-1]} but expected {weight.shape[2]}"
         )
-    out = functions["einsum"]("...i,oij,...j->...o", input1, weight, input2)
+    out = einsum_function("...i,oij,...j->...o", input1, weight, input2)
     return out + bias if bias is not None else out

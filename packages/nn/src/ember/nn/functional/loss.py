@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 
-from ember.core.api import functions
+from ember.core.families.ternary import where_function
 from ember.core.tensor import Tensor
 
 
@@ -19,7 +19,7 @@ def huber_loss(
         )
     diff = input - target
     z = diff.abs()
-    loss = functions["where"](z < delta, diff * diff * 0.5, (z - 0.5 * delta) * delta)
+    loss = where_function(z < delta, diff * diff * 0.5, (z - 0.5 * delta) * delta)
     if weight is not None:
         if weight.shape != input.shape:
             raise ValueError("Weights and input must have the same size.")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ember.core.api import functions
+from ember.core.families.factories import empty_function
 from ember.core.tensor import Tensor
 from ember.nn import functional as F
 from ember.nn import init
@@ -223,7 +223,7 @@ class PReLU(Module):
         self.num_parameters = num_parameters
         super().__init__()
         self.init = init
-        self.weight = Parameter(functions["empty"](num_parameters, device=device, dtype=dtype))
+        self.weight = Parameter(empty_function(num_parameters, device=device, dtype=dtype))
         self.reset_parameters()
 
     def reset_parameters(self) -> None:

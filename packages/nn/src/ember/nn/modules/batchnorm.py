@@ -8,8 +8,8 @@ normalize, unless the module does not track them.
 from __future__ import annotations
 
 from ember.core import dtypes as D
-from ember.core.api import functions
 from ember.core.creation import tensor as make_tensor
+from ember.core.families.factories import empty_function, ones_function, zeros_function
 from ember.core.tensor import Tensor
 from ember.nn import functional as F
 from ember.nn import init
@@ -41,17 +41,17 @@ class _BatchNorm(Module):
         self.affine = affine
         self.track_running_stats = track_running_stats
         if affine:
-            self.weight = Parameter(functions["empty"](num_features, device=device, dtype=dtype))
+            self.weight = Parameter(empty_function(num_features, device=device, dtype=dtype))
             if bias:
-                self.bias = Parameter(functions["empty"](num_features, device=device, dtype=dtype))
+                self.bias = Parameter(empty_function(num_features, device=device, dtype=dtype))
             else:
                 self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
         if track_running_stats:
-            self.register_buffer("running_mean", functions["zeros"](num_features, device=device, dtype=dtype))
-            self.register_buffer("running_var", functions["ones"](num_features, device=device, dtype=dtype))
+            self.register_buffer("running_mean", zeros_function(num_features, device=device, dtype=dtype))
+            self.register_buffer("running_var", ones_function(num_features, device=device, dtype=dtype))
             self.register_buffer("num_batches_tracked", make_tensor(0, dtype=D.int64, device=device))
         else:
             self.register_buffer("running_mean", None)

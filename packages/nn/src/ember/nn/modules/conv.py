@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ember.core.api import functions
+from ember.core.families.factories import empty_function
 from ember.core.tensor import Tensor
 from ember.nn import functional as F
 from ember.nn import init
@@ -89,9 +89,9 @@ class _ConvNd(Module):
             shape = (in_channels, out_channels // groups, *kernel_size)
         else:
             shape = (out_channels, in_channels // groups, *kernel_size)
-        self.weight = Parameter(functions["empty"](*shape, device=device, dtype=dtype))
+        self.weight = Parameter(empty_function(*shape, device=device, dtype=dtype))
         if bias:
-            self.bias = Parameter(functions["empty"](out_channels, device=device, dtype=dtype))
+            self.bias = Parameter(empty_function(out_channels, device=device, dtype=dtype))
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()

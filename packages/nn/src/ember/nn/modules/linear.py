@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ember.core.api import functions
+from ember.core.families.factories import empty_function
 from ember.core.tensor import Tensor
 from ember.nn import functional as F
 from ember.nn import init
@@ -16,7 +16,7 @@ __all__ = ["Bilinear", "Identity", "Linear"]
 
 
 def _empty(*shape: int, device: Any = None, dtype: Any = None) -> Tensor:
-    return functions["empty"](*shape, device=device, dtype=dtype)
+    return empty_function(*shape, device=device, dtype=dtype)
 
 
 class Identity(Module):

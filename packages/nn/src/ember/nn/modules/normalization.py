@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numbers
 
-from ember.core.api import functions
+from ember.core.families.factories import empty_function
 from ember.core.tensor import Tensor
 from ember.nn import functional as F
 from ember.nn import init
@@ -22,7 +22,7 @@ def _shape(normalized_shape) -> tuple[int, ...]:
 
 def _affine_parameters(module, shape: tuple, affine: bool, bias: bool, device, dtype) -> None:
     """``weight`` (and ``bias`` unless refused) of ``shape``, or both registered as None."""
-    make = lambda: Parameter(functions["empty"](*shape, device=device, dtype=dtype))  # noqa: E731
+    make = lambda: Parameter(empty_function(*shape, device=device, dtype=dtype))  # noqa: E731
     module.register_parameter("weight", make() if affine else None)
     module.register_parameter("bias", make() if affine and bias else None)
 
@@ -73,7 +73,7 @@ class RMSNorm(Module):
         self.eps = eps
         self.elementwise_affine = elementwise_affine
         if elementwise_affine:
-            self.weight = Parameter(functions["empty"](*self.normalized_shape, device=device, dtype=dtype))
+            self.weight = Parameter(empty_function(*self.normalized_shape, device=device, dtype=dtype))
         else:
             self.register_parameter("weight", None)
         self.reset_parameters()

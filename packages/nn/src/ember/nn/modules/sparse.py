@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ember.core.api import functions
+from ember.core.families.factories import empty_function
 from ember.core.tensor import Tensor
 from ember.nn import functional as F
 from ember.nn import init
@@ -43,7 +43,7 @@ class Embedding(Module):
         self.norm_type = norm_type
         self.scale_grad_by_freq = scale_grad_by_freq
         if _weight is None:
-            weight = functions["empty"](num_embeddings, embedding_dim, device=device, dtype=dtype)
+            weight = empty_function(num_embeddings, embedding_dim, device=device, dtype=dtype)
             self.weight = Parameter(weight, requires_grad=not _freeze)
             self.reset_parameters()
         else:

@@ -7,9 +7,9 @@ import math
 from collections.abc import Iterable
 
 from ember.autograd import no_grad
-from ember.core.api import functions
 from ember.core.creation import tensor as make_tensor
 from ember.core.dispatch import ops
+from ember.core.families.joining import _stack_function as stack_function
 from ember.core.tensor import Tensor
 
 _vector_norm = ops.aten.linalg_vector_norm.default
@@ -31,7 +31,7 @@ def get_total_norm(
         return make_tensor(0.0)
     with no_grad():
         norms = [_vector_norm(t, norm_type) for t in tensors]
-        total = _vector_norm(functions["stack"](norms), norm_type)
+        total = _vector_norm(stack_function(norms), norm_type)
     if error_if_nonfinite and not math.isfinite(total.item()):
         raise RuntimeError(
             f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so it cannot be "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ember.core.api import functions
+from ember.core.families.joining import cat_function
 from ember.core.tensor import Tensor
 from ember.nn.parameter import swap_payload
 
@@ -28,7 +28,7 @@ def parameters_to_vector(parameters: Iterable[Tensor]) -> Tensor:
     for param in parameters:
         device = _check_same_device(param, device)
         flat.append(param.reshape(-1))
-    return functions["cat"](flat)
+    return cat_function(flat)
 
 
 def vector_to_parameters(vec: Tensor, parameters: Iterable[Tensor]) -> None:

@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from ember.core import dtypes as D
-from ember.core.api import functions
 from ember.core.creation import as_tensor, tensor
+from ember.core.families.joining import _stack_function as stack_function
 from ember.core.tensor import Tensor
 
 __all__ = ["collate", "default_collate", "default_collate_fn_map", "default_convert"]
@@ -121,7 +121,7 @@ def collate(batch: list, *, collate_fn_map: CollateMap | None = None) -> Any:
 
 
 def collate_tensor_fn(batch: list, *, collate_fn_map: CollateMap | None = None) -> Tensor:
-    return functions["stack"](batch, 0)
+    return stack_function(batch, 0)
 
 
 def collate_numpy_array_fn(batch: list, *, collate_fn_map: CollateMap | None = None) -> Any:

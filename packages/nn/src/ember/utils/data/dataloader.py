@@ -22,7 +22,7 @@ from functools import partial
 from typing import Any, Generic, TypeVar
 
 from ember.core import dtypes as D
-from ember.core.api import functions
+from ember.core.families.factories import empty_function
 from ember.utils.data.collate import default_collate, default_convert
 from ember.utils.data.dataset import Dataset, IterableDataset
 from ember.utils.data.fetch import make_fetcher
@@ -268,7 +268,7 @@ class BaseIter:
         self._keys = iter(self._index_sampler)
         # One draw per epoch from the loader's generator, whether or not workers use it, so that the
         # generator advances the same way with any num_workers, as in PyTorch.
-        self._base_seed = functions["empty"]((), dtype=D.int64).random_(generator=loader.generator).item()
+        self._base_seed = empty_function((), dtype=D.int64).random_(generator=loader.generator).item()
         self._len_called = loader._len_called
         self._yielded = 0
 

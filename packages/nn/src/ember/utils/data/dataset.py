@@ -15,7 +15,7 @@ import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
-from ember.core.api import functions
+from ember.core.families.random_factories import randperm
 from ember.core.generator import default_generator
 from ember.core.tensor import Tensor
 
@@ -226,6 +226,6 @@ def random_split(dataset: Dataset[T], lengths: Sequence[int | float], generator=
     lengths = _split_lengths(len(dataset), lengths)
     if sum(lengths) != len(dataset):
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
-    order: list[Any] = functions["randperm"](sum(lengths), generator=generator).tolist()
+    order: list[Any] = randperm(sum(lengths), generator=generator).tolist()
     ends = itertools.accumulate(lengths)
     return [Subset(dataset, order[end - length : end]) for end, length in zip(ends, lengths, strict=True)]

@@ -13,7 +13,7 @@ import math
 import sys
 from collections.abc import Iterator
 
-from ember.core.api import functions
+from ember.core.families.random_factories import randperm
 from ember.core.generator import Generator
 from ember.utils.data.dataset import Dataset
 from ember.utils.data.sampler import Sampler
@@ -68,7 +68,7 @@ class DistributedSampler(Sampler[int]):
         n = len(self.dataset)
         if self.shuffle:
             generator = Generator().manual_seed(self.seed + self.epoch)
-            indices = functions["randperm"](n, generator=generator).tolist()
+            indices = randperm(n, generator=generator).tolist()
         else:
             indices = list(range(n))
         if self.drop_last:

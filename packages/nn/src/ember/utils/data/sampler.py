@@ -14,8 +14,10 @@ from collections.abc import Iterable, Iterator, Sequence, Sized
 from typing import Generic, TypeVar
 
 from ember.core import dtypes as D
-from ember.core.api import functions
 from ember.core.creation import as_tensor
+from ember.core.families.factories import empty_function
+from ember.core.families.random_factories import randint, randperm
+from ember.core.families.random_sampling import multinomial
 from ember.core.generator import Generator
 
 T_co = TypeVar("T_co", covariant=True)
@@ -57,7 +59,7 @@ class SequentialSampler(Sampler[int]):
 
 
 def _fresh_generator() -> Generator:
-    seed = functions["empty"]((), dtype=D.int64).random_().item()
+    seed = empty_function((), dtype=D.int64).random_().item()
     return Generator().manual_seed(seed)
 
 
@@ -85,7 +87,6 @@ class RandomSampler(Sampler[int]):
     def __iter__(self) -> Iterator[int]:
         n = len(self.data_source)
         generator = self.generator if self.generator is not None else _fresh_generator()
-        randint, randperm = functions["randint"], functions["randperm"]
         if self.replacement:
             for _ in range(self.num_samples // _CHUNK):
                 yield from randint(high=n, size=(_CHUNK,), dtype=D.int64, generator=generator).tolist()
@@ -107,7 +108,7 @@ class SubsetRandomSampler(Sampler[int]):
         self.generator = generator
 
     def __iter__(self) -> Iterator[int]:
-        for i in functions["randperm"](len(self.indices), generator=self.generator).tolist():
+        for i in randperm(len(self.indices), generator=self.generator).tolist():
             yield self.indices[i]
 
     def __len__(self) -> int:
@@ -134,7 +135,7 @@ class WeightedRandomSampler(Sampler[int]):
         self.generator = generator
 
     def __iter__(self) -> Iterator[int]:
-        drawn = functions["multinomial"](self.weights, self.num_samples, self.replacement, generator=self.generator)
+        drawn = multinomial(self.weights, self.num_samples, self.replacement, generator=self.generator)
         yield from drawn.tolist()
 
     def __len__(self) -> int:

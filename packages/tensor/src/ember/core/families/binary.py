@@ -11,6 +11,7 @@ import numpy as np
 
 from ember.core import dtypes as D
 from ember.core.api import method, public
+from ember.core.families.unary import reciprocal_function
 from ember.core.pointwise import define_pointwise, expose, unsupported
 from ember.core.tensor import Tensor
 
@@ -347,8 +348,8 @@ for _ops, _name in [
 ]:
     expose(_ops, _name)
 expose(rsub, "rsub", method=False)
+maximum_function = expose(maximum, "maximum", tensors_only=True)
 for _ops, _name in [
-    (maximum, "maximum"),
     (minimum, "minimum"),
     (fmax, "fmax"),
     (fmin, "fmin"),
@@ -482,9 +483,7 @@ def _rsub_operator(self, other) -> Tensor:
 @method("__rtruediv__", "__rdiv__")
 def _rtruediv(self, other) -> Tensor:
     # PyTorch computes other / self as reciprocal(self) * other; the rounding follows suit.
-    from ember.core.api import functions
-
-    return mul.functional(functions["reciprocal"](self), other)
+    return mul.functional(reciprocal_function(self), other)
 
 
 @method("__rfloordiv__")

@@ -396,11 +396,12 @@ def _cat_function(name: str):
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"``{cat.schema}``: joins ``tensors`` along ``dim`` (PyTorch's ``torch.{name}``)."
-    public(name)(fn)
+    return public(name)(fn)
 
 
-for _name in ("cat", "concat", "concatenate"):
-    _cat_function(_name)
+cat_function = _cat_function("cat")
+concat_function = _cat_function("concat")
+concatenate_function = _cat_function("concatenate")
 
 
 @public("stack")

@@ -14,6 +14,8 @@ broadcast the batch dimensions and call ``bmm``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ember.core import dtypes as D
@@ -485,7 +487,7 @@ for _out, _functional in [
 # -- the Python surface ----------------------------------------------------------------------------------
 
 
-def _expose(name: str, functional: OpOverload, out_op: OpOverload, arg_names: tuple[str, str]) -> None:
+def _expose(name: str, functional: OpOverload, out_op: OpOverload, arg_names: tuple[str, str]) -> Callable:
     def function(input, other, *, out=None):
         for position, (arg, value) in enumerate(zip(arg_names, (input, other), strict=True), start=1):
             if not isinstance(value, Tensor):
@@ -505,6 +507,7 @@ def _expose(name: str, functional: OpOverload, out_op: OpOverload, arg_names: tu
     function.__doc__ = f"``{functional.schema}``"
     public(name)(function)
     method(name)(tensor_method)
+    return function
 
 
 _expose("mm", mm, mm_out, ("input", "mat2"))
@@ -514,7 +517,7 @@ _expose("vdot", vdot, vdot_out, ("input", "other"))
 _expose("mv", mv, mv_out, ("input", "vec"))
 _expose("outer", outer, outer_out, ("input", "vec2"))
 _expose("ger", outer, outer_out, ("input", "vec2"))
-_expose("matmul", matmul, matmul_out, ("input", "other"))
+matmul_function = _expose("matmul", matmul, matmul_out, ("input", "other"))
 
 
 def _expose_add(name: str, functional: OpOverload, inplace: OpOverload, out_op: OpOverload) -> None:

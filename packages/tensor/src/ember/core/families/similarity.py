@@ -11,8 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from ember.core import dtypes as D
-from ember.core.api import functions, public
+from ember.core.api import public
 from ember.core.dispatch import define
+from ember.core.families.ternary import where_function
 from ember.core.layout import broadcast_shapes, normalize_dim
 from ember.core.promotion import result_type
 from ember.core.quiet import restore, silence
@@ -69,7 +70,7 @@ def _clamped_norm(x, dim, eps):
     zero that carries that gradient; NaN norms stay NaN as the clamp keeps them.
     """
     norm = x.norm(2, dim, keepdim=True)
-    return functions["where"](norm >= eps, norm, (norm - norm.detach()) + eps)
+    return where_function(norm >= eps, norm, (norm - norm.detach()) + eps)
 
 
 @public("cosine_similarity")

@@ -419,7 +419,9 @@ def _positive(self: Tensor) -> Tensor:
 # -- the Python surface ---------------------------------------------------------------------------
 
 for _name in _TABLE:
-    expose(OPS[_name], _name)
+    if _name != "reciprocal":
+        expose(OPS[_name], _name)
+reciprocal_function = expose(OPS["reciprocal"], "reciprocal")  # binary's __rtruediv__ calls it
 for _name in ("isnan", "isinf", "isfinite", "nan_to_num", "relu"):
     expose(OPS[_name], _name)
 for _alias, _target in [

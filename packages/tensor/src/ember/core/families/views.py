@@ -10,6 +10,7 @@ from __future__ import annotations
 from ember.core import dtypes as D
 from ember.core.api import method, public
 from ember.core.dispatch import define
+from ember.core.families.copying import _clone as clone_function
 from ember.core.layout import broadcast_shapes, contiguous_strides, normalize_dim, normalize_dims, numel
 from ember.core.tensor import Tensor, _array_view, _new, make_view
 
@@ -368,9 +369,7 @@ def reshape(self: Tensor, shape) -> Tensor:
     shape = infer_size(tuple(shape), self.numel())
     if view_strides(self._shape, self._stride, shape) is not None:
         return view(self, shape)
-    from ember.core.api import functions
-
-    return view(functions["clone"](self, memory_format="contiguous_format"), shape)
+    return view(clone_function(self, memory_format="contiguous_format"), shape)
 
 
 @_composite("flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)")

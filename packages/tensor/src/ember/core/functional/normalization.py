@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from ember.core.api import functions
 from ember.core.families import normalization as N
+from ember.core.families.binary import div_function
 
 __all__ = ["batch_norm", "group_norm", "layer_norm", "normalize", "rms_norm"]
 
@@ -48,4 +48,4 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     denom = input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
     if out is None:
         return input / denom
-    return functions["div"](input, denom, out=out)
+    return div_function(input, denom, out=out)
