@@ -48,9 +48,9 @@ void write_dq(const Options& o, const View4<T>& dq, int64_t b, int64_t hk, int64
   }
 }
 
-template <typename T, typename C>
+template <typename T, typename C, typename E>
 void backward(const Options& o, View4<const T> dout, View4<const T> q, View4<const T> k, View4<const T> v,
-              View4<const T> out, View3f lse, View4<T> dq, View4<T> dk, View4<T> dv, const void* mask,
+              View4<const T> out, View3<E> lse, View4<T> dq, View4<T> dk, View4<T> dv, const void* mask,
               const int64_t* ms) {
   constexpr int L = kLanes<C>;
   const int64_t Dp = round_up(o.D, L);

@@ -19,8 +19,8 @@
 
 namespace flash {
 
-template <typename T, typename C>
-void forward(const Options& o, View4<const T> q, View4<const T> k, View4<const T> v, View4<T> out, View3f lse,
+template <typename T, typename C, typename E>
+void forward(const Options& o, View4<const T> q, View4<const T> k, View4<const T> v, View4<T> out, View3<E> lse,
              const void* mask, const int64_t* ms) {
   constexpr int L = kLanes<C>;
   const int64_t Dp = round_up(o.D, L);
@@ -107,12 +107,12 @@ void forward(const Options& o, View4<const T> q, View4<const T> k, View4<const T
         const C* orow = acc + c * Dp;
         if (l[c] == C(0)) {  // fully masked row
           for (int64_t d = 0; d < o.D; ++d) store_from(dst + d * out.s3, C(0));
-          lse.at(b, h, i0 + c) = std::numeric_limits<float>::infinity();
+          lse.at(b, h, i0 + c) = std::numeric_limits<E>::infinity();
           continue;
         }
         const C inv_l = C(1) / l[c];
         for (int64_t d = 0; d < o.D; ++d) store_from(dst + d * out.s3, orow[d] * inv_l);
-        lse.at(b, h, i0 + c) = static_cast<float>(m[c] * static_cast<C>(kLn2) + std::log(l[c]));
+        lse.at(b, h, i0 + c) = static_cast<E>(m[c] * static_cast<C>(kLn2) + std::log(l[c]));
       }
     }
   }

@@ -26,9 +26,11 @@ flash::View4<T> view4(const py::array& a) {
   return {data, a.strides(0) / item, a.strides(1) / item, a.strides(2) / item, a.strides(3) / item};
 }
 
-flash::View3f view3f(const py::array& a) {
-  float* data = static_cast<float*>(const_cast<void*>(a.data()));
-  return {data, a.strides(0) / 4, a.strides(1) / 4, a.strides(2) / 4};
+template <typename E>
+flash::View3<E> view3(const py::array& a) {
+  constexpr auto item = static_cast<int64_t>(sizeof(E));
+  E* data = static_cast<E*>(const_cast<void*>(a.data()));
+  return {data, a.strides(0) / item, a.strides(1) / item, a.strides(2) / item};
 }
 
 struct MaskArg {
@@ -66,26 +68,27 @@ flash::Options options(const py::array& q, const py::array& k, const std::string
 }
 
 // Views are read while the GIL is held (they touch Python objects); the kernel runs without it.
-template <typename T, typename C>
+// E is the log-sum-exp's element type: float, or double beside double inputs.
+template <typename T, typename C, typename E = float>
 void run_forward(const flash::Options& o, const py::array& q, const py::array& k, const py::array& v,
                  const py::array& out, const py::array& lse, const MaskArg& m) {
   const auto vq = view4<const T>(q), vk = view4<const T>(k), vv = view4<const T>(v);
   const auto vo = view4<T>(out);
-  const auto vl = view3f(lse);
+  const auto vl = view3<E>(lse);
   py::gil_scoped_release release;
-  flash::forward<T, C>(o, vq, vk, vv, vo, vl, m.data, m.strides);
+  flash::forward<T, C, E>(o, vq, vk, vv, vo, vl, m.data, m.strides);
 }
 
-template <typename T, typename C>
+template <typename T, typename C, typename E = float>
 void run_backward(const flash::Options& o, const py::array& dout, const py::array& q, const py::array& k,
                   const py::array& v, const py::array& out, const py::array& lse, const py::array& dq,
                   const py::array& dk, const py::array& dv, const MaskArg& m) {
   const auto vdo = view4<const T>(dout), vq = view4<const T>(q), vk = view4<const T>(k), vv = view4<const T>(v),
              vo = view4<const T>(out);
   const auto vdq = view4<T>(dq), vdk = view4<T>(dk), vdv = view4<T>(dv);
-  const auto vl = view3f(lse);
+  const auto vl = view3<E>(lse);
   py::gil_scoped_release release;
-  flash::backward<T, C>(o, vdo, vq, vk, vv, vo, vl, vdq, vdk, vdv, m.data, m.strides);
+  flash::backward<T, C, E>(o, vdo, vq, vk, vv, vo, vl, vdq, vdk, vdv, m.data, m.strides);
 }
 
 void forward(py::array q, py::array k, py::array v, py::array out, py::array lse, py::object mask,
@@ -94,6 +97,7 @@ void forward(py::array q, py::array k, py::array v, py::array out, py::array lse
   const flash::Options o = options(q, k, mask_kind, causal, scale, dropout_p, seed, offset);
   const MaskArg m = mask_arg(mask);
   if (dtype == "float32") run_forward<float, float>(o, q, k, v, out, lse, m);
+  else if (dtype == "float64" && lse.itemsize() == 8) run_forward<double, double, double>(o, q, k, v, out, lse, m);
   else if (dtype == "float64") run_forward<double, double>(o, q, k, v, out, lse, m);
   else if (dtype == "float16") run_forward<flash::f16, float>(o, q, k, v, out, lse, m);
   else if (dtype == "bfloat16") run_forward<flash::bf16, float>(o, q, k, v, out, lse, m);
@@ -106,6 +110,8 @@ void backward(py::array dout, py::array q, py::array k, py::array v, py::array o
   const flash::Options o = options(q, k, mask_kind, causal, scale, dropout_p, seed, offset);
   const MaskArg m = mask_arg(mask);
   if (dtype == "float32") run_backward<float, float>(o, dout, q, k, v, out, lse, dq, dk, dv, m);
+  else if (dtype == "float64" && lse.itemsize() == 8)
+    run_backward<double, double, double>(o, dout, q, k, v, out, lse, dq, dk, dv, m);
   else if (dtype == "float64") run_backward<double, double>(o, dout, q, k, v, out, lse, dq, dk, dv, m);
   else if (dtype == "float16") run_backward<flash::f16, float>(o, dout, q, k, v, out, lse, dq, dk, dv, m);
   else if (dtype == "bfloat16") run_backward<flash::bf16, float>(o, dout, q, k, v, out, lse, dq, dk, dv, m);

@@ -26,10 +26,12 @@ struct View4 {
   T* row(int64_t b, int64_t h, int64_t i) const { return data + b * s0 + h * s1 + i * s2; }
 };
 
-struct View3f {
-  float* data;
+// The log-sum-exp (B, Hq, Sq): float32, or float64 beside float64 inputs.
+template <typename E>
+struct View3 {
+  E* data;
   int64_t s0, s1, s2;
-  float& at(int64_t b, int64_t h, int64_t i) const { return data[b * s0 + h * s1 + i * s2]; }
+  E& at(int64_t b, int64_t h, int64_t i) const { return data[b * s0 + h * s1 + i * s2]; }
 };
 
 enum class MaskKind { none, boolean, additive };

@@ -115,16 +115,18 @@ def _check_lse(lse: object, q: np.ndarray) -> np.ndarray:
     lse = _array("lse", lse, 3)
     if lse.shape != q.shape[:3]:
         raise ValueError(f"flash_cpu: lse has shape {lse.shape}, expected {q.shape[:3]}")
-    if lse.dtype != np.float32:
-        raise ValueError(f"flash_cpu: lse has dtype {lse.dtype}, expected float32")
+    if lse.dtype != np.float32 and not (lse.dtype == np.float64 == q.dtype):
+        expected = "float32 or float64" if q.dtype == np.float64 else "float32"
+        raise ValueError(f"flash_cpu: lse has dtype {lse.dtype}, expected {expected}")
     return lse
 
 
 def forward(q, k, v, out, lse, *, mask=None, is_causal=False, scale=None, dropout_p=0.0, seed=0, offset=0) -> None:
     """Attention of q (B, Hq, Sq, D) over k, v (B, Hkv, Skv, D) into ``out`` (like q) and ``lse`` (B, Hq, Sq).
 
-    ``lse`` (float32) receives each row's natural log-sum-exp of the scaled, masked scores (``+inf``
-    where every key is masked out; ``out`` is 0 there), which ``backward`` needs.
+    ``lse`` (float32; float32 or float64 beside float64 inputs) receives each row's natural log-sum-exp
+    of the scaled, masked scores (``+inf`` where every key is masked out; ``out`` is 0 there), which
+    ``backward`` needs.
     """
     mask, kind, is_causal, scale, dropout_p, seed, offset = _prepare(
         q, k, v, mask, is_causal, scale, dropout_p, seed, offset
