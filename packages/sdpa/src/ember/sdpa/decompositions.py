@@ -16,7 +16,8 @@ from __future__ import annotations
 import math
 
 from ember.core import dtypes as D
-from ember.core.api import functions
+from ember.core.families.factories import ones_function
+from ember.core.families.ternary import where_function
 from ember.core.tensor import Tensor
 
 _REDUCED = (D.float16, D.bfloat16)
@@ -47,14 +48,14 @@ def _scores(q: Tensor, k: Tensor, attn_mask, is_causal: bool, scale) -> Tensor:
         s = s + _wide(attn_mask)
     if is_causal:
         sq, skv = s.shape[-2], s.shape[-1]
-        keep = functions["ones"](sq, skv, dtype=D.bool_, device=q.device).tril(0)
+        keep = ones_function(sq, skv, dtype=D.bool_, device=q.device).tril(0)
         s = s.masked_fill(keep.logical_not(), float("-inf"))
     return s
 
 
 def _probabilities(s: Tensor) -> tuple[Tensor, Tensor]:
     """(P, lse) of the scores, 0 in both where a row's scores are all -inf."""
-    where = functions["where"]
+    where = where_function
     m = s.amax([-1], True)
     empty = m == float("-inf")
     m = where(empty, 0.0, m)
