@@ -34,7 +34,7 @@ import math
 
 import numpy as np
 
-from ember.autograd.registry import derivative
+from ember.autograd.registry import derivative, through_decomposition
 from ember.core import dtypes as D
 from ember.core.dispatch import define
 from ember.core.layout import dense_strides_like
@@ -241,6 +241,8 @@ def _backward_cpu(grad_out, query, key, value, out, logsumexp, dropout_p, is_cau
 
 flash_attention_for_cpu.register_decomposition(decompositions.flash_attention_for_cpu)
 flash_attention_for_cpu_backward.register_decomposition(decompositions.flash_attention_for_cpu_backward)
+# Double backward records the backward's parts; without grad, modes see it as one op.
+through_decomposition(flash_attention_for_cpu_backward)
 
 
 @derivative(
