@@ -31,6 +31,8 @@ def _lib_kwargs(lib, kwargs: dict) -> dict:
         kwargs["dtype"] = getattr(lib, kwargs["dtype"])
     if kwargs.pop("_generator", False):
         kwargs["generator"] = lib.Generator().manual_seed(7)
+    if "_out" in kwargs:  # an empty ``out=`` tensor of that dtype, which the op resizes
+        kwargs["out"] = lib.empty(0, dtype=getattr(lib, kwargs.pop("_out")))
     return kwargs
 
 
@@ -291,6 +293,179 @@ def f_dropout_samples(dtype: str, rng) -> list[Sample]:
     return out
 
 
+def overload(name: str):
+    """``lib.ops.aten.<name>`` called by its overload name in both libraries: the overloads that the
+    public functions do not route to (``ember.rand`` always calls ``rand.generator``, whose kernel
+    the plain ``rand.default`` shares)."""
+    op, _, which = name.partition(".")
+
+    def call(lib, *args, **kwargs):
+        return shape_of(lib, getattr(getattr(lib.ops.aten, op), which)(*args, **_lib_kwargs(lib, kwargs)))
+
+    return call
+
+
+def _overload_samples(*args, **kwargs):
+    """One sample per size (the size is the last positional argument) with the given arguments."""
+
+    def samples(dtype: str, rng) -> list[Sample]:
+        return [Sample((*args, list(size)), dict(kwargs)) for size in ((), (3,), (2, 3), (0, 4))]
+
+    return samples
+
+
+def _tensor_overload_samples(*args, low=0, high=1, **kwargs):
+    """The tensor first, then ``args``, for each shape in one layout each."""
+
+    def samples(dtype: str, rng) -> list[Sample]:
+        return [
+            Sample((make(shape, dtype, rng, low=low, high=high), *args), dict(kwargs))
+            for shape in ((), (4,), (3, 4), (0, 3))
+        ]
+
+    return samples
+
+
+_GEN = {"_generator": True}
+OVERLOADS = [
+    OpInfo("aten.rand.default", overload("rand.default"), FLOATS, _overload_samples(dtype="float32"), meta=False),
+    OpInfo("aten.rand.out", overload("rand.out"), FLOATS, _overload_samples(_out="float32"), meta=False),
+    OpInfo(
+        "aten.rand.generator_out",
+        overload("rand.generator_out"),
+        FLOATS,
+        _overload_samples(_out="float64", **_GEN),
+        meta=False,
+    ),
+    OpInfo("aten.randn.default", overload("randn.default"), FLOATS, _overload_samples(dtype="float64"), meta=False),
+    OpInfo("aten.randn.out", overload("randn.out"), FLOATS, _overload_samples(_out="float32"), meta=False),
+    OpInfo(
+        "aten.randn.generator_out",
+        overload("randn.generator_out"),
+        FLOATS,
+        _overload_samples(_out="float32", **_GEN),
+        meta=False,
+    ),
+    OpInfo("aten.randint.default", overload("randint.default"), ("int64",), _overload_samples(5), meta=False),
+    OpInfo(
+        "aten.randint.generator", overload("randint.generator"), ("int64",), _overload_samples(5, **_GEN), meta=False
+    ),
+    OpInfo(
+        "aten.randint.low", overload("randint.low"), ("int64",), _overload_samples(-3, 5, dtype="int32"), meta=False
+    ),
+    OpInfo("aten.randint.out", overload("randint.out"), ("int64",), _overload_samples(5, _out="int64"), meta=False),
+    OpInfo(
+        "aten.randint.generator_out",
+        overload("randint.generator_out"),
+        ("int64",),
+        _overload_samples(5, _out="float32", **_GEN),
+        meta=False,
+    ),
+    OpInfo(
+        "aten.randint.low_out",
+        overload("randint.low_out"),
+        ("int64",),
+        _overload_samples(-3, 5, _out="int16"),
+        meta=False,
+    ),
+    OpInfo(
+        "aten.randint.low_generator_out",
+        overload("randint.low_generator_out"),
+        ("int64",),
+        _overload_samples(-3, 5, _out="int64", **_GEN),
+        meta=False,
+    ),
+    OpInfo("aten.rand_like.default", overload("rand_like.default"), FLOATS, _tensor_overload_samples()),
+    OpInfo("aten.randn_like.default", overload("randn_like.default"), FLOATS, _tensor_overload_samples()),
+    OpInfo("aten.randint_like.default", overload("randint_like.default"), NUMERIC, _tensor_overload_samples(4)),
+    OpInfo(
+        "aten.randint_like.generator",
+        overload("randint_like.generator"),
+        NUMERIC,
+        _tensor_overload_samples(4, **_GEN),
+    ),
+    OpInfo(
+        "aten.randint_like.low_dtype",
+        overload("randint_like.low_dtype"),
+        NUMERIC,
+        _tensor_overload_samples(1, 4, dtype="int64"),
+    ),
+    OpInfo(
+        "aten.randperm.default",
+        overload("randperm.default"),
+        ("int64",),
+        lambda dtype, rng: [Sample((n,), {"dtype": "int32"}) for n in (0, 1, 5)],
+        meta=False,
+    ),
+    OpInfo(
+        "aten.randperm.out",
+        overload("randperm.out"),
+        ("int64",),
+        lambda dtype, rng: [Sample((n,), {"_out": "int64"}) for n in (0, 1, 5)],
+        meta=False,
+    ),
+    OpInfo(
+        "aten.randperm.generator_out",
+        overload("randperm.generator_out"),
+        ("int64",),
+        lambda dtype, rng: [Sample((n,), {"_out": "float32", **_GEN}) for n in (0, 1, 5)],
+        meta=False,
+    ),
+    OpInfo(
+        "aten.bernoulli.out", overload("bernoulli.out"), FLOATS, _tensor_overload_samples(_out="float32"), meta=False
+    ),
+    OpInfo(
+        "aten.multinomial.out",
+        overload("multinomial.out"),
+        ("float32", "float64"),
+        lambda dtype, rng: [
+            Sample((make(shape, dtype, rng, low=0.1, high=2), 2, True), {"_out": "int64"}) for shape in ((5,), (3, 6))
+        ],
+        meta=False,
+    ),
+    OpInfo(
+        "aten.normal.Tensor_Tensor_out",
+        overload("normal.Tensor_Tensor_out"),
+        ("float32", "float64"),
+        lambda dtype, rng: [Sample((make((3, 4), dtype, rng), make((4,), dtype, rng, low=0, high=2)), {"_out": dtype})],
+        meta=False,
+    ),
+    OpInfo(
+        # ``out`` has the result's shape: PyTorch 2.13 raises on an empty one here (a size mismatch,
+        # where its other ``normal`` out forms resize), and Ember resizes it.
+        "aten.normal.Tensor_float_out",
+        lambda lib, mean, std: shape_of(lib, lib.ops.aten.normal.Tensor_float_out(mean, std, out=lib.empty_like(mean))),
+        ("float32", "float64"),
+        lambda dtype, rng: [Sample((make((3, 4), dtype, rng), 2.0))],
+        meta=False,
+    ),
+    OpInfo(
+        "aten.normal.float_Tensor_out",
+        overload("normal.float_Tensor_out"),
+        ("float32", "float64"),
+        lambda dtype, rng: [Sample((1.5, make((3, 4), dtype, rng, low=0, high=2)), {"_out": dtype})],
+        meta=False,
+    ),
+    OpInfo(
+        "aten.normal.float_float_out",
+        overload("normal.float_float_out"),
+        ("float32",),
+        _overload_samples(0.5, 2.0, _out="float64"),
+        meta=False,
+    ),
+    OpInfo(
+        "dropout_",
+        lambda lib, x, *args: shape_of(lib, lib.dropout_(x, *args)),
+        FLOATS,
+        lambda dtype, rng: [
+            Sample((t, p, train))
+            for t in layouts_of((3, 4), dtype, rng)[:3]
+            for p, train in ((0.4, True), (0.4, False))
+        ],
+    ),
+]
+
+
 OPS = [
     OpInfo("rand", factory("rand"), FLOATS_AND_COMPLEX, size_samples, errors=_rand_errors, meta=False),
     OpInfo("randn", factory("randn"), FLOATS_AND_COMPLEX, size_samples, errors=_randn_errors, meta=False),
@@ -383,4 +558,5 @@ OPS = [
     OpInfo("dropout_identity", _dropout_identity, ("float32",), dropout_fixed_samples),
     OpInfo("native_dropout_fixed", _native_dropout_fixed, FLOATS, dropout_fixed_samples),
     OpInfo("F.dropout", _f_dropout, FLOATS, f_dropout_samples, errors=_f_dropout_errors),
+    *OVERLOADS,
 ]

@@ -1,0 +1,47 @@
+"""Every registered ``aten`` op is reached by an OpInfo sample, or says where else it is tested.
+
+``op_calls.recording()`` runs every OpInfo entry (its call, in-place and ``out=`` variants) in Ember
+under a dispatch mode that records each op overload called, kernels' and decompositions' own calls
+included. An op no sample reaches must be listed in ``NOT_SAMPLED`` with the reason; the list is
+checked both ways, so that it neither hides an op that samples now reach nor names one that is gone.
+"""
+
+from __future__ import annotations
+
+from op_calls import files_named, key, recording
+
+from ember.core.dispatch import all_ops
+
+_BACKWARD = "a backward op, called by autograd with saved tensors: tested against PyTorch in {}"
+
+NOT_SAMPLED = {
+    "aten::convolution_backward.default": _BACKWARD.format("test_convolution_backward.py"),
+    "aten::max_pool2d_with_indices_backward.default": _BACKWARD.format("test_max_pool_backward.py"),
+    "aten::native_batch_norm_backward.default": _BACKWARD.format("test_batch_norm_backward.py"),
+    "aten::nll_loss_backward.default": _BACKWARD.format("test_nll_loss_backward.py"),
+    "aten::threshold_backward.default": _BACKWARD.format("test_threshold_backward.py"),
+    "aten::rsub.out": "no oracle: PyTorch has no rsub.out overload (its out forms are rsub.Tensor_out and "
+    "rsub.Scalar_out) and torch.rsub takes no out=, so no sample can compare it",
+}
+
+
+def aten_ops() -> set[str]:
+    return {key(op) for op in all_ops() if op.namespace == "aten"}
+
+
+def test_every_aten_op_is_sampled():
+    missing = sorted(aten_ops() - recording().reached - set(NOT_SAMPLED))
+    assert not missing, (
+        f"{len(missing)} registered ops are reached by no OpInfo sample: add samples to an opinfo_*.py "
+        f"table, or list them in NOT_SAMPLED with where they are tested: {missing}"
+    )
+
+
+def test_not_sampled_is_current():
+    gone = sorted(set(NOT_SAMPLED) - aten_ops())
+    assert not gone, f"NOT_SAMPLED names ops that are not registered: {gone}"
+    reached = sorted(set(NOT_SAMPLED) & recording().reached)
+    assert not reached, f"OpInfo samples now reach these; drop them from NOT_SAMPLED: {reached}"
+    missing_files = {op: files_named(reason) for op, reason in NOT_SAMPLED.items() if files_named(reason)}
+    assert not missing_files, f"NOT_SAMPLED reasons name test files that do not exist: {missing_files}"
+    assert all(reason.strip() for reason in NOT_SAMPLED.values()), "every NOT_SAMPLED entry needs a reason"
