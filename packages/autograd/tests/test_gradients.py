@@ -12,7 +12,9 @@ from opinfo import ORACLE_MISSING, OpInfo, torch
 
 TABLE_DIR = pathlib.Path(__file__).parents[2] / "tensor" / "tests"
 TABLES = sorted(p.stem for p in TABLE_DIR.glob("opinfo_*.py"))
-OPS: list[OpInfo] = [op for table in TABLES for op in importlib.import_module(table).OPS if "float64" in op.dtypes]
+OPS: list[OpInfo] = [
+    op for table in TABLES for op in importlib.import_module(table).OPS if "float64" in op.dtypes and op.transforms
+]
 # Ops that draw random numbers: their gradients are compared in their own tests, from one draw.
 RANDOM = {op.name for op in importlib.import_module("opinfo_random").OPS} if "opinfo_random" in TABLES else set()
 # OpInfo entries whose gradients fail until their ops' derivatives are written (strict: an entry that

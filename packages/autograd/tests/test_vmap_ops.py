@@ -21,7 +21,7 @@ from ember.func._tree import flatten, unflatten
 
 TABLE_DIR = pathlib.Path(__file__).parents[2] / "tensor" / "tests"
 TABLES = sorted(p.stem for p in TABLE_DIR.glob("opinfo_*.py"))
-OPS: list[OpInfo] = [op for table in TABLES for op in importlib.import_module(table).OPS]
+OPS: list[OpInfo] = [op for table in TABLES for op in importlib.import_module(table).OPS if op.transforms]
 RANDOM = {op.name for op in importlib.import_module("opinfo_random").OPS}
 # Ops whose result shape depends on the data: vmap refuses them, as PyTorch's does.
 DYNAMIC = {

@@ -15,6 +15,7 @@ once per process.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import pathlib
@@ -28,7 +29,7 @@ import numpy as np
 from opinfo import OpInfo, Sample, build, first_tensor
 
 import ember
-from ember.core.dispatch import DispatchMode, OpOverload
+from ember.core.dispatch import DispatchMode, OpOverload, all_ops
 
 TABLES = sorted(p.stem for p in pathlib.Path(__file__).parent.glob("opinfo_*.py"))
 # Dtypes run besides each entry's first: the common ones, and half precision and bool, where
@@ -44,9 +45,9 @@ def opinfos() -> list[OpInfo]:
 
 
 def files_named(reason: str) -> list[str]:
-    """The test files a NOT_SAMPLED reason names that do not exist (beside this file)."""
-    here = pathlib.Path(__file__).parent
-    return [name for name in re.findall(r"test_\w+\.py", reason) if not (here / name).exists()]
+    """The test files a NOT_SAMPLED reason names that exist in no package's ``tests``."""
+    folders = list(pathlib.Path(__file__).parents[2].glob("*/tests"))
+    return [name for name in re.findall(r"test_\w+\.py", reason) if not any((f / name).exists() for f in folders)]
 
 
 def key(op: OpOverload) -> str:
@@ -215,12 +216,41 @@ def dtypes_of(op: OpInfo) -> list[str]:
     return [op.dtypes[0], *(d for d in DTYPES if d in op.dtypes and d != op.dtypes[0])]
 
 
+def _observed(op: OpOverload, decomposition, recorder: Recorder):
+    def run(*args, **kwargs):
+        call = recorder._record(op, args, kwargs)
+        try:
+            return decomposition(*args, **kwargs)
+        except Exception:
+            if call is not None:
+                call.raised = True
+            raise
+
+    return run
+
+
+@contextlib.contextmanager
+def observing_composites(recorder: Recorder):
+    """A mode sees an implicit composite as its parts (the dispatcher decomposes it first), so the
+    recorder sees the composite itself through its decomposition, wrapped for the recording."""
+    wrapped = {op: op.decomposition for op in all_ops() if op.decomposition is not None}
+    wrapped = {op: fn for op, fn in wrapped.items() if op.kind == "composite_implicit"}
+    for op, fn in wrapped.items():
+        op.decomposition = _observed(op, fn, recorder)
+    try:
+        yield
+    finally:
+        for op, fn in wrapped.items():
+            op.decomposition = fn
+
+
 @functools.cache
 def recording() -> Recording:
     rec = Recording()
     recorder = Recorder(rec)
     ember.manual_seed(0)  # random ops draw from the default generator: the same draws every run
-    for op in opinfos():
-        for dtype in dtypes_of(op):
-            run_entry(op, dtype, recorder)
+    with observing_composites(recorder):
+        for op in opinfos():
+            for dtype in dtypes_of(op):
+                run_entry(op, dtype, recorder)
     return rec

@@ -103,6 +103,9 @@ class OpInfo:
     # Samples at which the op has no unique gradient (several answers are right, and which one a
     # library gives depends on its LAPACK's kernels): gradient tests leave them out.
     no_unique_gradient: Callable[[Sample], bool] | None = None
+    # Whether the gradient, forward-AD and vmap sweeps take this entry: not for an out= overload,
+    # which refuses gradients and vmap by design (its functional form's entry is swept).
+    transforms: bool = True
 
     def __repr__(self) -> str:
         return self.name

@@ -106,6 +106,13 @@ def scatter_reduce_samples(value: bool):
     return samples
 
 
+def _out_overloads(*entries: OpInfo) -> list[OpInfo]:
+    """Entries that call an out= overload: the transform sweeps leave them out."""
+    for entry in entries:
+        entry.transforms = False
+    return list(entries)
+
+
 OPS = [
     OpInfo("aten.softmax.int", aten("softmax.int"), FLOAT, with_dim()),
     OpInfo("aten.log_softmax.int", aten("log_softmax.int"), FLOAT, with_dim()),
@@ -127,56 +134,63 @@ OPS = [
     OpInfo("aten.index.Tensor", aten("index.Tensor"), ("float32", "int64"), index_samples, meta=False),
     OpInfo("pow_scalar_base", lambda lib, *a, **k: lib.pow(*a, **k), FLOAT, scalar_base_samples, out=True),
     OpInfo("rsub", lambda lib, *a, **k: lib.rsub(*a, **k), (*FLOAT, "int64"), alpha_samples),
-    OpInfo("aten.min.out", aten("min.out", out="self"), FLOAT, pair_samples),
-    OpInfo(
-        "aten.aminmax.out",
-        lambda lib, x, d: aten("aminmax.out", min="self", max="self")(lib, x, dim=d),
-        FLOAT,
-        _tuple_out_samples(),
-    ),
-    OpInfo(
-        "aten.kthvalue.values",
-        lambda lib, x, d: aten("kthvalue.values", values="self", indices="int64")(lib, x, 2, d),
-        FLOAT,
-        _tuple_out_samples(),
-    ),
-    OpInfo("aten.max.dim_max", aten("max.dim_max", max="self", max_values="int64"), FLOAT, _tuple_out_samples()),
-    OpInfo("aten.min.dim_min", aten("min.dim_min", min="self", min_indices="int64"), FLOAT, _tuple_out_samples()),
-    OpInfo(
-        "aten.median.dim_values", aten("median.dim_values", values="self", indices="int64"), FLOAT, _tuple_out_samples()
-    ),
-    OpInfo(
-        "aten.nanmedian.dim_values",
-        aten("nanmedian.dim_values", values="self", indices="int64"),
-        FLOAT,
-        _tuple_out_samples(),
-    ),
-    OpInfo("aten.mode.values", aten("mode.values", values="self", indices="int64"), FLOAT, _tuple_out_samples()),
-    OpInfo("aten.sort.values", aten("sort.values", values="self", indices="int64"), FLOAT, _tuple_out_samples(True)),
-    OpInfo(
-        "aten.sort.values_stable",
-        lambda lib, x, d: aten("sort.values_stable", values="self", indices="int64")(lib, x, stable=True, dim=d),
-        FLOAT,
-        _tuple_out_samples(),
-    ),
-    OpInfo(
-        "aten.topk.values",
-        lambda lib, x, d: aten("topk.values", values="self", indices="int64")(lib, x, 2, d),
-        FLOAT,
-        _tuple_out_samples(),
-    ),
-    OpInfo("aten.scatter.reduce_out", aten("scatter.reduce_out", out="self"), FLOAT, scatter_reduce_samples(False)),
-    OpInfo(
-        "aten.scatter.value_reduce_out",
-        aten("scatter.value_reduce_out", out="self"),
-        FLOAT,
-        scatter_reduce_samples(True),
-    ),
-    OpInfo(
-        "aten.nuclear_norm.dim_out",
-        aten("nuclear_norm.dim_out", out="self"),
-        FLOAT,
-        lambda d, r: [Sample((make((3, 4), d, r), [0, 1])), Sample((make((2, 3, 4), d, r), [1, 2], True))],
-        meta=False,  # an SVD: no meta kernel behind the out form's shape
+    *_out_overloads(
+        OpInfo("aten.min.out", aten("min.out", out="self"), FLOAT, pair_samples),
+        OpInfo(
+            "aten.aminmax.out",
+            lambda lib, x, d: aten("aminmax.out", min="self", max="self")(lib, x, dim=d),
+            FLOAT,
+            _tuple_out_samples(),
+        ),
+        OpInfo(
+            "aten.kthvalue.values",
+            lambda lib, x, d: aten("kthvalue.values", values="self", indices="int64")(lib, x, 2, d),
+            FLOAT,
+            _tuple_out_samples(),
+        ),
+        OpInfo("aten.max.dim_max", aten("max.dim_max", max="self", max_values="int64"), FLOAT, _tuple_out_samples()),
+        OpInfo("aten.min.dim_min", aten("min.dim_min", min="self", min_indices="int64"), FLOAT, _tuple_out_samples()),
+        OpInfo(
+            "aten.median.dim_values",
+            aten("median.dim_values", values="self", indices="int64"),
+            FLOAT,
+            _tuple_out_samples(),
+        ),
+        OpInfo(
+            "aten.nanmedian.dim_values",
+            aten("nanmedian.dim_values", values="self", indices="int64"),
+            FLOAT,
+            _tuple_out_samples(),
+        ),
+        OpInfo("aten.mode.values", aten("mode.values", values="self", indices="int64"), FLOAT, _tuple_out_samples()),
+        OpInfo(
+            "aten.sort.values", aten("sort.values", values="self", indices="int64"), FLOAT, _tuple_out_samples(True)
+        ),
+        OpInfo(
+            "aten.sort.values_stable",
+            lambda lib, x, d: aten("sort.values_stable", values="self", indices="int64")(lib, x, stable=True, dim=d),
+            FLOAT,
+            _tuple_out_samples(),
+        ),
+        OpInfo(
+            "aten.topk.values",
+            lambda lib, x, d: aten("topk.values", values="self", indices="int64")(lib, x, 2, d),
+            FLOAT,
+            _tuple_out_samples(),
+        ),
+        OpInfo("aten.scatter.reduce_out", aten("scatter.reduce_out", out="self"), FLOAT, scatter_reduce_samples(False)),
+        OpInfo(
+            "aten.scatter.value_reduce_out",
+            aten("scatter.value_reduce_out", out="self"),
+            FLOAT,
+            scatter_reduce_samples(True),
+        ),
+        OpInfo(
+            "aten.nuclear_norm.dim_out",
+            aten("nuclear_norm.dim_out", out="self"),
+            FLOAT,
+            lambda d, r: [Sample((make((3, 4), d, r), [0, 1])), Sample((make((2, 3, 4), d, r), [1, 2], True))],
+            meta=False,  # an SVD: no meta kernel behind the out form's shape
+        ),
     ),
 ]

@@ -30,6 +30,10 @@ NOT_SAMPLED = {
     "test_batch_norm_backward.py",
     "aten::nll_loss_backward.default": "a backward op: kernel and decomposition against PyTorch in "
     "test_nll_loss_backward.py",
+    "aten::_scaled_dot_product_flash_attention_for_cpu.default": "attention: the decomposition against the "
+    "kernel in packages/sdpa/tests/test_attention_ops.py",
+    "aten::_scaled_dot_product_flash_attention_for_cpu_backward.default": "attention's backward: the "
+    "decomposition against the kernel in packages/sdpa/tests/test_attention_ops.py",
 }
 
 

@@ -20,6 +20,12 @@ NOT_SAMPLED = {
     "aten::native_batch_norm_backward.default": _BACKWARD.format("test_batch_norm_backward.py"),
     "aten::nll_loss_backward.default": _BACKWARD.format("test_nll_loss_backward.py"),
     "aten::threshold_backward.default": _BACKWARD.format("test_threshold_backward.py"),
+    "aten::_scaled_dot_product_flash_attention_for_cpu.default": "attention, against PyTorch's op (values, "
+    "meta, gradients, errors) in packages/sdpa/tests/test_attention_ops.py",
+    "aten::_scaled_dot_product_flash_attention_for_cpu_backward.default": "attention's backward, against "
+    "PyTorch's op in packages/sdpa/tests/test_attention_ops.py",
+    "aten::_scaled_dot_product_flash_attention.default": "the cuda attention op: its meta function against "
+    "PyTorch's and its core-op fallback in packages/sdpa/tests/test_attention_ops.py",
     "aten::rsub.out": "no oracle: PyTorch has no rsub.out overload (its out forms are rsub.Tensor_out and "
     "rsub.Scalar_out) and torch.rsub takes no out=, so no sample can compare it",
 }
