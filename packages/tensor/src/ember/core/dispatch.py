@@ -36,7 +36,12 @@ from typing import Any
 from ember.core.devices import check_backend, get_default_device, to_device
 from ember.core.schema import FunctionSchema, parse_schema
 
-TAGS = frozenset({"pointwise", "reduction", "view", "inplace", "out", "random", "core", "factory", "nondeterministic"})
+# ``data_dependent_output``: the output's shape depends on the input's values (nonzero, unique,
+# masked_select), so no meta function can give it without the data.
+TAGS = frozenset(
+    {"pointwise", "reduction", "view", "inplace", "out", "random", "core", "factory", "nondeterministic"}
+    | {"data_dependent_output"}
+)
 
 LEVELS = ("autocast", "inference", "forward_ad", "autograd", "functionalize", "python", "backend")
 # The levels a package switches on and off; the autograd level is taken per call, and the python
