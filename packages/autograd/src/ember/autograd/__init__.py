@@ -12,7 +12,6 @@ from ember.autograd import tensor_methods as _tensor_methods
 from ember.autograd._function_forward_ad import install as _install_function_forward_ad
 from ember.autograd.anomaly import detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, set_detect_anomaly
 from ember.autograd.describe import describe as _describe
-from ember.autograd.engine import is_checkpoint_valid as _is_checkpoint_valid  # noqa: F401  (PyTorch's name)
 from ember.autograd.function import Function, once_differentiable
 from ember.autograd.functional_api import backward, grad
 from ember.autograd.grad_mode import (
@@ -25,6 +24,7 @@ from ember.autograd.grad_mode import (
 )
 from ember.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
 from ember.autograd.graph import Node
+from ember.autograd.graph_task import is_checkpoint_valid as _is_checkpoint_valid  # noqa: F401  (PyTorch's name)
 from ember.autograd.recording import record as _record
 from ember.core import dispatch as _dispatch
 from ember.library.describe import register_describer as _register_describer

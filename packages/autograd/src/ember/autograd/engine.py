@@ -14,48 +14,13 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import threading
 
 from ember.autograd import anomaly, views
 from ember.autograd.grad_mode import state
 from ember.autograd.graph import AccumulateGrad, GradientEdge
+from ember.autograd.graph_task import task_ids, tasks
 from ember.core.families.factories import ones_like
 from ember.core.tensor import Tensor
-
-
-class _Tasks(threading.local):
-    def __init__(self) -> None:
-        # Per running backward: (task id, whether checkpointing may run a backward inside, (deps, roots, needed)).
-        self.stack: list = []
-
-
-_tasks = _Tasks()
-_task_ids = itertools.count()
-
-
-def current_graph_task_id() -> int:
-    """The id of the backward running in this thread (innermost), or -1 outside of backward."""
-    return _tasks.stack[-1][0] if _tasks.stack else -1
-
-
-def is_checkpoint_valid() -> bool:
-    """False inside ``autograd.grad`` or ``backward(inputs=...)``, whose captures a nested backward would miss."""
-    return _tasks.stack[-1][1] if _tasks.stack else True
-
-
-def will_engine_execute_node(node) -> bool:
-    """Whether the backward running in this thread reaches ``node`` and needs it (for multi-grad hooks)."""
-    if not _tasks.stack:
-        raise RuntimeError("_will_engine_execute_node should only be called during the backward pass")
-    deps, roots, needed, accumulate = _tasks.stack[-1][2]
-    if not accumulate and type(node) is AccumulateGrad:
-        raise RuntimeError(
-            "A leaf node was passed to _will_engine_execute_node but we are currently running autograd.grad(). This "
-            "is currently not supported."
-        )
-    if needed is not None:
-        return node in needed
-    return node in deps or node in roots
 
 
 def _priority(node, pushes) -> tuple:
@@ -208,7 +173,7 @@ def run_backward(
 
     prev = state.enabled
     state.enabled = create_graph
-    _tasks.stack.append((next(_task_ids), input_list is None, (deps, set(roots), needed, accumulate)))
+    tasks.stack.append((next(task_ids), input_list is None, (deps, set(roots), needed, accumulate)))
     try:
         heappop, heappush = heapq.heappop, heapq.heappush
         while ready:
@@ -290,7 +255,7 @@ def run_backward(
                     heappush(ready, _priority(nxt, pushes))
     finally:
         state.enabled = prev
-        _tasks.stack.pop()
+        tasks.stack.pop()
 
     if input_list is None:
         return None

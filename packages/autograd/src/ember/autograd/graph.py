@@ -26,6 +26,7 @@ import threading
 import weakref
 from typing import NamedTuple
 
+from ember.autograd.graph_task import current_graph_task_id, tasks
 from ember.core.dtypes import legacy_type_name
 from ember.core.families.factories import empty_function
 from ember.core.tensor import Tensor, _new
@@ -437,13 +438,27 @@ class _MultiHandle:
         self.remove()
 
 
+def will_engine_execute_node(node) -> bool:
+    """Whether the backward running in this thread reaches ``node`` and needs it (for multi-grad hooks)."""
+    if not tasks.stack:
+        raise RuntimeError("_will_engine_execute_node should only be called during the backward pass")
+    deps, roots, needed, accumulate = tasks.stack[-1][2]
+    if not accumulate and type(node) is AccumulateGrad:
+        raise RuntimeError(
+            "A leaf node was passed to _will_engine_execute_node but we are currently running autograd.grad(). This "
+            "is currently not supported."
+        )
+    if needed is not None:
+        return node in needed
+    return node in deps or node in roots
+
+
 def register_multi_grad_hook(tensors, fn, *, mode: str = "all"):
     """One hook over several tensors' gradients, per backward pass.
 
     ``"all"``: ``fn(grads)`` once the gradients of every tensor this backward reaches are computed
     (``None`` for the others). ``"any"``: ``fn(grad)`` with the first of them.
     """
-    from ember.autograd import engine
     from ember.autograd.views import edge
 
     if mode not in ("all", "any"):
@@ -454,7 +469,7 @@ def register_multi_grad_hook(tensors, fn, *, mode: str = "all"):
         ran: set = set()
 
         def first(grad) -> None:
-            task = engine.current_graph_task_id()
+            task = current_graph_task_id()
             with lock:
                 if task in ran:
                     return
@@ -468,10 +483,10 @@ def register_multi_grad_hook(tensors, fn, *, mode: str = "all"):
 
     def inner(i: int):
         def hook(grad) -> None:
-            task = engine.current_graph_task_id()
+            task = current_graph_task_id()
             with lock:
                 if task not in seen:
-                    expected = sum(engine.will_engine_execute_node(n) for n in nodes)
+                    expected = sum(will_engine_execute_node(n) for n in nodes)
                     seen[task] = ([None] * len(tensors), expected, [0])
                 grads, expected, count = seen[task]
                 grads[i] = grad

@@ -30,7 +30,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ember.autograd import engine
+from ember.autograd import graph_task
 from ember.autograd.function import Function
 from ember.autograd.functional_api import backward as autograd_backward
 from ember.autograd.grad_mode import enable_grad, no_grad, state
@@ -214,7 +214,7 @@ class CheckpointFunction(Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        if not engine.is_checkpoint_valid():
+        if not graph_task.is_checkpoint_valid():
             raise RuntimeError(
                 "When use_reentrant=True, ember.utils.checkpoint is incompatible with .grad() or passing an `inputs` "
                 "parameter to .backward(). To resolve this error, you can either set use_reentrant=False, or call "
@@ -325,7 +325,7 @@ class _CheckpointHooks(saved_tensors_hooks):
             return holder
 
         def unpack(holder: _Holder) -> Tensor:
-            gid = engine.current_graph_task_id()
+            gid = graph_task.current_graph_task_id()
             if gid == -1:
                 gid = next(_outside_ids)
             if gid not in frame.done:

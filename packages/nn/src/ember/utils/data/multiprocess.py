@@ -23,7 +23,7 @@ import multiprocessing
 import queue
 from typing import Any
 
-from ember.utils.data.dataloader import BaseIter
+from ember.utils.data.iterators import BaseIter
 from ember.utils.data.worker import STATUS_CHECK_INTERVAL, ExceptionWrapper, IterableEnd, Resume, worker_loop
 
 # How long shutdown waits for a worker to exit by itself before terminating it, in seconds.

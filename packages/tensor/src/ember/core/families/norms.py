@@ -226,7 +226,3 @@ def _nuclear_front(input: Tensor, dims: list, keepdim: bool, dtype, out):
 @method("norm")
 def _norm_method(self, p="fro", dim=None, keepdim=False, dtype=None):
     return norm(self, p, dim, keepdim, dtype=dtype)
-
-
-# ``ember.linalg`` re-exports ``vector_norm``; importing it here offers ``ember.linalg`` with the core.
-import ember.linalg  # noqa: E402, F401
