@@ -212,6 +212,31 @@ def dtype_name(value) -> str:
     return str(value.dtype).split(".")[-1]
 
 
+def rounded_float64_reference(call: Callable) -> Callable[[Sample, np.ndarray], np.ndarray]:
+    """An ``oracle_fix`` for float16 and bfloat16 samples: PyTorch's result computed in float64 from
+    the same values and rounded once to the sample's dtype. PyTorch's half-precision kernels round
+    partial sums along the way, by an amount that depends on the CPU's kernels (AVX2 or AVX-512);
+    rounding once is the correct value, and what Ember computes."""
+
+    halves = {np.dtype(np.float16): "float16", np.dtype(ml_dtypes.bfloat16): "bfloat16"}
+
+    def widen(value):
+        if isinstance(value, T):
+            return T(value.array.astype(np.float64), value.layout) if value.array.dtype in halves else value
+        if isinstance(value, list | tuple):
+            return type(value)(widen(v) for v in value)
+        return value
+
+    def fix(sample: Sample, expected: np.ndarray) -> np.ndarray:
+        half = next((halves[t.array.dtype] for t in sample.args if isinstance(t, T) and t.array.dtype in halves), None)
+        if half is None:
+            return expected
+        wide = call(torch, *build(widen(sample.args), torch), **build(sample.kwargs, torch))
+        return to_numpy(wide.to(getattr(torch, half)))
+
+    return fix
+
+
 # -- sample helpers --------------------------------------------------------------------------------
 
 
