@@ -6,14 +6,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import import_cycles
 
 
-def make_tree(root: Path, files: dict[str, str]) -> Path:
-    for relative, text in files.items():
-        path = root / "packages" / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root / "packages"
-
-
 def test_no_import_cycle_beyond_the_known_ones():
     found = import_cycles.cycles(import_cycles.ROOT / "packages")
     new = [sorted(group) for group in found if not any(group <= known for known in import_cycles.KNOWN)]
@@ -28,9 +20,8 @@ def test_the_cycles_named_in_the_op_table_work_stay_broken():
         assert module not in found
 
 
-def test_a_deferred_import_is_a_back_edge_and_type_checking_is_not(tmp_path):
+def test_a_deferred_import_is_a_back_edge_and_type_checking_is_not(make_tree):
     packages = make_tree(
-        tmp_path,
         {
             "a/src/ember/x/__init__.py": "",
             "a/src/ember/x/one.py": "from ember.x import two\n",

@@ -8,14 +8,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import layering
 
 
-def make_tree(root: Path, files: dict[str, str]) -> Path:
-    for relative, text in files.items():
-        path = root / "packages" / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root / "packages"
-
-
 def messages(packages: Path) -> list[str]:
     return [v.message for v in layering.check(packages)]
 
@@ -40,8 +32,8 @@ BASE = {
 }
 
 
-def test_a_clean_tree_passes(tmp_path):
-    assert messages(make_tree(tmp_path, BASE)) == []
+def test_a_clean_tree_passes(make_tree):
+    assert messages(make_tree(BASE)) == []
 
 
 @pytest.mark.parametrize(
@@ -54,38 +46,38 @@ def test_a_clean_tree_passes(tmp_path):
         "import ember\n",
     ],
 )
-def test_importing_to_the_right_is_a_violation(tmp_path, source):
+def test_importing_to_the_right_is_a_violation(make_tree, source):
     files = dict(BASE)
     files["logging/src/ember/logs/_state.py"] = source
-    (message,) = messages(make_tree(tmp_path, files))
+    (message,) = messages(make_tree(files))
     assert "logging imports ember" in message and "lies to its right" in message
 
 
-def test_relative_imports_stay_inside_and_unknown_names_are_reported(tmp_path):
+def test_relative_imports_stay_inside_and_unknown_names_are_reported(make_tree):
     files = dict(BASE)
     files["logging/src/ember/logs/_a.py"] = "from . import _b\nfrom ._b import thing\n"
     files["logging/src/ember/logs/_b.py"] = "import ember.nonexistent\n"
-    (message,) = messages(make_tree(tmp_path, files))
+    (message,) = messages(make_tree(files))
     assert "ember.nonexistent, which no package ships" in message
 
 
-def test_only_the_meta_package_ships_ember_init(tmp_path):
+def test_only_the_meta_package_ships_ember_init(make_tree):
     files = dict(BASE)
     files["tensor/src/ember/__init__.py"] = ""
-    assert messages(make_tree(tmp_path, files)) == ["only the meta-package may ship ember/__init__.py"]
+    assert messages(make_tree(files)) == ["only the meta-package may ship ember/__init__.py"]
 
 
-def test_an_unplaced_package_is_reported(tmp_path):
+def test_an_unplaced_package_is_reported(make_tree):
     files = dict(BASE)
     files["mystery/src/ember/mystery/__init__.py"] = ""
-    assert any("no place in the layering" in m for m in messages(make_tree(tmp_path, files)))
+    assert any("no place in the layering" in m for m in messages(make_tree(files)))
 
 
-def test_a_namespace_folder_is_owned_child_by_child(tmp_path):
+def test_a_namespace_folder_is_owned_child_by_child(make_tree):
     files = dict(BASE)
     files["tensor/src/ember/utils/hooks.py"] = "import ember.logs\n"
     files["logging/src/ember/utils/names.py"] = ""
-    packages = make_tree(tmp_path, files)
+    packages = make_tree(files)
     table = layering.owners(packages)
     assert table["utils.hooks"] == "tensor" and table["utils.names"] == "logging"
     assert messages(packages) == []
