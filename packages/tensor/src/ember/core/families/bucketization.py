@@ -20,6 +20,7 @@ from ember.core import reduction as R
 from ember.core.api import method, public
 from ember.core.creation import tensor as make_tensor
 from ember.core.dispatch import define
+from ember.core.families.sorting import write_out_meta
 from ember.core.layout import numel
 from ember.core.pointwise import type_name, unsupported
 from ember.core.promotion import result_type
@@ -119,14 +120,22 @@ def _sorted_fast_path(rows: np.ndarray, order, values: np.ndarray, right: bool) 
     return np.searchsorted(bound, values.reshape(-1), side="right" if right else "left")
 
 
-def _search(boundaries: Tensor, values: Tensor, scalar: bool, out_int32: bool, right: bool, side, sorter) -> Tensor:
+def _plan(boundaries: Tensor, values: Tensor, scalar: bool, out_int32: bool, right: bool, side, sorter) -> tuple:
+    """The checks; the side to search from, the dtype values compare in and the result's dtype."""
     right = _check(boundaries, values, scalar, right, side, sorter)
     common = result_type(boundaries, values)
     if common.category == D.COMPLEX or common is D.bool_:
         raise unsupported("searchsorted_out", common)
-    index_dtype = D.int32 if out_int32 else D.int64
-    if boundaries._array is None or values._array is None:
-        return empty(values._shape, index_dtype, boundaries.device)
+    return right, common, D.int32 if out_int32 else D.int64
+
+
+def _search_meta(boundaries: Tensor, values: Tensor, scalar: bool, out_int32: bool, right: bool, side, sorter):
+    _, _, index_dtype = _plan(boundaries, values, scalar, out_int32, right, side, sorter)
+    return empty(values._shape, index_dtype, boundaries.device)
+
+
+def _search(boundaries: Tensor, values: Tensor, scalar: bool, out_int32: bool, right: bool, side, sorter) -> Tensor:
+    right, common, index_dtype = _plan(boundaries, values, scalar, out_int32, right, side, sorter)
     n = boundaries._shape[-1]
     bound = R.values(boundaries, common) if boundaries.dtype is not common else R.values(boundaries)
     vals = R.values(values, common) if values.dtype is not common else R.values(values)
@@ -152,17 +161,60 @@ def _scalar_tensor(value, boundaries: Tensor) -> Tensor:
     return make_tensor(value, device=boundaries.device)
 
 
-@R.both_devices(searchsorted_tensor)
-def _searchsorted_tensor(sorted_sequence, self, *, out_int32=False, right=False, side=None, sorter=None):
-    return _search(sorted_sequence, self, self.ndim == 0, out_int32, right, side, sorter)
+def _kernels(search, write):
+    """The kernels of every form, on ``search`` and ``write`` (the CPU's, or the meta device's)."""
+
+    def searchsorted_tensor_kernel(sorted_sequence, self, *, out_int32=False, right=False, side=None, sorter=None):
+        return search(sorted_sequence, self, self.ndim == 0, out_int32, right, side, sorter)
+
+    def searchsorted_scalar_kernel(sorted_sequence, self, *, out_int32=False, right=False, side=None, sorter=None):
+        return search(sorted_sequence, _scalar_tensor(self, sorted_sequence), True, out_int32, right, side, sorter)
+
+    def bucketize_tensor_kernel(self, boundaries, *, out_int32=False, right=False):
+        _check_boundaries(boundaries)
+        return search(boundaries, self, False, out_int32, right, None, None)
+
+    def bucketize_scalar_kernel(self, boundaries, *, out_int32=False, right=False):
+        _check_boundaries(boundaries)
+        return search(boundaries, _scalar_tensor(self, boundaries), True, out_int32, right, None, None)
+
+    def searchsorted_tensor_out_kernel(
+        sorted_sequence, self, *, out_int32=False, right=False, side=None, sorter=None, out
+    ):
+        result = searchsorted_tensor_kernel(
+            sorted_sequence, self, out_int32=out_int32, right=right, side=side, sorter=sorter
+        )
+        return write(out, result, out_int32)
+
+    def searchsorted_scalar_out_kernel(
+        sorted_sequence, self, *, out_int32=False, right=False, side=None, sorter=None, out
+    ):
+        result = searchsorted_scalar_kernel(
+            sorted_sequence, self, out_int32=out_int32, right=right, side=side, sorter=sorter
+        )
+        return write(out, result, out_int32)
+
+    def bucketize_tensor_out_kernel(self, boundaries, *, out_int32=False, right=False, out):
+        return write(out, bucketize_tensor_kernel(self, boundaries, out_int32=out_int32, right=right), out_int32)
+
+    return {
+        searchsorted_tensor: searchsorted_tensor_kernel,
+        searchsorted_scalar: searchsorted_scalar_kernel,
+        bucketize_tensor: bucketize_tensor_kernel,
+        bucketize_scalar: bucketize_scalar_kernel,
+        searchsorted_tensor_out: searchsorted_tensor_out_kernel,
+        searchsorted_scalar_out: searchsorted_scalar_out_kernel,
+        bucketize_tensor_out: bucketize_tensor_out_kernel,
+    }
 
 
-@R.both_devices(searchsorted_scalar)
-def _searchsorted_scalar(sorted_sequence, self, *, out_int32=False, right=False, side=None, sorter=None):
-    return _search(sorted_sequence, _scalar_tensor(self, sorted_sequence), True, out_int32, right, side, sorter)
+def _scalar_tensor(value, boundaries: Tensor) -> Tensor:
+    if isinstance(value, Tensor):
+        return value
+    return make_tensor(value, device=boundaries.device)
 
 
-def _write(out, result: Tensor, out_int32: bool) -> Tensor:
+def _check_out_dtype(out, out_int32: bool) -> None:
     expected = D.int32 if out_int32 else D.int64
     if isinstance(out, Tensor) and out.dtype is not expected:
         raise RuntimeError(
@@ -170,25 +222,16 @@ def _write(out, result: Tensor, out_int32: bool) -> Tensor:
             f"out_int32 flag is True, but we got output tensor's dtype {type_name(out.dtype)} and out_int32 flag is "
             f"{out_int32}"
         )
+
+
+def _write(out, result: Tensor, out_int32: bool) -> Tensor:
+    _check_out_dtype(out, out_int32)
     return R.write_out(out, result)
 
 
-@R.both_devices(searchsorted_tensor_out)
-def _searchsorted_tensor_out(sorted_sequence, self, *, out_int32=False, right=False, side=None, sorter=None, out):
-    return _write(
-        out,
-        _searchsorted_tensor(sorted_sequence, self, out_int32=out_int32, right=right, side=side, sorter=sorter),
-        out_int32,
-    )
-
-
-@R.both_devices(searchsorted_scalar_out)
-def _searchsorted_scalar_out(sorted_sequence, self, *, out_int32=False, right=False, side=None, sorter=None, out):
-    return _write(
-        out,
-        _searchsorted_scalar(sorted_sequence, self, out_int32=out_int32, right=right, side=side, sorter=sorter),
-        out_int32,
-    )
+def _write_meta(out, result: Tensor, out_int32: bool) -> Tensor:
+    _check_out_dtype(out, out_int32)
+    return write_out_meta(out, result)
 
 
 def _check_boundaries(boundaries: Tensor) -> None:
@@ -196,21 +239,10 @@ def _check_boundaries(boundaries: Tensor) -> None:
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.ndim})")
 
 
-@R.both_devices(bucketize_tensor)
-def _bucketize_tensor(self, boundaries, *, out_int32=False, right=False):
-    _check_boundaries(boundaries)
-    return _search(boundaries, self, False, out_int32, right, None, None)
-
-
-@R.both_devices(bucketize_scalar)
-def _bucketize_scalar(self, boundaries, *, out_int32=False, right=False):
-    _check_boundaries(boundaries)
-    return _search(boundaries, _scalar_tensor(self, boundaries), True, out_int32, right, None, None)
-
-
-@R.both_devices(bucketize_tensor_out)
-def _bucketize_tensor_out(self, boundaries, *, out_int32=False, right=False, out):
-    return _write(out, _bucketize_tensor(self, boundaries, out_int32=out_int32, right=right), out_int32)
+for _op, _cpu in _kernels(_search, _write).items():
+    _op.register_kernel("cpu")(_cpu)
+for _op, _meta in _kernels(_search_meta, _write_meta).items():
+    _op.register_meta(_meta)
 
 
 # -- the Python surface -------------------------------------------------------------------------------

@@ -109,13 +109,21 @@ def _loss_shape(target: Tensor, reduction: int) -> tuple:
     return tuple(target._shape) if reduction == NONE else ()
 
 
-@nll_loss_forward_op.register_kernel("cpu")
-def _nll_loss_forward(self: Tensor, target: Tensor, weight, reduction: int, ignore_index: int):
+def _nll_loss_plan(self: Tensor, target: Tensor, weight, reduction: int) -> tuple:
     _check_reduction(reduction)
     _check_indices_target(self, target, weight)
-    shape = _loss_shape(target, reduction)
-    if self._array is None:
-        return empty(shape, self.dtype, self.device), empty((), self.dtype, self.device)
+    return _loss_shape(target, reduction)
+
+
+@nll_loss_forward_op.register_meta
+def _nll_loss_forward_meta(self: Tensor, target: Tensor, weight, reduction: int, ignore_index: int):
+    shape = _nll_loss_plan(self, target, weight, reduction)
+    return empty(shape, self.dtype, self.device), empty((), self.dtype, self.device)
+
+
+@nll_loss_forward_op.register_kernel("cpu")
+def _nll_loss_forward(self: Tensor, target: Tensor, weight, reduction: int, ignore_index: int):
+    shape = _nll_loss_plan(self, target, weight, reduction)
     token = silence()
     try:
         x, safe, w, _ = _pick(self, target, weight, ignore_index)
@@ -128,9 +136,6 @@ def _nll_loss_forward(self: Tensor, target: Tensor, weight, reduction: int, igno
         from_array(np.asarray(result).astype(self.dtype.np).reshape(shape), self.dtype),
         from_array(np.asarray(total).astype(self.dtype.np), self.dtype),
     )
-
-
-nll_loss_forward_op.register_meta(_nll_loss_forward)
 
 
 def _nll_loss_nd(self, target, weight=None, reduction=MEAN, ignore_index=-100):
@@ -164,17 +169,30 @@ def _check_float(self: Tensor) -> None:
         raise NotImplementedError(f"\"log_softmax_lastdim_kernel_impl\" not implemented for '{type_name(self.dtype)}'")
 
 
-@cross_entropy_op.register_kernel("cpu")
-def _cross_entropy(self: Tensor, target: Tensor, weight=None, reduction=MEAN, ignore_index=-100, label_smoothing=0.0):
+def _cross_entropy_plan(self: Tensor, target: Tensor, weight, reduction: int, label_smoothing: float) -> tuple:
+    """Whether the target holds class probabilities, the result's shape and dtype."""
     _check_reduction(reduction)
     _check_smoothing(label_smoothing)
     if _is_probabilities(self, target):
-        return _cross_entropy_probabilities(self, target, weight, reduction, label_smoothing)
+        return (True, *_probabilities_plan(self, target, weight, reduction))
     _check_indices_target(self, target, weight)
     _check_float(self)
-    shape = _loss_shape(target, reduction)
-    if self._array is None:
-        return empty(shape, self.dtype, self.device)
+    return False, _loss_shape(target, reduction), self.dtype
+
+
+@cross_entropy_op.register_meta
+def _cross_entropy_meta(
+    self: Tensor, target: Tensor, weight=None, reduction=MEAN, ignore_index=-100, label_smoothing=0.0
+):
+    _, shape, dtype = _cross_entropy_plan(self, target, weight, reduction, label_smoothing)
+    return empty(shape, dtype, self.device)
+
+
+@cross_entropy_op.register_kernel("cpu")
+def _cross_entropy(self: Tensor, target: Tensor, weight=None, reduction=MEAN, ignore_index=-100, label_smoothing=0.0):
+    probabilities, shape, _ = _cross_entropy_plan(self, target, weight, reduction, label_smoothing)
+    if probabilities:
+        return _cross_entropy_probabilities(self, target, weight, reduction, label_smoothing, shape)
     token = silence()
     try:
         x, safe, w, ignored = _pick(self, target, weight, ignore_index)
@@ -224,7 +242,7 @@ def _smoothed(nll, x, lse, weight, w, ignored, reduction, label_smoothing):
     return (1 - label_smoothing) * nll + extra * (label_smoothing / classes)
 
 
-def _cross_entropy_probabilities(self: Tensor, target: Tensor, weight, reduction: int, label_smoothing: float):
+def _probabilities_plan(self: Tensor, target: Tensor, weight, reduction: int) -> tuple:
     _check_float(self)
     result_dtype = result_type(self, target)
     class_axis = 0 if self.ndim == 1 else 1
@@ -235,10 +253,15 @@ def _cross_entropy_probabilities(self: Tensor, target: Tensor, weight, reduction
             f"tensor of shape: {list(weight._shape)}"
         )
     shape = tuple(s for i, s in enumerate(self._shape) if i != class_axis) if reduction == NONE else ()
-    if self._array is None:
-        return empty(shape, result_dtype, self.device)
     if self.ndim == 0:
         raise RuntimeError("cross_entropy: a 0-dim input has no class dimension")
+    return shape, result_dtype
+
+
+def _cross_entropy_probabilities(self: Tensor, target: Tensor, weight, reduction: int, label_smoothing: float, shape):
+    result_dtype = result_type(self, target)
+    class_axis = 0 if self.ndim == 1 else 1
+    classes = self._shape[class_axis]
     token = silence()
     try:
         x = self._array.astype(_compute_dtype(self.dtype))
@@ -259,9 +282,6 @@ def _cross_entropy_probabilities(self: Tensor, target: Tensor, weight, reduction
     finally:
         restore(token)
     return from_array(np.asarray(loss).astype(result_dtype.np).reshape(shape), result_dtype)
-
-
-cross_entropy_op.register_meta(_cross_entropy)
 
 
 @cross_entropy_op.register_decomposition

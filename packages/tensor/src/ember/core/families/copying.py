@@ -122,16 +122,30 @@ to_copy = define(
 )
 
 
-def _to_copy_any(
-    self: Tensor, *, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False, memory_format=None
-):
+def _to_copy_plan(self: Tensor, dtype, device, memory_format) -> tuple:
+    """The copy's dtype, device and strides."""
     dtype = self.dtype if dtype is None else D.to_dtype(dtype)
     target = self.device if device is None else to_device(device)
-    strides = _clone_layout(self, memory_format)
+    return dtype, target, _clone_layout(self, memory_format)
+
+
+@to_copy.register_meta
+def _to_copy_meta(
+    self: Tensor, *, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False, memory_format=None
+):
+    dtype, target, strides = _to_copy_plan(self, dtype, device, memory_format)
     if target.type == "meta":
         return empty(self._shape, dtype, META, strides)
-    if self.device.type == "meta":
-        raise NotImplementedError("Cannot copy out of meta tensor; no data!")
+    raise NotImplementedError("Cannot copy out of meta tensor; no data!")
+
+
+@to_copy.register_kernel("cpu")
+def _to_copy_cpu(
+    self: Tensor, *, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False, memory_format=None
+):
+    dtype, target, strides = _to_copy_plan(self, dtype, device, memory_format)
+    if target.type == "meta":
+        return empty(self._shape, dtype, META, strides)
     if target.type != "cpu" or self.device.type != "cpu":
         from ember.core.devices import check_backend
 
@@ -143,10 +157,6 @@ def _to_copy_any(
         source = source.real
     np.copyto(out._array, source, casting="unsafe")
     return out
-
-
-to_copy.register_kernel("cpu")(_to_copy_any)
-to_copy.register_kernel("meta")(_to_copy_any)
 
 
 # -- fill_, zero_ --------------------------------------------------------------------------------

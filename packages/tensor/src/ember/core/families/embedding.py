@@ -25,7 +25,8 @@ embedding_op = define(
 embedding_renorm_op = define(
     "embedding_renorm_(Tensor(a!) self, Tensor indices, float max_norm, float norm_type) -> Tensor(a!)", ("inplace",)
 )
-one_hot_op = define("one_hot(Tensor self, int num_classes=-1) -> Tensor")
+# Without num_classes, the result's last size is the largest class value plus one.
+one_hot_op = define("one_hot(Tensor self, int num_classes=-1) -> Tensor", ("data_dependent_output",))
 
 _LEGACY_NAMES = {
     D.float32: "FloatTensor",
@@ -59,19 +60,23 @@ def _rows(weight: Tensor, indices: Tensor) -> np.ndarray:
     return idx
 
 
-@embedding_op.register_kernel("cpu")
-def _embedding(weight: Tensor, indices: Tensor, padding_idx=-1, scale_grad_by_freq=False, sparse=False) -> Tensor:
+def _embedding_shape(weight: Tensor, indices: Tensor) -> tuple:
     _check_indices(indices, "embedding")
     if weight.ndim != 2:
         raise RuntimeError("'weight' must be 2-D")
-    shape = (*indices._shape, weight._shape[1])
-    if weight._array is None:
-        return empty(shape, weight.dtype, weight.device)
+    return (*indices._shape, weight._shape[1])
+
+
+@embedding_op.register_meta
+def _embedding_meta(weight: Tensor, indices: Tensor, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    return empty(_embedding_shape(weight, indices), weight.dtype, weight.device)
+
+
+@embedding_op.register_kernel("cpu")
+def _embedding(weight: Tensor, indices: Tensor, padding_idx=-1, scale_grad_by_freq=False, sparse=False) -> Tensor:
+    shape = _embedding_shape(weight, indices)
     idx = _rows(weight, indices)
     return from_array(np.take(weight._array, idx.reshape(-1), axis=0).reshape(shape), weight.dtype)
-
-
-embedding_op.register_meta(_embedding)
 
 
 @embedding_op.register_decomposition
@@ -84,8 +89,6 @@ def _embedding_renorm(self: Tensor, indices: Tensor, max_norm: float, norm_type:
     _check_indices(indices, "embedding_renorm_")
     if self.ndim != 2:
         raise RuntimeError("embedding_renorm_(): argument 'self' must be 2-D")
-    if self._array is None:
-        return self
     rows = np.unique(_rows(self, indices))
     if rows.size:
         w = self._array
@@ -125,17 +128,25 @@ def embedding_renorm_(input, indices, max_norm, norm_type):
 # -- one_hot ------------------------------------------------------------------------------------------------
 
 
-@one_hot_op.register_kernel("cpu")
-def _one_hot(self: Tensor, num_classes: int = -1) -> Tensor:
+def _check_one_hot(self: Tensor) -> None:
     if self.dtype is not D.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+
+
+@one_hot_op.register_meta
+def _one_hot_meta(self: Tensor, num_classes: int = -1) -> Tensor:
+    _check_one_hot(self)
+    if num_classes == -1:
+        raise RuntimeError("one_hot on a meta tensor needs num_classes: it cannot infer it without data")
+    if num_classes < -1:
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    return empty((*self._shape, num_classes), D.int64, self.device)
+
+
+@one_hot_op.register_kernel("cpu")
+def _one_hot(self: Tensor, num_classes: int = -1) -> Tensor:
+    _check_one_hot(self)
     values = self._array
-    if values is None:
-        if num_classes == -1:
-            raise RuntimeError("one_hot on a meta tensor needs num_classes: it cannot infer it without data")
-        if num_classes < -1:
-            raise RuntimeError("Class values must be smaller than num_classes.")
-        return empty((*self._shape, num_classes), D.int64, self.device)
     if values.size == 0:
         if num_classes <= 0:
             raise RuntimeError("Can not infer total number of classes from empty tensor.")
@@ -149,6 +160,3 @@ def _one_hot(self: Tensor, num_classes: int = -1) -> Tensor:
     out = np.zeros((values.size, num_classes), np.int64)
     out[np.arange(values.size), values.reshape(-1)] = 1
     return from_array(out.reshape(*self._shape, num_classes), D.int64)
-
-
-one_hot_op.register_meta(_one_hot)

@@ -25,6 +25,7 @@ from ember.core.families.index_forms import (
     write_out,
 )
 from ember.core.layout import normalize_dim
+from ember.core.pointwise import resize_out
 from ember.core.tensor import Tensor, empty, from_array
 
 LONG_OR_INT = (D.int64, D.int32)
@@ -84,9 +85,28 @@ def _index_select_meta(self: Tensor, dim: int, index: Tensor) -> Tensor:
 
 
 @index_select_out.register_kernel("cpu")
-@index_select_out.register_meta
 def _index_select_out(self: Tensor, dim: int, index: Tensor, *, out: Tensor) -> Tensor:
     return write_out(out, index_select(self, dim, index))
+
+
+@index_select_out.register_meta
+def _index_select_out_meta(self: Tensor, dim: int, index: Tensor, *, out: Tensor) -> Tensor:
+    return write_out_meta(out, _index_select_meta(self, dim, index))
+
+
+def write_out_meta(out: Tensor, result: Tensor) -> Tensor:
+    """``index_forms.write_out``'s checks and resize for a meta result, with nothing to copy."""
+    if not isinstance(out, Tensor):
+        raise TypeError(f"out must be a Tensor, not {type(out).__name__}")
+    if out.dtype is not result.dtype:
+        raise RuntimeError(
+            f"Expected out tensor to have dtype {INDEX_NAMES[result.dtype]}, but got {INDEX_NAMES[out.dtype]} instead"
+        )
+    if out.device != result.device:
+        raise RuntimeError(f"Expected out tensor on {result.device}, but got {out.device}")
+    if out._shape != result._shape:
+        resize_out(out, result._shape)
+    return out
 
 
 # -- index_add, index_copy, index_fill ----------------------------------------------------------------
@@ -261,9 +281,13 @@ def _take_meta(self: Tensor, index: Tensor) -> Tensor:
 
 
 @take_out.register_kernel("cpu")
-@take_out.register_meta
 def _take_out(self: Tensor, index: Tensor, *, out: Tensor) -> Tensor:
     return write_out(out, take(self, index))
+
+
+@take_out.register_meta
+def _take_out_meta(self: Tensor, index: Tensor, *, out: Tensor) -> Tensor:
+    return write_out_meta(out, _take_meta(self, index))
 
 
 def _check_put(self: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> None:

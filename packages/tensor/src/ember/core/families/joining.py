@@ -43,9 +43,14 @@ _CHANNELS_LAST_ORDER = {4: (1, 3, 2, 0), 5: (1, 4, 3, 2, 0)}
 
 
 def suggest_memory_format(t: Tensor) -> str:
-    order = _CHANNELS_LAST_ORDER.get(t.ndim)
-    if order is not None and _channels_last_like(t._shape, t._stride, order):
-        return "channels_last" if t.ndim == 4 else "channels_last_3d"
+    return memory_format_of(t._shape, t._stride)
+
+
+def memory_format_of(shape: tuple, stride: tuple) -> str:
+    """``suggest_memory_format`` of a tensor of this shape and these strides."""
+    order = _CHANNELS_LAST_ORDER.get(len(shape))
+    if order is not None and _channels_last_like(shape, stride, order):
+        return "channels_last" if len(shape) == 4 else "channels_last_3d"
     return "contiguous_format"
 
 
@@ -271,24 +276,30 @@ stack.register_meta(_stack_any)
 stack.register_decomposition(_stack_any)
 
 
-def _stack_out_any(tensors, dim: int = 0, *, out: Tensor) -> Tensor:
-    parts, d, shape = _stack_parts(tensors, dim)
-    if shape is not None:
-        # As PyTorch: resize out to the stacked shape, then cat into a view of it that merges d and d + 1.
-        if not isinstance(out, Tensor):
-            raise TypeError(f"stack(): argument 'out' must be Tensor, not {type(out).__name__}")
-        if out._shape != shape:
-            resize_out(out, shape)
-        merged = shape[:d] + (shape[d] * shape[d + 1],) + shape[d + 2 :]
-        if view_strides(out._shape, out._stride, merged) is not None:
-            cat_out(parts, d, out=out.view(merged))
-            return out
-        parts = [t.unsqueeze(d) for t in parts]
-    return cat_out(parts, d, out=out)
+def _stack_out_with(join):
+    """``stack.out`` by PyTorch's construction, joining with ``join`` (cat.out, or its meta function)."""
+
+    def stack_out_kernel(tensors, dim: int = 0, *, out: Tensor) -> Tensor:
+        parts, d, shape = _stack_parts(tensors, dim)
+        if shape is not None:
+            # As PyTorch: resize out to the stacked shape, then cat into a view of it that merges d and d + 1.
+            if not isinstance(out, Tensor):
+                raise TypeError(f"stack(): argument 'out' must be Tensor, not {type(out).__name__}")
+            if out._shape != shape:
+                resize_out(out, shape)
+            merged = shape[:d] + (shape[d] * shape[d + 1],) + shape[d + 2 :]
+            if view_strides(out._shape, out._stride, merged) is not None:
+                join(parts, d, out=out.view(merged))
+                return out
+            parts = [t.unsqueeze(d) for t in parts]
+        return join(parts, d, out=out)
+
+    return stack_out_kernel
 
 
+_stack_out_any = _stack_out_with(cat_out)
 stack_out.register_kernel("cpu")(_stack_out_any)
-stack_out.register_meta(_stack_out_any)
+stack_out.register_meta(_stack_out_with(_cat_out_meta))
 stack_out.register_decomposition(_stack_out_any)
 
 

@@ -43,16 +43,12 @@ def _check_mask(name: str, mask, byte_name: str) -> None:
         raise RuntimeError(f"{name} only supports boolean masks, but got mask with dtype {byte_name}")
 
 
-def _fill_value(self: Tensor, mask: Tensor, value):
+def _check_fill(mask: Tensor, value) -> None:
     _check_mask("masked_fill_", mask, D.CPP_TYPE_NAMES.get(mask.dtype, mask.dtype.name))
-    if isinstance(value, Tensor):
-        if value.ndim != 0:
-            raise RuntimeError(
-                "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
-                f"{value.ndim} dimension(s)."
-            )
-        return value.item() if value._array is not None else None
-    return value
+    if isinstance(value, Tensor) and value.ndim != 0:
+        raise RuntimeError(
+            f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with {value.ndim} dimension(s)."
+        )
 
 
 def _check_inplace_shape(self: Tensor, other_shape: tuple) -> None:
@@ -61,37 +57,51 @@ def _check_inplace_shape(self: Tensor, other_shape: tuple) -> None:
         raise RuntimeError(f"output with shape {list(self._shape)} doesn't match the broadcast shape {list(shape)}")
 
 
-def _masked_fill_inplace(self: Tensor, mask: Tensor, value) -> Tensor:
-    value = _fill_value(self, mask, value)
+def _check_fill_inplace(self: Tensor, mask: Tensor) -> None:
     _check_inplace_shape(self, mask._shape)
     if any(st == 0 and n > 1 for n, st in zip(self._shape, self._stride, strict=True)):
         warnings.warn(  # PyTorch still fills an expanded tensor, with this warning
             "Use of masked_fill_ on expanded tensors is deprecated. Please clone() the tensor before performing this "
             "operation. This also applies to advanced indexing e.g. tensor[mask] = scalar",
             UserWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
-    if self._array is not None:
-        np.copyto(self._array, checked_scalar(value, self.dtype), where=np.broadcast_to(mask._array, self._shape))
-        self._storage.version += 1
+
+
+def _masked_fill_inplace(self: Tensor, mask: Tensor, value) -> Tensor:
+    _check_fill(mask, value)
+    if isinstance(value, Tensor):
+        value = value.item()
+    _check_fill_inplace(self, mask)
+    np.copyto(self._array, checked_scalar(value, self.dtype), where=np.broadcast_to(mask._array, self._shape))
+    self._storage.version += 1
+    return self
+
+
+def _masked_fill_inplace_meta(self: Tensor, mask: Tensor, value) -> Tensor:
+    _check_fill(mask, value)
+    _check_fill_inplace(self, mask)
     return self
 
 
 def _masked_fill(self: Tensor, mask: Tensor, value) -> Tensor:
-    _fill_value(self, mask, value)
-    shape = broadcast_shapes(self._shape, mask._shape)
-    result = empty(shape, self.dtype, self.device)
-    if self._array is not None:
-        np.copyto(result._array, self._array)
+    _check_fill(mask, value)
+    result = empty(broadcast_shapes(self._shape, mask._shape), self.dtype, self.device)
+    np.copyto(result._array, self._array)
     return _masked_fill_inplace(result, mask, value)
+
+
+def _masked_fill_meta(self: Tensor, mask: Tensor, value) -> Tensor:
+    _check_fill(mask, value)
+    return empty(broadcast_shapes(self._shape, mask._shape), self.dtype, self.device)
 
 
 for _op in (masked_fill_s, masked_fill_t):
     _op.register_kernel("cpu")(_masked_fill)
-    _op.register_meta(_masked_fill)
+    _op.register_meta(_masked_fill_meta)
 for _op in (masked_fill_s_, masked_fill_t_):
     _op.register_kernel("cpu")(_masked_fill_inplace)
-    _op.register_meta(_masked_fill_inplace)
+    _op.register_meta(_masked_fill_inplace_meta)
 
 
 # -- masked_scatter ------------------------------------------------------------------------------------
@@ -113,14 +123,21 @@ def _check_scatter(self: Tensor, mask: Tensor, source: Tensor) -> None:
         )
 
 
-@masked_scatter_.register_kernel("cpu")
-@masked_scatter_.register_meta
-def _masked_scatter_inplace(self: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+def _check_scatter_inplace(self: Tensor, mask: Tensor, source: Tensor) -> None:
     _check_scatter(self, mask, source)
     _check_inplace_shape(self, mask._shape)
     check_no_internal_overlap(self)
-    if self._array is None:
-        return self
+
+
+@masked_scatter_.register_meta
+def _masked_scatter_inplace_meta(self: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    _check_scatter_inplace(self, mask, source)
+    return self
+
+
+@masked_scatter_.register_kernel("cpu")
+def _masked_scatter_inplace(self: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    _check_scatter_inplace(self, mask, source)
     where = np.broadcast_to(mask._array, self._shape)
     n = int(np.count_nonzero(where))
     if n > source.numel():
@@ -130,26 +147,31 @@ def _masked_scatter_inplace(self: Tensor, mask: Tensor, source: Tensor) -> Tenso
     return self
 
 
-@masked_scatter.register_kernel("cpu")
 @masked_scatter.register_meta
+def _masked_scatter_meta(self: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    _check_scatter(self, mask, source)
+    return empty(broadcast_shapes(self._shape, mask._shape), self.dtype, self.device)
+
+
+@masked_scatter.register_kernel("cpu")
 def _masked_scatter(self: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     _check_scatter(self, mask, source)
     result = empty(broadcast_shapes(self._shape, mask._shape), self.dtype, self.device)
-    if self._array is not None:
-        np.copyto(result._array, self._array)
+    np.copyto(result._array, self._array)
     return _masked_scatter_inplace(result, mask, source)
 
 
 # -- masked_select and nonzero (data-dependent shapes) -------------------------------------------------------
 
-masked_select = define("masked_select(Tensor self, Tensor mask) -> Tensor", ("core",))
+_DATA = "data_dependent_output"
+masked_select = define("masked_select(Tensor self, Tensor mask) -> Tensor", ("core", _DATA))
 masked_select_out = define(
-    "masked_select.out(Tensor self, Tensor mask, *, Tensor(a!) out) -> Tensor(a!)", ("out", "core")
+    "masked_select.out(Tensor self, Tensor mask, *, Tensor(a!) out) -> Tensor(a!)", ("out", "core", _DATA)
 )
-nonzero = define("nonzero(Tensor self) -> Tensor", ("core",))
-nonzero_out = define("nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)", ("out", "core"))
-nonzero_numpy = define("nonzero_numpy(Tensor self) -> Tensor[]", ())
-argwhere = define("argwhere(Tensor self) -> Tensor", ())
+nonzero = define("nonzero(Tensor self) -> Tensor", ("core", _DATA))
+nonzero_out = define("nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)", ("out", "core", _DATA))
+nonzero_numpy = define("nonzero_numpy(Tensor self) -> Tensor[]", (_DATA,))
+argwhere = define("argwhere(Tensor self) -> Tensor", (_DATA,))
 nonzero_static = define("nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor", ())
 
 
@@ -222,15 +244,17 @@ for _op, _name in ((masked_select, "masked_select"), (nonzero, "nonzero"), (nonz
 
 
 @masked_select_out.register_kernel("cpu")
-@masked_select_out.register_meta
 def _masked_select_out(self: Tensor, mask: Tensor, *, out: Tensor) -> Tensor:
     return write_out(out, masked_select(self, mask))
 
 
 @nonzero_out.register_kernel("cpu")
-@nonzero_out.register_meta
 def _nonzero_out(self: Tensor, *, out: Tensor) -> Tensor:
     return write_out(out, nonzero(self))
+
+
+masked_select_out.register_meta(_data_dependent("masked_select"))
+nonzero_out.register_meta(_data_dependent("nonzero"))
 
 
 # -- the Python surface ---------------------------------------------------------------------------------

@@ -252,29 +252,42 @@ def _baddbmm_meta(self: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha
     return empty(_baddbmm_plan(self, batch1, batch2), batch1.dtype, batch1.device)
 
 
-def _write_inplace(self: Tensor, result: Tensor) -> Tensor:
+def _check_inplace_shape(self: Tensor, shape: tuple) -> None:
     """``self.addmm_(...)``: the result must have self's shape (self does not broadcast up)."""
-    if result._shape != self._shape:
+    if shape != self._shape:
         raise RuntimeError(
             f"Bad in-place call: input tensor size {list(self._shape)} and output tensor size "
-            f"{list(result._shape)} should match"
+            f"{list(shape)} should match"
         )
-    if self._array is not None:
-        np.copyto(self._array, result._array)
-        self._storage.version += 1
+
+
+def _write_inplace(self: Tensor, result: Tensor) -> Tensor:
+    _check_inplace_shape(self, result._shape)
+    np.copyto(self._array, result._array)
+    self._storage.version += 1
     return self
 
 
 @addmm_.register_kernel("cpu")
-@addmm_.register_meta
 def _addmm_inplace(self: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:
     return _write_inplace(self, addmm(self, mat1, mat2, beta=beta, alpha=alpha))
 
 
+@addmm_.register_meta
+def _addmm_inplace_meta(self: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:
+    _check_inplace_shape(self, _addmm_meta(self, mat1, mat2, beta=beta, alpha=alpha)._shape)
+    return self
+
+
 @baddbmm_.register_kernel("cpu")
-@baddbmm_.register_meta
 def _baddbmm_inplace(self: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
     return _write_inplace(self, baddbmm(self, batch1, batch2, beta=beta, alpha=alpha))
+
+
+@baddbmm_.register_meta
+def _baddbmm_inplace_meta(self: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
+    _check_inplace_shape(self, _baddbmm_meta(self, batch1, batch2, beta=beta, alpha=alpha)._shape)
+    return self
 
 
 # -- vectors: dot, vdot, mv, outer -------------------------------------------------------------------
@@ -450,10 +463,7 @@ def _matmul_cpu(self: Tensor, other: Tensor) -> Tensor:
 def _out_form(out_op: OpOverload, functional: OpOverload) -> None:
     """The ``out=`` kernel: the functional result, checked against ``out``'s dtype and written into it."""
 
-    def kernel(*args, out: Tensor, **kwargs) -> Tensor:
-        if not isinstance(out, Tensor):
-            raise TypeError(f"{functional.name}(): argument 'out' must be Tensor, not {type(out).__name__}")
-        result = functional(*args, **kwargs)
+    def check(out, result: Tensor) -> None:
         if result.dtype is not out.dtype:
             raise RuntimeError(
                 f"Expected out tensor to have dtype {lower_type_name(result.dtype)}, but got "
@@ -461,13 +471,26 @@ def _out_form(out_op: OpOverload, functional: OpOverload) -> None:
             )
         if out._shape != result._shape:
             resize_out(out, result._shape)
-        if out._array is not None and result._array is not None:
-            np.copyto(out._array, result._array)
-            out._storage.version += 1
+
+    def check_type(out) -> None:
+        if not isinstance(out, Tensor):
+            raise TypeError(f"{functional.name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+
+    def kernel(*args, out: Tensor, **kwargs) -> Tensor:
+        check_type(out)
+        result = functional(*args, **kwargs)
+        check(out, result)
+        np.copyto(out._array, result._array)
+        out._storage.version += 1
+        return out
+
+    def meta(*args, out: Tensor, **kwargs) -> Tensor:
+        check_type(out)
+        check(out, functional(*args, **kwargs))
         return out
 
     out_op.register_kernel("cpu")(kernel)
-    out_op.register_meta(kernel)
+    out_op.register_meta(meta)
 
 
 for _out, _functional in [

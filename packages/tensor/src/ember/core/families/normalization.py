@@ -124,15 +124,24 @@ def check_normalized(name: str, input: Tensor, normalized_shape, weight, bias) -
     return input.ndim - k
 
 
-@native_layer_norm_op.register_kernel("cpu")
-def _native_layer_norm(input: Tensor, normalized_shape, weight, bias, eps: float):
+def _layer_norm_plan(input: Tensor, normalized_shape, weight, bias) -> tuple:
+    """The first normalized axis, the statistics' dtype and shape."""
     _check_float("LayerNormKernelImpl", input)
     axis = check_normalized("layer_norm", input, normalized_shape, weight, bias)
     stat_dtype = _param_dtype(input, weight, bias)
-    stat_shape = tuple(input._shape[:axis]) + (1,) * (input.ndim - axis)
-    if input._array is None:
-        out = empty(input._shape, input.dtype, input.device)
-        return out, empty(stat_shape, stat_dtype, input.device), empty(stat_shape, stat_dtype, input.device)
+    return axis, stat_dtype, tuple(input._shape[:axis]) + (1,) * (input.ndim - axis)
+
+
+@native_layer_norm_op.register_meta
+def _native_layer_norm_meta(input: Tensor, normalized_shape, weight, bias, eps: float):
+    _, stat_dtype, stat_shape = _layer_norm_plan(input, normalized_shape, weight, bias)
+    out = empty(input._shape, input.dtype, input.device)
+    return out, empty(stat_shape, stat_dtype, input.device), empty(stat_shape, stat_dtype, input.device)
+
+
+@native_layer_norm_op.register_kernel("cpu")
+def _native_layer_norm(input: Tensor, normalized_shape, weight, bias, eps: float):
+    axis, stat_dtype, stat_shape = _layer_norm_plan(input, normalized_shape, weight, bias)
     m, n = numel(input._shape[:axis]), numel(input._shape[axis:])
     x = _compute(input).reshape(m, n)
     token = silence()
@@ -167,9 +176,6 @@ def layer_norm_rows(x: np.ndarray, weight, bias, eps: float):
     if bias is not None:
         out += bias
     return out, mean, rstd
-
-
-native_layer_norm_op.register_meta(_native_layer_norm)
 
 
 @native_layer_norm_op.register_decomposition
@@ -213,12 +219,20 @@ def _int_list(name: str, value) -> list:
 # -- RMS norm -----------------------------------------------------------------------------------------
 
 
+def _rms_norm_plan(input: Tensor, normalized_shape, weight) -> int:
+    _check_float("rms_norm", input)
+    return check_normalized("rms_norm", input, normalized_shape, weight, None)
+
+
+@rms_norm_op.register_meta
+def _rms_norm_meta(input: Tensor, normalized_shape, weight=None, eps=None):
+    _rms_norm_plan(input, normalized_shape, weight)
+    return empty(input._shape, input.dtype, input.device)
+
+
 @rms_norm_op.register_kernel("cpu")
 def _rms_norm(input: Tensor, normalized_shape, weight=None, eps=None):
-    _check_float("rms_norm", input)
-    axis = check_normalized("rms_norm", input, normalized_shape, weight, None)
-    if input._array is None:
-        return empty(input._shape, input.dtype, input.device)
+    axis = _rms_norm_plan(input, normalized_shape, weight)
     m, n = numel(input._shape[:axis]), numel(input._shape[axis:])
     x = _compute(input).reshape(m, n)
     if eps is None:
@@ -237,9 +251,6 @@ def _rms_norm(input: Tensor, normalized_shape, weight=None, eps=None):
     finally:
         restore(token)
     return from_array(out.reshape(input._shape).astype(input.dtype.np, copy=False), input.dtype)
-
-
-rms_norm_op.register_meta(_rms_norm)
 
 
 @rms_norm_op.register_decomposition
@@ -263,8 +274,8 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
 # -- group norm ---------------------------------------------------------------------------------------
 
 
-@native_group_norm_op.register_kernel("cpu")
-def _native_group_norm(input: Tensor, weight, bias, N: int, C: int, HxW: int, group: int, eps: float):
+def _group_norm_plan(input: Tensor, weight, bias, N: int, C: int, HxW: int, group: int) -> D.dtype:
+    """The checks; the statistics' dtype."""
     _check_float("GroupNormKernelImpl", input)
     if group <= 0 or C % group:
         raise RuntimeError(
@@ -279,13 +290,22 @@ def _native_group_norm(input: Tensor, weight, bias, N: int, C: int, HxW: int, gr
             )
     if N * C * HxW != input.numel():
         raise RuntimeError(f"Expected input to have {N * C * HxW} elements, got {input.numel()}")
-    stat_dtype = _param_dtype(input, weight, bias)
-    if input._array is None:
-        return (
-            empty(input._shape, input.dtype, input.device),
-            empty((N, group), stat_dtype, input.device),
-            empty((N, group), stat_dtype, input.device),
-        )
+    return _param_dtype(input, weight, bias)
+
+
+@native_group_norm_op.register_meta
+def _native_group_norm_meta(input: Tensor, weight, bias, N: int, C: int, HxW: int, group: int, eps: float):
+    stat_dtype = _group_norm_plan(input, weight, bias, N, C, HxW, group)
+    return (
+        empty(input._shape, input.dtype, input.device),
+        empty((N, group), stat_dtype, input.device),
+        empty((N, group), stat_dtype, input.device),
+    )
+
+
+@native_group_norm_op.register_kernel("cpu")
+def _native_group_norm(input: Tensor, weight, bias, N: int, C: int, HxW: int, group: int, eps: float):
+    stat_dtype = _group_norm_plan(input, weight, bias, N, C, HxW, group)
     x = _compute(input).reshape(N, group, (C // group) * HxW)
     token = silence()
     try:
@@ -309,9 +329,6 @@ def _native_group_norm(input: Tensor, weight, bias, N: int, C: int, HxW: int, gr
     )
 
 
-native_group_norm_op.register_meta(_native_group_norm)
-
-
 @group_norm_op.register_decomposition
 def _group_norm_decomposition(input, num_groups, weight=None, bias=None, eps=1e-05, cudnn_enabled=True):
     n, c = input._shape[0], input._shape[1]
@@ -330,7 +347,8 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05, cudnn_enabl
 # -- batch norm -----------------------------------------------------------------------------------------
 
 
-def _batch_norm(input: Tensor, weight, bias, running_mean, running_var, training: bool, momentum: float, eps: float):
+def _batch_norm_plan(input: Tensor, weight, bias, running_mean, running_var, training: bool) -> tuple:
+    """The checks; the channel count, the statistics' dtype and the saved statistics' shape."""
     _check_float("batch_norm_cpu", input)
     if input.ndim < 2:
         raise RuntimeError(f"batch_norm: expected 2D or more input (got {input.ndim}D input)")
@@ -341,10 +359,17 @@ def _batch_norm(input: Tensor, weight, bias, running_mean, running_var, training
     if not training and (running_mean is None or running_var is None):
         raise RuntimeError("running_mean must be defined in evaluation mode")
     stat_dtype = _param_dtype(input, weight, bias, running_mean, running_var)
-    saved = (c,) if training else (0,)
-    if input._array is None:
-        out = empty(input._shape, input.dtype, input.device)
-        return out, empty(saved, stat_dtype, input.device), empty(saved, stat_dtype, input.device)
+    return c, stat_dtype, (c,) if training else (0,)
+
+
+def _batch_norm_meta(input: Tensor, weight, bias, running_mean, running_var, training: bool) -> tuple:
+    _, stat_dtype, saved = _batch_norm_plan(input, weight, bias, running_mean, running_var, training)
+    out = empty(input._shape, input.dtype, input.device)
+    return out, empty(saved, stat_dtype, input.device), empty(saved, stat_dtype, input.device)
+
+
+def _batch_norm(input: Tensor, weight, bias, running_mean, running_var, training: bool, momentum: float, eps: float):
+    c, stat_dtype, _ = _batch_norm_plan(input, weight, bias, running_mean, running_var, training)
     x = _compute(input)
     axes = (0, *range(2, input.ndim))
     shape = (1, c) + (1,) * (input.ndim - 2)
@@ -444,8 +469,14 @@ def _batch_norm_no_stats(input, weight, bias, training, momentum, eps):
     return _batch_norm(input, weight, bias, None, None, training, momentum, eps)
 
 
-batch_norm_legit_op.register_meta(_batch_norm_legit)
-batch_norm_no_stats_op.register_meta(_batch_norm_no_stats)
+@batch_norm_legit_op.register_meta
+def _batch_norm_legit_meta(input, weight, bias, running_mean, running_var, training, momentum, eps):
+    return _batch_norm_meta(input, weight, bias, running_mean, running_var, training)
+
+
+@batch_norm_no_stats_op.register_meta
+def _batch_norm_no_stats_meta(input, weight, bias, training, momentum, eps):
+    return _batch_norm_meta(input, weight, bias, None, None, training)
 
 
 @batch_norm_op.register_decomposition

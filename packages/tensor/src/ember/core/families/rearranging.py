@@ -19,7 +19,7 @@ import numpy as np
 from ember.core import dtypes as D
 from ember.core.api import method, public
 from ember.core.dispatch import define
-from ember.core.families.joining import cat
+from ember.core.families.joining import cat, memory_format_of, memory_format_strides
 from ember.core.layout import contiguous_strides, dense_strides_like, normalize_dim, normalize_dims, numel
 from ember.core.pointwise import resize_out, type_name
 from ember.core.tensor import Tensor, empty
@@ -107,9 +107,35 @@ def _roll_one(self: Tensor, shift: int, dim: int) -> Tensor:
     return cat([self.narrow(dim, start, size - start), self.narrow(dim, 0, start)], dim)
 
 
-# The same composition on every device: narrow is a view and cat has both kernels.
+@roll.register_meta
+def _roll_meta(self: Tensor, shifts, dims=()) -> Tensor:
+    """The layout ``_roll_any`` ends with: contiguous when the flattened tensor rolls, else, per rolled
+    dim, a clone's (preserve format) for an empty tensor or the layout cat gives the two slices."""
+    shifts, dims = _int_list("shifts", shifts), _int_list("dims", dims)
+    if not shifts:
+        raise RuntimeError("`shifts` required")
+    if not dims and len(shifts) == 1:
+        return empty(self._shape, self.dtype, self.device)
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
+    shape, stride = self._shape, self._stride
+    for shift, dim in zip(shifts, dims, strict=True):
+        if numel(shape) == 0:
+            stride = dense_strides_like(shape, stride)
+            continue
+        if not shape:
+            raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+        dim = normalize_dim(dim, len(shape))
+        size = shape[dim]
+        start = (size - shift) % size
+        formats = {memory_format_of(shape[:dim] + (n,) + shape[dim + 1 :], stride) for n in (size - start, start)}
+        stride = memory_format_strides(shape, formats.pop() if len(formats) == 1 else "contiguous_format")
+    return empty(shape, self.dtype, self.device, stride)
+
+
+# The same composition computes on the CPU and decomposes for autograd: narrow is a view and cat
+# has both kernels.
 roll.register_kernel("cpu")(_roll_any)
-roll.register_meta(_roll_any)
 roll.register_decomposition(_roll_any)
 
 

@@ -21,6 +21,7 @@ from ember.core.api import method, public
 from ember.core.dispatch import define
 from ember.core.families.copying import checked_scalar
 from ember.core.families.index_forms import check_index_dtype, compute_dtype, define_writing, write_out
+from ember.core.families.index_ops import write_out_meta
 from ember.core.layout import broadcast_shapes, contiguous_strides, normalize_dim
 from ember.core.tensor import Tensor, empty, from_array
 
@@ -132,9 +133,13 @@ def _gather_meta(self: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = F
 
 
 @gather_out.register_kernel("cpu")
-@gather_out.register_meta
 def _gather_out_kernel(self, dim, index, *, sparse_grad=False, out):
     return write_out(out, gather(self, dim, index, sparse_grad=sparse_grad))
+
+
+@gather_out.register_meta
+def _gather_out_meta(self, dim, index, *, sparse_grad=False, out):
+    return write_out_meta(out, _gather_meta(self, dim, index, sparse_grad=sparse_grad))
 
 
 # -- the scatters ---------------------------------------------------------------------------------------

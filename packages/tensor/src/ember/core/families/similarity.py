@@ -22,8 +22,8 @@ from ember.core.tensor import Tensor, empty, from_array
 cosine_similarity_op = define("cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor")
 
 
-@cosine_similarity_op.register_kernel("cpu")
-def _cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-08) -> Tensor:
+def _plan(x1: Tensor, x2: Tensor, dim: int) -> tuple:
+    """The result dtype, the broadcast shape, the reduced axis and the result's shape."""
     dtype = result_type(x1, x2)
     if dtype.category != D.FLOATING:
         raise RuntimeError(
@@ -31,9 +31,18 @@ def _cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-08)
         )
     shape = broadcast_shapes(x1._shape, x2._shape)
     axis = normalize_dim(dim, len(shape))
-    out_shape = shape[:axis] + shape[axis + 1 :]
-    if x1._array is None:
-        return empty(out_shape, dtype, x1.device)
+    return dtype, shape, axis, shape[:axis] + shape[axis + 1 :]
+
+
+@cosine_similarity_op.register_meta
+def _cosine_similarity_meta(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-08) -> Tensor:
+    dtype, _, _, out_shape = _plan(x1, x2, dim)
+    return empty(out_shape, dtype, x1.device)
+
+
+@cosine_similarity_op.register_kernel("cpu")
+def _cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-08) -> Tensor:
+    dtype, shape, axis, _ = _plan(x1, x2, dim)
     compute = np.float32 if dtype.itemsize == 2 else dtype.np
     a = np.broadcast_to(x1._array.astype(compute, copy=False), shape)
     b = np.broadcast_to(x2._array.astype(compute, copy=False), shape)
@@ -47,9 +56,6 @@ def _cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-08)
     finally:
         restore(token)
     return from_array(np.asarray(result).astype(dtype.np), dtype)
-
-
-cosine_similarity_op.register_meta(_cosine_similarity)
 
 
 @cosine_similarity_op.register_decomposition

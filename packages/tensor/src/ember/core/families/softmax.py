@@ -80,17 +80,28 @@ def softmax_into(x: np.ndarray, axis: int, out: np.ndarray, log: bool) -> np.nda
     return np.multiply(out, total, out=out)
 
 
+def _check(self: Tensor, dim: int, half_to_float: bool, name: str) -> int:
+    """The checks of both kernels; the normalized ``dim``."""
+    if self.dtype.category != D.FLOATING:
+        # PyTorch names the kernel it would have run: the last-dim one or the general one.
+        kernel_name = f"{name}_lastdim_kernel_impl" if dim in (-1, self.ndim - 1) else f"{name}_kernel_impl"
+        raise NotImplementedError(f"\"{kernel_name}\" not implemented for '{D.SCALAR_TYPE_NAMES[self.dtype]}'")
+    if half_to_float:
+        raise RuntimeError(f"{name} with half to float conversion is not supported on CPU")
+    return normalize_dim(dim, self.ndim)
+
+
+def _meta(name: str):
+    def meta(self: Tensor, dim: int, half_to_float: bool) -> Tensor:
+        _check(self, dim, half_to_float, name)
+        return empty(self._shape, self.dtype, self.device)
+
+    return meta
+
+
 def _kernel(name: str, log: bool):
     def kernel(self: Tensor, dim: int, half_to_float: bool) -> Tensor:
-        if self.dtype.category != D.FLOATING:
-            # PyTorch names the kernel it would have run: the last-dim one or the general one.
-            kernel_name = f"{name}_lastdim_kernel_impl" if dim in (-1, self.ndim - 1) else f"{name}_kernel_impl"
-            raise NotImplementedError(f"\"{kernel_name}\" not implemented for '{D.SCALAR_TYPE_NAMES[self.dtype]}'")
-        if half_to_float:
-            raise RuntimeError(f"{name} with half to float conversion is not supported on CPU")
-        axis = normalize_dim(dim, self.ndim)
-        if self._array is None:
-            return empty(self._shape, self.dtype, self.device)
+        axis = _check(self, dim, half_to_float, name)
         x = compute_array(self)
         token = silence()
         try:
@@ -105,9 +116,9 @@ def _kernel(name: str, log: bool):
 
 
 softmax_op.register_kernel("cpu")(_kernel("softmax", log=False))
-softmax_op.register_meta(softmax_op.kernel("cpu"))
+softmax_op.register_meta(_meta("softmax"))
 log_softmax_op.register_kernel("cpu")(_kernel("log_softmax", log=True))
-log_softmax_op.register_meta(log_softmax_op.kernel("cpu"))
+log_softmax_op.register_meta(_meta("log_softmax"))
 
 _aten = _ops.aten
 

@@ -26,7 +26,7 @@ from ember.core import return_types
 from ember.core.api import method, public
 from ember.core.dispatch import define
 from ember.core.layout import dense_strides_like, normalize_dim, numel
-from ember.core.pointwise import unsupported
+from ember.core.pointwise import check_no_internal_overlap, resize_out, unsupported
 from ember.core.tensor import Tensor, empty, from_array
 
 TAGS = ("core",)
@@ -72,6 +72,18 @@ def _as_2d(keys: np.ndarray, axis: int) -> np.ndarray:
     return moved.reshape(-1, moved.shape[-1]) if moved.ndim else moved.reshape(1, 1)
 
 
+def write_out_meta(out, result: Tensor) -> Tensor:
+    """``reduction.write_out``'s checks and resize of ``out`` for a meta ``result`` (nothing to copy)."""
+    if not isinstance(out, Tensor):
+        raise TypeError(f"argument 'out' must be Tensor, not {type(out).__name__}")
+    if out.device != result.device:
+        raise RuntimeError(f"Expected out tensor to be on {result.device}, but got a tensor on {out.device}")
+    if out._shape != result._shape:
+        resize_out(out, result._shape)
+    check_no_internal_overlap(out)
+    return out
+
+
 # -- sort, argsort, msort -----------------------------------------------------------------------------
 
 sort_op = define("sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)", TAGS)
@@ -91,13 +103,24 @@ sort_values_stable = define(
 )
 
 
-def _sort(self: Tensor, dim: int = -1, descending: bool = False):
+def _sort_plan(self: Tensor, dim) -> tuple[int, tuple]:
+    """The sorted axis and the results' strides: the input's where it is dense."""
     _check_real(self, "Sort")
-    axis = _dim(self, dim)
-    stride = dense_strides_like(self._shape, self._stride)
+    return _dim(self, dim), dense_strides_like(self._shape, self._stride)
+
+
+def _sort_meta(self: Tensor, dim: int = -1, descending: bool = False):
+    _, stride = _sort_plan(self, dim)
+    return return_types.sort(
+        empty(self._shape, self.dtype, self.device, stride), empty(self._shape, D.int64, self.device, stride)
+    )
+
+
+def _sort(self: Tensor, dim: int = -1, descending: bool = False):
+    axis, stride = _sort_plan(self, dim)
     values = empty(self._shape, self.dtype, self.device, stride)
     indices = empty(self._shape, D.int64, self.device, stride)
-    if self._array is not None and numel(self._shape):
+    if numel(self._shape):
         if self.ndim == 0:
             values._array[...] = self._array
             indices._array[...] = 0
@@ -108,32 +131,48 @@ def _sort(self: Tensor, dim: int = -1, descending: bool = False):
     return return_types.sort(values, indices)
 
 
-@R.both_devices(sort_op)
-def _sort_default(self: Tensor, dim: int = -1, descending: bool = False):
-    return _sort(self, dim, descending)
-
-
-@R.both_devices(sort_stable)
-def _sort_stable(self: Tensor, *, stable=None, dim: int = -1, descending: bool = False):
-    return _sort(self, dim, descending)
-
-
-def _write_pair(kind: str, result, values, indices, dtype: D.dtype):
+def _write_pair(kind: str, result, values, indices, dtype: D.dtype, write=R.write_out):
+    """Write a (values, indices) result into the ``out=`` pair; ``write`` is ``write_out_meta`` on meta."""
     R.check_out_dtype(values, dtype)
     R.check_out_dtype(indices, D.int64)
-    R.write_out(values, result[0])
-    R.write_out(indices, result[1])
+    write(values, result[0])
+    write(indices, result[1])
     return getattr(return_types, f"{kind}_out")(values, indices)
 
 
-@R.both_devices(sort_values)
-def _sort_values(self: Tensor, dim: int = -1, descending: bool = False, *, values, indices):
-    return _write_pair("sort", _sort(self, dim, descending), values, indices, self.dtype)
+def _write_pair_meta(kind: str, result, values, indices, dtype: D.dtype):
+    return _write_pair(kind, result, values, indices, dtype, write_out_meta)
 
 
-@R.both_devices(sort_values_stable)
-def _sort_values_stable(self: Tensor, *, stable=None, dim: int = -1, descending: bool = False, values, indices):
-    return _write_pair("sort", _sort(self, dim, descending), values, indices, self.dtype)
+def _sort_forms(sort, write_pair) -> dict:
+    """The sort kernels on ``sort`` and ``write_pair`` (the CPU's, or the meta device's)."""
+
+    def sort_default(self: Tensor, dim: int = -1, descending: bool = False):
+        return sort(self, dim, descending)
+
+    def sort_stable_kernel(self: Tensor, *, stable=None, dim: int = -1, descending: bool = False):
+        return sort(self, dim, descending)
+
+    def sort_values_kernel(self: Tensor, dim: int = -1, descending: bool = False, *, values, indices):
+        return write_pair("sort", sort(self, dim, descending), values, indices, self.dtype)
+
+    def sort_values_stable_kernel(
+        self: Tensor, *, stable=None, dim: int = -1, descending: bool = False, values, indices
+    ):
+        return write_pair("sort", sort(self, dim, descending), values, indices, self.dtype)
+
+    return {
+        sort_op: sort_default,
+        sort_stable: sort_stable_kernel,
+        sort_values: sort_values_kernel,
+        sort_values_stable: sort_values_stable_kernel,
+    }
+
+
+for _op, _cpu in _sort_forms(_sort, _write_pair).items():
+    _op.register_kernel("cpu")(_cpu)
+for _op, _meta in _sort_forms(_sort_meta, _write_pair_meta).items():
+    _op.register_meta(_meta)
 
 
 argsort_op = define("argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor")  # sort's indices
@@ -180,8 +219,8 @@ topk_values = define(
 )
 
 
-@R.both_devices(topk_op)
-def _topk(self: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
+def _topk_plan(self: Tensor, k, dim) -> tuple:
+    """The checks; k, the axis, its size and the results' shape."""
     k = R.as_int(k, "k")
     axis = _dim(self, dim)
     n = self._shape[axis] if self.ndim else 1
@@ -190,8 +229,19 @@ def _topk(self: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
     _check_real(self, "topk")
     if self.dtype is D.bool_:
         raise RuntimeError("topk does not support bool dtypes on CPU")
-    shape = tuple(k if i == axis else s for i, s in enumerate(self._shape))
-    if self._array is None or not numel(shape):
+    return k, axis, n, tuple(k if i == axis else s for i, s in enumerate(self._shape))
+
+
+@topk_op.register_meta
+def _topk_meta(self: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
+    shape = _topk_plan(self, k, dim)[3]
+    return return_types.topk(empty(shape, self.dtype, self.device), empty(shape, D.int64, self.device))
+
+
+@topk_op.register_kernel("cpu")
+def _topk(self: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
+    k, axis, n, shape = _topk_plan(self, k, dim)
+    if not numel(shape):
         return return_types.topk(
             R.finish(self, shape, self.dtype, lambda: np.empty(shape, self.dtype.np)),
             R.finish(self, shape, D.int64, lambda: np.empty(shape, np.int64)),
@@ -212,9 +262,16 @@ def _topk(self: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
     )
 
 
-@R.both_devices(topk_values)
+@topk_values.register_kernel("cpu")
 def _topk_values(self: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True, *, values, indices):
     return _write_pair("topk", _topk(self, k, dim, largest, sorted), values, indices, self.dtype)
+
+
+@topk_values.register_meta
+def _topk_values_meta(
+    self: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True, *, values, indices
+):
+    return _write_pair_meta("topk", _topk_meta(self, k, dim, largest, sorted), values, indices, self.dtype)
 
 
 # -- kthvalue, median, nanmedian, mode: reductions to one value and its index --------------------------
@@ -227,10 +284,14 @@ def _reduce_dim(self: Tensor, dim, keepdim: bool, name: str) -> tuple[int, tuple
     return axis, R.plan(self, axis, keepdim).shape
 
 
+def _pick_meta(self: Tensor, shape: tuple) -> tuple:
+    return empty(shape, self.dtype, self.device), empty(shape, D.int64, self.device)
+
+
 def _pick(self: Tensor, axis: int, shape: tuple, chooser):
     """Values and int64 indices of one element per row along ``axis``; ``chooser(rows)`` gives, for
     a 2-D array of rows, the column picked in each."""
-    if self._array is None or not numel(shape):
+    if not numel(shape):
         return (
             R.finish(self, shape, self.dtype, lambda: np.empty(shape, self.dtype.np)),
             R.finish(self, shape, D.int64, lambda: np.empty(shape, np.int64)),
@@ -253,8 +314,8 @@ kthvalue_values = define(
 )
 
 
-@R.both_devices(kthvalue_op)
-def _kthvalue(self: Tensor, k: int, dim: int = -1, keepdim: bool = False):
+def _kthvalue_plan(self: Tensor, k, dim, keepdim: bool) -> tuple:
+    """The checks; k, the axis and the results' shape."""
     k = R.as_int(k, "k")
     axis, shape = _reduce_dim(self, dim, keepdim, "kthvalue")
     n = self._shape[axis] if self.ndim else 1
@@ -262,6 +323,17 @@ def _kthvalue(self: Tensor, k: int, dim: int = -1, keepdim: bool = False):
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {axis}")
     if self.dtype.category == D.COMPLEX or self.dtype is D.bool_:
         raise unsupported("kthvalue", self.dtype)
+    return k, axis, shape
+
+
+@kthvalue_op.register_meta
+def _kthvalue_meta(self: Tensor, k: int, dim: int = -1, keepdim: bool = False):
+    return return_types.kthvalue(*_pick_meta(self, _kthvalue_plan(self, k, dim, keepdim)[2]))
+
+
+@kthvalue_op.register_kernel("cpu")
+def _kthvalue(self: Tensor, k: int, dim: int = -1, keepdim: bool = False):
+    k, axis, shape = _kthvalue_plan(self, k, dim, keepdim)
 
     def chooser(rows):
         return np.argpartition(_keys(rows), k - 1, axis=1)[:, k - 1]
@@ -269,9 +341,14 @@ def _kthvalue(self: Tensor, k: int, dim: int = -1, keepdim: bool = False):
     return return_types.kthvalue(*_pick(self, axis, shape, chooser))
 
 
-@R.both_devices(kthvalue_values)
+@kthvalue_values.register_kernel("cpu")
 def _kthvalue_values(self: Tensor, k: int, dim: int = -1, keepdim: bool = False, *, values, indices):
     return _write_pair("kthvalue", _kthvalue(self, k, dim, keepdim), values, indices, self.dtype)
+
+
+@kthvalue_values.register_meta
+def _kthvalue_values_meta(self: Tensor, k: int, dim: int = -1, keepdim: bool = False, *, values, indices):
+    return _write_pair_meta("kthvalue", _kthvalue_meta(self, k, dim, keepdim), values, indices, self.dtype)
 
 
 def _median_chooser(ignore_nan: bool):
@@ -319,29 +396,47 @@ def _median_family(name: str, ignore_nan: bool):
         if self.dtype.category == D.COMPLEX or self.dtype is D.bool_:
             raise unsupported(name, self.dtype)
 
-    @R.both_devices(every)
+    @every.register_meta
+    def _every_meta(self: Tensor) -> Tensor:
+        check(self)
+        return empty((), self.dtype, self.device)
+
+    @every.register_kernel("cpu")
     def _every(self: Tensor) -> Tensor:
         check(self)
-        if self._array is None:
-            return empty((), self.dtype, self.device)
         if not numel(self._shape):
             return from_array(np.full((), _empty_median(self.dtype), self.dtype.np), self.dtype)
         flat = self._array.reshape(1, -1)
         column = chooser(flat)[0]
         return from_array(flat[0, column].copy(), self.dtype)
 
-    @R.both_devices(along)
+    @along.register_meta
+    def _along_meta(self: Tensor, dim: int, keepdim: bool = False):
+        _, shape = _reduce_dim(self, dim, keepdim, name)
+        check(self)
+        return named(*_pick_meta(self, shape))
+
+    @along.register_kernel("cpu")
     def _along(self: Tensor, dim: int, keepdim: bool = False):
         axis, shape = _reduce_dim(self, dim, keepdim, name)
         check(self)
         return named(*_pick(self, axis, shape, chooser))
 
-    @R.both_devices(every_out)
+    @every_out.register_meta
+    def _every_out_meta(self: Tensor, *, out):
+        R.check_out_dtype(out, self.dtype)
+        return write_out_meta(out, _every_meta(self))
+
+    @every_out.register_kernel("cpu")
     def _every_out(self: Tensor, *, out):
         R.check_out_dtype(out, self.dtype)
         return R.write_out(out, _every(self))
 
-    @R.both_devices(along_out)
+    @along_out.register_meta
+    def _along_out_meta(self: Tensor, dim: int, keepdim: bool = False, *, values, indices):
+        return _write_pair_meta(name, _along_meta(self, dim, keepdim), values, indices, self.dtype)
+
+    @along_out.register_kernel("cpu")
     def _along_out(self: Tensor, dim: int, keepdim: bool = False, *, values, indices):
         return _write_pair(name, _along(self, dim, keepdim), values, indices, self.dtype)
 
@@ -375,18 +470,33 @@ def _mode_chooser(rows: np.ndarray) -> np.ndarray:
     return idx[np.arange(rows.shape[0]), end]
 
 
-@R.both_devices(mode_op)
-def _mode(self: Tensor, dim: int = -1, keepdim: bool = False):
+def _mode_plan(self: Tensor, dim, keepdim: bool) -> tuple[int, tuple]:
     axis = _dim(self, dim)
     if self.ndim and self._shape[axis] == 0:
         raise IndexError(f"mode(): Expected reduction dim {axis} to have non-zero size.")
     shape = R.plan(self, axis, keepdim).shape
     if self.dtype.category == D.COMPLEX:
         raise unsupported("mode", self.dtype)
+    return axis, shape
+
+
+@mode_op.register_meta
+def _mode_meta(self: Tensor, dim: int = -1, keepdim: bool = False):
+    return return_types.mode(*_pick_meta(self, _mode_plan(self, dim, keepdim)[1]))
+
+
+@mode_op.register_kernel("cpu")
+def _mode(self: Tensor, dim: int = -1, keepdim: bool = False):
+    axis, shape = _mode_plan(self, dim, keepdim)
     return return_types.mode(*_pick(self, axis, shape, _mode_chooser))
 
 
-@R.both_devices(mode_values)
+@mode_values.register_meta
+def _mode_values_meta(self: Tensor, dim: int = -1, keepdim: bool = False, *, values, indices):
+    return _write_pair_meta("mode", _mode_meta(self, dim, keepdim), values, indices, self.dtype)
+
+
+@mode_values.register_kernel("cpu")
 def _mode_values(self: Tensor, dim: int = -1, keepdim: bool = False, *, values, indices):
     return _write_pair("mode", _mode(self, dim, keepdim), values, indices, self.dtype)
 

@@ -18,7 +18,7 @@ from ember.core import return_types
 from ember.core.dispatch import define
 from ember.core.layout import contiguous_strides
 from ember.core.pointwise import type_name, unsupported
-from ember.core.tensor import Tensor
+from ember.core.tensor import Tensor, empty
 
 svd_op = define(
     "_linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True, *, str? driver=None) "
@@ -58,9 +58,8 @@ def _bool(value, name: str) -> bool:
     return bool(value)
 
 
-@svd_op.register_kernel("cpu")
-@svd_op.register_meta
-def _linalg_svd(A: Tensor, full_matrices: bool = False, compute_uv: bool = True, *, driver=None):
+def _plan(A: Tensor, full_matrices, compute_uv, driver) -> tuple:
+    """The checked flags and the shapes and strides of U, S and Vh."""
     _check(A, driver)
     full_matrices = _bool(full_matrices, "full_matrices")
     compute_uv = _bool(compute_uv, "compute_uv")
@@ -71,6 +70,26 @@ def _linalg_svd(A: Tensor, full_matrices: bool = False, compute_uv: bool = True,
         vh_shape = (*batch, n if full_matrices else k, n)
     else:
         u_shape = vh_shape = (0,)
+    u_stride = _column_major(u_shape) if compute_uv else None
+    vh_stride = _column_major(vh_shape) if compute_uv else None
+    return full_matrices, compute_uv, (*batch, k), (u_shape, u_stride), (vh_shape, vh_stride)
+
+
+@svd_op.register_meta
+def _linalg_svd_meta(A: Tensor, full_matrices: bool = False, compute_uv: bool = True, *, driver=None):
+    _, _, s_shape, (u_shape, u_stride), (vh_shape, vh_stride) = _plan(A, full_matrices, compute_uv, driver)
+    return return_types.linalg_svd(
+        empty(u_shape, A.dtype, A.device, u_stride),
+        empty(s_shape, A.dtype.to_real(), A.device),
+        empty(vh_shape, A.dtype, A.device, vh_stride),
+    )
+
+
+@svd_op.register_kernel("cpu")
+def _linalg_svd(A: Tensor, full_matrices: bool = False, compute_uv: bool = True, *, driver=None):
+    full_matrices, compute_uv, s_shape, (u_shape, u_stride), (vh_shape, vh_stride) = _plan(
+        A, full_matrices, compute_uv, driver
+    )
     parts: dict = {}
 
     def compute(name: str):
@@ -87,9 +106,9 @@ def _linalg_svd(A: Tensor, full_matrices: bool = False, compute_uv: bool = True,
                 parts["U"] = parts["Vh"] = np.zeros((0,), a.dtype)
         return parts[name]
 
-    S = R.finish(A, (*batch, k), A.dtype.to_real(), lambda: compute("S"))
-    U = R.finish(A, u_shape, A.dtype, lambda: compute("U"), _column_major(u_shape) if compute_uv else None)
-    Vh = R.finish(A, vh_shape, A.dtype, lambda: compute("Vh"), _column_major(vh_shape) if compute_uv else None)
+    S = R.finish(A, s_shape, A.dtype.to_real(), lambda: compute("S"))
+    U = R.finish(A, u_shape, A.dtype, lambda: compute("U"), u_stride)
+    Vh = R.finish(A, vh_shape, A.dtype, lambda: compute("Vh"), vh_stride)
     return return_types.linalg_svd(U, S, Vh)
 
 
