@@ -9,6 +9,9 @@ As in PyTorch, ``dropout`` returns its input itself when not training, when ``p 
 input is empty, and ``input * 0`` when ``p == 1`` (so inf and NaN become NaN). Under autograd,
 ``dropout`` and ``dropout_`` run as ``native_dropout``, whose mask the gradient reads.
 ``native_dropout`` returns a new tensor always, with a bool mask (all True when not training).
+
+Each op's meta function takes the same branches (they depend on ``p``, ``train`` and whether the
+input is empty, never on its values) and runs the mask sampler's checks without drawing.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import numpy as np
 from ember.core import dtypes as D
 from ember.core.api import public
 from ember.core.dispatch import define
-from ember.core.families.random_fill import bernoulli_float
+from ember.core.families.random_fill import bernoulli_float, bernoulli_meta
 from ember.core.layout import dense_strides_like, numel
 from ember.core.pointwise import type_name
 from ember.core.tensor import Tensor
@@ -49,50 +52,70 @@ def _check_floating(t: Tensor) -> None:
         raise RuntimeError(f"result type Float can't be cast to the desired output type {type_name(t.dtype)}")
 
 
-@native_dropout_op.register_kernel("cpu")
 @native_dropout_op.register_meta
+def _native_dropout_meta(input: Tensor, p: float, train: bool | None = None):
+    if not numel(input._shape):
+        return input, _like(input, input.dtype)
+    if train is False:
+        return _like(input, input.dtype), _like(input, D.bool_)
+    _check_floating(input)
+    mask = bernoulli_meta(_like(input, D.bool_), 1.0 - p)
+    return _like(input, input.dtype), mask
+
+
+@native_dropout_op.register_kernel("cpu")
 def _native_dropout(input: Tensor, p: float, train: bool | None = None):
     if not numel(input._shape):
         return input, _like(input, input.dtype)
     if train is False:
         output = _like(input, input.dtype)
         mask = _like(input, D.bool_)
-        if output._array is not None:
-            np.copyto(output._array, input._array)
-            mask._array[...] = True
+        np.copyto(output._array, input._array)
+        mask._array[...] = True
         return output, mask
     _check_floating(input)
     mask = bernoulli_float(_like(input, D.bool_), 1.0 - p)
     output = _like(input, input.dtype)
-    if output._array is not None:
-        scale = _scale(input.dtype, p) if p < 1 else input.dtype.np.type(0)
-        with np.errstate(all="ignore"):
-            np.copyto(output._array, (input._array * mask._array) * scale, casting="unsafe")
+    scale = _scale(input.dtype, p) if p < 1 else input.dtype.np.type(0)
+    with np.errstate(all="ignore"):
+        np.copyto(output._array, (input._array * mask._array) * scale, casting="unsafe")
     return output, mask
 
 
-def _noise(input: Tensor, p: float) -> np.ndarray | None:
+def _check_noise(input: Tensor, p: float) -> None:
+    """``_noise``'s checks, drawing nothing."""
+    _check_floating(input)
+    bernoulli_meta(_like(input, input.dtype), 1.0 - p)
+
+
+def _noise(input: Tensor, p: float) -> np.ndarray:
     _check_floating(input)
     mask = bernoulli_float(_like(input, input.dtype), 1.0 - p)
-    return None if mask._array is None else mask._array * _scale(input.dtype, p)
+    return mask._array * _scale(input.dtype, p)
+
+
+@dropout_op.register_meta
+def _dropout_meta(input: Tensor, p: float, train: bool) -> Tensor:
+    _check_p(p)
+    if p == 0 or not train or not numel(input._shape):
+        return input
+    if p != 1:
+        _check_noise(input, p)
+    return _like(input, input.dtype)
 
 
 @dropout_op.register_kernel("cpu")
-@dropout_op.register_meta
 def _dropout(input: Tensor, p: float, train: bool) -> Tensor:
     _check_p(p)
     if p == 0 or not train or not numel(input._shape):
         return input
     output = _like(input, input.dtype)
     if p == 1:
-        if output._array is not None:
-            with np.errstate(all="ignore"):
-                np.copyto(output._array, input._array * input.dtype.np.type(0), casting="unsafe")
-        return output
-    noise = _noise(input, p)
-    if noise is not None:
         with np.errstate(all="ignore"):
-            np.copyto(output._array, input._array * noise, casting="unsafe")
+            np.copyto(output._array, input._array * input.dtype.np.type(0), casting="unsafe")
+        return output
+    with np.errstate(all="ignore"):
+        np.copyto(output._array, input._array * _noise(input, p), casting="unsafe")
     return output
 
 
@@ -118,20 +141,25 @@ def _dropout_inplace_decomposition(self: Tensor, p: float, train: bool) -> Tenso
     return self.copy_(native_dropout_op(self, p, train)[0])
 
 
-@dropout_inplace.register_kernel("cpu")
 @dropout_inplace.register_meta
+def _dropout_meta_(self: Tensor, p: float, train: bool) -> Tensor:
+    _check_p(p)
+    if p == 0 or not train or not numel(self._shape):
+        return self
+    if p != 1:
+        _check_noise(self, p)
+    return self
+
+
+@dropout_inplace.register_kernel("cpu")
 def _dropout_(self: Tensor, p: float, train: bool) -> Tensor:
     _check_p(p)
     if p == 0 or not train or not numel(self._shape):
         return self
-    if p == 1:
-        noise = None if self._array is None else self.dtype.np.type(0)
-    else:
-        noise = _noise(self, p)
-    if self._array is not None:
-        with np.errstate(all="ignore"):
-            np.copyto(self._array, self._array * noise, casting="unsafe")
-        self._storage.version += 1
+    noise = self.dtype.np.type(0) if p == 1 else _noise(self, p)
+    with np.errstate(all="ignore"):
+        np.copyto(self._array, self._array * noise, casting="unsafe")
+    self._storage.version += 1
     return self
 
 

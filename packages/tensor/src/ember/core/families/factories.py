@@ -4,6 +4,9 @@
 With no tensor among their arguments, these dispatch on their ``device`` argument, or on the default
 device (``ember.set_default_device``, ``with ember.device(...)``). ``arange`` computes ``start + i *
 step`` in double precision and ``linspace`` from both ends in the result dtype, as PyTorch does.
+
+Each factory has a pure meta function (its checks, result dtype and length, and an allocation)
+beside its CPU kernel, which runs the same checks through the same helper and then fills.
 """
 
 from __future__ import annotations
@@ -49,24 +52,33 @@ def _check_sizes(size) -> tuple:
     return size
 
 
-def _define_both(schema: str):
-    op = define(schema, FACTORY)
+empty = define(
+    f"empty.memory_format(SymInt[] size, *, {_OPTIONS}, MemoryFormat? memory_format=None) -> Tensor", FACTORY
+)
+empty_strided = define(f"empty_strided(SymInt[] size, SymInt[] stride, *, {_OPTIONS}) -> Tensor", FACTORY)
+full = define(f"full(SymInt[] size, Scalar fill_value, *, {_OPTIONS}) -> Tensor", FACTORY)
+zeros = define(f"zeros(SymInt[] size, *, {_OPTIONS}) -> Tensor", FACTORY)
+ones = define(f"ones(SymInt[] size, *, {_OPTIONS}) -> Tensor", FACTORY)
+arange = define(f"arange.start_step(Scalar start, Scalar end, Scalar step=1, *, {_OPTIONS}) -> Tensor", FACTORY)
+linspace = define(f"linspace(Scalar start, Scalar end, int steps, *, {_OPTIONS}) -> Tensor", FACTORY)
+eye = define(f"eye.m(int n, int m, *, {_OPTIONS}) -> Tensor", FACTORY)
 
-    def register(fn):
-        op.register_kernel("cpu")(fn)
-        op.register_kernel("meta")(fn)
-        return op
 
-    return register
+# -- empty, empty_strided ------------------------------------------------------------------------
+# An allocation is all they do; the meta function and the kernel differ only in the device given.
 
 
-@_define_both(f"empty.memory_format(SymInt[] size, *, {_OPTIONS}, MemoryFormat? memory_format=None) -> Tensor")
-def empty(size, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None) -> Tensor:
+@empty.register_meta
+def _empty_meta(size, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None) -> Tensor:
     return allocate(_check_sizes(size), _dtype(dtype), _device(device))
 
 
-@_define_both(f"empty_strided(SymInt[] size, SymInt[] stride, *, {_OPTIONS}) -> Tensor")
-def empty_strided(size, stride, *, dtype=None, layout=None, device=None, pin_memory=None) -> Tensor:
+@empty.register_kernel("cpu")
+def _empty_cpu(size, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None) -> Tensor:
+    return allocate(_check_sizes(size), _dtype(dtype), _device(device))
+
+
+def _check_strided(size, stride) -> tuple[tuple, tuple]:
     size, stride = _check_sizes(size), tuple(stride)
     if len(size) != len(stride):
         raise RuntimeError(f"mismatch in length of strides and shape: {len(size)} sizes and {len(stride)} strides")
@@ -74,7 +86,22 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, pin_mem
         raise RuntimeError(
             f"empty_strided: negative strides are not supported, got sizes={list(size)} strides={list(stride)}"
         )
+    return size, stride
+
+
+@empty_strided.register_meta
+def _empty_strided_meta(size, stride, *, dtype=None, layout=None, device=None, pin_memory=None) -> Tensor:
+    size, stride = _check_strided(size, stride)
     return allocate(size, _dtype(dtype), _device(device), stride)
+
+
+@empty_strided.register_kernel("cpu")
+def _empty_strided_cpu(size, stride, *, dtype=None, layout=None, device=None, pin_memory=None) -> Tensor:
+    size, stride = _check_strided(size, stride)
+    return allocate(size, _dtype(dtype), _device(device), stride)
+
+
+# -- full, zeros, ones ------------------------------------------------------------------------------
 
 
 def _fill_dtype(fill_value) -> D.dtype:
@@ -83,10 +110,19 @@ def _fill_dtype(fill_value) -> D.dtype:
     return scalar_dtype(fill_value)
 
 
-@_define_both(f"full(SymInt[] size, Scalar fill_value, *, {_OPTIONS}) -> Tensor")
-def full(size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None) -> Tensor:
-    out = allocate(_check_sizes(size), _dtype(dtype, _fill_dtype(fill_value)), _device(device))
-    return _fresh_fill(out, fill_value)
+def _full_empty(size, fill_value, dtype, device) -> Tensor:
+    return allocate(_check_sizes(size), _dtype(dtype, _fill_dtype(fill_value)), _device(device))
+
+
+@full.register_meta
+def _full_meta(size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None) -> Tensor:
+    out = _full_empty(size, fill_value, dtype, device)
+    return fill_.meta(out, fill_value)
+
+
+@full.register_kernel("cpu")
+def _full_cpu(size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None) -> Tensor:
+    return _fresh_fill(_full_empty(size, fill_value, dtype, device), fill_value)
 
 
 def _fresh_fill(out: Tensor, value) -> Tensor:
@@ -103,14 +139,23 @@ def _filled(size, value: int, dtype, device) -> Tensor:
     return allocate(size, dtype, device)
 
 
-@_define_both(f"zeros(SymInt[] size, *, {_OPTIONS}) -> Tensor")
-def zeros(size, *, dtype=None, layout=None, device=None, pin_memory=None) -> Tensor:
+@zeros.register_meta
+@ones.register_meta
+def _zeros_meta(size, *, dtype=None, layout=None, device=None, pin_memory=None) -> Tensor:
+    return allocate(_check_sizes(size), _dtype(dtype), _device(device))
+
+
+@zeros.register_kernel("cpu")
+def _zeros_cpu(size, *, dtype=None, layout=None, device=None, pin_memory=None) -> Tensor:
     return _filled(size, 0, dtype, device)
 
 
-@_define_both(f"ones(SymInt[] size, *, {_OPTIONS}) -> Tensor")
-def ones(size, *, dtype=None, layout=None, device=None, pin_memory=None) -> Tensor:
+@ones.register_kernel("cpu")
+def _ones_cpu(size, *, dtype=None, layout=None, device=None, pin_memory=None) -> Tensor:
     return _filled(size, 1, dtype, device)
+
+
+# -- arange ---------------------------------------------------------------------------------------
 
 
 def _arange_dtype(*values) -> D.dtype:
@@ -122,8 +167,8 @@ def _arange_dtype(*values) -> D.dtype:
     return D.int64
 
 
-@_define_both(f"arange.start_step(Scalar start, Scalar end, Scalar step=1, *, {_OPTIONS}) -> Tensor")
-def arange(start, end, step=1, *, dtype=None, layout=None, device=None, pin_memory=None) -> Tensor:
+def _arange_plan(start, end, step, dtype) -> tuple:
+    """The checked bounds, the length and the dtype of ``arange(start, end, step)``."""
     start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
     dtype = _dtype(dtype, _arange_dtype(start, end, step))
     for _name, v in (("start", start), ("end", end)):
@@ -145,9 +190,21 @@ def arange(start, end, step=1, *, dtype=None, layout=None, device=None, pin_memo
         n = max(0, -((start - end) // step))
     else:
         n = max(0, math.ceil((end - start) / step))
+    return start, step, n, dtype
+
+
+@arange.register_meta
+def _arange_meta(start, end, step=1, *, dtype=None, layout=None, device=None, pin_memory=None) -> Tensor:
+    _, _, n, dtype = _arange_plan(start, end, step, dtype)
+    return allocate((n,), dtype, _device(device))
+
+
+@arange.register_kernel("cpu")
+def _arange_cpu(start, end, step=1, *, dtype=None, layout=None, device=None, pin_memory=None) -> Tensor:
+    start, step, n, dtype = _arange_plan(start, end, step, dtype)
     out = allocate((n,), dtype, _device(device))
-    if out._array is not None and n:
-        if integral:
+    if n:
+        if dtype.category <= D.INTEGRAL:
             # Other integer types count the length in double but step from the truncated bounds.
             values = int(start) + np.arange(n, dtype=np.int64) * int(step)
         else:
@@ -156,8 +213,10 @@ def arange(start, end, step=1, *, dtype=None, layout=None, device=None, pin_memo
     return out
 
 
-@_define_both(f"linspace(Scalar start, Scalar end, int steps, *, {_OPTIONS}) -> Tensor")
-def linspace(start, end, steps, *, dtype=None, layout=None, device=None, pin_memory=None) -> Tensor:
+# -- linspace, eye ----------------------------------------------------------------------------------
+
+
+def _linspace_plan(start, end, steps, dtype) -> tuple:
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     start, end = (v.item() if isinstance(v, Tensor) else v for v in (start, end))
@@ -165,8 +224,20 @@ def linspace(start, end, steps, *, dtype=None, layout=None, device=None, pin_mem
     dtype = _dtype(dtype, default_complex_dtype() if complex_bounds else None)
     if dtype is D.bool_:
         raise unsupported("linspace", dtype)
+    return start, end, dtype
+
+
+@linspace.register_meta
+def _linspace_meta(start, end, steps, *, dtype=None, layout=None, device=None, pin_memory=None) -> Tensor:
+    _, _, dtype = _linspace_plan(start, end, steps, dtype)
+    return allocate((steps,), dtype, _device(device))
+
+
+@linspace.register_kernel("cpu")
+def _linspace_cpu(start, end, steps, *, dtype=None, layout=None, device=None, pin_memory=None) -> Tensor:
+    start, end, dtype = _linspace_plan(start, end, steps, dtype)
     out = allocate((steps,), dtype, _device(device))
-    if out._array is None or steps == 0:
+    if steps == 0:
         return out
     if steps == 1:
         out._array[...] = np.asarray(start).astype(dtype.np)
@@ -186,17 +257,25 @@ def linspace(start, end, steps, *, dtype=None, layout=None, device=None, pin_mem
     return out
 
 
-@_define_both(f"eye.m(int n, int m, *, {_OPTIONS}) -> Tensor")
-def eye(n, m, *, dtype=None, layout=None, device=None, pin_memory=None) -> Tensor:
+def _check_eye(n, m) -> None:
     if n < 0:
         raise RuntimeError(f"n must be greater or equal to 0, got {n}")
     if m < 0:
         raise RuntimeError(f"m must be greater or equal to 0, got {m}")
-    out = allocate((n, m), _dtype(dtype), _device(device))
-    if out._array is not None:
-        out._array[...] = 0
-        k = min(n, m)
-        out._array[np.arange(k), np.arange(k)] = 1
+
+
+@eye.register_meta
+def _eye_meta(n, m, *, dtype=None, layout=None, device=None, pin_memory=None) -> Tensor:
+    _check_eye(n, m)
+    return allocate((n, m), _dtype(dtype), _device(device))
+
+
+@eye.register_kernel("cpu")
+def _eye_cpu(n, m, *, dtype=None, layout=None, device=None, pin_memory=None) -> Tensor:
+    out = _eye_meta(n, m, dtype=dtype, device=device)
+    out._array[...] = 0
+    k = min(n, m)
+    out._array[np.arange(k), np.arange(k)] = 1
     return out
 
 

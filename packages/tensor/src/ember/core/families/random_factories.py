@@ -5,6 +5,9 @@ A factory allocates (contiguously, or like its input for ``*_like``) and fills w
 sampler of ``random_fill``, so it uses the same counters: ``rand(n)`` after ``manual_seed(s)`` equals
 ``empty(n).uniform_()`` after the same seed. ``randperm(n)`` draws ``n`` 64-bit keys (``n`` counters)
 and returns their stable ascending order, a uniformly random permutation.
+
+Each op has a pure meta function beside its CPU kernel: the same allocation and the sampler's
+checks (``random_fill``'s ``*_meta``), with no draws and no counters reserved.
 """
 
 from __future__ import annotations
@@ -16,7 +19,14 @@ from ember.core import random_bits as B
 from ember.core.api import public
 from ember.core.dispatch import define
 from ember.core.families.factories import _device, _dtype, _finish, _size_args
-from ember.core.families.random_fill import fill_integers, normal_, uniform_
+from ember.core.families.random_fill import (
+    fill_integers,
+    fill_integers_meta,
+    normal_,
+    normal_meta,
+    uniform_,
+    uniform_meta,
+)
 from ember.core.generator import reserve
 from ember.core.layout import contiguous_strides, dense_strides_like
 from ember.core.pointwise import resize_out
@@ -37,14 +47,14 @@ def _sizes(size) -> tuple:
             raise TypeError(f"argument 'size' must be tuple of ints, but found element of type {type(s).__name__}")
         if s < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
-    return tuple(int(s) for s in size)
+    # Only NumPy integers are converted: a Python int (or, later, a symbolic size) stays as given.
+    return tuple(s if isinstance(s, int) else int(s) for s in size)
 
 
-def _register(ops, fn):
+def _register(ops, meta, cpu) -> None:
     for op in ops:
-        op.register_kernel("cpu")(fn)
-        op.register_meta(fn)
-    return fn
+        op.register_meta(meta)
+        op.register_kernel("cpu")(cpu)
 
 
 def _pair(name: str, schema_args: str, returns: str = "Tensor", tags=FACTORY):
@@ -79,24 +89,46 @@ rand_outs = _out_pair("rand", "SymInt[] size")
 randn_outs = _out_pair("randn", "SymInt[] size")
 
 
+def _allocated(size, dtype, device) -> Tensor:
+    return allocate(_sizes(size), _dtype(dtype), _device(device))
+
+
+def _rand_meta(size, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None) -> Tensor:
+    return uniform_meta(_allocated(size, dtype, device), 0.0, 1.0)
+
+
 def _rand(size, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None) -> Tensor:
-    return uniform_(allocate(_sizes(size), _dtype(dtype), _device(device)), 0.0, 1.0, generator=generator)
+    return uniform_(_allocated(size, dtype, device), 0.0, 1.0, generator=generator)
+
+
+def _randn_meta(size, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None) -> Tensor:
+    return normal_meta(_allocated(size, dtype, device), 0.0, 1.0)
 
 
 def _randn(size, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None) -> Tensor:
-    return normal_(allocate(_sizes(size), _dtype(dtype), _device(device)), 0.0, 1.0, generator=generator)
+    return normal_(_allocated(size, dtype, device), 0.0, 1.0, generator=generator)
+
+
+def _rand_out_meta(size, *, generator=None, out) -> Tensor:
+    return uniform_meta(_resized(out, _sizes(size)), 0.0, 1.0)
 
 
 def _rand_out(size, *, generator=None, out) -> Tensor:
     return uniform_(_resized(out, _sizes(size)), 0.0, 1.0, generator=generator)
 
 
+def _randn_out_meta(size, *, generator=None, out) -> Tensor:
+    return normal_meta(_resized(out, _sizes(size)), 0.0, 1.0)
+
+
 def _randn_out(size, *, generator=None, out) -> Tensor:
     return normal_(_resized(out, _sizes(size)), 0.0, 1.0, generator=generator)
 
 
-for _ops, _fn in ((rand_ops, _rand), (randn_ops, _randn), (rand_outs, _rand_out), (randn_outs, _randn_out)):
-    _register(_ops, _fn)
+_register(rand_ops, _rand_meta, _rand)
+_register(randn_ops, _randn_meta, _randn)
+_register(rand_outs, _rand_out_meta, _rand_out)
+_register(randn_outs, _randn_out_meta, _randn_out)
 
 
 def _fresh(t: Tensor) -> Tensor:
@@ -161,16 +193,26 @@ rand_like_ops = _pair("rand_like", f"Tensor self, *, {_LIKE}")
 randn_like_ops = _pair("randn_like", f"Tensor self, *, {_LIKE}")
 
 
+def _rand_like_meta(self, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    return uniform_meta(_like(self, dtype, device, memory_format), 0.0, 1.0)
+
+
 def _rand_like(self, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
     return uniform_(_like(self, dtype, device, memory_format), 0.0, 1.0, generator=generator)
+
+
+def _randn_like_meta(
+    self, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None
+):
+    return normal_meta(_like(self, dtype, device, memory_format), 0.0, 1.0)
 
 
 def _randn_like(self, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
     return normal_(_like(self, dtype, device, memory_format), 0.0, 1.0, generator=generator)
 
 
-_register(rand_like_ops, _rand_like)
-_register(randn_like_ops, _randn_like)
+_register(rand_like_ops, _rand_like_meta, _rand_like)
+_register(randn_like_ops, _randn_like_meta, _randn_like)
 
 
 @public("rand_like")
@@ -207,27 +249,46 @@ randint_low_outs = (
 )
 
 
+def _integers(size, dtype, device) -> Tensor:
+    return allocate(_sizes(size), D.int64 if dtype is None else D.to_dtype(dtype), _device(device))
+
+
+def _randint_low_meta(low, high, size, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None):
+    return fill_integers_meta(_integers(size, dtype, device), int(low), int(high))
+
+
 def _randint_low(low, high, size, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None):
-    out = allocate(_sizes(size), D.int64 if dtype is None else D.to_dtype(dtype), _device(device))
-    return fill_integers(out, int(low), int(high), generator)
+    return fill_integers(_integers(size, dtype, device), int(low), int(high), generator)
+
+
+def _randint_meta(high, size, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None):
+    return _randint_low_meta(0, high, size, dtype=dtype, device=device)
 
 
 def _randint(high, size, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None):
     return _randint_low(0, high, size, generator=generator, dtype=dtype, device=device)
 
 
+def _randint_low_out_meta(low, high, size, *, generator=None, out):
+    return fill_integers_meta(_resized(out, _sizes(size)), int(low), int(high))
+
+
 def _randint_low_out(low, high, size, *, generator=None, out):
     return fill_integers(_resized(out, _sizes(size)), int(low), int(high), generator)
+
+
+def _randint_out_meta(high, size, *, generator=None, out):
+    return _randint_low_out_meta(0, high, size, out=out)
 
 
 def _randint_out(high, size, *, generator=None, out):
     return _randint_low_out(0, high, size, generator=generator, out=out)
 
 
-_register(randint_ops, _randint)
-_register(randint_low_ops, _randint_low)
-_register(randint_outs, _randint_out)
-_register(randint_low_outs, _randint_low_out)
+_register(randint_ops, _randint_meta, _randint)
+_register(randint_low_ops, _randint_low_meta, _randint_low)
+_register(randint_outs, _randint_out_meta, _randint_out)
+_register(randint_low_outs, _randint_low_out_meta, _randint_low_out)
 
 
 def _bound(value, name: str) -> int:
@@ -300,10 +361,22 @@ randint_like_ops = (
 )
 
 
+def _randint_like_low_meta(
+    self, low, high, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None
+):
+    return fill_integers_meta(_like(self, dtype, device, memory_format), int(low), int(high))
+
+
 def _randint_like_low(
     self, low, high, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None
 ):
     return fill_integers(_like(self, dtype, device, memory_format), int(low), int(high), generator)
+
+
+def _randint_like_meta(
+    self, high, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None
+):
+    return _randint_like_low_meta(self, 0, high, dtype=dtype, device=device, memory_format=memory_format)
 
 
 def _randint_like(
@@ -314,8 +387,8 @@ def _randint_like(
     )
 
 
-_register(randint_like_ops[0::2], _randint_like)
-_register(randint_like_ops[1::2], _randint_like_low)
+_register(randint_like_ops[0::2], _randint_like_meta, _randint_like)
+_register(randint_like_ops[1::2], _randint_like_low_meta, _randint_like_low)
 
 
 @public("randint_like")
@@ -370,8 +443,6 @@ def _check_n(n: int, dtype: D.dtype) -> None:
 
 
 def _permute_into(out: Tensor, n: int, generator) -> Tensor:
-    if out._array is None:
-        return out
     seed, offset = reserve(generator, n)
     order = np.argsort(B.keys64(seed, offset, n), kind="stable")
     np.copyto(out._array, order.astype(out.dtype.np))
@@ -379,19 +450,30 @@ def _permute_into(out: Tensor, n: int, generator) -> Tensor:
     return out
 
 
-def _randperm(n, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None):
+def _randperm_meta(n, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None):
     dtype = D.int64 if dtype is None else D.to_dtype(dtype)
-    _check_n(int(n), dtype)
-    return _permute_into(allocate((int(n),), dtype, _device(device)), int(n), generator)
+    _check_n(n, dtype)
+    return allocate((n,), dtype, _device(device))
+
+
+def _randperm(n, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None):
+    n = int(n)
+    out = _randperm_meta(n, dtype=dtype, device=device)
+    return _permute_into(out, n, generator)
+
+
+def _randperm_out_meta(n, *, generator=None, out):
+    _check_n(n, out.dtype)
+    return _resized(out, (n,))
 
 
 def _randperm_out(n, *, generator=None, out):
-    _check_n(int(n), out.dtype)
-    return _permute_into(_resized(out, (int(n),)), int(n), generator)
+    n = int(n)
+    return _permute_into(_randperm_out_meta(n, out=out), n, generator)
 
 
-_register(randperm_ops, _randperm)
-_register(randperm_outs, _randperm_out)
+_register(randperm_ops, _randperm_meta, _randperm)
+_register(randperm_outs, _randperm_out_meta, _randperm_out)
 
 
 @public("randperm")

@@ -4,7 +4,11 @@
 Each fills its tensor in row-major order of the shape from one reserved range of Philox counters
 (``ember.core.random_bits`` says which words each element uses), so ``(seed, offset)`` before the
 call determines the result, whatever the tensor's strides. The factories (``rand``, ``randn``,
-``randint``...) allocate and call these kernels; a meta tensor is left as it is and uses no counters.
+``randint``...) allocate and call these kernels.
+
+Each sampler has a pure meta function (``*_meta``): the argument checks that need only metadata, in
+the CPU kernel's order, and ``self`` back untouched; it draws nothing and reserves no counters, so
+a meta tensor leaves the generator where it was.
 """
 
 from __future__ import annotations
@@ -41,11 +45,9 @@ def _store(self: Tensor, values: np.ndarray) -> Tensor:
     return self
 
 
-def _begin(self: Tensor, generator) -> tuple[int, int] | None:
-    """Checks shared by the samplers; ``(seed, offset)`` of the reserved counters, None on meta."""
+def _begin(self: Tensor, generator) -> tuple[int, int]:
+    """The overlap check shared by the samplers, then ``(seed, offset)`` of the reserved counters."""
     check_no_internal_overlap(self)
-    if self._array is None:
-        return None
     return reserve(generator, _count(self))
 
 
@@ -76,13 +78,18 @@ def _from_to(args: tuple, kwargs: dict, default_from, default_to) -> tuple:
 
 
 @uniform_op.register_kernel("cpu")
-@uniform_op.register_meta
 def _uniform_kernel(*args, **kwargs) -> Tensor:
     self, low, high, generator = _from_to(args, kwargs, 0.0, 1.0)
     return uniform_(self, low, high, generator=generator)
 
 
-def uniform_(self: Tensor, low: float = 0, high: float = 1, *, generator=None) -> Tensor:
+@uniform_op.register_meta
+def _uniform_op_meta(*args, **kwargs) -> Tensor:
+    self, low, high, _ = _from_to(args, kwargs, 0.0, 1.0)
+    return uniform_meta(self, low, high)
+
+
+def check_uniform(self: Tensor, low: float, high: float) -> None:
     if self.dtype.category < D.FLOATING:
         raise unsupported("check_uniform_bounds", self.dtype)
     if low > high:
@@ -93,9 +100,19 @@ def uniform_(self: Tensor, low: float = 0, high: float = 1, *, generator=None) -
             f"uniform_ expects to-from <= std::numeric_limits<{type_name(real)}>::max(), but found "
             f"to={high} and from={low} which result in to-from to exceed the limit"
         )
+
+
+def uniform_meta(self: Tensor, low: float = 0, high: float = 1) -> Tensor:
+    check_uniform(self, low, high)
+    check_no_internal_overlap(self)
+    return self
+
+
+def uniform_(self: Tensor, low: float = 0, high: float = 1, *, generator=None) -> Tensor:
+    """The CPU sampler (the factories call it on the tensors they allocate)."""
+    check_uniform(self, low, high)
     started = _begin(self, generator)
-    if started is None:
-        return self
+    real = _real(self)
     u = B.uniform(*started, _count(self), real)
     work = _compute(real)
     return _store(self, u.astype(work) * work(high - low) + work(low))
@@ -115,26 +132,33 @@ def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else str(value)
 
 
-def standard_normal(self: Tensor, generator) -> np.ndarray | None:
-    """N(0, 1) numbers for every element of ``self`` (each complex part N(0, 1/2)); None on meta."""
+def check_normal_dtype(self: Tensor) -> None:
     if self.dtype.category < D.FLOATING:
         raise unsupported("normal_kernel", self.dtype)
+
+
+def standard_normal(self: Tensor, generator) -> np.ndarray:
+    """N(0, 1) numbers for every element of ``self`` (each complex part N(0, 1/2))."""
+    check_normal_dtype(self)
     started = _begin(self, generator)
-    if started is None:
-        return None
     z = B.normal(*started, _count(self), _real(self))
     if self.dtype.category == D.COMPLEX:
         z = z * _compute(_real(self))(math.sqrt(0.5))
     return z
 
 
-@normal_op.register_kernel("cpu")
 @normal_op.register_meta
+def normal_meta(self: Tensor, mean: float = 0, std: float = 1, *, generator=None) -> Tensor:
+    check_std(std)
+    check_normal_dtype(self)
+    check_no_internal_overlap(self)
+    return self
+
+
+@normal_op.register_kernel("cpu")
 def normal_(self: Tensor, mean: float = 0, std: float = 1, *, generator=None) -> Tensor:
     check_std(std)
     z = standard_normal(self, generator)
-    if z is None:
-        return self
     work = _compute(_real(self))
     return _store(self, z.astype(work) * work(std) + work(mean))
 
@@ -144,9 +168,7 @@ def normal_(self: Tensor, mean: float = 0, std: float = 1, *, generator=None) ->
 exponential_op = define(f"exponential_(Tensor(a!) self, float lambd=1, *, {_GEN}) -> Tensor(a!)", INPLACE)
 
 
-@exponential_op.register_kernel("cpu")
-@exponential_op.register_meta
-def exponential_(self: Tensor, lambd: float = 1, *, generator=None) -> Tensor:
+def _check_exponential(self: Tensor, lambd: float) -> None:
     if self.dtype.category != D.FLOATING:
         raise RuntimeError(
             "Exponential distribution is a continuous probability distribution. dtype must be a floating point "
@@ -154,9 +176,19 @@ def exponential_(self: Tensor, lambd: float = 1, *, generator=None) -> Tensor:
         )
     if not lambd > 0.0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={_number(lambd)}")
+
+
+@exponential_op.register_meta
+def _exponential_meta(self: Tensor, lambd: float = 1, *, generator=None) -> Tensor:
+    _check_exponential(self, lambd)
+    check_no_internal_overlap(self)
+    return self
+
+
+@exponential_op.register_kernel("cpu")
+def exponential_(self: Tensor, lambd: float = 1, *, generator=None) -> Tensor:
+    _check_exponential(self, lambd)
     started = _begin(self, generator)
-    if started is None:
-        return self
     work = _compute(self.dtype)
     u = B.uniform(*started, _count(self), self.dtype).astype(work)
     # -log1p(-u) with u < 1 is finite; u = 0 gives 0, as PyTorch's inverse-CDF sampler can.
@@ -195,38 +227,68 @@ def check_range(low: int, high: int, d: D.dtype) -> None:
             raise RuntimeError(f"to - 1 is out of bounds for {name}")
 
 
-def fill_integers(self: Tensor, low: int, high: int, generator) -> Tensor:
+def _check_integers(self: Tensor, low: int, high: int) -> None:
     if self.dtype.category == D.COMPLEX:
         raise unsupported("random_from_to", self.dtype)
     check_range(low, high, self.dtype)
+
+
+def fill_integers_meta(self: Tensor, low: int, high: int) -> Tensor:
+    """``fill_integers``' checks, drawing nothing."""
+    _check_integers(self, low, high)
+    check_no_internal_overlap(self)
+    return self
+
+
+def fill_integers(self: Tensor, low: int, high: int, generator) -> Tensor:
+    _check_integers(self, low, high)
     started = _begin(self, generator)
-    if started is None:
-        return self
     drawn = B.integers(*started, _count(self), low, high)
     return _store(self, drawn if self.dtype.category <= D.INTEGRAL else drawn.astype(np.float64))
 
 
-@random_op.register_kernel("cpu")
-@random_op.register_meta
-def random_(self: Tensor, *, generator=None) -> Tensor:
+def _random_high(self: Tensor) -> int:
     if self.dtype.category == D.COMPLEX:
         raise unsupported("random_", self.dtype)
-    return fill_integers(self, 0, dtype_bounds(self.dtype)[1] + 1, generator)
+    return dtype_bounds(self.dtype)[1] + 1
+
+
+@random_op.register_meta
+def _random_meta(self: Tensor, *, generator=None) -> Tensor:
+    return fill_integers_meta(self, 0, _random_high(self))
+
+
+@random_op.register_kernel("cpu")
+def random_(self: Tensor, *, generator=None) -> Tensor:
+    return fill_integers(self, 0, _random_high(self), generator)
+
+
+@random_to.register_meta
+def _random_to_meta(self: Tensor, to: int, *, generator=None) -> Tensor:
+    return fill_integers_meta(self, 0, int(to))
 
 
 @random_to.register_kernel("cpu")
-@random_to.register_meta
 def random_to_(self: Tensor, to: int, *, generator=None) -> Tensor:
     return fill_integers(self, 0, int(to), generator)
 
 
-@random_from.register_kernel("cpu")
-@random_from.register_meta
-def random_from_(*args, **kwargs) -> Tensor:
+def _random_from_args(args: tuple, kwargs: dict) -> tuple:
     self, low, high, generator = _from_to(args, kwargs, None, None)
     if high is None:
         high = dtype_bounds(self.dtype)[1] + 1
-    return fill_integers(self, int(low), int(high), generator)
+    return self, int(low), int(high), generator
+
+
+@random_from.register_meta
+def _random_from_meta(*args, **kwargs) -> Tensor:
+    self, low, high, _ = _random_from_args(args, kwargs)
+    return fill_integers_meta(self, low, high)
+
+
+@random_from.register_kernel("cpu")
+def random_from_(*args, **kwargs) -> Tensor:
+    return fill_integers(*_random_from_args(args, kwargs))
 
 
 # -- bernoulli_ ---------------------------------------------------------------------------------------
@@ -240,50 +302,65 @@ def check_p(p: float) -> None:
         raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
 
 
-def draw_bernoulli(self: Tensor, p, generator) -> np.ndarray | None:
-    """Bools, one per element of ``self``: ``u < p`` with ``u`` the float32 uniform (float64 for a
-    float64 ``p``), so p = 0 never and p = 1 always succeeds."""
+def _check_bernoulli_self(self: Tensor) -> None:
     if self.dtype.category == D.COMPLEX:
         raise unsupported("bernoulli_scalar_cpu_", self.dtype)
     check_no_internal_overlap(self)
-    if self._array is None:
-        return None
+
+
+def bernoulli_meta(self: Tensor, p: float = 0.5, *, generator=None) -> Tensor:
+    check_p(p)
+    _check_bernoulli_self(self)
+    return self
+
+
+def draw_bernoulli(self: Tensor, p, generator) -> np.ndarray:
+    """Bools, one per element of ``self``: ``u < p`` with ``u`` the float32 uniform (float64 for a
+    float64 ``p``), so p = 0 never and p = 1 always succeeds."""
+    _check_bernoulli_self(self)
     seed, offset = reserve(generator, numel(self._shape))
     wide = isinstance(p, np.ndarray) and p.dtype == np.float64
     u = B.uniform(seed, offset, numel(self._shape), D.float64 if wide else D.float32)
     return u.reshape(self._shape) < p
 
 
+bernoulli_float.register_meta(bernoulli_meta)
+
+
 @bernoulli_float.register_kernel("cpu")
-@bernoulli_float.register_meta
 def bernoulli_(self: Tensor, p: float = 0.5, *, generator=None) -> Tensor:
     check_p(p)
-    drawn = draw_bernoulli(self, np.float64(p), generator)
-    return self if drawn is None else _store(self, drawn)
+    return _store(self, draw_bernoulli(self, np.float64(p), generator))
 
 
-def tensor_p(p: Tensor, shape: tuple) -> np.ndarray | None:
-    """``p`` broadcast to ``shape`` as a float32/float64 array, after PyTorch's checks."""
+def check_tensor_p(p: Tensor, shape: tuple) -> Tensor:
+    """``p`` expanded to ``shape``, after PyTorch's checks of its dtype and shape."""
     if p.dtype.category != D.FLOATING:
         raise unsupported("bernoulli_tensor_cpu_p_", p.dtype)
     from ember.core.families.views import expand
 
-    expanded = expand(p, shape)
-    if p._array is None:
-        return None
-    values = expanded._array.astype(np.float64 if p.dtype is D.float64 else np.float32)
+    return expand(p, shape)
+
+
+def tensor_p(p: Tensor, shape: tuple) -> np.ndarray:
+    """``p`` broadcast to ``shape`` as a float32/float64 array, after PyTorch's checks."""
+    expanded = check_tensor_p(p, shape)
+    values = expanded._require_data("bernoulli_").astype(np.float64 if p.dtype is D.float64 else np.float32)
     if not ((values >= 0) & (values <= 1)).all():
         raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
     return values
 
 
-@bernoulli_tensor.register_kernel("cpu")
 @bernoulli_tensor.register_meta
+def bernoulli_tensor_meta(self: Tensor, p: Tensor, *, generator=None) -> Tensor:
+    check_tensor_p(p, self._shape)
+    _check_bernoulli_self(self)
+    return self
+
+
+@bernoulli_tensor.register_kernel("cpu")
 def bernoulli_tensor_(self: Tensor, p: Tensor, *, generator=None) -> Tensor:
     values = tensor_p(p, self._shape)
-    if values is None or self._array is None:
-        check_no_internal_overlap(self)
-        return self
     return _store(self, draw_bernoulli(self, values, generator))
 
 

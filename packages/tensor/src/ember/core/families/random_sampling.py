@@ -6,6 +6,10 @@ counter per element in row-major order. ``multinomial`` uses one counter per pro
 replacement (an exponential race: the categories with the ``k`` largest ``p / E``, ``E`` standard
 exponential, are a sample without replacement drawn in order, as PyTorch's CPU kernel computes it),
 and one per sample with replacement (a float64 uniform placed in the normalized cumulative sum).
+
+Each op's meta function allocates the result and runs the checks that need no data (dtypes, shapes,
+``std`` and ``p`` given as numbers); the checks of values (``std >= 0`` as a tensor, probabilities
+in range) are the CPU kernels' alone, as in PyTorch.
 """
 
 from __future__ import annotations
@@ -20,16 +24,20 @@ from ember.core.families.factories import _device, _dtype, _finish, _size_args
 from ember.core.families.random_fill import (
     _compute,
     bernoulli_float,
+    bernoulli_meta,
     bernoulli_tensor,
+    bernoulli_tensor_meta,
     check_p,
     check_std,
+    check_tensor_p,
     normal_,
+    normal_meta,
     standard_normal,
     tensor_p,
 )
 from ember.core.generator import reserve
 from ember.core.layout import broadcast_shapes, numel
-from ember.core.pointwise import resize_out, type_name, unsupported
+from ember.core.pointwise import check_no_internal_overlap, check_same_device, resize_out, type_name, unsupported
 from ember.core.tensor import Tensor, from_array
 from ember.core.tensor import empty as allocate
 
@@ -48,6 +56,18 @@ def _write_out(out, result: Tensor) -> Tensor:
     return write_out(out, result)
 
 
+def _write_out_meta(out, result: Tensor) -> Tensor:
+    """``reduction.write_out``'s checks and resize, with nothing to copy."""
+    if not isinstance(out, Tensor):
+        raise TypeError(f"argument 'out' must be Tensor, not {type(out).__name__}")
+    if out.device != result.device:
+        raise RuntimeError(f"Expected out tensor to be on {result.device}, but got a tensor on {out.device}")
+    if out._shape != result._shape:
+        resize_out(out, result._shape)
+    check_no_internal_overlap(out)
+    return out
+
+
 # -- bernoulli --------------------------------------------------------------------------------------------
 
 bernoulli_op = define(f"bernoulli(Tensor self, *, {_GEN}) -> Tensor", TAGS)
@@ -55,22 +75,36 @@ bernoulli_out = define(f"bernoulli.out(Tensor self, *, {_GEN}, Tensor(a!) out) -
 bernoulli_p = define(f"bernoulli.p(Tensor self, float p, *, {_GEN}) -> Tensor", TAGS)
 
 
-@bernoulli_op.register_kernel("cpu")
 @bernoulli_op.register_meta
+def _bernoulli_meta(self: Tensor, *, generator=None) -> Tensor:
+    check_tensor_p(self, self._shape)
+    return bernoulli_tensor_meta(_like(self), self)
+
+
+@bernoulli_op.register_kernel("cpu")
 def _bernoulli(self: Tensor, *, generator=None) -> Tensor:
     """Each element 1 with the probability that ``self`` holds there, in ``self``'s dtype."""
     tensor_p(self, self._shape)
     return bernoulli_tensor(_like(self), self, generator=generator)
 
 
-@bernoulli_out.register_kernel("cpu")
 @bernoulli_out.register_meta
+def _bernoulli_out_meta(self: Tensor, *, generator=None, out) -> Tensor:
+    return _write_out_meta(out, _bernoulli_meta(self))
+
+
+@bernoulli_out.register_kernel("cpu")
 def _bernoulli_out(self: Tensor, *, generator=None, out) -> Tensor:
     return _write_out(out, _bernoulli(self, generator=generator))
 
 
-@bernoulli_p.register_kernel("cpu")
 @bernoulli_p.register_meta
+def _bernoulli_p_meta(self: Tensor, p: float, *, generator=None) -> Tensor:
+    check_p(p)
+    return bernoulli_meta(_like(self), p)
+
+
+@bernoulli_p.register_kernel("cpu")
 def _bernoulli_p(self: Tensor, p: float, *, generator=None) -> Tensor:
     check_p(p)
     return bernoulli_float(_like(self), p, generator=generator)
@@ -125,7 +159,8 @@ def _check_floating(t: Tensor) -> None:
 
 
 def _check_std_tensor(std: Tensor) -> None:
-    if std._array is not None and numel(std._shape) and not (std._array.astype(np.float64) >= 0).all():
+    """The CPU kernels' check of ``std``'s values."""
+    if numel(std._shape) and not (std._require_data("normal").astype(np.float64) >= 0).all():
         raise RuntimeError("normal expects all elements of std >= 0.0")
 
 
@@ -133,8 +168,6 @@ def _shifted(shape: tuple, dtype: D.dtype, device, mean, std, generator) -> Tens
     """``mean + std * z`` with mean and std arrays (or numbers) broadcast to ``shape``."""
     out = allocate(shape, dtype, device)
     z = standard_normal(out, generator)
-    if z is None:
-        return out
     work = _compute(dtype.to_real() if dtype.category == D.COMPLEX else dtype)
     mean = mean.astype(work) if isinstance(mean, np.ndarray) else work(mean)
     std = std.astype(work) if isinstance(std, np.ndarray) else work(std)
@@ -143,83 +176,125 @@ def _shifted(shape: tuple, dtype: D.dtype, device, mean, std, generator) -> Tens
     return out
 
 
-def _data(t: Tensor):
-    return None if t._array is None else t._array
+@normal_tensor_float.register_meta
+def _normal_tensor_float_meta(mean: Tensor, std: float = 1, *, generator=None) -> Tensor:
+    check_std(std)
+    _check_floating(mean)
+    return allocate(mean._shape, mean.dtype, mean.device)
 
 
 @normal_tensor_float.register_kernel("cpu")
-@normal_tensor_float.register_meta
 def _normal_tensor_float(mean: Tensor, std: float = 1, *, generator=None) -> Tensor:
     check_std(std)
     _check_floating(mean)
-    return _shifted(mean._shape, mean.dtype, mean.device, _data(mean), std, generator)
+    return _shifted(mean._shape, mean.dtype, mean.device, mean._array, std, generator)
+
+
+@normal_float_tensor.register_meta
+def _normal_float_tensor_meta(mean: float, std: Tensor, *, generator=None) -> Tensor:
+    _check_floating(std)
+    return allocate(std._shape, std.dtype, std.device)
 
 
 @normal_float_tensor.register_kernel("cpu")
-@normal_float_tensor.register_meta
 def _normal_float_tensor(mean: float, std: Tensor, *, generator=None) -> Tensor:
     _check_floating(std)
     _check_std_tensor(std)
-    return _shifted(std._shape, std.dtype, std.device, mean, _data(std), generator)
+    return _shifted(std._shape, std.dtype, std.device, mean, std._array, generator)
 
 
-@normal_tensor_tensor.register_kernel("cpu")
-@normal_tensor_tensor.register_meta
-def _normal_tensor_tensor(mean: Tensor, std: Tensor, *, generator=None) -> Tensor:
+def _normal_tensor_tensor_plan(mean: Tensor, std: Tensor) -> Tensor:
+    """The result of ``normal(mean, std)``, allocated, after the checks that need no data."""
     from ember.core.promotion import result_type
 
     dtype = result_type(mean, std)
     shape = broadcast_shapes(mean._shape, std._shape)
     out = allocate(shape, dtype, mean.device)
     _check_floating(out)
+    return out
+
+
+@normal_tensor_tensor.register_meta
+def _normal_tensor_tensor_meta(mean: Tensor, std: Tensor, *, generator=None) -> Tensor:
+    return _normal_tensor_tensor_plan(mean, std)
+
+
+@normal_tensor_tensor.register_kernel("cpu")
+def _normal_tensor_tensor(mean: Tensor, std: Tensor, *, generator=None) -> Tensor:
+    out = _normal_tensor_tensor_plan(mean, std)
+    check_same_device([mean, std])
     _check_std_tensor(std)
-    if mean._array is None or std._array is None:
-        return out
+    shape = out._shape
     return _shifted(
-        shape, dtype, mean.device, np.broadcast_to(mean._array, shape), np.broadcast_to(std._array, shape), generator
+        shape,
+        out.dtype,
+        mean.device,
+        np.broadcast_to(mean._require_data("normal"), shape),
+        np.broadcast_to(std._require_data("normal"), shape),
+        generator,
     )
 
 
-@normal_float_float.register_kernel("cpu")
 @normal_float_float.register_meta
+def _normal_float_float_meta(mean, std, size, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None):
+    check_std(std)
+    out = allocate(tuple(size), _dtype(dtype), _device(device))
+    return normal_meta(out, float(mean), float(std))
+
+
+@normal_float_float.register_kernel("cpu")
 def _normal_float_float(mean, std, size, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None):
     check_std(std)
     out = allocate(tuple(size), _dtype(dtype), _device(device))
     return normal_(out, float(mean), float(std), generator=generator)
 
 
-def _both(op):
-    def register(fn):
-        op.register_kernel("cpu")(fn)
-        op.register_meta(fn)
-        return fn
-
-    return register
+@normal_outs["Tensor_float"].register_meta
+def _normal_tensor_float_out_meta(mean: Tensor, std: float = 1, *, generator=None, out) -> Tensor:
+    return _write_out_meta(out, _normal_tensor_float_meta(mean, std))
 
 
-@_both(normal_outs["Tensor_float"])
+@normal_outs["Tensor_float"].register_kernel("cpu")
 def _normal_tensor_float_out(mean: Tensor, std: float = 1, *, generator=None, out) -> Tensor:
     return _write_out(out, _normal_tensor_float(mean, std, generator=generator))
 
 
-@_both(normal_outs["float_Tensor"])
+@normal_outs["float_Tensor"].register_meta
+def _normal_float_tensor_out_meta(mean: float, std: Tensor, *, generator=None, out) -> Tensor:
+    return _write_out_meta(out, _normal_float_tensor_meta(mean, std))
+
+
+@normal_outs["float_Tensor"].register_kernel("cpu")
 def _normal_float_tensor_out(mean: float, std: Tensor, *, generator=None, out) -> Tensor:
     return _write_out(out, _normal_float_tensor(mean, std, generator=generator))
 
 
-@_both(normal_outs["Tensor_Tensor"])
+@normal_outs["Tensor_Tensor"].register_meta
+def _normal_tensor_tensor_out_meta(mean: Tensor, std: Tensor, *, generator=None, out) -> Tensor:
+    return _write_out_meta(out, _normal_tensor_tensor_meta(mean, std))
+
+
+@normal_outs["Tensor_Tensor"].register_kernel("cpu")
 def _normal_tensor_tensor_out(mean: Tensor, std: Tensor, *, generator=None, out) -> Tensor:
     return _write_out(out, _normal_tensor_tensor(mean, std, generator=generator))
 
 
-@normal_outs["float_float"].register_kernel("cpu")
-@normal_outs["float_float"].register_meta
-def _normal_float_float_out(mean, std, size, *, generator=None, out):
+def _float_float_out(out, std, size) -> Tensor:
     check_std(std)
     size = tuple(size)
     if out._shape != size:
         resize_out(out, size)
-    return normal_(out, float(mean), float(std), generator=generator)
+    return out
+
+
+@normal_outs["float_float"].register_meta
+def _normal_float_float_out_meta(mean, std, size, *, generator=None, out):
+    return normal_meta(_float_float_out(out, std, size), float(mean), float(std))
+
+
+@normal_outs["float_float"].register_kernel("cpu")
+def _normal_float_float_out(mean, std, size, *, generator=None, out):
+    return normal_(_float_float_out(out, std, size), float(mean), float(std), generator=generator)
 
 
 def _number(value, name: str) -> float:
@@ -312,14 +387,17 @@ def _check_distribution(p: np.ndarray, race: bool) -> None:
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
 
 
-@multinomial_op.register_kernel("cpu")
 @multinomial_op.register_meta
+def _multinomial_meta(self: Tensor, num_samples: int, replacement: bool = False, *, generator=None) -> Tensor:
+    _check_multinomial(self, num_samples, replacement)
+    return allocate((*self._shape[:-1], num_samples), D.int64, self.device)
+
+
+@multinomial_op.register_kernel("cpu")
 def _multinomial(self: Tensor, num_samples: int, replacement: bool = False, *, generator=None) -> Tensor:
     n_sample = int(num_samples)
     _check_multinomial(self, n_sample, replacement)
     shape = (*self._shape[:-1], n_sample)
-    if self._array is None:
-        return allocate(shape, D.int64, self.device)
     rows = self._array.astype(np.float64).reshape(-1, self._shape[-1])
     race = not replacement or n_sample == 1
     if not rows.shape[0]:
@@ -343,11 +421,20 @@ def _multinomial(self: Tensor, num_samples: int, replacement: bool = False, *, g
     return from_array(chosen.astype(np.int64).reshape(shape))
 
 
-@multinomial_out.register_kernel("cpu")
-@multinomial_out.register_meta
-def _multinomial_out(self: Tensor, num_samples: int, replacement: bool = False, *, generator=None, out) -> Tensor:
+def _check_multinomial_out(out) -> None:
     if isinstance(out, Tensor) and out.dtype is not D.int64:
         raise RuntimeError(f"multinomial expects Long tensor out, got: {type_name(out.dtype)}")
+
+
+@multinomial_out.register_meta
+def _multinomial_out_meta(self: Tensor, num_samples: int, replacement: bool = False, *, generator=None, out) -> Tensor:
+    _check_multinomial_out(out)
+    return _write_out_meta(out, _multinomial_meta(self, num_samples, replacement))
+
+
+@multinomial_out.register_kernel("cpu")
+def _multinomial_out(self: Tensor, num_samples: int, replacement: bool = False, *, generator=None, out) -> Tensor:
+    _check_multinomial_out(out)
     return _write_out(out, _multinomial(self, num_samples, replacement, generator=generator))
 
 
