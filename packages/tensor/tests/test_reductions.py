@@ -282,3 +282,81 @@ def test_return_types_match_pytorchs_fields():
         assert theirs.n_fields == len(ours._fields), name
         for field in ours._fields:
             assert getattr(ours, field) == getattr(theirs, field), (name, field)
+
+
+# -- meta functions of the out= and in-place overloads (the OpInfo sweep reaches the functional ones) --
+
+_aten = ember.ops.aten
+_OUT_CALLS = [
+    ("sum.IntList_out", ([1], False), {}),
+    ("sum.IntList_out", ([0], True), {"dtype": ember.float64}),
+    ("sum.out", (), {}),
+    ("prod.int_out", (1, True), {}),
+    ("prod.out", (), {"dtype": ember.float64}),
+    ("mean.out", ([0], False), {}),
+    ("mean.dtype_out", (), {}),
+    ("nansum.out", ([1], False), {}),
+    ("nanmean.out", (None, True), {}),
+    ("all.out", (1, False), {}),
+    ("all.dims_out", ([0, 1], True), {}),
+    ("all.all_out", (), {}),
+    ("any.out", (0, True), {}),
+    ("any.dims_out", ([], False), {}),
+    ("any.all_out", (), {}),
+    ("amax.out", ([1], False), {}),
+    ("amin.out", ([], True), {}),
+    ("argmax.out", (1, True), {}),
+    ("argmin.out", (None, False), {}),
+    ("cumsum.out", (1,), {}),
+    ("cumprod.out", (0,), {"dtype": ember.float64}),
+    ("linalg_vector_norm.out", (2, [1], False), {}),
+    ("logsumexp.out", ([1], False), {}),
+    ("max.unary_out", (), {}),
+    ("min.unary_out", (), {}),
+    ("var.correction_out", ([1],), {"keepdim": True}),
+    ("std.correction_out", (None,), {"correction": 0}),
+]
+_OUT_DTYPES = (ember.float32, ember.float64, ember.int64, ember.bool, ember.complex64)
+
+
+def _call(name: str, device: str, x: np.ndarray, args: tuple, kwargs: dict, out_dtype):
+    packet, _, overload = name.partition(".")
+    op = getattr(getattr(_aten, packet), overload)
+    t = ember.tensor(x).to(device)
+    out = ember.empty(0, dtype=out_dtype, device=device)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = op(t, *args, **kwargs, out=out)
+    except Exception as error:
+        return type(error), str(error)
+    assert result is out
+    return tuple(out.shape), out.dtype, out.stride()
+
+
+@pytest.mark.parametrize("name, args, kwargs", _OUT_CALLS, ids=[c[0] for c in _OUT_CALLS])
+@pytest.mark.parametrize("dtype", ["float32", "int64", "bool", "complex64"])
+def test_out_overloads_on_meta_match_cpu(name, args, kwargs, dtype):
+    x = np.arange(-5, 7).reshape(3, 4).astype(dtype)
+    for out_dtype in _OUT_DTYPES:
+        cpu = _call(name, "cpu", x, args, kwargs, out_dtype)
+        assert _call(name, "meta", x, args, kwargs, out_dtype) == cpu, (name, out_dtype, cpu)
+
+
+@pytest.mark.parametrize("name", ["cumsum_", "cumprod_"])
+def test_inplace_scans_on_meta_match_cpu(name):
+    op = getattr(_aten, name).default
+    cases = [((3, 4), (1,), {}), ((3, 4), (-1,), {"dtype": ember.float32}), ((3, 4), (0,), {"dtype": ember.int64})]
+    cases += [((3, 4), (2,), {}), ((1, 4), (0,), {})]  # a dim out of range; an expanded target below
+    for shape, args, kwargs in cases:
+        outcomes = []
+        for device in ("cpu", "meta"):
+            t = ember.ones(shape, device=device)
+            t = t.expand(3, 4) if shape == (1, 4) else t
+            try:
+                result = op(t, *args, **kwargs)
+                assert result is t
+                outcomes.append((tuple(t.shape), t.dtype, t.stride()))
+            except Exception as error:
+                outcomes.append((type(error), str(error)))
+        assert outcomes[0] == outcomes[1], outcomes

@@ -2,8 +2,10 @@
 accumulation dtype, and writing a result into an ``out=`` tensor.
 
 A reduction's result is always laid out contiguously, whatever the input's strides (PyTorch allocates
-it with ``empty(shape)``; ``keepdim=True`` only adds size-1 dimensions). Meta and CPU kernels both
-take the shape from ``plan``, which is what makes them agree. ``dim`` follows PyTorch's ``int[1]?``:
+it with ``empty(shape)``; ``keepdim=True`` only adds size-1 dimensions). An op's meta function and its
+CPU kernel both take the shape from ``plan`` and run the same argument checks, which is what makes them
+agree: the meta function then returns ``empty(shape, dtype, device)`` (``register`` pairs the two), the
+kernel ``computed(shape, dtype, compute)``. ``dim`` follows PyTorch's ``int[1]?``:
 an int, a sequence of ints, or None (every dimension); ``()`` also means every dimension, except for
 ``all``/``any``, where it reduces none. A 0-dim tensor accepts ``dim`` 0 and -1 and stays 0-dim.
 """
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ember.core import dtypes as D
+from ember.core.devices import CPU
 from ember.core.layout import normalize_dims, numel
 from ember.core.pointwise import check_no_internal_overlap, resize_out, type_name
 from ember.core.quiet import restore, silence
@@ -97,6 +100,12 @@ def accept_numpy_names(names: tuple, functions: bool = True, methods: bool = Tru
             api.functions[name] = numpy_names(api.functions[name])
         if methods and name in api.methods:
             api.methods[name] = numpy_names(api.methods[name])
+
+
+def register(op, cpu, meta) -> None:
+    """Register an op's CPU kernel and its meta function."""
+    op.register_kernel("cpu")(cpu)
+    op.register_meta(meta)
 
 
 def both_devices(op):
@@ -195,10 +204,16 @@ def values(self: Tensor, as_dtype: D.dtype | None = None) -> np.ndarray:
 
 
 def finish(self: Tensor, shape: tuple, dtype: D.dtype, compute, stride: tuple | None = None) -> Tensor:
-    """The result tensor: an empty one on the meta device, else ``compute()`` in ``dtype``; laid
-    out contiguously unless ``stride`` says otherwise."""
+    """The result tensor: an empty one on the meta device, else ``computed``; for kernels that serve
+    both devices (``both_devices``)."""
     if self._array is None:
         return empty(shape, dtype, self.device, stride)
+    return computed(shape, dtype, compute, stride)
+
+
+def computed(shape: tuple, dtype: D.dtype, compute, stride: tuple | None = None) -> Tensor:
+    """A CPU kernel's result: ``compute()`` in ``dtype``, laid out contiguously unless ``stride``
+    says otherwise (a contiguous result wraps the computed array, without a copy)."""
     token = silence()  # overflow to inf and 0/0 are PyTorch's silent results too
     try:
         array = np.asarray(compute())
@@ -209,13 +224,14 @@ def finish(self: Tensor, shape: tuple, dtype: D.dtype, compute, stride: tuple | 
     array = array.astype(dtype.np, copy=False).reshape(shape)
     if stride is None:
         return from_array(array, dtype)
-    out = empty(shape, dtype, self.device, stride)
+    out = empty(shape, dtype, CPU, stride)
     np.copyto(out._array, array)
     return out
 
 
-def write_out(out, result: Tensor) -> Tensor:
-    """Copy ``result`` into the ``out=`` tensor, resizing it first as PyTorch does."""
+def fit_out(out, result: Tensor) -> Tensor:
+    """Check the ``out=`` tensor against ``result`` (a CPU result or a meta function's) and resize
+    it to ``result``'s shape, as PyTorch does; an ``out=`` meta function ends here."""
     if not isinstance(out, Tensor):
         raise TypeError(f"argument 'out' must be Tensor, not {type(out).__name__}")
     if out.device != result.device:
@@ -223,7 +239,13 @@ def write_out(out, result: Tensor) -> Tensor:
     if out._shape != result._shape:
         resize_out(out, result._shape)
     check_no_internal_overlap(out)
-    if out._array is not None and result._array is not None:
+    return out
+
+
+def write_out(out, result: Tensor) -> Tensor:
+    """Copy ``result`` into the ``out=`` tensor, after ``fit_out``."""
+    fit_out(out, result)
+    if out._array is not None and result._array is not None:  # (meta: kernels still under both_devices)
         source = result._array
         if out.dtype.category != D.COMPLEX and result.dtype.category == D.COMPLEX:
             source = source.real

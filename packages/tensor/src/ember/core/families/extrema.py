@@ -21,7 +21,7 @@ from ember.core.families.binary import maximum, minimum
 from ember.core.layout import normalize_dim, numel
 from ember.core.pointwise import type_name, unsupported
 from ember.core.promotion import can_cast
-from ember.core.tensor import Tensor
+from ember.core.tensor import Tensor, empty
 
 TAGS = ("reduction", "core")
 OUT_TAGS = ("reduction", "out")
@@ -32,7 +32,9 @@ _NO_DIM = object()
 
 
 def _extreme(name: str, ufunc, kernel_name: str):
-    def kernel(self: Tensor, dim=(), keepdim: bool = False) -> Tensor:
+    """``amax``/``amin``: the kernel and the meta function."""
+
+    def plan(self: Tensor, dim, keepdim: bool) -> R.Plan:
         # PyTorch checks each named dim for emptiness before it looks for repeated dims.
         for d in R.as_dims(dim) or ():
             if self._shape and self._shape[normalize_dim(d, self.ndim)] == 0:
@@ -41,38 +43,46 @@ def _extreme(name: str, ufunc, kernel_name: str):
         R.check_nonempty(self, p, name, dim)
         if self.dtype.category == D.COMPLEX and numel(p.shape):  # an empty result runs no kernel
             raise unsupported(kernel_name, self.dtype)
-        return R.finish(self, p.shape, self.dtype, lambda: ufunc.reduce(R.values(self), axis=p.axes))
+        return p
 
-    return kernel
+    def kernel(self: Tensor, dim=(), keepdim: bool = False) -> Tensor:
+        p = plan(self, dim, keepdim)
+        return R.computed(p.shape, self.dtype, lambda: ufunc.reduce(R.values(self), axis=p.axes))
+
+    def meta(self: Tensor, dim=(), keepdim: bool = False) -> Tensor:
+        return empty(plan(self, dim, keepdim).shape, self.dtype, self.device)
+
+    return kernel, meta
 
 
-_amax = _extreme("amax", np.maximum, "max_values")
-_amin = _extreme("amin", np.minimum, "min_values")
-
-
-def _same_dtype_out(kernel):
+def _same_dtype_out(kernel, write):
     def out_kernel(self: Tensor, dim=(), keepdim: bool = False, *, out) -> Tensor:
         if isinstance(out, Tensor) and out.dtype is not self.dtype:
             raise RuntimeError(
                 f"Expected the dtype for input and out to match, but got {type_name(self.dtype)} for input's dtype "
                 f"and {type_name(out.dtype)} for out's dtype."
             )
-        return R.write_out(out, kernel(self, dim, keepdim))
+        return write(out, kernel(self, dim, keepdim))
 
     return out_kernel
 
 
-for _name, _kernel in (("amax", _amax), ("amin", _amin)):
-    R.both_devices(define(f"{_name}(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor", TAGS))(_kernel)
-    R.both_devices(
+for _name, _ufunc, _kernel_name in (("amax", np.maximum, "max_values"), ("amin", np.minimum, "min_values")):
+    _kernel, _meta = _extreme(_name, _ufunc, _kernel_name)
+    R.register(define(f"{_name}(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor", TAGS), _kernel, _meta)
+    R.register(
         define(
             f"{_name}.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)", OUT_TAGS
-        )
-    )(_same_dtype_out(_kernel))
+        ),
+        _same_dtype_out(_kernel, R.write_out),
+        _same_dtype_out(_meta, R.fit_out),
+    )
 
 
 def _arg_extreme(name: str, ufunc):
-    def kernel(self: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """``argmax``/``argmin``: the kernel and the meta function."""
+
+    def plan(self: Tensor, dim, keepdim: bool) -> R.Plan:
         if self.dtype.category == D.COMPLEX:
             raise RuntimeError(f"{name}(): does not support complex input")
         if self.dtype is D.bool_:
@@ -80,37 +90,45 @@ def _arg_extreme(name: str, ufunc):
         if dim is None:
             p = R.plan(self, None, keepdim)
             R.check_nonempty(self, p, name, all_error=IndexError)
-            return R.finish(self, p.shape, D.int64, lambda: ufunc(R.values(self).reshape(-1)))
+            return p
         p = R.plan(self, R.as_int(dim, "dim"), keepdim)
         R.check_nonempty(self, p, name, dim)
-        return R.finish(self, p.shape, D.int64, lambda: _along(ufunc, R.values(self), p.axes))
+        return p
 
-    return kernel
+    def kernel(self: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+        p = plan(self, dim, keepdim)
+        if dim is None:
+            return R.computed(p.shape, D.int64, lambda: ufunc(R.values(self).reshape(-1)))
+        return R.computed(p.shape, D.int64, lambda: _along(ufunc, R.values(self), p.axes))
+
+    def meta(self: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+        return empty(plan(self, dim, keepdim).shape, D.int64, self.device)
+
+    return kernel, meta
 
 
 def _along(ufunc, array: np.ndarray, axes: tuple) -> np.ndarray:
     return ufunc(array, axis=axes[0]) if axes else np.zeros(array.shape, np.int64)
 
 
-_argmax = _arg_extreme("argmax", np.argmax)
-_argmin = _arg_extreme("argmin", np.argmin)
-
-
-def _long_out(kernel):
+def _long_out(kernel, write):
     def out_kernel(self: Tensor, dim=None, keepdim: bool = False, *, out) -> Tensor:
         R.check_out_dtype(out, D.int64)
-        return R.write_out(out, kernel(self, dim, keepdim))
+        return write(out, kernel(self, dim, keepdim))
 
     return out_kernel
 
 
-for _name, _kernel in (("argmax", _argmax), ("argmin", _argmin)):
-    R.both_devices(define(f"{_name}(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", TAGS))(_kernel)
-    R.both_devices(
+for _name, _ufunc in (("argmax", np.argmax), ("argmin", np.argmin)):
+    _kernel, _meta = _arg_extreme(_name, _ufunc)
+    R.register(define(f"{_name}(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", TAGS), _kernel, _meta)
+    R.register(
         define(
             f"{_name}.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)", OUT_TAGS
-        )
-    )(_long_out(_kernel))
+        ),
+        _long_out(_kernel, R.write_out),
+        _long_out(_meta, R.fit_out),
+    )
 
 
 def _max_min(name: str, ufunc, argfunc, binary, index_name: str):
@@ -127,60 +145,70 @@ def _max_min(name: str, ufunc, argfunc, binary, index_name: str):
     other_out = define(f"{name}.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)", ("pointwise", "out"))
     named = getattr(return_types, name)
 
-    @R.both_devices(every)
-    def _every(self: Tensor) -> Tensor:
+    def every_plan(self: Tensor) -> None:
         p = R.plan(self, None, False)
         R.check_nonempty(self, p, name)
         if self.dtype.category == D.COMPLEX:
             raise NotImplementedError(f"\"{name}_all\" not implemented for '{type_name(self.dtype)}'")
-        return R.finish(self, (), self.dtype, lambda: ufunc.reduce(R.values(self).reshape(-1)))
 
-    @R.both_devices(along)
-    def _along_dim(self: Tensor, dim: int, keepdim: bool = False):
+    def every_kernel(self: Tensor) -> Tensor:
+        every_plan(self)
+        return R.computed((), self.dtype, lambda: ufunc.reduce(R.values(self).reshape(-1)))
+
+    def every_meta(self: Tensor) -> Tensor:
+        every_plan(self)
+        return empty((), self.dtype, self.device)
+
+    def along_plan(self: Tensor, dim: int, keepdim: bool) -> R.Plan:
         p = R.plan(self, R.as_int(dim, "dim"), keepdim)
         R.check_nonempty(self, p, name, dim)
         if self.dtype.category == D.COMPLEX:
             raise RuntimeError(f"{name}(): does not support complex input")
-        if self._array is None:
-            return named(R.finish(self, p.shape, self.dtype, None), R.finish(self, p.shape, D.int64, None))
+        return p
+
+    def along_kernel(self: Tensor, dim: int, keepdim: bool = False):
+        p = along_plan(self, dim, keepdim)
         array = R.values(self)
         indices = _along(argfunc, array, p.axes)
         if p.axes:
             picked = np.take_along_axis(array, np.expand_dims(indices, p.axes[0]), axis=p.axes[0])
         else:
             picked = array
-        return named(
-            R.finish(self, p.shape, self.dtype, lambda: picked), R.finish(self, p.shape, D.int64, lambda: indices)
-        )
+        return named(R.computed(p.shape, self.dtype, lambda: picked), R.computed(p.shape, D.int64, lambda: indices))
 
-    def _along_out(self: Tensor, dim: int, keepdim: bool, values: Tensor, indices: Tensor):
-        R.check_out_dtype(values, self.dtype)
-        R.check_out_dtype(indices, D.int64)
-        result = _along_dim(self, dim, keepdim)
-        R.write_out(values, result[0])
-        R.write_out(indices, result[1])
-        return getattr(return_types, f"{name}_out")(values, indices)
+    def along_meta(self: Tensor, dim: int, keepdim: bool = False):
+        p = along_plan(self, dim, keepdim)
+        return named(empty(p.shape, self.dtype, self.device), empty(p.shape, D.int64, self.device))
 
-    # The out tensors are keyword-only and named per op (max/max_values, min/min_indices).
-    if name == "max":
+    def along_out_form(functional, write):
+        def out_kernel(self: Tensor, dim: int, keepdim: bool, values: Tensor, indices: Tensor):
+            R.check_out_dtype(values, self.dtype)
+            R.check_out_dtype(indices, D.int64)
+            result = functional(self, dim, keepdim)
+            write(values, result[0])
+            write(indices, result[1])
+            return getattr(return_types, f"{name}_out")(values, indices)
 
-        def _named_out(self: Tensor, dim: int, keepdim: bool = False, *, max: Tensor, max_values: Tensor):
-            return _along_out(self, dim, keepdim, max, max_values)
+        # The out tensors are keyword-only and named per op (max/max_values, min/min_indices).
+        if name == "max":
+            return lambda self, dim, keepdim=False, *, max, max_values: out_kernel(self, dim, keepdim, max, max_values)
+        return lambda self, dim, keepdim=False, *, min, min_indices: out_kernel(self, dim, keepdim, min, min_indices)
 
-    else:
+    def every_out_form(functional, write):
+        def out_kernel(self: Tensor, *, out) -> Tensor:
+            if isinstance(out, Tensor) and not can_cast(self.dtype, out.dtype):
+                raise RuntimeError(
+                    f"result type {type_name(self.dtype)} can't be cast to the desired output type "
+                    f"{type_name(out.dtype)}"
+                )
+            return write(out, functional(self))
 
-        def _named_out(self: Tensor, dim: int, keepdim: bool = False, *, min: Tensor, min_indices: Tensor):
-            return _along_out(self, dim, keepdim, min, min_indices)
+        return out_kernel
 
-    R.both_devices(along_out)(_named_out)
-
-    @R.both_devices(every_out)
-    def _every_out(self: Tensor, *, out) -> Tensor:
-        if isinstance(out, Tensor) and not can_cast(self.dtype, out.dtype):
-            raise RuntimeError(
-                f"result type {type_name(self.dtype)} can't be cast to the desired output type {type_name(out.dtype)}"
-            )
-        return R.write_out(out, _every(self))
+    R.register(every, every_kernel, every_meta)
+    R.register(along, along_kernel, along_meta)
+    R.register(along_out, along_out_form(along_kernel, R.write_out), along_out_form(along_meta, R.fit_out))
+    R.register(every_out, every_out_form(every_kernel, R.write_out), every_out_form(every_meta, R.fit_out))
 
     other.register_decomposition(lambda self, other: binary.functional(self, other))
     other_out.register_decomposition(lambda self, other, *, out: binary.out(self, other, out=out))
@@ -201,8 +229,7 @@ aminmax_out = define(
 )
 
 
-@R.both_devices(aminmax_op)
-def _aminmax(self: Tensor, *, dim=None, keepdim: bool = False):
+def _aminmax_plan(self: Tensor, dim, keepdim: bool) -> R.Plan:
     if dim is None:
         p = R.plan(self, None, keepdim)
         if self.numel() == 0:
@@ -214,18 +241,34 @@ def _aminmax(self: Tensor, *, dim=None, keepdim: bool = False):
         R.check_nonempty(self, p, "aminmax", dim)
     if self.dtype.category == D.COMPLEX:
         raise unsupported("aminmax", self.dtype)
+    return p
+
+
+def _aminmax(self: Tensor, *, dim=None, keepdim: bool = False):
+    p = _aminmax_plan(self, dim, keepdim)
     return return_types.aminmax(
-        R.finish(self, p.shape, self.dtype, lambda: np.minimum.reduce(R.values(self), axis=p.axes)),
-        R.finish(self, p.shape, self.dtype, lambda: np.maximum.reduce(R.values(self), axis=p.axes)),
+        R.computed(p.shape, self.dtype, lambda: np.minimum.reduce(R.values(self), axis=p.axes)),
+        R.computed(p.shape, self.dtype, lambda: np.maximum.reduce(R.values(self), axis=p.axes)),
     )
 
 
-@R.both_devices(aminmax_out)
-def _aminmax_out(self: Tensor, *, dim=None, keepdim: bool = False, min, max):  # the schema names them so
-    R.check_out_dtype(min, self.dtype)
-    R.check_out_dtype(max, self.dtype)
-    low, high = _aminmax(self, dim=dim, keepdim=keepdim)
-    return return_types.aminmax_out(R.write_out(min, low), R.write_out(max, high))
+def _aminmax_meta(self: Tensor, *, dim=None, keepdim: bool = False):
+    p = _aminmax_plan(self, dim, keepdim)
+    return return_types.aminmax(empty(p.shape, self.dtype, self.device), empty(p.shape, self.dtype, self.device))
+
+
+def _aminmax_with_out(functional, write):
+    def out_kernel(self: Tensor, *, dim=None, keepdim: bool = False, min, max):  # the schema names them so
+        R.check_out_dtype(min, self.dtype)
+        R.check_out_dtype(max, self.dtype)
+        low, high = functional(self, dim=dim, keepdim=keepdim)
+        return return_types.aminmax_out(write(min, low), write(max, high))
+
+    return out_kernel
+
+
+R.register(aminmax_op, _aminmax, _aminmax_meta)
+R.register(aminmax_out, _aminmax_with_out(_aminmax, R.write_out), _aminmax_with_out(_aminmax_meta, R.fit_out))
 
 
 # -- the Python surface -----------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from ember.core.dispatch import define
 from ember.core.layout import contiguous_strides, normalize_dim
 from ember.core.pointwise import type_name
 from ember.core.promotion import promote_types
-from ember.core.tensor import Tensor
+from ember.core.tensor import Tensor, empty
 
 vector_norm_op = define(
     "linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
@@ -83,11 +83,20 @@ def _check(self: Tensor, p: float, dtype, plan) -> D.dtype:
     return dtype or self.dtype
 
 
-def _vector_norm(self: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+def _vector_norm_plan(self: Tensor, ord, dim, keepdim: bool, dtype) -> tuple[float, R.Plan, D.dtype]:
+    """The order, the plan and the dtype the norm is computed in (its result is that dtype's real one)."""
     p = _ord(ord)
     plan = R.plan(self, dim, keepdim)
-    compute_dtype = _check(self, p, dtype, plan)
-    result = compute_dtype.to_real()
+    return p, plan, _check(self, p, dtype, plan)
+
+
+def _vector_norm_meta(self: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    _, plan, compute_dtype = _vector_norm_plan(self, ord, dim, keepdim, dtype)
+    return empty(plan.shape, compute_dtype.to_real(), self.device)
+
+
+def _vector_norm(self: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    p, plan, compute_dtype = _vector_norm_plan(self, ord, dim, keepdim, dtype)
 
     def compute():
         x = np.abs(R.values(self, compute_dtype))  # float32 for the half types, real for complex
@@ -104,19 +113,24 @@ def _vector_norm(self: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=
         total = np.sum(powered, axis=axes, dtype=np.float64).astype(x.dtype)
         return np.sqrt(total) if p == 2 else total ** x.dtype.type(1.0 / p)
 
-    return R.finish(self, plan.shape, result, compute)
+    return R.computed(plan.shape, compute_dtype.to_real(), compute)
 
 
-@vector_norm_out.register_kernel("cpu")
-def _vector_norm_out(self: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None, out) -> Tensor:
-    result = _vector_norm(self, ord, dim, keepdim, dtype=dtype)
-    R.check_out_dtype(out, result.dtype)
-    return R.write_out(out, result)
+def _vector_norm_with_out(functional, write):
+    def out_kernel(self: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None, out) -> Tensor:
+        result = functional(self, ord, dim, keepdim, dtype=dtype)
+        R.check_out_dtype(out, result.dtype)
+        return write(out, result)
+
+    return out_kernel
 
 
-vector_norm_op.register_kernel("cpu")(_vector_norm)
-vector_norm_op.register_meta(_vector_norm)
-vector_norm_out.register_meta(_vector_norm_out)
+R.register(vector_norm_op, _vector_norm, _vector_norm_meta)
+R.register(
+    vector_norm_out,
+    _vector_norm_with_out(_vector_norm, R.write_out),
+    _vector_norm_with_out(_vector_norm_meta, R.fit_out),
+)
 
 
 @R.numpy_names
@@ -165,7 +179,8 @@ def _check_matrix_input(self: Tensor) -> None:
         raise RuntimeError(f"linalg.matrix_norm: Low precision dtypes not supported. Got {type_name(self.dtype)}")
 
 
-def _nuclear_norm(self: Tensor, dim, keepdim: bool = False) -> Tensor:
+def _nuclear_norm_plan(self: Tensor, dim, keepdim: bool) -> tuple[int, int, R.Plan, tuple | None]:
+    """The two matrix dims, the plan, and the result's strides (None: contiguous)."""
     _check_matrix_input(self)
     dims = R.as_dims(dim)
     if dims is None or len(dims) != 2:
@@ -174,6 +189,21 @@ def _nuclear_norm(self: Tensor, dim, keepdim: bool = False) -> Tensor:
     if first == second:
         raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({dims[0]}, {dims[1]})")
     plan = R.plan(self, (first, second), keepdim)
+    # PyTorch computes the norm without keepdim, then gives the kept size-1 dims stride 1.
+    stride = None
+    if keepdim:
+        inner = iter(contiguous_strides(R.plan(self, (first, second), False).shape))
+        stride = tuple(1 if i in (first, second) else next(inner) for i in range(self.ndim))
+    return first, second, plan, stride
+
+
+def _nuclear_norm_meta(self: Tensor, dim, keepdim: bool = False) -> Tensor:
+    _, _, plan, stride = _nuclear_norm_plan(self, dim, keepdim)
+    return empty(plan.shape, self.dtype.to_real(), self.device, stride)
+
+
+def _nuclear_norm(self: Tensor, dim, keepdim: bool = False) -> Tensor:
+    first, second, plan, stride = _nuclear_norm_plan(self, dim, keepdim)
 
     def compute():
         matrices = np.moveaxis(self._array, (first, second), (-2, -1))
@@ -185,26 +215,28 @@ def _nuclear_norm(self: Tensor, dim, keepdim: bool = False) -> Tensor:
             )
         return np.linalg.svd(matrices, compute_uv=False).sum(-1)
 
-    # PyTorch computes the norm without keepdim, then gives the kept size-1 dims stride 1.
-    stride = None
-    if keepdim:
-        inner = iter(contiguous_strides(R.plan(self, (first, second), False).shape))
-        stride = tuple(1 if i in (first, second) else next(inner) for i in range(self.ndim))
-    return R.finish(self, plan.shape, self.dtype.to_real(), compute, stride)
+    return R.computed(plan.shape, self.dtype.to_real(), compute, stride)
 
 
-def _nuclear_norm_out(self: Tensor, dim, keepdim: bool = False, *, out) -> Tensor:
-    result = _nuclear_norm(self, dim, keepdim)
-    if isinstance(out, Tensor) and out.dtype is not result.dtype:
-        raise RuntimeError(
-            f"linalg.matrix_norm expected out tensor dtype {type_name(result.dtype)} but got: {type_name(out.dtype)}"
-        )
-    return R.write_out(out, result)
+def _nuclear_norm_with_out(functional, write):
+    def out_kernel(self: Tensor, dim, keepdim: bool = False, *, out) -> Tensor:
+        result = functional(self, dim, keepdim)
+        if isinstance(out, Tensor) and out.dtype is not result.dtype:
+            raise RuntimeError(
+                f"linalg.matrix_norm expected out tensor dtype {type_name(result.dtype)} but got: "
+                f"{type_name(out.dtype)}"
+            )
+        return write(out, result)
+
+    return out_kernel
 
 
-for _op, _fn in ((nuclear_norm_op, _nuclear_norm), (nuclear_norm_out, _nuclear_norm_out)):
-    _op.register_kernel("cpu")(_fn)
-    _op.register_meta(_fn)
+R.register(nuclear_norm_op, _nuclear_norm, _nuclear_norm_meta)
+R.register(
+    nuclear_norm_out,
+    _nuclear_norm_with_out(_nuclear_norm, R.write_out),
+    _nuclear_norm_with_out(_nuclear_norm_meta, R.fit_out),
+)
 
 
 def _nuclear_front(input: Tensor, dims: list, keepdim: bool, dtype, out):

@@ -1,8 +1,9 @@
 """Reductions: ``sum``, ``mean``, ``prod``, ``nansum``/``nanmean``, ``all``/``any``, ``count_nonzero``
 and ``logsumexp``, with their ``out=`` forms (the extrema are in ``extrema.py``).
 
-Each overload has one kernel for the CPU and the meta device: it checks the arguments and plans the
-result (``ember.core.reduction``), then, given data, computes it with NumPy. Dtype rules are
+Each overload has a meta function and a CPU kernel that share one plan: the arguments' checks, the
+result's shape (``ember.core.reduction``) and dtype; the meta function returns an empty tensor of that
+plan, the kernel computes it with NumPy. Dtype rules are
 PyTorch's: sums and products of integers and bools are int64, ``dtype=`` casts the input first,
 ``mean`` needs a floating or complex dtype, ``all``/``any`` keep uint8 and give bool otherwise.
 """
@@ -19,7 +20,7 @@ from ember.core.dispatch import ops as _ops
 from ember.core.pointwise import type_name, unsupported
 from ember.core.promotion import get_default_dtype
 from ember.core.quiet import restore, silence
-from ember.core.tensor import Tensor, from_array
+from ember.core.tensor import Tensor, empty, from_array
 
 TAGS = ("reduction", "core")
 OUT_TAGS = ("reduction", "out")
@@ -47,10 +48,19 @@ def _fold_accumulator(result: D.dtype) -> np.dtype:
     return R.accumulator(result)
 
 
+def _fold_plan(self: Tensor, dim, keepdim: bool, dtype) -> tuple[R.Plan, D.dtype]:
+    return R.plan(self, dim, keepdim), _sum_dtype(self, dtype)
+
+
+def _fold_meta(self: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    p, result = _fold_plan(self, dim, keepdim, dtype)
+    return empty(p.shape, result, self.device)
+
+
 def _fold(ufunc):
     def kernel(self: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
         array = self._array
-        shortcut = dtype is None and type(dim) is int and array is not None and self.dtype in _OWN_ACCUMULATOR
+        shortcut = dtype is None and type(dim) is int and self.dtype in _OWN_ACCUMULATOR
         if shortcut and -array.ndim <= dim < array.ndim:
             # One dim of a float tensor (a bias gradient, a mean over features): the plan's result,
             # in the tensor's own dtype and accumulator, without the plan.
@@ -64,8 +74,7 @@ def _fold(ufunc):
             finally:
                 restore(token)
             return from_array(np.asarray(folded), self.dtype)
-        p = R.plan(self, dim, keepdim)
-        result = _sum_dtype(self, dtype)
+        p, result = _fold_plan(self, dim, keepdim, dtype)
 
         def compute():
             values = R.values(self, result)
@@ -75,7 +84,7 @@ def _fold(ufunc):
                     return total
             return ufunc.reduce(values, axis=p.axes, dtype=_fold_accumulator(result))
 
-        return R.finish(self, p.shape, result, compute)
+        return R.computed(p.shape, result, compute)
 
     return kernel
 
@@ -101,56 +110,61 @@ prod_out = define(
 prod_all_out = define("prod.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)", OUT_TAGS)
 
 
-@R.both_devices(sum_)
 def _sum_all(self: Tensor, *, dtype=None) -> Tensor:
-    array = self._array
-    if dtype is None and array is not None and (self.dtype is D.float32 or self.dtype is D.float64):
+    if dtype is None and (self.dtype is D.float32 or self.dtype is D.float64):
         # The commonest reduction, kept short: a 0-dim result of the same float dtype.
         token = silence()
         try:
-            total = np.add.reduce(array, axis=None)
+            total = np.add.reduce(self._array, axis=None)
         finally:
             restore(token)
         return from_array(np.asarray(total), self.dtype)
     return _sum(self, None, False, dtype=dtype)
 
 
-R.both_devices(sum_dim)(_sum)
+def _everything(fold):
+    """``sum``/``prod`` of every element, from the kernel (or meta function) taking ``dim``."""
+    return lambda self, *, dtype=None: fold(self, None, False, dtype=dtype)
 
 
-@R.both_devices(prod_)
-def _prod_all(self: Tensor, *, dtype=None) -> Tensor:
-    return _prod(self, None, False, dtype=dtype)
+def _one_dim(fold):
+    """``prod.dim_int``'s signature (one ``dim``, no default) for a fold."""
+    return lambda self, dim, keepdim=False, *, dtype=None: fold(self, dim, keepdim, dtype=dtype)
 
 
-@R.both_devices(prod_dim)
-def _prod_dim(self: Tensor, dim: int, keepdim: bool = False, *, dtype=None) -> Tensor:
-    return _prod(self, dim, keepdim, dtype=dtype)
+R.register(sum_, _sum_all, _everything(_fold_meta))
+R.register(sum_dim, _sum, _fold_meta)
+R.register(prod_, _everything(_prod), _everything(_fold_meta))
+R.register(prod_dim, _one_dim(_prod), _one_dim(_fold_meta))
 
 
-def _with_out_dtype(kernel):
-    """``out=`` for sum-like ops: without ``dtype`` the result takes the out tensor's dtype."""
+def _with_out_dtype(kernel, write):
+    """``out=`` for sum-like ops: without ``dtype`` the result takes the out tensor's dtype.
+    ``write`` is ``R.write_out`` for a CPU kernel and ``R.fit_out`` for a meta function."""
 
     def out_kernel(self: Tensor, dim=None, keepdim: bool = False, *, dtype=None, out) -> Tensor:
         if dtype is None and isinstance(out, Tensor):
             dtype = out.dtype
         R.check_out_dtype(out, R.check_dtype_arg(dtype))
-        return R.write_out(out, kernel(self, dim, keepdim, dtype=dtype))
+        return write(out, kernel(self, dim, keepdim, dtype=dtype))
 
     return out_kernel
 
 
-R.both_devices(sum_out)(_with_out_dtype(_sum))
-_prod_out = _with_out_dtype(_prod_dim)
-R.both_devices(prod_out)(
-    lambda self, dim, keepdim=False, *, dtype=None, out: _prod_out(self, dim, keepdim, dtype=dtype, out=out)
-)
-R.both_devices(sum_all_out)(
-    lambda self, *, dtype=None, out: _with_out_dtype(_sum)(self, None, False, dtype=dtype, out=out)
-)
-R.both_devices(prod_all_out)(
-    lambda self, *, dtype=None, out: _with_out_dtype(_prod)(self, None, False, dtype=dtype, out=out)
-)
+def _everything_out(fold_out):
+    return lambda self, *, dtype=None, out: fold_out(self, None, False, dtype=dtype, out=out)
+
+
+def _one_dim_out(fold_out):
+    return lambda self, dim, keepdim=False, *, dtype=None, out: fold_out(self, dim, keepdim, dtype=dtype, out=out)
+
+
+_sum_out_cpu, _sum_out_meta = _with_out_dtype(_sum, R.write_out), _with_out_dtype(_fold_meta, R.fit_out)
+_prod_out_cpu, _prod_out_meta = _with_out_dtype(_prod, R.write_out), _with_out_dtype(_fold_meta, R.fit_out)
+R.register(sum_out, _sum_out_cpu, _sum_out_meta)
+R.register(sum_all_out, _everything_out(_sum_out_cpu), _everything_out(_sum_out_meta))
+R.register(prod_out, _one_dim_out(_prod_out_cpu), _one_dim_out(_prod_out_meta))
+R.register(prod_all_out, _everything_out(_prod_out_cpu), _everything_out(_prod_out_meta))
 
 
 def _mean_dtype(self: Tensor, dtype) -> D.dtype:
@@ -176,10 +190,17 @@ mean_dtype_out = define(
 )
 
 
-@R.both_devices(mean_dim)
+def _mean_plan(self: Tensor, dim, keepdim: bool, dtype) -> tuple[R.Plan, D.dtype]:
+    return R.plan(self, dim, keepdim), _mean_dtype(self, dtype)
+
+
+def _mean_meta(self: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    p, result = _mean_plan(self, dim, keepdim, dtype)
+    return empty(p.shape, result, self.device)
+
+
 def _mean(self: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
-    p = R.plan(self, dim, keepdim)
-    result = _mean_dtype(self, dtype)
+    p, result = _mean_plan(self, dim, keepdim, dtype)
 
     def compute():
         values = R.values(self, result)
@@ -188,30 +209,30 @@ def _mean(self: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
             total = np.add.reduce(values, axis=p.axes, dtype=R.accumulator(result))
         return total / p.count
 
-    return R.finish(self, p.shape, result, compute)
+    return R.computed(p.shape, result, compute)
 
 
-@R.both_devices(mean_)
-def _mean_all(self: Tensor, *, dtype=None) -> Tensor:
-    return _mean(self, None, False, dtype=dtype)
+def _mean_with_out(kernel, write):
+    def out_kernel(self: Tensor, dim, keepdim: bool = False, *, dtype=None, out) -> Tensor:
+        _mean_dtype(self, dtype)
+        if dtype is None and isinstance(out, Tensor):
+            if out.dtype.category < D.FLOATING:
+                raise RuntimeError(
+                    f"result type {type_name(self.dtype)} can't be cast to the desired output type "
+                    f"{type_name(out.dtype)}"
+                )
+            dtype = out.dtype
+        R.check_out_dtype(out, dtype)
+        return write(out, kernel(self, dim, keepdim, dtype=dtype))
+
+    return out_kernel
 
 
-@R.both_devices(mean_out)
-def _mean_out(self: Tensor, dim, keepdim: bool = False, *, dtype=None, out) -> Tensor:
-    _mean_dtype(self, dtype)
-    if dtype is None and isinstance(out, Tensor):
-        if out.dtype.category < D.FLOATING:
-            raise RuntimeError(
-                f"result type {type_name(self.dtype)} can't be cast to the desired output type {type_name(out.dtype)}"
-            )
-        dtype = out.dtype
-    R.check_out_dtype(out, dtype)
-    return R.write_out(out, _mean(self, dim, keepdim, dtype=dtype))
-
-
-@R.both_devices(mean_dtype_out)
-def _mean_all_out(self: Tensor, *, dtype=None, out) -> Tensor:
-    return _mean_out(self, None, False, dtype=dtype, out=out)
+_mean_out_cpu, _mean_out_meta = _mean_with_out(_mean, R.write_out), _mean_with_out(_mean_meta, R.fit_out)
+R.register(mean_dim, _mean, _mean_meta)
+R.register(mean_, _everything(_mean), _everything(_mean_meta))
+R.register(mean_out, _mean_out_cpu, _mean_out_meta)
+R.register(mean_dtype_out, _everything_out(_mean_out_cpu), _everything_out(_mean_out_meta))
 
 
 # -- nansum, nanmean -------------------------------------------------------------------------------
@@ -242,27 +263,35 @@ def _without_nan(self: Tensor, result: D.dtype) -> np.ndarray:
     return array
 
 
-@R.both_devices(nansum_op)
-def _nansum(self: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+def _nansum_plan(self: Tensor, dim, keepdim: bool, dtype) -> tuple[R.Plan, D.dtype]:
     if self.dtype.category == D.COMPLEX:
         raise RuntimeError("nansum on CPU does not support complex inputs")
     p = R.plan(self, dim, keepdim)
     result = _sum_dtype(self, dtype)
     if result.category == D.COMPLEX:
         raise unsupported("nansum", result)
-    return R.finish(
-        self,
+    return p, result
+
+
+def _nansum_meta(self: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    p, result = _nansum_plan(self, dim, keepdim, dtype)
+    return empty(p.shape, result, self.device)
+
+
+def _nansum(self: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    p, result = _nansum_plan(self, dim, keepdim, dtype)
+    return R.computed(
         p.shape,
         result,
         lambda: np.add.reduce(_without_nan(self, result), axis=p.axes, dtype=R.accumulator(result)),
     )
 
 
-R.both_devices(nansum_out)(_with_out_dtype(_nansum))
+R.register(nansum_op, _nansum, _nansum_meta)
+R.register(nansum_out, _with_out_dtype(_nansum, R.write_out), _with_out_dtype(_nansum_meta, R.fit_out))
 
 
-@R.both_devices(nanmean_op)
-def _nanmean(self: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+def _nanmean_plan(self: Tensor, dim, keepdim: bool, dtype) -> tuple[R.Plan, D.dtype]:
     if self.dtype.category < D.FLOATING:
         raise RuntimeError(
             f"nanmean(): expected input to have floating point or complex dtype but got {type_name(self.dtype)}"
@@ -273,51 +302,83 @@ def _nanmean(self: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Te
     result = R.check_dtype_arg(dtype) or self.dtype
     if result.category == D.COMPLEX:
         raise unsupported("nansum", result)
+    return p, result
+
+
+def _nanmean_meta(self: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    p, result = _nanmean_plan(self, dim, keepdim, dtype)
+    return empty(p.shape, result, self.device)
+
+
+def _nanmean(self: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    p, result = _nanmean_plan(self, dim, keepdim, dtype)
 
     def compute():
         total = np.add.reduce(_without_nan(self, result), axis=p.axes, dtype=R.accumulator(result))
         return total / np.add.reduce(~np.isnan(R.values(self)), axis=p.axes, dtype=np.int64)
 
-    return R.finish(self, p.shape, result, compute)
+    return R.computed(p.shape, result, compute)
 
 
-@R.both_devices(nanmean_out)
-def _nanmean_out(self: Tensor, dim=None, keepdim: bool = False, *, dtype=None, out) -> Tensor:
-    return R.write_out(out, _nanmean(self, dim, keepdim, dtype=dtype))
+def _plain_out(kernel, write):
+    """``out=`` for ops whose result dtype does not depend on ``out``."""
+    return lambda self, dim=None, keepdim=False, *, dtype=None, out: write(out, kernel(self, dim, keepdim, dtype=dtype))
+
+
+R.register(nanmean_op, _nanmean, _nanmean_meta)
+R.register(nanmean_out, _plain_out(_nanmean, R.write_out), _plain_out(_nanmean_meta, R.fit_out))
 
 
 # -- all, any, count_nonzero ---------------------------------------------------------------------
 
 
 def _logical(name: str, ufunc):
-    def kernel(self: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    def plan(self: Tensor, dim, keepdim: bool) -> tuple[R.Plan, D.dtype]:
         # An empty list of dims reduces nothing here (unlike sum), as in PyTorch.
-        p = R.plan(self, dim, keepdim, empty_means_all=False)
-        result = D.uint8 if self.dtype is D.uint8 else D.bool_
-        return R.finish(self, p.shape, result, lambda: ufunc.reduce(self._array != 0, axis=p.axes))
+        return R.plan(self, dim, keepdim, empty_means_all=False), D.uint8 if self.dtype is D.uint8 else D.bool_
 
-    def out_kernel(self: Tensor, dim=None, keepdim: bool = False, *, out) -> Tensor:
-        if isinstance(out, Tensor) and out.dtype not in (D.bool_, D.uint8):
-            raise RuntimeError(f"{name} only supports bool tensor for result, got: {type_name(out.dtype)}")
-        return R.write_out(out, kernel(self, dim, keepdim))
+    def kernel(self: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+        p, result = plan(self, dim, keepdim)
+        return R.computed(p.shape, result, lambda: ufunc.reduce(self._array != 0, axis=p.axes))
 
-    R.both_devices(define(f"{name}(Tensor self) -> Tensor", TAGS))(lambda self: kernel(self))
-    R.both_devices(define(f"{name}.dim(Tensor self, int dim, bool keepdim=False) -> Tensor", TAGS))(
-        lambda self, dim, keepdim=False: kernel(self, dim, keepdim)
-    )
-    R.both_devices(define(f"{name}.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor", TAGS))(kernel)
-    R.both_devices(
-        define(f"{name}.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)", OUT_TAGS)
-    )(lambda self, dim, keepdim=False, *, out: out_kernel(self, dim, keepdim, out=out))
-    R.both_devices(
-        define(
+    def meta(self: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+        p, result = plan(self, dim, keepdim)
+        return empty(p.shape, result, self.device)
+
+    def with_out(functional, write):
+        def out_kernel(self: Tensor, dim=None, keepdim: bool = False, *, out) -> Tensor:
+            if isinstance(out, Tensor) and out.dtype not in (D.bool_, D.uint8):
+                raise RuntimeError(f"{name} only supports bool tensor for result, got: {type_name(out.dtype)}")
+            return write(out, functional(self, dim, keepdim))
+
+        return out_kernel
+
+    def overloads(functional, out_kernel):
+        """The six overloads' signatures, over a kernel (or meta function) and its out= form."""
+        return (
+            lambda self: functional(self),
+            lambda self, dim, keepdim=False: functional(self, dim, keepdim),
+            functional,
+            lambda self, dim, keepdim=False, *, out: out_kernel(self, dim, keepdim, out=out),
+            out_kernel,
+            lambda self, *, out: out_kernel(self, out=out),
+        )
+
+    schemas = (
+        (f"{name}(Tensor self) -> Tensor", TAGS),
+        (f"{name}.dim(Tensor self, int dim, bool keepdim=False) -> Tensor", TAGS),
+        (f"{name}.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor", TAGS),
+        (f"{name}.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)", OUT_TAGS),
+        (
             f"{name}.dims_out(Tensor self, int[]? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)",
             OUT_TAGS,
-        )
-    )(out_kernel)
-    R.both_devices(define(f"{name}.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)", OUT_TAGS))(
-        lambda self, *, out: out_kernel(self, out=out)
+        ),
+        (f"{name}.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)", OUT_TAGS),
     )
+    cpu = overloads(kernel, with_out(kernel, R.write_out))
+    metas = overloads(meta, with_out(meta, R.fit_out))
+    for (schema, tags), cpu_fn, meta_fn in zip(schemas, cpu, metas, strict=True):
+        R.register(define(schema, tags), cpu_fn, meta_fn)
 
 
 _logical("all", np.logical_and)
@@ -326,12 +387,18 @@ _logical("any", np.logical_or)
 
 def _count_nonzero(self: Tensor, dim=None) -> Tensor:
     p = R.plan(self, dim, False)
-    return R.finish(self, p.shape, D.int64, lambda: np.count_nonzero(self._array, axis=p.axes))
+    return R.computed(p.shape, D.int64, lambda: np.count_nonzero(self._array, axis=p.axes))
 
 
-R.both_devices(define("count_nonzero(Tensor self, int? dim=None) -> Tensor", TAGS))(_count_nonzero)
-R.both_devices(define("count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor", TAGS))(
-    lambda self, dim: _count_nonzero(self, dim)
+def _count_nonzero_meta(self: Tensor, dim=None) -> Tensor:
+    return empty(R.plan(self, dim, False).shape, D.int64, self.device)
+
+
+R.register(define("count_nonzero(Tensor self, int? dim=None) -> Tensor", TAGS), _count_nonzero, _count_nonzero_meta)
+R.register(
+    define("count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor", TAGS),
+    lambda self, dim: _count_nonzero(self, dim),
+    lambda self, dim: _count_nonzero_meta(self, dim),
 )
 
 
@@ -343,14 +410,22 @@ logsumexp_out = define(
 )
 
 
-@R.both_devices(logsumexp_op)
-def _logsumexp(self: Tensor, dim, keepdim: bool = False) -> Tensor:
+def _logsumexp_plan(self: Tensor, dim, keepdim: bool) -> tuple[R.Plan, D.dtype]:
     result = self.dtype if self.dtype.category >= D.FLOATING else get_default_dtype()
     if R.as_dims(dim) == () and not keepdim and self.ndim > 0 and self.numel() > 0:
         # PyTorch reduces everything but cannot add the maxima (kept as [1, 1, ...]) back into a
         # 0-dim result: an error there too. Empty inputs take another path in PyTorch and work.
         raise RuntimeError(f"output with shape [] doesn't match the broadcast shape {[1] * self.ndim}")
-    p = R.plan(self, dim, keepdim)
+    return R.plan(self, dim, keepdim), result
+
+
+def _logsumexp_meta(self: Tensor, dim, keepdim: bool = False) -> Tensor:
+    p, result = _logsumexp_plan(self, dim, keepdim)
+    return empty(p.shape, result, self.device)
+
+
+def _logsumexp(self: Tensor, dim, keepdim: bool = False) -> Tensor:
+    p, result = _logsumexp_plan(self, dim, keepdim)
 
     def compute():
         x = R.values(self, result).astype(np.complex128 if result.category == D.COMPLEX else np.float64)
@@ -363,16 +438,22 @@ def _logsumexp(self: Tensor, dim, keepdim: bool = False) -> Tensor:
         total = np.sum(np.exp(x - shift), axis=p.axes, keepdims=True)
         return (np.log(total) + shift).reshape(p.shape)
 
-    return R.finish(self, p.shape, result, compute)
+    return R.computed(p.shape, result, compute)
 
 
-@R.both_devices(logsumexp_out)
-def _logsumexp_out(self: Tensor, dim, keepdim: bool = False, *, out) -> Tensor:
-    if isinstance(out, Tensor) and out.dtype.category < D.FLOATING:
-        raise RuntimeError(
-            f"logsumexp(): Expected floating point type for result tensor, but got: {type_name(out.dtype)}"
-        )
-    return R.write_out(out, _logsumexp(self, dim, keepdim))
+def _logsumexp_with_out(kernel, write):
+    def out_kernel(self: Tensor, dim, keepdim: bool = False, *, out) -> Tensor:
+        if isinstance(out, Tensor) and out.dtype.category < D.FLOATING:
+            raise RuntimeError(
+                f"logsumexp(): Expected floating point type for result tensor, but got: {type_name(out.dtype)}"
+            )
+        return write(out, kernel(self, dim, keepdim))
+
+    return out_kernel
+
+
+R.register(logsumexp_op, _logsumexp, _logsumexp_meta)
+R.register(logsumexp_out, _logsumexp_with_out(_logsumexp, R.write_out), _logsumexp_with_out(_logsumexp_meta, R.fit_out))
 
 
 # -- the Python surface -----------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from ember.core.api import method, public
 from ember.core.dispatch import define
 from ember.core.layout import normalize_dim
 from ember.core.pointwise import check_no_internal_overlap, type_name, unsupported
-from ember.core.tensor import Tensor
+from ember.core.tensor import Tensor, empty
 
 
 def _scan(name: str, ufunc):
@@ -27,12 +27,15 @@ def _scan(name: str, ufunc):
         f"{name}.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)", ("out",)
     )
 
-    def kernel(self: Tensor, dim: int, *, dtype=None) -> Tensor:
+    def plan(self: Tensor, dim: int, dtype) -> tuple[D.dtype, int]:
         dtype = R.check_dtype_arg(dtype)
         result = dtype or (D.int64 if self.dtype.category <= D.INTEGRAL else self.dtype)
         if result is D.bool_ and self.ndim > 0 and self.numel() > 0:  # PyTorch copies 0-dim and empty inputs
             raise unsupported(f"{name}_out", result)
-        axis = normalize_dim(dim, self.ndim)
+        return result, normalize_dim(dim, self.ndim)
+
+    def kernel(self: Tensor, dim: int, *, dtype=None) -> Tensor:
+        result, axis = plan(self, dim, dtype)
 
         def compute():
             array = R.values(self, result)
@@ -40,31 +43,44 @@ def _scan(name: str, ufunc):
                 return array
             return ufunc.accumulate(array, axis=axis, dtype=R.accumulator(result))
 
-        return R.finish(self, self._shape, result, compute)
+        return R.computed(self._shape, result, compute)
 
-    def out_kernel(self: Tensor, dim: int, *, dtype=None, out) -> Tensor:
-        if dtype is None and isinstance(out, Tensor):
-            dtype = out.dtype
-        R.check_out_dtype(out, R.check_dtype_arg(dtype))
-        return R.write_out(out, kernel(self, dim, dtype=dtype))
+    def meta(self: Tensor, dim: int, *, dtype=None) -> Tensor:
+        result, _ = plan(self, dim, dtype)
+        return empty(self._shape, result, self.device)
 
-    def inplace_kernel(self: Tensor, dim: int, *, dtype=None) -> Tensor:
+    def with_out(functional, write):
+        def out_kernel(self: Tensor, dim: int, *, dtype=None, out) -> Tensor:
+            if dtype is None and isinstance(out, Tensor):
+                dtype = out.dtype
+            R.check_out_dtype(out, R.check_dtype_arg(dtype))
+            return write(out, functional(self, dim, dtype=dtype))
+
+        return out_kernel
+
+    def inplace_plan(self: Tensor, dim: int, dtype) -> None:
         if dtype is not None and dtype is not self.dtype:
             raise RuntimeError(
                 f"Bad in-place call: input tensor dtype {type_name(self.dtype)} and output tensor dtype "
                 f"{type_name(dtype)} should match"
             )
-        result = kernel(self, dim, dtype=self.dtype)  # its dtype errors come first, as in PyTorch
+        plan(self, dim, self.dtype)  # its dtype errors come first, as in PyTorch
         if self.numel():
             check_no_internal_overlap(self)
-        if self._array is not None:
-            np.copyto(self._array, result._array)
-            self._storage.version += 1
+
+    def inplace_kernel(self: Tensor, dim: int, *, dtype=None) -> Tensor:
+        inplace_plan(self, dim, dtype)
+        np.copyto(self._array, kernel(self, dim, dtype=self.dtype)._array)
+        self._storage.version += 1
         return self
 
-    for op, fn in ((functional, kernel), (out_op, out_kernel), (inplace, inplace_kernel)):
-        op.register_kernel("cpu")(fn)
-        op.register_meta(fn)
+    def inplace_meta(self: Tensor, dim: int, *, dtype=None) -> Tensor:
+        inplace_plan(self, dim, dtype)
+        return self
+
+    R.register(functional, kernel, meta)
+    R.register(out_op, with_out(kernel, R.write_out), with_out(meta, R.fit_out))
+    R.register(inplace, inplace_kernel, inplace_meta)
 
     def surface(input, dim, *, dtype=None, out=None):
         if isinstance(dim, bool) or not isinstance(dim, int | np.integer):

@@ -22,7 +22,7 @@ from ember.core.dispatch import define
 from ember.core.dispatch import ops as _ops
 from ember.core.pointwise import type_name
 from ember.core.promotion import can_cast
-from ember.core.tensor import Tensor
+from ember.core.tensor import Tensor, empty
 
 TAGS = ("reduction", "core")
 
@@ -46,7 +46,8 @@ def _caller_level() -> int:
     return level
 
 
-def _moments(self: Tensor, dim, correction, keepdim: bool, with_mean: bool, root: bool):
+def _moments_plan(self: Tensor, dim, correction, keepdim: bool, with_mean: bool, root: bool) -> tuple[R.Plan, float]:
+    """The checks, the plan and the correction; warns where the divisor is not positive."""
     if self.dtype.category < D.FLOATING:
         raise RuntimeError("std and var only support floating point and complex dtypes")
     p = R.plan(self, dim, keepdim)
@@ -58,10 +59,17 @@ def _moments(self: Tensor, dim, correction, keepdim: bool, with_mean: bool, root
             UserWarning,
             stacklevel=_caller_level(),
         )
-    real = self.dtype.to_real()
-    if self._array is None:
-        spread = R.finish(self, p.shape, real, None)
-        return (spread, R.finish(self, p.shape, self.dtype, None)) if with_mean else spread
+    return p, c
+
+
+def _moments_meta(self: Tensor, dim, correction, keepdim: bool, with_mean: bool, root: bool):
+    p, _ = _moments_plan(self, dim, correction, keepdim, with_mean, root)
+    spread = empty(p.shape, self.dtype.to_real(), self.device)
+    return (spread, empty(p.shape, self.dtype, self.device)) if with_mean else spread
+
+
+def _moments(self: Tensor, dim, correction, keepdim: bool, with_mean: bool, root: bool):
+    p, c = _moments_plan(self, dim, correction, keepdim, with_mean, root)
     wide = np.complex128 if self.dtype.category == D.COMPLEX else np.float64
     with np.errstate(all="ignore"):
         x = R.values(self).astype(wide)
@@ -79,9 +87,9 @@ def _moments(self: Tensor, dim, correction, keepdim: bool, with_mean: bool, root
             spread = spread + np.sum(deviation.imag**2, axis=p.axes) / divisor
         if root:
             spread = np.sqrt(spread)
-    out = R.finish(self, p.shape, real, lambda: spread)
+    out = R.computed(p.shape, self.dtype.to_real(), lambda: spread)
     if with_mean:
-        return out, R.finish(self, p.shape, self.dtype, lambda: mean)
+        return out, R.computed(p.shape, self.dtype, lambda: mean)
     return out
 
 
@@ -101,23 +109,30 @@ def _define(name: str, root: bool):
         TAGS,
     )
 
-    def kernel(self: Tensor, dim=None, *, correction=None, keepdim: bool = False) -> Tensor:
-        return _moments(self, dim, correction, keepdim, False, root)
+    def forms(moments, write):
+        """The three overloads' kernels (or meta functions), over ``_moments`` (or ``_moments_meta``)."""
 
-    def out_kernel(self: Tensor, dim=None, *, correction=None, keepdim: bool = False, out) -> Tensor:
-        result = kernel(self, dim, correction=correction, keepdim=keepdim)
-        if isinstance(out, Tensor) and not can_cast(result.dtype, out.dtype):
-            raise RuntimeError(
-                f"result type {type_name(result.dtype)} can't be cast to the desired output type {type_name(out.dtype)}"
-            )
-        return R.write_out(out, result)
+        def kernel(self: Tensor, dim=None, *, correction=None, keepdim: bool = False) -> Tensor:
+            return moments(self, dim, correction, keepdim, False, root)
 
-    def mean_kernel(self: Tensor, dim=None, *, correction=None, keepdim: bool = False):
-        return _moments(self, dim, correction, keepdim, True, root)
+        def out_kernel(self: Tensor, dim=None, *, correction=None, keepdim: bool = False, out) -> Tensor:
+            result = kernel(self, dim, correction=correction, keepdim=keepdim)
+            if isinstance(out, Tensor) and not can_cast(result.dtype, out.dtype):
+                raise RuntimeError(
+                    f"result type {type_name(result.dtype)} can't be cast to the desired output type "
+                    f"{type_name(out.dtype)}"
+                )
+            return write(out, result)
 
-    for op, fn in ((functional, kernel), (out_op, out_kernel), (with_mean, mean_kernel)):
-        op.register_kernel("cpu")(fn)
-        op.register_meta(fn)
+        def mean_kernel(self: Tensor, dim=None, *, correction=None, keepdim: bool = False):
+            return moments(self, dim, correction, keepdim, True, root)
+
+        return kernel, out_kernel, mean_kernel
+
+    for op, cpu, meta in zip(
+        (functional, out_op, with_mean), forms(_moments, R.write_out), forms(_moments_meta, R.fit_out), strict=True
+    ):
+        R.register(op, cpu, meta)
 
 
 _define("var", root=False)
