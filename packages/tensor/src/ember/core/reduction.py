@@ -108,17 +108,6 @@ def register(op, cpu, meta) -> None:
     op.register_meta(meta)
 
 
-def both_devices(op):
-    """Register one function as the op's CPU and meta kernel (it branches on having data)."""
-
-    def register(fn):
-        op.register_kernel("cpu")(fn)
-        op.register_meta(fn)
-        return fn
-
-    return register
-
-
 def plan(self: Tensor, dim, keepdim: bool, empty_means_all: bool = True) -> Plan:
     ndim = len(self._shape)
     dims = as_dims(dim)
@@ -203,14 +192,6 @@ def values(self: Tensor, as_dtype: D.dtype | None = None) -> np.ndarray:
     return array
 
 
-def finish(self: Tensor, shape: tuple, dtype: D.dtype, compute, stride: tuple | None = None) -> Tensor:
-    """The result tensor: an empty one on the meta device, else ``computed``; for kernels that serve
-    both devices (``both_devices``)."""
-    if self._array is None:
-        return empty(shape, dtype, self.device, stride)
-    return computed(shape, dtype, compute, stride)
-
-
 def computed(shape: tuple, dtype: D.dtype, compute, stride: tuple | None = None) -> Tensor:
     """A CPU kernel's result: ``compute()`` in ``dtype``, laid out contiguously unless ``stride``
     says otherwise (a contiguous result wraps the computed array, without a copy)."""
@@ -243,14 +224,13 @@ def fit_out(out, result: Tensor) -> Tensor:
 
 
 def write_out(out, result: Tensor) -> Tensor:
-    """Copy ``result`` into the ``out=`` tensor, after ``fit_out``."""
+    """Copy a CPU ``result`` into the ``out=`` tensor, after ``fit_out`` (meta functions stop there)."""
     fit_out(out, result)
-    if out._array is not None and result._array is not None:  # (meta: kernels still under both_devices)
-        source = result._array
-        if out.dtype.category != D.COMPLEX and result.dtype.category == D.COMPLEX:
-            source = source.real
-        np.copyto(out._array, source, casting="unsafe")
-        out._storage.version += 1
+    source = result._array
+    if out.dtype.category != D.COMPLEX and result.dtype.category == D.COMPLEX:
+        source = source.real
+    np.copyto(out._array, source, casting="unsafe")
+    out._storage.version += 1
     return out
 
 

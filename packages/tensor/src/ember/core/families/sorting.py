@@ -243,8 +243,8 @@ def _topk(self: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
     k, axis, n, shape = _topk_plan(self, k, dim)
     if not numel(shape):
         return return_types.topk(
-            R.finish(self, shape, self.dtype, lambda: np.empty(shape, self.dtype.np)),
-            R.finish(self, shape, D.int64, lambda: np.empty(shape, np.int64)),
+            R.computed(shape, self.dtype, lambda: np.empty(shape, self.dtype.np)),
+            R.computed(shape, D.int64, lambda: np.empty(shape, np.int64)),
         )
     if self.ndim == 0:
         return return_types.topk(from_array(self._array.copy(), self.dtype), from_array(np.zeros((), np.int64)))
@@ -293,8 +293,8 @@ def _pick(self: Tensor, axis: int, shape: tuple, chooser):
     a 2-D array of rows, the column picked in each."""
     if not numel(shape):
         return (
-            R.finish(self, shape, self.dtype, lambda: np.empty(shape, self.dtype.np)),
-            R.finish(self, shape, D.int64, lambda: np.empty(shape, np.int64)),
+            R.computed(shape, self.dtype, lambda: np.empty(shape, self.dtype.np)),
+            R.computed(shape, D.int64, lambda: np.empty(shape, np.int64)),
         )
     if self.ndim == 0:
         return from_array(self._array.copy(), self.dtype), from_array(np.zeros((), np.int64))

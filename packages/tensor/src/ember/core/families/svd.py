@@ -106,9 +106,9 @@ def _linalg_svd(A: Tensor, full_matrices: bool = False, compute_uv: bool = True,
                 parts["U"] = parts["Vh"] = np.zeros((0,), a.dtype)
         return parts[name]
 
-    S = R.finish(A, s_shape, A.dtype.to_real(), lambda: compute("S"))
-    U = R.finish(A, u_shape, A.dtype, lambda: compute("U"), u_stride)
-    Vh = R.finish(A, vh_shape, A.dtype, lambda: compute("Vh"), vh_stride)
+    S = R.computed(s_shape, A.dtype.to_real(), lambda: compute("S"))
+    U = R.computed(u_shape, A.dtype, lambda: compute("U"), u_stride)
+    Vh = R.computed(vh_shape, A.dtype, lambda: compute("Vh"), vh_stride)
     return return_types.linalg_svd(U, S, Vh)
 
 
