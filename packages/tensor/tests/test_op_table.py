@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import ember  # noqa: F401  (registers every op)
+import ember
 from ember.core.dispatch import all_ops
 
 
