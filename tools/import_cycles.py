@@ -20,9 +20,9 @@ KNOWN: list[frozenset[str]] = [
     frozenset(s.split())
     for s in (
         # Tensor, its factories and printing call each other: the core's own knot.
-        "ember.core.creation ember.core.families.copying ember.core.families.factories ember.core.pointwise "
+        "ember.core.creation ember.core.aten.shape.copying ember.core.aten.factories.factories ember.core.pointwise "
         "ember.core.printing ember.core.tensor",
-        "ember.core.families.binary ember.core.families.unary",
+        "ember.core.aten.pointwise.binary ember.core.aten.pointwise.unary",
         "ember.func._vmap.batched ember.func._vmap.table",
         "ember.autograd._saved_mutation ember.autograd.graph ember.autograd.views",
         "ember.autograd._function_node ember.autograd.function",

@@ -125,15 +125,15 @@ def test_describe_names_every_place_an_op_lives():
     text = ember.library.describe(aten.mm.default)
     for label, where in [
         ("kind", "primitive"),
-        ("meta", "families/matmul.py"),
-        ("kernel[cpu]", "families/matmul.py"),
-        ("derivative", "derivatives/matmul.py"),
-        ("batching rule", "rules_matmul.py"),
+        ("meta", "aten/linalg/matmul.py"),
+        ("kernel[cpu]", "aten/linalg/matmul.py"),
+        ("derivative", "derivatives/linalg/matmul.py"),
+        ("batching rule", "rules/linalg.py"),
     ]:
         line = next(line for line in text.splitlines() if line.startswith(label))
         assert where in line, line
     assert ember.library.describe("aten::add_.Tensor") == ember.library.describe(aten.add_.Tensor)
-    assert "derivative     ember.autograd.derivatives.binary._add" in ember.library.describe("add.Tensor")
+    assert "derivative     ember.autograd.derivatives.pointwise.binary._add" in ember.library.describe("add.Tensor")
     with pytest.raises(ValueError, match="no op named"):
         ember.library.describe("aten.no_such_op")
 
@@ -146,4 +146,4 @@ def test_describe_from_the_command_line():
         [sys.executable, "-m", "ember.ops", "describe", "aten.matmul.default"], capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr
-    assert "composite_implicit" in done.stdout and "families/matmul.py" in done.stdout
+    assert "composite_implicit" in done.stdout and "aten/linalg/matmul.py" in done.stdout

@@ -1,4 +1,4 @@
-"""Samples for the binary pointwise family (``ember.core.families.binary``)."""
+"""Samples for the binary pointwise family (``ember.core.aten.pointwise.binary``)."""
 
 from __future__ import annotations
 

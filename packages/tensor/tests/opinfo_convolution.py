@@ -1,4 +1,4 @@
-"""Samples for the convolutions (``ember.core.families.convolution``): conv1d, conv2d (stride, padding
+"""Samples for the convolutions (``ember.core.aten.nn.convolution``): conv1d, conv2d (stride, padding
 including "same" and "valid", dilation, groups, bias, unbatched input, channels-last input) and
 conv_transpose2d (stride, padding, output_padding, groups, dilation), with PyTorch's errors."""
 

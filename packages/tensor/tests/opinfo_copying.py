@@ -1,4 +1,4 @@
-"""Samples for the copying family (``ember.core.families.copying``): ``clone`` and ``contiguous``
+"""Samples for the copying family (``ember.core.aten.shape.copying``): ``clone`` and ``contiguous``
 in every layout (strides compared: ``preserve_format`` keeps dense strides), dtype conversions,
 and the in-place ``copy_``, ``fill_`` and ``zero_``."""
 

@@ -1,4 +1,4 @@
-"""Samples for ``einsum`` (``ember.core.families.einsum``): contractions, implicit outputs, diagonals,
+"""Samples for ``einsum`` (``ember.core.aten.linalg.einsum``): contractions, implicit outputs, diagonals,
 ellipses that broadcast, labels of size 1, three operands (with and without ``path``), the sublist
 format, and the equation errors PyTorch reports."""
 

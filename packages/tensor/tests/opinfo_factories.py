@@ -1,4 +1,4 @@
-"""Samples for the factories (``ember.core.families.factories``). They take no tensor, so each
+"""Samples for the factories (``ember.core.aten.factories.factories``). They take no tensor, so each
 sample names its arguments directly; the ``*_like`` forms take a tensor in each layout, and their
 strides (PyTorch's ``preserve_format``) are compared. ``empty`` results are compared by shape,
 dtype and strides only."""

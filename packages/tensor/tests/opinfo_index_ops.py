@@ -1,5 +1,5 @@
 """Samples for the ops that index along one dimension or into the flattened tensor
-(``ember.core.families.index_ops``, ``scatter_gather``): index_select, index_add, index_copy,
+(``ember.core.aten.indexing.index_ops``, ``scatter_gather``): index_select, index_add, index_copy,
 index_fill, take, put, gather, scatter (src, value, legacy reduce), scatter_add, scatter_reduce,
 take_along_dim, and aten index_put.
 

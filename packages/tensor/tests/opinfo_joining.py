@@ -1,4 +1,4 @@
-"""Samples for the joining family (``ember.core.families.joining``): cat and its aliases, stack, and the
+"""Samples for the joining family (``ember.core.aten.shape.joining``): cat and its aliases, stack, and the
 ``*stack`` helpers.
 
 The channels-last tables build each input as an (N, H, W, C) tensor and permute it to (N, C, H, W) in

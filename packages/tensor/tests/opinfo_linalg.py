@@ -1,4 +1,4 @@
-"""Samples for the SVD (``ember.core.families.svd``): ``linalg.svd`` and ``linalg.svdvals`` over
+"""Samples for the SVD (``ember.core.aten.linalg.svd``): ``linalg.svd`` and ``linalg.svdvals`` over
 square, tall, wide and batched matrices in each layout.
 
 Singular vectors are unique only up to sign, so ``linalg.svd`` is compared through vectors whose

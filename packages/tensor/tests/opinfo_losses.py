@@ -1,4 +1,4 @@
-"""Samples for the losses (``ember.core.families.classification`` and ``losses``) through
+"""Samples for the losses (``ember.core.aten.nn.classification`` and ``losses``) through
 ``torch.nn.functional``: cross_entropy and nll_loss with class indices (1-d, 2-d and K-dimensional
 inputs, weights, ignore_index, label smoothing, every reduction) and class probabilities; the
 elementwise losses with broadcasting, weights and every reduction; kl_div and cosine_similarity."""

@@ -1,4 +1,4 @@
-"""Samples for the mask and nonzero ops (``ember.core.families.masking``, ``unique``): masked_fill,
+"""Samples for the mask and nonzero ops (``ember.core.aten.indexing.masking``, ``unique``): masked_fill,
 masked_scatter, masked_select, nonzero (and as_tuple), argwhere, where(condition), unique (with
 inverse, counts and dim) and unique_consecutive.
 

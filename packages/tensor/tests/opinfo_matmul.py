@@ -1,4 +1,4 @@
-"""Samples for the matrix products (``ember.core.families.matmul``): mm, bmm, addmm, baddbmm, dot, vdot, mv,
+"""Samples for the matrix products (``ember.core.aten.linalg.matmul``): mm, bmm, addmm, baddbmm, dot, vdot, mv,
 outer, matmul (every pairing of 1-D, 2-D and batched operands, the folded and broadcast paths) and
 ``nn.functional.linear``. Values are small so that float16 sums stay exact enough to compare."""
 

@@ -1,4 +1,4 @@
-"""Samples for the normalization ops (``ember.core.families.normalization``) through
+"""Samples for the normalization ops (``ember.core.aten.nn.normalization``) through
 ``torch.nn.functional``: layer_norm, rms_norm, group_norm, batch_norm (eval, and training with the
 running statistics returned too, so that their in-place update is compared) and normalize."""
 

@@ -1,4 +1,4 @@
-"""Samples for ``nn.functional.pad`` and ``constant_pad_nd`` (``ember.core.families.padding``): constant
+"""Samples for ``nn.functional.pad`` and ``constant_pad_nd`` (``ember.core.aten.nn.padding``): constant
 (negative pads crop, values cast to the dtype), reflect and replicate in 1, 2 and 3 dims, batched and
 unbatched, channels-last inputs, and PyTorch's errors."""
 

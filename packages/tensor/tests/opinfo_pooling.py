@@ -1,4 +1,4 @@
-"""Samples for the 2-D pools (``ember.core.families.pooling``): max_pool2d with and without indices (ties,
+"""Samples for the 2-D pools (``ember.core.aten.nn.pooling``): max_pool2d with and without indices (ties,
 NaN, padding, dilation, ceil_mode), avg_pool2d (ceil_mode, count_include_pad, divisor_override) and
 adaptive_avg_pool2d (PyTorch's overlapping windows, None sizes), batched and unbatched, channels-last."""
 

@@ -1,4 +1,4 @@
-"""Samples for the random ops (``ember.core.families.random_*``, ``dropout``) against PyTorch.
+"""Samples for the random ops (``ember.core.aten.random_*``, ``dropout``) against PyTorch.
 
 Our numbers come from Philox, PyTorch's CPU ones from a Mersenne Twister, so the values differ: each
 call here returns ``zeros_like`` of the result (and whether an in-place op returned its input), which

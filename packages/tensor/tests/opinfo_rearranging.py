@@ -1,4 +1,4 @@
-"""Samples for the rearranging family (``ember.core.families.rearranging``): flip, fliplr, flipud, roll,
+"""Samples for the rearranging family (``ember.core.aten.shape.rearranging``): flip, fliplr, flipud, roll,
 repeat, tile, tril and triu (with their in-place and ``out=`` forms)."""
 
 from __future__ import annotations

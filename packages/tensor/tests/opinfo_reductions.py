@@ -1,4 +1,4 @@
-"""Samples for the reduction, scan, moment and norm families (``ember.core.families.reductions``,
+"""Samples for the reduction, scan, moment and norm families (``ember.core.aten.reductions.reductions``,
 ``scans``, ``statistics``, ``norms``).
 
 Every op runs over 0-dim, 1-d, 2-d, 3-d and empty shapes in each layout (contiguous, transposed,

@@ -1,4 +1,4 @@
-"""Samples for ``nn.functional.interpolate`` (``ember.core.families.resampling``): nearest (3-D and 4-D,
+"""Samples for ``nn.functional.interpolate`` (``ember.core.aten.nn.resampling``): nearest (3-D and 4-D,
 by size and by scale factor, with and without recompute_scale_factor), nearest-exact, bilinear with
 align_corners True and False, area, channels-last inputs, and the errors of PyTorch's Python wrapper."""
 

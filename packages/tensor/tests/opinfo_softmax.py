@@ -1,4 +1,4 @@
-"""Samples for softmax and log_softmax (``ember.core.families.softmax``): ``torch.X``, ``Tensor.X`` and
+"""Samples for softmax and log_softmax (``ember.core.aten.nn.softmax``): ``torch.X``, ``Tensor.X`` and
 ``F.X`` (with the implicit-dim choice), over 0-dim, 1-d to 3-d and empty shapes in each layout, every
 dim, ``dtype=``, and rows with infinities and NaNs."""
 

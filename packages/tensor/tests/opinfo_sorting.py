@@ -1,5 +1,5 @@
-"""Samples for sorting and selection (``ember.core.families.sorting``) and for ``searchsorted`` and
-``bucketize`` (``ember.core.families.bucketization``).
+"""Samples for sorting and selection (``ember.core.aten.sorting.sorting``) and for ``searchsorted`` and
+``bucketize`` (``ember.core.aten.sorting.bucketization``).
 
 Each op runs over 0-dim, 1-d, 2-d, 3-d and empty shapes in every layout, in two kinds of input:
 distinct values, where every result index is defined, and small integers full of ties (plus NaN and

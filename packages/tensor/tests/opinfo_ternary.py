@@ -1,4 +1,4 @@
-"""Samples for the ternary pointwise ops (``ember.core.families.ternary``): where, clamp and its
+"""Samples for the ternary pointwise ops (``ember.core.aten.pointwise.ternary``): where, clamp and its
 one-sided forms, lerp, addcmul, addcdiv.
 
 Operands broadcast across 0-dim, empty and non-contiguous tensors; Python numbers stand in for

@@ -1,4 +1,4 @@
-"""Samples for the unary pointwise family (``ember.core.families.unary``).
+"""Samples for the unary pointwise family (``ember.core.aten.pointwise.unary``).
 
 Each op runs on every dtype (refusals are checked against PyTorch's errors by ``test_ops``), on
 0-dim, empty and non-contiguous tensors, and on the edge values of its domain (nan, +-inf, -0.0,

@@ -1,4 +1,4 @@
-"""Samples for the view family (``ember.core.families.views``): every layout of each input, so that
+"""Samples for the view family (``ember.core.aten.shape.views``): every layout of each input, so that
 strides, offsets and the view-or-copy choice of ``reshape`` are compared with PyTorch's.
 
 ``test_tensor.py`` runs the same table again to check storage offsets and that each result is a

@@ -10,7 +10,7 @@ import pytest
 from opinfo import ORACLE_MISSING, TOLERANCES, assert_masked_results_match, torch
 
 import ember
-from ember.core.families import conv_grid
+from ember.core.aten.nn import conv_grid
 
 needs_torch = pytest.mark.skipif(torch is None, reason=ORACLE_MISSING)
 OP = ember.ops.aten.convolution_backward.default

@@ -15,7 +15,7 @@ from opinfo import ORACLE_MISSING, TOLERANCES, torch
 from test_ops import assert_same, outcome, samples
 
 import ember
-from ember.core.families import conv_grid
+from ember.core.aten.nn import conv_grid
 
 needs_torch = pytest.mark.skipif(torch is None, reason=ORACLE_MISSING)
 FORWARD = [

@@ -20,7 +20,7 @@ def test_core_imports_without_the_meta_package():
         sys.path = [p for p in sys.path if p != meta]
         import ember.core, ember.logs
         assert getattr(ember, "__file__", None) is None, ember.__file__  # a namespace package
-        from ember.core.families.factories import ones_function
+        from ember.core.aten.factories.factories import ones_function
         assert (ones_function(2) + 1).tolist() == [2.0, 2.0]
         try:  # no autograd level is installed: asking for gradients says so, not silently nothing
             ones_function(2, requires_grad=True)

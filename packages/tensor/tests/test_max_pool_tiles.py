@@ -1,5 +1,5 @@
 """``max_pool2d_with_indices`` where the windows tile the input (stride equal to the kernel, no
-padding nor dilation), the shortcut of ``ember.core.families.pooling``: values and indices bit for bit
+padding nor dilation), the shortcut of ``ember.core.aten.nn.pooling``: values and indices bit for bit
 as PyTorch gives them, for nan anywhere in a window (the last nan wins), ties (the first maximum
 wins, signed zeros included), -inf, odd sizes that leave rows and columns out, ceil_mode, integer
 dtypes and channels-last inputs, on planes large enough for the bit-level selection and small ones."""

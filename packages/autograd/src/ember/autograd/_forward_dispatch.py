@@ -26,8 +26,8 @@ import weakref
 from ember.autograd import _forward_rules as rules
 from ember.autograd.registry import functional_of, is_nondifferentiable, lookup
 from ember.core import dtypes as D
+from ember.core.aten.factories.factories import empty_strided_function, zeros_like
 from ember.core.dispatch import ops
-from ember.core.families.factories import empty_strided_function, zeros_like
 from ember.core.layout import is_non_overlapping_and_dense
 from ember.core.schema import _NO_DEFAULT
 from ember.core.tensor import Tensor

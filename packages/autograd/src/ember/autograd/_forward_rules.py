@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import math
 
-from ember.autograd.derivatives.pointwise_common import conj
+from ember.autograd.derivatives.pointwise.pointwise_common import conj
 from ember.core import dtypes as D
+from ember.core.aten.factories.factories import zeros_function, zeros_like
+from ember.core.aten.pointwise.ternary import where_function
 from ember.core.dispatch import ops
-from ember.core.families.factories import zeros_function, zeros_like
-from ember.core.families.ternary import where_function
 from ember.core.tensor import Tensor
 
 aten = ops.aten

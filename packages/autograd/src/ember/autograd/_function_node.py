@@ -16,7 +16,7 @@ from ember.autograd import anomaly, views
 from ember.autograd.grad_mode import state
 from ember.autograd.graph import Node, SavedTensor
 from ember.core import dtypes as D
-from ember.core.families.factories import zeros_function
+from ember.core.aten.factories.factories import zeros_function
 from ember.core.tensor import Tensor
 
 MISSING = object()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ember.core import dtypes as D
-from ember.core.families.factories import empty_strided_function
+from ember.core.aten.factories.factories import empty_strided_function
 from ember.core.tensor import Tensor, from_array
 
 

@@ -12,7 +12,7 @@ Geometry is ``(sizes, strides, storage_offset)`` in elements, absolute within th
 
 from __future__ import annotations
 
-from ember.core.families.factories import arange_function, full_function, ones_function, zeros_function
+from ember.core.aten.factories.factories import arange_function, full_function, ones_function, zeros_function
 from ember.core.tensor import Tensor
 
 

@@ -19,7 +19,7 @@ from ember.autograd import anomaly, views
 from ember.autograd.grad_mode import state
 from ember.autograd.graph import AccumulateGrad, GradientEdge
 from ember.autograd.graph_task import task_ids, tasks
-from ember.core.families.factories import ones_like
+from ember.core.aten.factories.factories import ones_like
 from ember.core.tensor import Tensor
 
 

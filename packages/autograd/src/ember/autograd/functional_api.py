@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ember.autograd.engine import run_backward
 from ember.autograd.graph import GradientEdge
-from ember.core.families.factories import zeros_like
+from ember.core.aten.factories.factories import zeros_like
 from ember.core.tensor import Tensor
 
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from ember.autograd.functional_api import grad as autograd_grad
 from ember.core import dtypes as D
-from ember.core.families.factories import zeros_like
+from ember.core.aten.factories.factories import zeros_like
 from ember.core.tensor import Tensor
 
 __all__ = ["GradcheckError", "gradcheck", "gradgradcheck"]

@@ -27,8 +27,8 @@ import weakref
 from typing import NamedTuple
 
 from ember.autograd.graph_task import current_graph_task_id, tasks
+from ember.core.aten.factories.factories import empty_function
 from ember.core.dtypes import legacy_type_name
-from ember.core.families.factories import empty_function
 from ember.core.tensor import Tensor, _new
 
 _sequence = itertools.count()

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from ember.autograd.as_strided import as_strided_backward, overlaps_exactly
 from ember.autograd.graph import Node, gradient_edge
-from ember.core.families.factories import empty_strided_function
+from ember.core.aten.factories.factories import empty_strided_function
 from ember.core.tensor import Tensor
 
 

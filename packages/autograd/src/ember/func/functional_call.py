@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ember.core.families.joining import _stack_function as stack_function
+from ember.core.aten.shape.joining import _stack_function as stack_function
 
 
 def _resolve(module, name: str):

@@ -18,7 +18,7 @@ from typing import Any
 
 from ember.autograd.functional_api import grad as autograd_grad
 from ember.autograd.grad_mode import enable_grad, state
-from ember.core.families.factories import eye_function, zeros_like
+from ember.core.aten.factories.factories import eye_function, zeros_like
 from ember.core.tensor import Tensor
 from ember.func._tree import flatten, unflatten
 

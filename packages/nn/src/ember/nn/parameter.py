@@ -12,7 +12,7 @@ what ``param.data = new`` does in PyTorch.
 
 from __future__ import annotations
 
-from ember.core.families.factories import empty_function
+from ember.core.aten.factories.factories import empty_function
 from ember.core.tensor import Tensor, _new
 
 __all__ = ["Buffer", "Parameter", "swap_payload"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ember.core import dtypes as D
-from ember.core.families.factories import full_like, zeros_function
+from ember.core.aten.factories.factories import full_like, zeros_function
 from ember.optim._foreach import group_by_device_and_dtype, prepared_grads
 from ember.optim.optimizer import Optimizer, refuse_unsupported, require_nonnegative, step_without_grad
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from ember.core import dtypes as D
-from ember.core.families.binary import maximum_function
-from ember.core.families.factories import zeros_function, zeros_like
+from ember.core.aten.factories.factories import zeros_function, zeros_like
+from ember.core.aten.pointwise.binary import maximum_function
 from ember.core.tensor import Tensor
 from ember.optim._adam_numpy import numpy_adam_step, qualifies
 from ember.optim._foreach import group_by_device_and_dtype, prepared_grads

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ember.core import dtypes as D
-from ember.core.families.factories import zeros_function, zeros_like
+from ember.core.aten.factories.factories import zeros_function, zeros_like
 from ember.optim._foreach import group_by_device_and_dtype, prepared_grads
 from ember.optim.optimizer import Optimizer, refuse_unsupported, require_nonnegative, step_without_grad
 

@@ -3,7 +3,7 @@ registry and dispatcher, and every op family. ``ember`` (the meta-package) re-ex
 names; ``ember.ops.aten.<name>.<overload>`` reaches each op."""
 
 from ember.core import malloc_tuning as _malloc_tuning  # noqa: F401, I001  (first: before arrays are made)
-from ember.core import families as _families  # noqa: F401  (registers every op)
+from ember.core import aten as _aten  # noqa: F401  (registers every op)
 from ember.core import printing as _printing  # noqa: F401  (set_printoptions, Tensor.__format__)
 from ember.core import serialization as _serialization  # noqa: F401  (ember.save, ember.load)
 from ember.core.api import attach_methods as _attach_methods

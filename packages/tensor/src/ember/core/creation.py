@@ -14,8 +14,8 @@ from functools import reduce
 import numpy as np
 
 from ember.core import dtypes as D
+from ember.core.aten.factories.factories import empty_function
 from ember.core.devices import get_default_device, to_device
-from ember.core.families.factories import empty_function
 from ember.core.promotion import default_complex_dtype, get_default_dtype, promote_types
 from ember.core.tensor import Tensor, from_array, share_numpy
 

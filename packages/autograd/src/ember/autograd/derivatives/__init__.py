@@ -1,6 +1,8 @@
-"""The derivative table's entries, one module per op family (see ``ember.autograd.registry``).
+"""The derivative table's entries (see ``ember.autograd.registry``), cut by kind of op as the core's
+``ember.core.aten`` is: one folder per kind, one module per family; ``nondifferentiable`` lists the
+ops whose outputs carry no gradient.
 
-Every module in this folder is imported, so a family's formulas need no registration elsewhere.
+Every module here is imported, so a family's formulas need no registration elsewhere.
 """
 
 from __future__ import annotations
@@ -8,5 +10,5 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-for _module in pkgutil.iter_modules(__path__):
-    importlib.import_module(f"{__name__}.{_module.name}")
+for _module in pkgutil.walk_packages(__path__, prefix=f"{__name__}."):
+    importlib.import_module(_module.name)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from ember.core.families.joining import cat_function
+from ember.core.aten.shape.joining import cat_function
 from ember.core.tensor import Tensor
 from ember.func._tree import flatten, unflatten
 from ember.func._vmap import randomness as _randomness

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from ember.core.aten.shape.joining import _stack_function as stack_function
 from ember.core.dispatch import ops
-from ember.core.families.joining import _stack_function as stack_function
 from ember.core.layout import normalize_dim
 from ember.core.tensor import Tensor
 

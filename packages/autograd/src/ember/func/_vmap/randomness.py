@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import contextlib
 
+from ember.core.aten.shape.joining import _stack_function as stack_function
 from ember.core.dispatch import DispatchMode, active_modes
-from ember.core.families.joining import _stack_function as stack_function
 from ember.func._vmap.batched import BatchedTensor, Hidden, visible_level, wrap
 
 RANDOM_ERROR = (

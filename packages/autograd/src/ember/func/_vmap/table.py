@@ -1,6 +1,6 @@
 """The batching-rule table: one rule per op, keyed by the op object, like the derivative table.
 
-A rule is registered in the ``rules_<family>.py`` file of its op::
+A rule is registered in the ``rules/<kind>.py`` file of its op::
 
     @batch_rule(aten.sin.default)
     def _(call):

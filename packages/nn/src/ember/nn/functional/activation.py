@@ -9,8 +9,8 @@ meet an infinity and become NaN. ``inplace=True`` writes the result into the inp
 
 from __future__ import annotations
 
+from ember.core.aten.pointwise.ternary import where_function as _where
 from ember.core.dispatch import ops
-from ember.core.families.ternary import where_function as _where
 from ember.core.tensor import Tensor
 
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import math
 
 from ember.core import dtypes as D
-from ember.core.families.factories import ones_function
-from ember.core.families.ternary import where_function
+from ember.core.aten.factories.factories import ones_function
+from ember.core.aten.pointwise.ternary import where_function
 from ember.core.functional import dropout
 from ember.core.tensor import Tensor
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ember.core.families.einsum import einsum_function
+from ember.core.aten.linalg.einsum import einsum_function
 from ember.core.tensor import Tensor
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 
-from ember.core.families.ternary import where_function
+from ember.core.aten.pointwise.ternary import where_function
 from ember.core.tensor import Tensor
 
 

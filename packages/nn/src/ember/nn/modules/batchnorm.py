@@ -8,8 +8,8 @@ normalize, unless the module does not track them.
 from __future__ import annotations
 
 from ember.core import dtypes as D
+from ember.core.aten.factories.factories import empty_function, ones_function, zeros_function
 from ember.core.creation import tensor as make_tensor
-from ember.core.families.factories import empty_function, ones_function, zeros_function
 from ember.core.tensor import Tensor
 from ember.nn import functional as F
 from ember.nn import init

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ember.core.families.factories import empty_function
+from ember.core.aten.factories.factories import empty_function
 from ember.core.tensor import Tensor
 from ember.nn import functional as F
 from ember.nn import init

@@ -7,9 +7,9 @@ import math
 from collections.abc import Iterable
 
 from ember.autograd import no_grad
+from ember.core.aten.shape.joining import _stack_function as stack_function
 from ember.core.creation import tensor as make_tensor
 from ember.core.dispatch import ops
-from ember.core.families.joining import _stack_function as stack_function
 from ember.core.tensor import Tensor
 
 _vector_norm = ops.aten.linalg_vector_norm.default

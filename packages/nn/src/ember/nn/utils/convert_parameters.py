@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ember.core.families.joining import cat_function
+from ember.core.aten.shape.joining import cat_function
 from ember.core.tensor import Tensor
 from ember.nn.parameter import swap_payload
 

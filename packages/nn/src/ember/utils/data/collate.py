@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from ember.core import dtypes as D
+from ember.core.aten.shape.joining import _stack_function as stack_function
 from ember.core.creation import as_tensor, tensor
-from ember.core.families.joining import _stack_function as stack_function
 from ember.core.tensor import Tensor
 
 __all__ = ["collate", "default_collate", "default_collate_fn_map", "default_convert"]

@@ -15,7 +15,7 @@ import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
-from ember.core.families.random_factories import randperm
+from ember.core.aten.random.random_factories import randperm
 from ember.core.generator import default_generator
 from ember.core.tensor import Tensor
 

@@ -13,7 +13,7 @@ import math
 import sys
 from collections.abc import Iterator
 
-from ember.core.families.random_factories import randperm
+from ember.core.aten.random.random_factories import randperm
 from ember.core.generator import Generator
 from ember.utils.data.dataset import Dataset
 from ember.utils.data.sampler import Sampler

@@ -7,7 +7,7 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 from ember.core import dtypes as D
-from ember.core.families.factories import empty_function
+from ember.core.aten.factories.factories import empty_function
 
 if TYPE_CHECKING:
     from ember.utils.data.dataloader import DataLoader

@@ -14,10 +14,10 @@ from collections.abc import Iterable, Iterator, Sequence, Sized
 from typing import Generic, TypeVar
 
 from ember.core import dtypes as D
+from ember.core.aten.factories.factories import empty_function
+from ember.core.aten.random.random_factories import randint, randperm
+from ember.core.aten.random.random_sampling import multinomial
 from ember.core.creation import as_tensor
-from ember.core.families.factories import empty_function
-from ember.core.families.random_factories import randint, randperm
-from ember.core.families.random_sampling import multinomial
 from ember.core.generator import Generator
 
 T_co = TypeVar("T_co", covariant=True)

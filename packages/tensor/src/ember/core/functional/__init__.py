@@ -1,6 +1,6 @@
 """The Python surface of the nn ops with ``torch.nn.functional``'s names and signatures.
 
-The ops themselves are defined in ``ember.core.families``; the functions here parse arguments the
+The ops themselves are defined in ``ember.core.aten``; the functions here parse arguments the
 way ``torch.nn.functional`` does and call them. ``ember.nn.functional`` re-exports this namespace.
 Each module of this folder lists its functions in ``__all__``; importing the package collects them.
 """

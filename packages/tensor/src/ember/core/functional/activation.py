@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import warnings
 
-from ember.core.families.softmax import softmax_call
+from ember.core.aten.nn.softmax import softmax_call
 
 __all__ = ["log_softmax", "softmax"]
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ember.core.families.convolution import conv1d, conv2d, conv_transpose2d
-from ember.core.families.padding import pad_op
+from ember.core.aten.nn.convolution import conv1d, conv2d, conv_transpose2d
+from ember.core.aten.nn.padding import pad_op
 from ember.core.tensor import Tensor
 
 __all__ = ["conv1d", "conv2d", "conv_transpose2d", "pad"]

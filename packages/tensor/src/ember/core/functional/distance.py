@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from ember.core.families.similarity import cosine_similarity
+from ember.core.aten.nn.similarity import cosine_similarity
 
 __all__ = ["cosine_similarity"]

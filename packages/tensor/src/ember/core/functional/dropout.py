@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ember.core.families.dropout import dropout_inplace, dropout_op
+from ember.core.aten.random.dropout import dropout_inplace, dropout_op
 
 __all__ = ["dropout"]
 

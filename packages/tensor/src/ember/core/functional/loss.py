@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import warnings
 
-from ember.core.families import classification as C
-from ember.core.families import losses as L
+from ember.core.aten.nn import classification as C
+from ember.core.aten.nn import losses as L
 from ember.core.functional._reduction import SUM, get_enum, resolve
 
 __all__ = [

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ember.core.families.matmul import linear as _linear_op
+from ember.core.aten.linalg.matmul import linear as _linear_op
 from ember.core.tensor import Tensor
 
 __all__ = ["linear"]

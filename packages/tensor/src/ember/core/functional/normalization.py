@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from ember.core.families import normalization as N
-from ember.core.families.binary import div_function
+from ember.core.aten.nn import normalization as N
+from ember.core.aten.pointwise.binary import div_function
 
 __all__ = ["batch_norm", "group_norm", "layer_norm", "normalize", "rms_norm"]
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ember.core.families.pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d
-from ember.core.families.resampling import interpolate
+from ember.core.aten.nn.pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d
+from ember.core.aten.nn.resampling import interpolate
 from ember.core.tensor import Tensor
 
 __all__ = ["adaptive_avg_pool2d", "avg_pool2d", "interpolate", "max_pool2d", "max_pool2d_with_indices"]

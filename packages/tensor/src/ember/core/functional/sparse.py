@@ -3,7 +3,7 @@ and one_hot."""
 
 from __future__ import annotations
 
-from ember.core.families import embedding as E
+from ember.core.aten.nn import embedding as E
 
 __all__ = ["embedding", "one_hot"]
 

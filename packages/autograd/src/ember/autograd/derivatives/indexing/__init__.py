@@ -1,0 +1,1 @@
+"""Derivatives of indexing, scatter/gather and masking ops."""

@@ -1,0 +1,1 @@
+"""Derivatives of matrix products and the SVD."""

@@ -1,0 +1,1 @@
+"""Derivatives of the neural-network ops."""

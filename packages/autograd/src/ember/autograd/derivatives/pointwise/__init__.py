@@ -1,0 +1,1 @@
+"""Derivatives of pointwise ops."""

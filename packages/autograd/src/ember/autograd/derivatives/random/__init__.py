@@ -1,0 +1,1 @@
+"""Derivatives of random ops and dropout."""

@@ -1,0 +1,1 @@
+"""Derivatives of reductions, extrema, moments, norms and scans."""

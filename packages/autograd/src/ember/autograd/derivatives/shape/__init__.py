@@ -1,0 +1,1 @@
+"""Derivatives of views and shape ops."""

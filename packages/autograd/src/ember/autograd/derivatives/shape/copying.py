@@ -1,0 +1,28 @@
+"""Derivatives of copies and fills (``ember.core.aten.shape.copying``)."""
+
+from __future__ import annotations
+
+from ember.autograd.registry import derivative
+from ember.core.dispatch import ops
+
+aten = ops.aten
+
+
+@derivative(aten.clone.default, jvp="linear")
+def _clone(grad, self, **_):
+    return grad
+
+
+@derivative(aten._to_copy.default, jvp="linear")
+def _to_copy(grad, self, **_):
+    return grad.to(self.dtype) if grad.device == self.device else grad.to(self.device, self.dtype)
+
+
+@derivative(aten.copy_.default, jvp="linear")
+def _copy(grad, self, src, **_):
+    return None, grad
+
+
+@derivative(aten.fill_.Scalar, aten.zero_.default, jvp="linear")
+def _fill(grad, self, **_):
+    return None

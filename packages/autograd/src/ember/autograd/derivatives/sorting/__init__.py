@@ -1,0 +1,1 @@
+"""Derivatives of sorting and order statistics."""

@@ -1,0 +1,5 @@
+"""vmap's batching rules, one module per kind of op, cut as the core's ``ember.core.aten`` is
+(``out`` holds the rules of ``out=`` forms, which every kind has). Importing this package registers
+every rule."""
+
+from ember.func._vmap.rules import indexing, linalg, nn, out, pointwise, random, reductions, shape  # noqa: F401

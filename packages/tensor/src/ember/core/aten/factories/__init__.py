@@ -1,0 +1,1 @@
+"""Factories: new tensors from sizes, values or another tensor's metadata."""

@@ -1,0 +1,1 @@
+"""Indexing: basic and advanced indexing, index ops, scatter and gather, masking."""

@@ -1,0 +1,1 @@
+"""Linear algebra: matrix products, einsum and the SVD."""

@@ -1,0 +1,1 @@
+"""Neural-network ops: convolution, pooling, normalization, softmax, losses, embedding, resampling, padding."""

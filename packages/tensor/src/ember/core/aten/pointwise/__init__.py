@@ -1,0 +1,1 @@
+"""Pointwise ops: unary math and activations, binary arithmetic and comparisons, ternary ops."""

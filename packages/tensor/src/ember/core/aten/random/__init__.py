@@ -1,0 +1,1 @@
+"""Random ops: sampling factories, in-place fills, distributions and dropout."""

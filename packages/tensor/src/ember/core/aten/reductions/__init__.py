@@ -1,0 +1,1 @@
+"""Reductions: sums, means, products, extrema, moments, norms and scans."""

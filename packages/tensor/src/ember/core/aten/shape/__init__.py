@@ -1,0 +1,1 @@
+"""Views and shape ops: views, rearranging, joining and copying."""

@@ -1,0 +1,1 @@
+"""Sorting and searching: sort, top-k, order statistics, bucketization and unique."""
