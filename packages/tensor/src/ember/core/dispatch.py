@@ -29,6 +29,7 @@ arguments for a tensor requiring grad, and a dict lookup; it is written once, in
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -156,6 +157,7 @@ class OpOverload:
         "_kernels",
         "autograd",
         "decomposition",
+        "defined_at",
         "derivative_kind",
         "name",
         "namespace",
@@ -180,6 +182,8 @@ class OpOverload:
         self.derivative_kind: str | None = None
         self.packet: OpOverloadPacket | None = None
         self._forms: dict[str, OpOverload] = {}
+        # Where the op was defined, (file, line): the family module, past the helpers that define ops.
+        self.defined_at: tuple[str, int] | None = None
 
     # -- what the op is ---------------------------------------------------------------------------
 
@@ -537,6 +541,17 @@ def _signature(namespace: str, schema: FunctionSchema) -> tuple:
     return namespace, schema.name.removesuffix("_"), arguments
 
 
+# Modules whose functions define ops on their callers' behalf (define_pointwise and the like).
+_DEFINING_HELPERS = frozenset({__name__, "ember.core.pointwise", "ember.core.reduction", "ember.library.library"})
+
+
+def _caller_outside(modules: frozenset) -> tuple[str, int] | None:
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_globals.get("__name__") in modules:
+        frame = frame.f_back
+    return None if frame is None else (frame.f_code.co_filename, frame.f_lineno)
+
+
 def define(schema: str, tags: tuple[str, ...] = (), namespace: str = "aten") -> OpOverload:
     """Register an op by its schema; returns the ``OpOverload`` to attach kernels to."""
     parsed = parse_schema(schema)
@@ -552,6 +567,7 @@ def define(schema: str, tags: tuple[str, ...] = (), namespace: str = "aten") -> 
         # their functional form (functionalization), so they never carry the tag.
         tags -= {"core"}
     op = OpOverload(namespace, parsed, tags)
+    op.defined_at = _caller_outside(_DEFINING_HELPERS)
     space = ops.namespace(namespace)
     packet = space._packets.get(parsed.name)
     if packet is None:

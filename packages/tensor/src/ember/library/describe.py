@@ -25,6 +25,13 @@ def register_describer(describer: Describer) -> None:
         _describers.append(describer)
 
 
+def _short(path: str) -> str:
+    for marker in (f"{os.sep}src{os.sep}", f"{os.sep}site-packages{os.sep}"):
+        if marker in path:
+            return path.split(marker, 1)[1]
+    return path
+
+
 def where(fn: object) -> str:
     """``module.function (path:line)`` of a Python function, for reports."""
     fn = inspect.unwrap(fn) if callable(fn) else fn
@@ -34,11 +41,7 @@ def where(fn: object) -> str:
         line = inspect.getsourcelines(fn)[1]
     except (TypeError, OSError):
         return name
-    for marker in (f"{os.sep}src{os.sep}", f"{os.sep}site-packages{os.sep}"):
-        if path and marker in path:
-            path = path.split(marker, 1)[1]
-            break
-    return f"{name} ({path}:{line})"
+    return f"{name} ({_short(path)}:{line})" if path else name
 
 
 def resolve(op: OpOverload | str) -> OpOverload:
@@ -66,6 +69,7 @@ def rows(op: OpOverload | str) -> list[tuple[str, str]]:
     out = [
         ("op", str(op)),
         ("schema", str(op.schema)),
+        ("defined", f"{_short(op.defined_at[0])}:{op.defined_at[1]}" if op.defined_at else "(unknown)"),
         ("kind", op.kind),
         ("tags", ", ".join(sorted(op.tags)) or "(none)"),
         ("forms", forms or "(none)"),
