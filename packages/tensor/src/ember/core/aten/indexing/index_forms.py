@@ -90,8 +90,7 @@ def define_writing(
 
         @out_op.register_meta
         def _out_meta(self, *args, out, **kwargs):
-            result = functional(self, *args, **kwargs)
-            return write_out(out, result)
+            return fit_out(out, _functional_meta(self, *args, **kwargs))
 
     return functional, inplace, out_op
 
@@ -100,8 +99,9 @@ def _strides(self: Tensor, preserve: bool) -> tuple | None:
     return dense_strides_like(self._shape, self._stride) if preserve else None
 
 
-def write_out(out: Tensor, result: Tensor) -> Tensor:
-    """Copy a computed result into an ``out=`` tensor of the same dtype, resizing it as PyTorch does."""
+def fit_out(out: Tensor, result: Tensor) -> Tensor:
+    """Check an ``out=`` tensor against a result (a CPU one or a meta function's) and resize it to
+    the result's shape, as PyTorch does; an ``out=`` meta function ends here."""
     if not isinstance(out, Tensor):
         raise TypeError(f"out must be a Tensor, not {type(out).__name__}")
     if out.dtype is not result.dtype:
@@ -112,9 +112,14 @@ def write_out(out: Tensor, result: Tensor) -> Tensor:
         raise RuntimeError(f"Expected out tensor on {result.device}, but got {out.device}")
     if out._shape != result._shape:
         resize_out(out, result._shape)
-    if out._array is not None and result._array is not None:
-        np.copyto(out._array, result._array)
-        out._storage.version += 1
+    return out
+
+
+def write_out(out: Tensor, result: Tensor) -> Tensor:
+    """Copy a computed CPU result into an ``out=`` tensor of the same dtype, after ``fit_out``."""
+    fit_out(out, result)
+    np.copyto(out._array, result._array)
+    out._storage.version += 1
     return out
 
 

@@ -19,13 +19,13 @@ from ember.core.aten.indexing.index_forms import (
     check_index_dtype,
     compute_dtype,
     define_writing,
+    fit_out,
     out_of_bounds,
     write_out,
 )
 from ember.core.aten.shape.copying import checked_scalar
 from ember.core.dispatch import define
 from ember.core.layout import normalize_dim
-from ember.core.pointwise import resize_out
 from ember.core.tensor import Tensor, empty, from_array
 
 LONG_OR_INT = (D.int64, D.int32)
@@ -91,22 +91,7 @@ def _index_select_out(self: Tensor, dim: int, index: Tensor, *, out: Tensor) -> 
 
 @index_select_out.register_meta
 def _index_select_out_meta(self: Tensor, dim: int, index: Tensor, *, out: Tensor) -> Tensor:
-    return write_out_meta(out, _index_select_meta(self, dim, index))
-
-
-def write_out_meta(out: Tensor, result: Tensor) -> Tensor:
-    """``index_forms.write_out``'s checks and resize for a meta result, with nothing to copy."""
-    if not isinstance(out, Tensor):
-        raise TypeError(f"out must be a Tensor, not {type(out).__name__}")
-    if out.dtype is not result.dtype:
-        raise RuntimeError(
-            f"Expected out tensor to have dtype {INDEX_NAMES[result.dtype]}, but got {INDEX_NAMES[out.dtype]} instead"
-        )
-    if out.device != result.device:
-        raise RuntimeError(f"Expected out tensor on {result.device}, but got {out.device}")
-    if out._shape != result._shape:
-        resize_out(out, result._shape)
-    return out
+    return fit_out(out, _index_select_meta(self, dim, index))
 
 
 # -- index_add, index_copy, index_fill ----------------------------------------------------------------
@@ -287,7 +272,7 @@ def _take_out(self: Tensor, index: Tensor, *, out: Tensor) -> Tensor:
 
 @take_out.register_meta
 def _take_out_meta(self: Tensor, index: Tensor, *, out: Tensor) -> Tensor:
-    return write_out_meta(out, _take_meta(self, index))
+    return fit_out(out, _take_meta(self, index))
 
 
 def _check_put(self: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> None:

@@ -18,8 +18,7 @@ import numpy as np
 
 from ember.core import dtypes as D
 from ember.core.api import method, public
-from ember.core.aten.indexing.index_forms import check_index_dtype, compute_dtype, define_writing, write_out
-from ember.core.aten.indexing.index_ops import write_out_meta
+from ember.core.aten.indexing.index_forms import check_index_dtype, compute_dtype, define_writing, fit_out, write_out
 from ember.core.aten.shape.copying import checked_scalar
 from ember.core.dispatch import define
 from ember.core.layout import broadcast_shapes, contiguous_strides, normalize_dim
@@ -139,7 +138,7 @@ def _gather_out_kernel(self, dim, index, *, sparse_grad=False, out):
 
 @gather_out.register_meta
 def _gather_out_meta(self, dim, index, *, sparse_grad=False, out):
-    return write_out_meta(out, _gather_meta(self, dim, index, sparse_grad=sparse_grad))
+    return fit_out(out, _gather_meta(self, dim, index, sparse_grad=sparse_grad))
 
 
 # -- the scatters ---------------------------------------------------------------------------------------

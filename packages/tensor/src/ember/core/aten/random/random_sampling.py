@@ -18,6 +18,7 @@ import numpy as np
 
 from ember.core import dtypes as D
 from ember.core import random_bits as B
+from ember.core import reduction as R
 from ember.core.api import method, public
 from ember.core.aten.factories.factories import _device, _dtype, _finish, _size_args
 from ember.core.aten.random.random_fill import (
@@ -37,7 +38,7 @@ from ember.core.aten.random.random_fill import (
 from ember.core.dispatch import define
 from ember.core.generator import reserve
 from ember.core.layout import broadcast_shapes, numel
-from ember.core.pointwise import check_no_internal_overlap, check_same_device, resize_out, type_name, unsupported
+from ember.core.pointwise import check_same_device, resize_out, type_name, unsupported
 from ember.core.tensor import Tensor, from_array
 from ember.core.tensor import empty as allocate
 
@@ -48,24 +49,6 @@ _GEN = "Generator? generator=None"
 
 def _like(self: Tensor) -> Tensor:
     return allocate(self._shape, self.dtype, self.device)  # contiguous, as PyTorch's bernoulli allocates
-
-
-def _write_out(out, result: Tensor) -> Tensor:
-    from ember.core.reduction import write_out
-
-    return write_out(out, result)
-
-
-def _write_out_meta(out, result: Tensor) -> Tensor:
-    """``reduction.write_out``'s checks and resize, with nothing to copy."""
-    if not isinstance(out, Tensor):
-        raise TypeError(f"argument 'out' must be Tensor, not {type(out).__name__}")
-    if out.device != result.device:
-        raise RuntimeError(f"Expected out tensor to be on {result.device}, but got a tensor on {out.device}")
-    if out._shape != result._shape:
-        resize_out(out, result._shape)
-    check_no_internal_overlap(out)
-    return out
 
 
 # -- bernoulli --------------------------------------------------------------------------------------------
@@ -90,12 +73,12 @@ def _bernoulli(self: Tensor, *, generator=None) -> Tensor:
 
 @bernoulli_out.register_meta
 def _bernoulli_out_meta(self: Tensor, *, generator=None, out) -> Tensor:
-    return _write_out_meta(out, _bernoulli_meta(self))
+    return R.fit_out(out, _bernoulli_meta(self))
 
 
 @bernoulli_out.register_kernel("cpu")
 def _bernoulli_out(self: Tensor, *, generator=None, out) -> Tensor:
-    return _write_out(out, _bernoulli(self, generator=generator))
+    return R.write_out(out, _bernoulli(self, generator=generator))
 
 
 @bernoulli_p.register_meta
@@ -251,32 +234,32 @@ def _normal_float_float(mean, std, size, *, generator=None, dtype=None, layout=N
 
 @normal_outs["Tensor_float"].register_meta
 def _normal_tensor_float_out_meta(mean: Tensor, std: float = 1, *, generator=None, out) -> Tensor:
-    return _write_out_meta(out, _normal_tensor_float_meta(mean, std))
+    return R.fit_out(out, _normal_tensor_float_meta(mean, std))
 
 
 @normal_outs["Tensor_float"].register_kernel("cpu")
 def _normal_tensor_float_out(mean: Tensor, std: float = 1, *, generator=None, out) -> Tensor:
-    return _write_out(out, _normal_tensor_float(mean, std, generator=generator))
+    return R.write_out(out, _normal_tensor_float(mean, std, generator=generator))
 
 
 @normal_outs["float_Tensor"].register_meta
 def _normal_float_tensor_out_meta(mean: float, std: Tensor, *, generator=None, out) -> Tensor:
-    return _write_out_meta(out, _normal_float_tensor_meta(mean, std))
+    return R.fit_out(out, _normal_float_tensor_meta(mean, std))
 
 
 @normal_outs["float_Tensor"].register_kernel("cpu")
 def _normal_float_tensor_out(mean: float, std: Tensor, *, generator=None, out) -> Tensor:
-    return _write_out(out, _normal_float_tensor(mean, std, generator=generator))
+    return R.write_out(out, _normal_float_tensor(mean, std, generator=generator))
 
 
 @normal_outs["Tensor_Tensor"].register_meta
 def _normal_tensor_tensor_out_meta(mean: Tensor, std: Tensor, *, generator=None, out) -> Tensor:
-    return _write_out_meta(out, _normal_tensor_tensor_meta(mean, std))
+    return R.fit_out(out, _normal_tensor_tensor_meta(mean, std))
 
 
 @normal_outs["Tensor_Tensor"].register_kernel("cpu")
 def _normal_tensor_tensor_out(mean: Tensor, std: Tensor, *, generator=None, out) -> Tensor:
-    return _write_out(out, _normal_tensor_tensor(mean, std, generator=generator))
+    return R.write_out(out, _normal_tensor_tensor(mean, std, generator=generator))
 
 
 def _float_float_out(out, std, size) -> Tensor:
@@ -429,13 +412,13 @@ def _check_multinomial_out(out) -> None:
 @multinomial_out.register_meta
 def _multinomial_out_meta(self: Tensor, num_samples: int, replacement: bool = False, *, generator=None, out) -> Tensor:
     _check_multinomial_out(out)
-    return _write_out_meta(out, _multinomial_meta(self, num_samples, replacement))
+    return R.fit_out(out, _multinomial_meta(self, num_samples, replacement))
 
 
 @multinomial_out.register_kernel("cpu")
 def _multinomial_out(self: Tensor, num_samples: int, replacement: bool = False, *, generator=None, out) -> Tensor:
     _check_multinomial_out(out)
-    return _write_out(out, _multinomial(self, num_samples, replacement, generator=generator))
+    return R.write_out(out, _multinomial(self, num_samples, replacement, generator=generator))
 
 
 @public("multinomial")

@@ -18,7 +18,6 @@ import numpy as np
 from ember.core import dtypes as D
 from ember.core import reduction as R
 from ember.core.api import method, public
-from ember.core.aten.sorting.sorting import write_out_meta
 from ember.core.creation import tensor as make_tensor
 from ember.core.dispatch import define
 from ember.core.layout import numel
@@ -231,7 +230,7 @@ def _write(out, result: Tensor, out_int32: bool) -> Tensor:
 
 def _write_meta(out, result: Tensor, out_int32: bool) -> Tensor:
     _check_out_dtype(out, out_int32)
-    return write_out_meta(out, result)
+    return R.fit_out(out, result)
 
 
 def _check_boundaries(boundaries: Tensor) -> None:

@@ -26,7 +26,7 @@ from ember.core import return_types
 from ember.core.api import method, public
 from ember.core.dispatch import define
 from ember.core.layout import dense_strides_like, normalize_dim, numel
-from ember.core.pointwise import check_no_internal_overlap, resize_out, unsupported
+from ember.core.pointwise import unsupported
 from ember.core.tensor import Tensor, empty, from_array
 
 TAGS = ("core",)
@@ -70,18 +70,6 @@ def _as_2d(keys: np.ndarray, axis: int) -> np.ndarray:
     """The rows along ``axis`` as the last axis of a 2-D array (a copy only where needed)."""
     moved = np.moveaxis(keys, axis, -1)
     return moved.reshape(-1, moved.shape[-1]) if moved.ndim else moved.reshape(1, 1)
-
-
-def write_out_meta(out, result: Tensor) -> Tensor:
-    """``reduction.write_out``'s checks and resize of ``out`` for a meta ``result`` (nothing to copy)."""
-    if not isinstance(out, Tensor):
-        raise TypeError(f"argument 'out' must be Tensor, not {type(out).__name__}")
-    if out.device != result.device:
-        raise RuntimeError(f"Expected out tensor to be on {result.device}, but got a tensor on {out.device}")
-    if out._shape != result._shape:
-        resize_out(out, result._shape)
-    check_no_internal_overlap(out)
-    return out
 
 
 # -- sort, argsort, msort -----------------------------------------------------------------------------
@@ -132,7 +120,7 @@ def _sort(self: Tensor, dim: int = -1, descending: bool = False):
 
 
 def _write_pair(kind: str, result, values, indices, dtype: D.dtype, write=R.write_out):
-    """Write a (values, indices) result into the ``out=`` pair; ``write`` is ``write_out_meta`` on meta."""
+    """Write a (values, indices) result into the ``out=`` pair; ``write`` is ``R.fit_out`` on meta."""
     R.check_out_dtype(values, dtype)
     R.check_out_dtype(indices, D.int64)
     write(values, result[0])
@@ -141,7 +129,7 @@ def _write_pair(kind: str, result, values, indices, dtype: D.dtype, write=R.writ
 
 
 def _write_pair_meta(kind: str, result, values, indices, dtype: D.dtype):
-    return _write_pair(kind, result, values, indices, dtype, write_out_meta)
+    return _write_pair(kind, result, values, indices, dtype, R.fit_out)
 
 
 def _sort_forms(sort, write_pair) -> dict:
@@ -425,7 +413,7 @@ def _median_family(name: str, ignore_nan: bool):
     @every_out.register_meta
     def _every_out_meta(self: Tensor, *, out):
         R.check_out_dtype(out, self.dtype)
-        return write_out_meta(out, _every_meta(self))
+        return R.fit_out(out, _every_meta(self))
 
     @every_out.register_kernel("cpu")
     def _every_out(self: Tensor, *, out):
