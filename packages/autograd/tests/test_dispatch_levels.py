@@ -147,3 +147,11 @@ def test_describe_from_the_command_line():
     )
     assert done.returncode == 0, done.stderr
     assert "composite_implicit" in done.stdout and "aten/linalg/matmul.py" in done.stdout
+
+
+def test_autograd_installs_only_its_own_tensor_attributes():
+    from ember.core.tensor import install_autograd_attributes
+
+    with pytest.raises(ValueError, match="not autograd's Tensor attributes: \\['sum'\\]"):
+        install_autograd_attributes({"sum": None})
+    assert ember.Tensor.backward.__module__ == "ember.autograd.tensor_methods"

@@ -28,6 +28,12 @@ def test_core_imports_without_the_meta_package():
             assert "import ember.autograd" in str(error), error
         else:
             raise AssertionError("requires_grad=True without ember-autograd did not raise")
+        try:
+            ones_function(2).sum().backward()
+        except RuntimeError as error:
+            assert "Tensor.backward needs the autograd level" in str(error), error
+        else:
+            raise AssertionError("backward without ember-autograd did not raise")
         print(ember.core.__name__)
         """
     )

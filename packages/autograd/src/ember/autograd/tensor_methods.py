@@ -6,7 +6,7 @@ import weakref
 
 from ember.autograd import views
 from ember.autograd.graph import AccumulateGrad, RemovableHandle, _HookDict, grad_accumulator
-from ember.core.tensor import Tensor
+from ember.core.tensor import Tensor, install_autograd_attributes
 
 
 def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
@@ -126,14 +126,18 @@ def _data_set(self, value) -> None:
 
 
 def attach() -> None:
-    Tensor.backward = backward
-    Tensor.register_hook = register_hook
-    Tensor.register_post_accumulate_grad_hook = register_post_accumulate_grad_hook
-    Tensor.retain_grad = retain_grad
-    Tensor.retains_grad = property(_retains_grad)
-    Tensor.grad = property(_grad_get, _grad_set, _grad_del)
-    Tensor.data = property(_data_get, _data_set)
-    Tensor._grad_accumulator_cls = AccumulateGrad
-    # Defaults read by the recorder on every tensor, set on the few tensors that differ.
-    Tensor._output_nr = 0
-    Tensor._inference = False
+    install_autograd_attributes(
+        {
+            "backward": backward,
+            "register_hook": register_hook,
+            "register_post_accumulate_grad_hook": register_post_accumulate_grad_hook,
+            "retain_grad": retain_grad,
+            "retains_grad": property(_retains_grad),
+            "grad": property(_grad_get, _grad_set, _grad_del),
+            "data": property(_data_get, _data_set),
+            "_grad_accumulator_cls": AccumulateGrad,
+            # Defaults read by the recorder on every tensor, set on the few tensors that differ.
+            "_output_nr": 0,
+            "_inference": False,
+        }
+    )

@@ -172,6 +172,20 @@ class Tensor:
     def untyped_storage(self) -> Storage:
         return self._storage
 
+    # -- autograd's methods: the autograd package installs them with its dispatch level ---------
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
+        _needs_autograd("backward")
+
+    def register_hook(self, hook):
+        _needs_autograd("register_hook")
+
+    def register_post_accumulate_grad_hook(self, hook):
+        _needs_autograd("register_post_accumulate_grad_hook")
+
+    def retain_grad(self) -> None:
+        _needs_autograd("retain_grad")
+
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         if not requires_grad and self.grad_fn is not None:
             raise RuntimeError(
@@ -308,6 +322,28 @@ def _to_python(value, dtype: D.dtype):
 
 
 # -- making tensors ------------------------------------------------------------------------------
+
+
+AUTOGRAD_ATTRIBUTES = frozenset(
+    {"backward", "register_hook", "register_post_accumulate_grad_hook", "retain_grad", "retains_grad", "grad", "data"}
+    | {"_grad_accumulator_cls", "_output_nr", "_inference"}
+)
+
+
+def _needs_autograd(name: str):
+    raise RuntimeError(
+        f"Tensor.{name} needs the autograd level of the dispatcher: import ember.autograd (the ember-autograd package)"
+    )
+
+
+def install_autograd_attributes(attributes: dict) -> None:
+    """The autograd package's ``Tensor`` attributes (backward, hooks, ``grad`` and ``data`` with their
+    checks, the recorder's defaults), installed together with its dispatch level; only those names."""
+    unknown = set(attributes) - AUTOGRAD_ATTRIBUTES
+    if unknown:
+        raise ValueError(f"not autograd's Tensor attributes: {sorted(unknown)}")
+    for name, value in attributes.items():
+        setattr(Tensor, name, value)
 
 
 def _new(cls, storage: Storage, shape: tuple, stride: tuple, offset: int, dtype: D.dtype, array) -> Tensor:
