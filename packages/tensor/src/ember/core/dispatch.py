@@ -356,10 +356,9 @@ def _dispatch_slow(op: OpOverload, args: tuple, kwargs: dict, level: int) -> Any
         if position >= level:
             return handler(op, args, kwargs, _continue_at(op, position + 1))
     if level <= _AUTOGRAD and _needs_grad(args, kwargs):
-        return _autograd(op, args, kwargs, lambda a, k: _dispatch_slow(op, a, k, _AUTOGRAD + 1))
+        return _autograd(op, args, kwargs, _continue_at(op, _AUTOGRAD + 1))
     if level < _PYTHON and _enabled["functionalize"]:
-        handler = _handlers["functionalize"]
-        return handler(op, args, kwargs, lambda a, k: _dispatch_slow(op, a, k, _PYTHON))
+        return _handlers["functionalize"](op, args, kwargs, _continue_at(op, _PYTHON))
     modes = _state.modes
     tensors = _all_tensors(args, kwargs)
     if modes and op.decomposition is not None and op.kind == "composite_implicit":
