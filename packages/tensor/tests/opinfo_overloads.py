@@ -10,7 +10,7 @@ made with ``new_empty`` so that the meta check allocates them on the meta device
 from __future__ import annotations
 
 import numpy as np
-from opinfo import OpInfo, Sample, T, layouts_of, make
+from opinfo import ErrorSample, OpInfo, Sample, T, layouts_of, make
 
 FLOAT = ("float32", "float64")
 
@@ -83,9 +83,9 @@ def index_samples(dtype: str, rng) -> list[Sample]:
 
 
 def scalar_base_samples(dtype: str, rng) -> list[Sample]:
-    # Contiguous exponents only: for a transposed one PyTorch 2.13 returns a contiguous result and
-    # Ember one laid out like the exponent (a known difference, left to the binary family's owners).
-    return [Sample((base, make(shape, dtype, rng, low=0, high=3))) for shape in ((3, 4), ()) for base in (2, 0.5)]
+    # Every layout of the exponent: PyTorch's result is contiguous whatever it is.
+    exponents = [*layouts_of((3, 4), dtype, rng, low=0, high=3), make((), dtype, rng, low=0, high=3)]
+    return [Sample((base, exponent)) for exponent in exponents for base in (2, 0.5)]
 
 
 def pair_samples(dtype: str, rng) -> list[Sample]:
@@ -133,9 +133,25 @@ OPS = [
     # A bool mask's result shape depends on the data: no meta check (as in PyTorch).
     OpInfo("aten.index.Tensor", aten("index.Tensor"), ("float32", "int64"), index_samples, meta=False),
     OpInfo("pow_scalar_base", lambda lib, *a, **k: lib.pow(*a, **k), FLOAT, scalar_base_samples, out=True),
-    OpInfo("rsub", lambda lib, *a, **k: lib.rsub(*a, **k), (*FLOAT, "int64"), alpha_samples),
+    OpInfo(
+        "rsub",
+        lambda lib, *a, **k: lib.rsub(*a, **k),
+        (*FLOAT, "int64"),
+        alpha_samples,
+        # torch.rsub takes no out=, though aten has rsub.Tensor_out (sampled below).
+        errors=lambda: [ErrorSample(Sample((T(np.ones(2)), T(np.ones(2))), {"out": T(np.empty(2))}), TypeError)],
+    ),
     *_out_overloads(
         OpInfo("aten.min.out", aten("min.out", out="self"), FLOAT, pair_samples),
+        OpInfo(
+            "aten.rsub.Tensor_out",
+            aten("rsub.Tensor_out", out="self"),
+            FLOAT,
+            pair_samples,
+            # PyTorch's rsub.Tensor_out copies the functional result into an out it resizes row-major;
+            # Ember's lays the out like sub.out's (the inputs' order). The values are the same.
+            check_strides=False,
+        ),
         OpInfo(
             "aten.aminmax.out",
             lambda lib, x, d: aten("aminmax.out", min="self", max="self")(lib, x, dim=d),

@@ -26,8 +26,6 @@ NOT_SAMPLED = {
     "PyTorch's op in packages/sdpa/tests/test_attention_ops.py",
     "aten::_scaled_dot_product_flash_attention.default": "the cuda attention op: its meta function against "
     "PyTorch's and its core-op fallback in packages/sdpa/tests/test_attention_ops.py",
-    "aten::rsub.out": "no oracle: PyTorch has no rsub.out overload (its out forms are rsub.Tensor_out and "
-    "rsub.Scalar_out) and torch.rsub takes no out=, so no sample can compare it",
 }
 
 

@@ -264,6 +264,7 @@ def define_pointwise(
     fast: bool = True,
     tags: tuple[str, ...] = ("pointwise", "core"),
     counts: bool = False,
+    contiguous: bool = False,
 ) -> PointwiseOps:
     """Define an op (and its ``_`` and ``out=`` forms) computed by ``compute(*arrays, **params)``.
 
@@ -275,7 +276,8 @@ def define_pointwise(
     shape and dtype (or one tensor and a Python number), no other arguments. It skips the plan and
     ``check``, so an op whose ``check`` refuses such inputs must pass ``fast=False``. ``counts``
     lets the in-place form take it for an int64 tensor and a Python int too (a counter's ``+= 1``),
-    for ops whose result keeps that dtype and whose ``check`` passes such a call.
+    for ops whose result keeps that dtype and whose ``check`` passes such a call. ``contiguous``
+    lays the result out row-major whatever the inputs' layout, where PyTorch's kernel does so.
     """
     functional = define(schema, tags)
     names = [a.name for a in functional.schema.arguments]
@@ -288,6 +290,8 @@ def define_pointwise(
         inputs = tuple(values[n] for n in input_names)
         params = {n: values.get(n, defaults.get(n)) for n in param_names}
         p = plan(rule, inputs)
+        if contiguous and p.strides != contiguous_strides(p.shape):
+            p = Plan(p.shape, contiguous_strides(p.shape), p.result, p.compute)
         if check is not None:
             check(p, inputs, params)
         return p, inputs, params
@@ -469,16 +473,23 @@ def unsupported(op: str, dtype: D.dtype) -> NotImplementedError:
 
 
 def expose(
-    ops: PointwiseOps, name: str, *, function: bool = True, method: bool = True, tensors_only: bool = False
+    ops: PointwiseOps,
+    name: str,
+    *,
+    function: bool = True,
+    method: bool = True,
+    tensors_only: bool = False,
+    out: bool = True,
 ) -> Callable:
     """``ember.<name>(..., out=None)``, ``Tensor.<name>`` and ``Tensor.<name>_`` for a pointwise op.
 
     ``tensors_only``: like PyTorch's binding of this op, refuse Python numbers for tensor arguments.
+    ``out=False``: the function takes no ``out=`` (where PyTorch's binding has none).
     Returns the function (registered as ``ember.<name>`` unless ``function=False``).
     """
     from ember.core.api import methods, public
 
-    functional, inplace, out_op = ops.functional, ops.inplace, ops.out
+    functional, inplace, out_op = ops.functional, ops.inplace, ops.out if out else None
     if tensors_only:
         functional, inplace, out_op = (
             _tensors_only(op, name) if op is not None else None for op in (functional, inplace, out_op)

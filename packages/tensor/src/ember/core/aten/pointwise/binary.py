@@ -80,6 +80,7 @@ rsub = define_pointwise(
     _rsub,
     n_inputs=2,
     inplace=False,
+    out_overload="Tensor_out",
     check=_check_sub,
 )
 mul = define_pointwise("mul.Tensor(Tensor self, Tensor other) -> Tensor", np.multiply, n_inputs=2)
@@ -201,6 +202,7 @@ pow_scalar = define_pointwise(
     inplace=False,
     out_overload="Scalar_out",
     check=_check_pow,
+    contiguous=True,  # PyTorch's result for a number raised to a tensor, whatever the exponent's layout
 )
 
 
@@ -347,7 +349,7 @@ for _ops, _name in [
     (bitwise_right_shift, "bitwise_right_shift"),
 ]:
     expose(_ops, _name)
-expose(rsub, "rsub", method=False)
+expose(rsub, "rsub", method=False, out=False)  # torch.rsub takes no out=, though the op has an out form
 maximum_function = expose(maximum, "maximum", tensors_only=True)
 for _ops, _name in [
     (minimum, "minimum"),
