@@ -1,6 +1,6 @@
 """``ember.autocast``: mixed precision at the dispatcher's autocast level.
 
-While a region is enabled on some thread, an interposer sits above autograd. For an op on
+While a region is enabled on some thread, the dispatcher's ``autocast`` level is switched on, above autograd. For an op on
 ``policy.py``'s lists it casts the op's floating-point tensors of the region's device (never
 float64 ones) and runs the op with autocast off for that thread, so the ops the op is made of see
 the cast inputs and are not cast again, as in PyTorch. Every other op passes through untouched:
@@ -65,7 +65,7 @@ def set_autocast_enabled(device_type: str, enabled: bool) -> None:
     if kind not in _DEVICE_TYPES:
         raise RuntimeError(f"User specified an unsupported autocast device_type '{device_type}'")
     _state.enabled[kind] = bool(enabled)
-    _refresh_interposer()
+    _refresh_level()
 
 
 def get_autocast_dtype(device_type: str):
@@ -136,7 +136,7 @@ class autocast:
         _state.dtype[self.device] = self.fast_dtype
         _state.cache_enabled = self._cache_enabled
         _state.nesting += 1
-        _refresh_interposer()
+        _refresh_level()
         return self
 
     def __exit__(self, *exc) -> None:
@@ -144,7 +144,7 @@ class autocast:
         if _state.nesting == 0:
             _state.cache.clear()
         _state.enabled[self.device], _state.dtype[self.device], _state.cache_enabled = self._previous
-        _refresh_interposer()
+        _refresh_level()
 
     def __call__(self, func):
         @functools.wraps(func)
@@ -163,8 +163,8 @@ def _cuda_available() -> bool:
         return False
 
 
-def _refresh_interposer() -> None:
-    """The interposer is installed only while some thread has autocast on: otherwise ops go fast."""
+def _refresh_level() -> None:
+    """The autocast level is on only while some thread has autocast on: otherwise ops go fast."""
     me = threading.get_ident()
     on = any(_state.enabled.values())
     with _lock:
@@ -181,7 +181,7 @@ def _refresh_interposer() -> None:
             dispatch.enable_level("autocast", False)
 
 
-# -- the interposer -----------------------------------------------------------------------------
+# -- the autocast level --------------------------------------------------------------------------
 
 
 def _autocast_call(op, args, kwargs, call_below):

@@ -2,7 +2,7 @@
 
 The per-tensor path dispatches about ten ops per parameter; for a small model that dispatch, not
 the arithmetic, is most of the step. Where every tensor involved is a plain dense CPU float32 or
-float64 tensor and no mode or interposer is active (``ember.core.dispatch``'s flags), the
+float64 tensor and no mode or switched dispatch level is active (``ember.core.dispatch``'s flags), the
 update below writes the same numbers in place: each line is one op of ``_single_tensor_adam``, in
 its order, with its Python scalars rounded to the tensor's dtype as that op's kernel rounds them.
 Version counters move as the ops would move them. Anything else takes the op-by-op path.
@@ -25,7 +25,7 @@ def _dense(t, dtype, shape) -> bool:
 
 def qualifies(param, grad, exp_avg, exp_avg_sq) -> bool:
     """Whether ``numpy_adam_step`` computes what the dispatched ops would for these tensors."""
-    # A mode or an interposer (autocast, forward AD) must see the ops. A dispatching subclass merely
+    # A mode or a switched dispatch level (autocast, forward AD) must see the ops. A dispatching subclass merely
     # existing somewhere (vmap's) does not matter: these four tensors are checked to be plain.
     if dispatch._flags.slow or not isinstance(param, Tensor) or param._dispatches:
         return False

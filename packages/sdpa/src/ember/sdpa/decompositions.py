@@ -17,7 +17,7 @@ import math
 
 from ember.core import dtypes as D
 from ember.core.aten.factories.factories import ones_function
-from ember.core.aten.pointwise.ternary import where_function
+from ember.core.aten.pointwise.ternary import where_function as where
 from ember.core.tensor import Tensor
 
 _REDUCED = (D.float16, D.bfloat16)
@@ -55,7 +55,6 @@ def _scores(q: Tensor, k: Tensor, attn_mask, is_causal: bool, scale) -> Tensor:
 
 def _probabilities(s: Tensor) -> tuple[Tensor, Tensor]:
     """(P, lse) of the scores, 0 in both where a row's scores are all -inf."""
-    where = where_function
     m = s.amax([-1], True)
     empty = m == float("-inf")
     m = where(empty, 0.0, m)
