@@ -20,6 +20,7 @@ PACKAGES = [
     "packages/autograd",
     "packages/sdpa",
     "packages/nn",
+    "packages/fx",
     "packages/distributed",
     "packages/ember",
 ]

@@ -1,0 +1,1 @@
+"""``ember.fx``: the graph IR between capture and code generation (PyTorch's ``torch.fx``)."""
