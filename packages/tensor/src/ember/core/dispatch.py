@@ -284,6 +284,15 @@ class OpOverload:
             f"'{device_type}' backend: no kernel and no decomposition"
         )
 
+    def call_below(self, level: str, *args: Any, **kwargs: Any) -> Any:
+        """Run the op from the level under ``level`` down.
+
+        A mode's handler that computes the op itself (a tracer) calls ``op.call_below("python", ...)``
+        so that the levels above the modes, which already handled this call, do not see it again
+        (autograd would record it twice); ``op(...)`` inside a handler starts from the top.
+        """
+        return _dispatch_slow(self, args, kwargs, LEVELS.index(level) + 1)
+
     def decompose(self, *args: Any, **kwargs: Any) -> Any:
         if self.decomposition is None:
             raise RuntimeError(f"{self} has no decomposition")
