@@ -3,6 +3,8 @@
 import copy
 import operator
 
+import numpy as np
+
 import ember
 import ember.fx as fx
 
@@ -18,11 +20,15 @@ def _module() -> fx.GraphModule:
     return fx.GraphModule(root, g)
 
 
+def _same(a, b) -> bool:
+    return np.array_equal(a.detach().numpy(), b.detach().numpy())
+
+
 def test_graph_module_runs_its_code():
     gm = _module()
     x = ember.randn(2, 3)
     expected = ember.relu(gm.lin(x)) + x
-    assert ember.allclose(gm(x), expected)
+    assert _same(gm(x), expected)
     assert "relu = ember.relu(lin);  lin = None" in gm.code
-    assert ember.allclose(copy.deepcopy(gm)(x), expected)
-    assert ember.allclose(fx.Interpreter(gm).run(x), expected)
+    assert _same(copy.deepcopy(gm)(x), expected)
+    assert _same(fx.Interpreter(gm).run(x), expected)
