@@ -1,1 +1,18 @@
 """``ember.fx``: the graph IR between capture and code generation (PyTorch's ``torch.fx``)."""
+
+# The graph IR.
+from ember.fx.graph import Graph, PythonCode
+from ember.fx.graph_module import GraphModule
+from ember.fx.interpreter import Interpreter, Transformer
+from ember.fx.node import Node, has_side_effect, map_arg
+
+__all__ = [
+    "Graph",
+    "GraphModule",
+    "Interpreter",
+    "Node",
+    "PythonCode",
+    "Transformer",
+    "has_side_effect",
+    "map_arg",
+]
