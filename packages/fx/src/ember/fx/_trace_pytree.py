@@ -10,6 +10,7 @@ leaf. This is the small part of a pytree library that tracing needs.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -105,6 +106,14 @@ def tree_flatten_spec(tree: Any, spec: TreeSpec) -> list[Any]:
     return out
 
 
+def _flatten_by_spec(spec: TreeSpec, tree: Any) -> list[Any]:
+    return tree_flatten_spec(tree, spec)
+
+
+def _unflatten_by_spec(spec: TreeSpec, leaves: Any) -> Any:
+    return tree_unflatten(list(leaves), spec)
+
+
 class _PyTreeInfo(NamedTuple):
     orig_args: list[str]
     in_spec: TreeSpec
@@ -129,11 +138,12 @@ class _PyTreeCodeGen(CodeGen):
         return tree_unflatten(list(out), self.pytree_info.out_spec)
 
     def additional_globals(self) -> list[tuple[str, Any]]:
+        # Partials, not the functions and specs: the code generator reaches objects defined in ember
+        # by their dotted path, which a spec instance does not have.
+        info = self.pytree_info
         return [
-            ("_fx_tree_flatten_spec", tree_flatten_spec),
-            ("_fx_tree_unflatten", tree_unflatten),
-            ("_fx_in_spec", self.pytree_info.in_spec),
-            ("_fx_out_spec", self.pytree_info.out_spec),
+            ("_fx_flatten_inputs", functools.partial(_flatten_by_spec, info.in_spec)),
+            ("_fx_unflatten_output", functools.partial(_unflatten_by_spec, info.out_spec)),
         ]
 
     def gen_fn_def(self, free_vars: list[str], maybe_return_annotation: str) -> str:
@@ -148,13 +158,13 @@ class _PyTreeCodeGen(CodeGen):
             # The spec covers `self` too when the traced function was a module's forward.
             flat_in = f"[self, {', '.join(fn_args)}]" if has_self else f"[{', '.join(fn_args)}]"
             skip = "_, " if has_self else ""
-            definition += f"\n    {skip}{', '.join(free_vars)}, = _fx_tree_flatten_spec({flat_in}, _fx_in_spec)"
+            definition += f"\n    {skip}{', '.join(free_vars)}, = _fx_flatten_inputs({flat_in})"
         return definition
 
     def generate_output(self, output_args: Argument, repr_fn: Callable[[object], str] = repr) -> str:
         if self.pytree_info.out_spec is None:
             return super().generate_output(output_args, repr_fn)
-        return f"return _fx_tree_unflatten({repr_fn(output_args)}, _fx_out_spec)"
+        return f"return _fx_unflatten_output({repr_fn(output_args)})"
 
 
 def flatten_root_args(
@@ -167,7 +177,7 @@ def flatten_root_args(
         return root_fn, args
     tracer.graph._codegen = _PyTreeCodeGen(_PyTreeInfo(orig_args, in_spec, None))
 
-    def flatten_fn(*flat: Any) -> Any:
+    def flatten_fn(*flat):  # noqa: ANN002, ANN202  (unannotated: its annotations would become the graph's)
         tree_out = root_fn(*tree_unflatten(list(flat), in_spec))
         out_args, out_spec = tree_flatten(tree_out)
         codegen = tracer.graph._codegen
