@@ -1,8 +1,25 @@
 """``ember.fx``: the graph IR between capture and code generation (PyTorch's ``torch.fx``)."""
 
-# Symbolic tracing.
-from ember.fx import proxy  # noqa: F401  (ember.fx.proxy, as torch.fx.proxy)
-from ember.fx._symbolic_trace import PH, Tracer, symbolic_trace, wrap
-from ember.fx.proxy import Proxy
+# The graph IR.
+from ember.fx.graph import Graph, PythonCode
+from ember.fx.graph_module import GraphModule
+from ember.fx.interpreter import Interpreter, Transformer
+from ember.fx.node import Node, has_side_effect, map_arg
 
-__all__ = ["PH", "Proxy", "Tracer", "symbolic_trace", "wrap"]
+__all__ = [
+    "Graph",
+    "GraphModule",
+    "Interpreter",
+    "Node",
+    "PythonCode",
+    "Transformer",
+    "has_side_effect",
+    "map_arg",
+]
+
+# Symbolic tracing.
+from ember.fx import proxy  # noqa: E402, F401  (ember.fx.proxy, as torch.fx.proxy)
+from ember.fx._symbolic_trace import PH, Tracer, symbolic_trace, wrap  # noqa: E402
+from ember.fx.proxy import Proxy  # noqa: E402
+
+__all__ += ["PH", "Proxy", "Tracer", "symbolic_trace", "wrap"]
