@@ -25,7 +25,7 @@ import warnings
 from collections.abc import Callable
 from itertools import chain
 from types import FunctionType, ModuleType
-from typing import Any
+from typing import Any, ClassVar
 
 import ember.nn as nn
 from ember.core.tensor import Tensor
@@ -156,7 +156,8 @@ class Tracer(TracerBase):
         self.num_calls: dict[str, int] = {}
         self.node_name_to_scope: dict[str, tuple[str, type]] = {}
 
-    _qualname_counter: dict[str, int] = collections.defaultdict(int)
+    # Shared by all tracers, as in PyTorch: the next free suffix per constant-name prefix.
+    _qualname_counter: ClassVar[dict[str, int]] = collections.defaultdict(int)
 
     def get_fresh_qualname(self, prefix: str) -> str:
         """A name ``prefix<i>`` that is not yet an attribute of the root module."""
@@ -346,7 +347,7 @@ class Tracer(TracerBase):
                         _transfer_attrs(fr=x, to=out.node)
                     return out
                 # The specialized value is checked when the GraphModule runs.
-                if type(x) is bool or type(x) in base_types and not isinstance(x, Tensor):
+                if type(x) is bool or (type(x) in base_types and not isinstance(x, Tensor)):
                     message = f"{name} has been specialized to have value {x} but got another value"
                     self.create_proxy("call_function", _assert, (out == x, message), {})
                 elif x is None:

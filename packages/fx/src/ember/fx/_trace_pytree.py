@@ -177,7 +177,8 @@ def flatten_root_args(
         return root_fn, args
     tracer.graph._codegen = _PyTreeCodeGen(_PyTreeInfo(orig_args, in_spec, None))
 
-    def flatten_fn(*flat):  # noqa: ANN002, ANN202  (unannotated: its annotations would become the graph's)
+    # Unannotated: the graph takes its return annotation from the function it traces.
+    def flatten_fn(*flat):
         tree_out = root_fn(*tree_unflatten(list(flat), in_spec))
         out_args, out_spec = tree_flatten(tree_out)
         codegen = tracer.graph._codegen
