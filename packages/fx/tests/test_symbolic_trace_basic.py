@@ -31,7 +31,7 @@ def _snapshot():
     for module in _namespaces():
         for k, v in module.__dict__.items():
             state[(module.__name__, k)] = id(v)
-    for cls in (ember.Tensor, nn.Module, nn.Parameter):
+    for cls in (ember.Tensor, nn.Module, nn.Parameter, nn.Conv2d):
         for k, v in cls.__dict__.items():
             state[(cls.__name__, k)] = id(v)
     return state
@@ -217,6 +217,24 @@ def test_len_and_index_raise_trace_errors_of_pytorchs_types():
     with pytest.raises(TypeError, match="needs an int") as info:
         fx.symbolic_trace(lambda_range)
     assert isinstance(info.value, TraceError)
+
+
+def test_double_star_on_a_proxy_raises_trace_error():
+    def f(x):
+        return dict(**x)
+
+    with pytest.raises(TraceError, match="cannot be iterated"):
+        fx.symbolic_trace(f)
+
+
+def test_tracing_through_an_nn_module_that_holds_its_function():
+    # Conv2d keeps F.conv2d as a static method: it is patched for the trace, and restored.
+    conv = nn.Conv2d(2, 3, 3, padding=1)
+    gm = fx.symbolic_trace(conv)
+    assert [n.name for n in gm.graph.nodes if n.op == "call_function"] == ["conv2d"]
+    x = ember.randn(1, 2, 5, 5)
+    _same(gm(x), conv(x))
+    assert nn.Conv2d.__dict__["_functional"].__func__ is F.conv2d
 
 
 def lambda_len(x):

@@ -246,3 +246,15 @@ def test_control_flow_raises_trace_error_naming_the_users_line():
     # The innermost frame of the traceback that is not the tracer's is the user's line too.
     frames = [f for f in info.traceback if "ember/fx/" not in str(f.path)]
     assert frames[-1].lineno + 1 == models.branching_line()
+
+
+@pytest.mark.parametrize(
+    "name, args", [("Linear", (3, 4)), ("Conv2d", (2, 3, 3)), ("GELU", ()), ("ReLU", ()), ("Flatten", ())]
+)
+def test_tracing_an_nn_module_as_the_root(name, args):
+    tm, em = getattr(torch.nn, name)(*args), getattr(ember.nn, name)(*args)
+    copy_weights(tm, em)
+    tgm, egm = torch_fx.symbolic_trace(tm), ember.fx.symbolic_trace(em)
+    assert_same_graph(tgm, egm)
+    tx, ex = _inputs(2, 2, 5, 3)
+    assert_close(egm(ex), tgm(tx))

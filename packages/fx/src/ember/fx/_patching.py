@@ -12,6 +12,8 @@ test on the eager fast path. Instead the tracer patches, for the length of one t
 * the globals of the traced function, and of each module's ``forward`` as it is called, that are
   bound to one of those functions (``from ember import relu``), to a function of an autowrap module
   (``math`` by default), or to an autowrap function: what PyTorch's autowrap does for ``math``;
+* the ember functions that ``ember.nn``'s classes hold as static methods (``Conv2d`` keeps
+  ``F.conv2d``), for traces through those modules;
 * ``Tensor``'s methods and operators, so that ``tensor.add(proxy)`` or ``tensor + proxy`` records a
   ``call_method`` node named as PyTorch names it (``tensor + proxy`` is ``add``, ``tensor % proxy`` is
   ``remainder``), as ``__torch_function__`` does for torch's tensor methods.
@@ -324,6 +326,19 @@ def patch_tensor_methods(patcher: _Patcher) -> None:
         if owner is object:
             continue
         patcher.patch_method(Tensor, name, create_tensor_method(raw, _TENSOR_OPERATOR_METHODS.get(name, name)))
+
+
+def patch_nn_static_functions(patcher: _Patcher, wrappers: dict[int, Callable]) -> None:
+    """Patch ember functions that ember.nn's classes hold as static methods (``Conv2d._functional``
+    is ``staticmethod(F.conv2d)``, bound when the class was made), for traces through those modules."""
+    import ember.nn
+
+    for cls in list(vars(ember.nn).values()):
+        if not (isinstance(cls, type) and issubclass(cls, ember.nn.Module)):
+            continue
+        for name, raw in list(vars(cls).items()):
+            if isinstance(raw, staticmethod) and id(raw.__func__) in wrappers:
+                patcher.patch_method(cls, name, staticmethod(wrappers[id(raw.__func__)]))
 
 
 def autowrap_check(patcher: _Patcher, frame_dict: dict[str, Any], wrappers: dict[int, Callable]) -> None:

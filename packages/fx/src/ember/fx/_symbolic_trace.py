@@ -35,6 +35,7 @@ from ember.fx._patching import (
     create_wrapped_func,
     new_patcher,
     patch_ember_functions,
+    patch_nn_static_functions,
     patch_tensor_methods,
 )
 from ember.fx.graph import Graph
@@ -435,6 +436,7 @@ class Tracer(TracerBase):
     def _install_patches(self, patcher: _patching._Patcher, fn_globals: dict[str, Any]) -> None:
         parameter_proxy_cache: dict[str, Proxy] = {}  # one get_attr node per parameter
         wrappers = patch_ember_functions(patcher)
+        patch_nn_static_functions(patcher, wrappers)
         patch_tensor_methods(patcher)
         for module in self._autowrap_search:
             for name, value in module.__dict__.items():

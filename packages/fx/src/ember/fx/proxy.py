@@ -20,6 +20,7 @@ import copy
 import dataclasses
 import dis
 import enum
+import functools
 import inspect
 import logging
 import operator
@@ -265,12 +266,13 @@ class TracerBase:
         return Attribute(obj, "keys")()
 
 
-def _plumbing_files() -> set[str]:
+@functools.cache
+def _plumbing_files() -> frozenset[str]:
     # Frames of Module.__call__ sit between a module's caller and its forward; PyTorch's stack
     # traces show them, but they say nothing about the user's program.
     from ember.nn.modules import module as nn_module
 
-    return {nn_module.__file__}
+    return frozenset({nn_module.__file__})
 
 
 class GraphAppendingTracer(TracerBase):
