@@ -26,7 +26,9 @@ _SAFE_REPRS = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.BatchNorm1d, nn.Ba
 def _addindent(s: str, num_spaces: int) -> str:
     lines = s.split("\n")
     first = lines.pop(0)
-    return first + ("\n" + "\n".join(num_spaces * " " + line for line in lines) if lines else "")
+    return first + (
+        "\n" + "\n".join(num_spaces * " " + line if line.strip() else "" for line in lines) if lines else ""
+    )
 
 
 def write_folder(gm: GraphModule, folder: Path, module_name: str) -> None:

@@ -387,7 +387,8 @@ def _addindent(s: str, num_spaces: int) -> str:
     if len(lines) == 1:
         return s
     first = lines.pop(0)
-    return first + "\n" + "\n".join(num_spaces * " " + line for line in lines)
+    # Blank lines stay empty, as PyTorch's module printing does.
+    return first + "\n" + "\n".join(num_spaces * " " + line if line.strip() else "" for line in lines)
 
 
 def _print_readable(

@@ -59,21 +59,60 @@ def has_side_effect(fn: Callable) -> Callable:
 
 # -- names of targets ------------------------------------------------------------------------------
 
-# Where users reach ember's functions (the modules that define them are private).
+# Where users reach ember's functions and classes; the modules that define them are private.
 _PUBLIC_HOMES = ("ember", "ember.nn.functional", "ember.linalg", "ember.special", "ember.fft")
+_public_names: dict[int, tuple[Any, str]] = {}
+_public_misses: set[int] = set()
+
+
+def _index_public_names() -> None:
+    import sys
+
+    def add(obj: Any, qualified: str) -> None:
+        short = qualified.rsplit(".", 1)[1]
+        known = _public_names.get(id(obj))
+        # Among aliases, the one spelled as the object's own name wins (ember.cat over ember.concat).
+        if known is None or (short == getattr(obj, "__name__", None) and not known[1].endswith("." + short)):
+            _public_names[id(obj)] = (obj, qualified)
+
+    api = sys.modules.get("ember.core.api")
+    for name, fn in getattr(api, "functions", {}).items():
+        add(fn, f"ember.{name}")
+    for home in _PUBLIC_HOMES:
+        module = sys.modules.get(home)
+        for name, value in list(vars(module).items()) if module is not None else ():
+            if not name.startswith("_") and (callable(value) or isinstance(value, type)):
+                add(value, f"{home}.{name}")
+
+
+def _ember_public_name(obj: Any) -> str | None:
+    """``ember.zeros`` for the function defined as ``ember.core....zeros_function``; None if not public."""
+    entry = _public_names.get(id(obj))
+    if entry is None and id(obj) not in _public_misses:
+        _index_public_names()
+        entry = _public_names.get(id(obj))
+        if entry is None:
+            _public_misses.add(id(obj))
+    if entry is not None and entry[0] is obj:
+        return entry[1]
+    return None
 
 
 def _ember_qualified_name(func: Any, name: str) -> str | None:
     import sys
 
-    for home in _PUBLIC_HOMES:
-        module = sys.modules.get(home)
-        if module is not None and getattr(module, name, None) is func:
-            return f"{home}.{name}"
+    public = _ember_public_name(func)
+    if public is not None:
+        return public
     tensor_cls = getattr(sys.modules.get("ember.core.tensor"), "Tensor", None)
     if tensor_cls is not None and tensor_cls.__dict__.get(name) is func:
         return f"ember.Tensor.{name}"
     return None
+
+
+def _is_ember_object(obj: Any) -> bool:
+    module = getattr(obj, "__module__", None)
+    return isinstance(module, str) and (module == "ember" or module.startswith("ember."))
 
 
 def _get_qualified_name(func: Any) -> str:
@@ -90,7 +129,7 @@ def _get_qualified_name(func: Any) -> str:
     module = getattr(func, "__module__", None)
     if module is None:
         raise RuntimeError(f"cannot find module for {func}")
-    if module == "ember" or module.startswith("ember."):
+    if _is_ember_object(func):
         public = _ember_qualified_name(func, name)
         if public is not None:
             return public
@@ -103,6 +142,10 @@ def _target_name(target: Any) -> str:
         return f"{target.name}.{target.overload}"
     if isinstance(target, OpOverloadPacket):
         return target._name
+    if _is_ember_object(target):
+        public = _ember_public_name(target)
+        if public is not None:
+            return public.rsplit(".", 1)[1]
     return target.__name__
 
 
@@ -111,6 +154,10 @@ def _type_repr(obj: object) -> str:
     if isinstance(obj, type) and not isinstance(obj, types.GenericAlias):
         if obj.__module__ == "builtins":
             return obj.__qualname__
+        if _is_ember_object(obj):
+            public = _ember_public_name(obj)
+            if public is not None:
+                return public
         return f"{obj.__module__}.{obj.__qualname__}"
     if obj is ...:
         return "..."
