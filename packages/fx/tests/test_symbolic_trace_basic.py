@@ -366,6 +366,32 @@ def test_proxy_on_a_raw_node_appends_to_its_graph():
     g.output(out.node)
     assert [n.op for n in g.nodes] == ["placeholder", "call_function", "call_function", "output"]
     assert repr(x) == "Proxy(x)"
+    assert {x: 1}[x] == 1  # defining __eq__ did not take away __hash__
+
+
+def test_trace_asserts_records_assert_fn():
+    from ember.fx.proxy import assert_fn
+
+    # Compiled here, as pytest rewrites the asserts of test modules.
+    namespace = {}
+    exec(
+        compile('def f(x):\n    assert x.sum() > 0, "positive"\n    return x * 2\n', "asserting.py", "exec"), namespace
+    )
+    f = namespace["f"]
+    tracer = fx.Tracer()
+    tracer.trace_asserts = True
+    graph = tracer.trace(f)
+    assert [n.target for n in graph.nodes if n.op == "call_function"][-2:] == [assert_fn, operator.mul]
+    with pytest.raises(TraceError):
+        fx.symbolic_trace(f)
+
+    def g(x):
+        if x.sum() > 0:  # not an assert: still an error
+            return x
+        return x
+
+    with pytest.raises(TraceError):
+        tracer.trace(g)
 
 
 def test_multiple_tracers_in_one_call_raise():

@@ -138,6 +138,10 @@ class TracerBase:
     record_stack_traces: bool = False
     # Proxy reads of buffers (not only parameters) as get_attr nodes.
     proxy_buffer_attributes: bool = False
+    # Record `assert proxy` as a call of assert_fn instead of raising TraceError.
+    trace_asserts: bool = False
+    # Check calls of ops with mutable schemas (not supported yet: raises when set).
+    check_mutable_operations: bool = False
     # The method of a root module that is traced.
     traced_func_name: str = "forward"
     scope: Scope
@@ -154,6 +158,8 @@ class TracerBase:
         type_expr: Any | None = None,
     ) -> Node:
         """Insert a node into the graph; override to check or rewrite what is recorded."""
+        if kind == "call_function" and self.check_mutable_operations:
+            raise NotImplementedError("TracerBase.check_mutable_operations is not supported yet")
         node = self.graph.create_node(kind, target, args, kwargs, name, type_expr)
         self.node_name_to_scope[node.name] = (self.scope.module_path, self.scope.module_type)
         if self.module_stack:
@@ -286,6 +292,28 @@ class GraphAppendingTracer(TracerBase):
         self.node_name_to_scope = {}
 
 
+def assert_fn(x: Any) -> None:
+    """What ``assert proxy`` records with ``TracerBase.trace_asserts``."""
+    if not x:
+        raise AssertionError("Assertion failed")
+
+
+def _in_assert(frame: types.FrameType | None) -> bool:
+    """Whether the caller of ``frame`` is testing the condition of an ``assert`` statement: a jump
+    if true (after TO_BOOL on 3.13) over ``LOAD_ASSERTION_ERROR``."""
+    calling = frame.f_back if frame is not None else None
+    if calling is None:
+        return False
+    instructions = list(dis.get_instructions(calling.f_code))
+    index = bisect_left(instructions, calling.f_lasti, key=lambda inst: inst.offset)
+    if index < len(instructions) and instructions[index].opname == "TO_BOOL":
+        index += 1
+    if index + 1 >= len(instructions):
+        return False
+    jump, after = instructions[index], instructions[index + 1]
+    return "JUMP" in jump.opname and "IF_TRUE" in jump.opname and after.opname == "LOAD_ASSERTION_ERROR"
+
+
 class Proxy:
     """A graph node standing in for a value while a program is symbolically traced.
 
@@ -346,6 +374,9 @@ class Proxy:
         return self.tracer.iter(self)
 
     def __bool__(self) -> bool:
+        if self.tracer.trace_asserts and _in_assert(inspect.currentframe()):
+            self.tracer.create_proxy("call_function", assert_fn, (self,), {})
+            return True
         return self.tracer.to_bool(self)
 
     def __index__(self) -> int:
