@@ -418,3 +418,38 @@ def test_tensor_methods_record_call_method_with_a_proxy_argument():
 def test_wrap_must_be_called_at_module_level():
     with pytest.raises(NotImplementedError, match="top level of a module"):
         fx.wrap("len")
+
+
+class TensorPair(metaclass=fx.ProxyableClassMeta):
+    def __init__(self, left, right):
+        self.left, self.right = left, right
+
+    def add(self, other):
+        return TensorPair(self.left + other.left, self.right + other.right)
+
+    def mul(self, other):
+        return TensorPair(self.left * other.left, self.right * other.right)
+
+
+def use_tensor_pair(x: TensorPair, y):
+    s = x.add(TensorPair(y, y))
+    return s.mul(x)
+
+
+def test_proxyable_class_construction_is_recorded():
+    gm = fx.symbolic_trace(use_tensor_pair)
+    assert [(n.op, n.name) for n in gm.graph.nodes] == [
+        ("placeholder", "x"),
+        ("placeholder", "y"),
+        ("call_function", "tensor_pair"),
+        ("call_method", "add"),
+        ("call_method", "mul"),
+        ("output", "output"),
+    ]
+    x, y = TensorPair(ember.ones(2), ember.full((2,), 2.0)), ember.full((2,), 3.0)
+    out, expected = gm(x, y), use_tensor_pair(x, y)
+    assert isinstance(out, TensorPair)
+    _same(out.left, expected.left)
+    _same(out.right, expected.right)
+    # Outside a trace the class constructs as usual.
+    assert isinstance(TensorPair(1, 2), TensorPair)

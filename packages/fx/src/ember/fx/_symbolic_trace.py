@@ -52,7 +52,17 @@ from ember.fx.proxy import (
     base_types,
 )
 
-__all__ = ["PH", "PHBase", "PHWithMeta", "TraceError", "Tracer", "is_fx_tracing", "symbolic_trace", "wrap"]
+__all__ = [
+    "PH",
+    "PHBase",
+    "PHWithMeta",
+    "ProxyableClassMeta",
+    "TraceError",
+    "Tracer",
+    "is_fx_tracing",
+    "symbolic_trace",
+    "wrap",
+]
 
 _register_internal_file(__file__)
 
@@ -64,10 +74,33 @@ _orig_module_getattr: Callable[..., Any] = nn.Module.__getattr__
 
 _is_fx_tracing_flag = False
 
+# Classes made with ProxyableClassMeta: their construction from proxies is recorded.
+_proxyable_classes: dict[type, None] = {}
+
 
 def is_fx_tracing() -> bool:
     """Whether a symbolic trace is running."""
     return _is_fx_tracing_flag
+
+
+class ProxyableClassMeta(type):
+    """A metaclass whose classes' construction is recorded when a trace passes them a Proxy.
+
+    ``Pair(x, y)`` with ``class Pair(metaclass=ProxyableClassMeta)`` becomes a ``call_function``
+    node of ``Pair`` while tracing, and the methods called on its result are ``call_method`` nodes.
+    An instance made from concrete values is stored on the root as a constant.
+    """
+
+    def __init__(cls, name: str, bases: tuple[type, ...], attrs: dict[str, Any]) -> None:
+        _proxyable_classes.setdefault(cls)
+        super().__init__(name, bases, attrs)
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if is_fx_tracing():
+            proxy = _patching._find_proxy(args, kwargs)
+            if proxy is not None:
+                return proxy.tracer.create_proxy("call_function", cls, args, kwargs)
+        return super().__call__(*args, **kwargs)
 
 
 class PHBase:
@@ -199,6 +232,10 @@ class Tracer(TracerBase):
         if isinstance(a, tuple) and hasattr(a, "_fields"):
             args = tuple(self.create_arg(elem) for elem in a)
             return self.create_node("call_function", a.__class__, args, {})
+        if type(a) in _proxyable_classes:
+            qualname = self.get_fresh_qualname(f"_{a.__class__.__name__}_constant_")
+            setattr(self.root, qualname, a)
+            return self.create_node("get_attr", qualname, (), {})
         if isinstance(a, Tensor):
             qualname = self.tensor_attrs.get(a)
             if not qualname:
