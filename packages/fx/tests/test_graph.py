@@ -353,3 +353,23 @@ def test_node_rename_and_repr():
     assert repr(a) == "renamed" and "renamed = x + 1" in g.python_code("self").src
     c = g.call_function(operator.neg, (b,), name="renamed")
     assert c.name == "renamed_1"
+
+
+def test_nodes_compare_by_their_place_in_the_graph():
+    import random
+
+    g = fx.Graph()
+    x = g.placeholder("x")
+    nodes = [x]
+    rng = random.Random(0)
+    for _ in range(300):
+        anchor = rng.choice(nodes)
+        with g.inserting_before(anchor) if rng.random() < 0.5 else g.inserting_after(anchor):
+            nodes.append(g.call_function(operator.neg, (x,)))
+        a, b = rng.choice(nodes), rng.choice(nodes)
+        if rng.random() < 0.2 and a is not b:
+            a.append(b)
+    order = list(g.nodes)
+    assert all(order[i] < order[i + 1] and order[i + 1] > order[i] for i in range(len(order) - 1))
+    assert sorted(reversed(order)) == order
+    assert order[0] <= order[0] and order[0] >= order[0]
