@@ -16,13 +16,22 @@ import warnings
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from ember.fx._codegen import CodeGen, PythonCode, _is_magic, _Namespace, _snake_case
+from ember.fx._codegen import (
+    CodeGen,
+    PythonCode,
+    _is_magic,
+    _Namespace,
+    _snake_case,
+    inplace_methods,
+    magic_methods,
+    reflectable_magic_methods,
+)
 from ember.fx.node import Argument, Node, Target, _legal_ops, _target_name, map_arg
 
 if TYPE_CHECKING:
     from ember.fx.graph_module import GraphModule
 
-__all__ = ["CodeGen", "Graph", "PythonCode"]
+__all__ = ["CodeGen", "Graph", "PythonCode", "inplace_methods", "magic_methods", "reflectable_magic_methods"]
 
 log = logging.getLogger(__name__)
 

@@ -250,6 +250,8 @@ class Node:
         self.type = return_type
         self._prev = self
         self._next = self
+        # Orders nodes by their place in the graph (``a < b``), kept up to date as nodes move.
+        self._sort_key: tuple[int, ...] = ()
         self._erased = False
         self._repr_fn: Callable[[Node], str] | None = None
         self.meta: dict[str, Any] = {}
@@ -279,10 +281,24 @@ class Node:
         p = self._prev
         p._next, x._prev = x, p
         x._next, self._prev = self, x
+        root = self.graph._root
+        x._sort_key = _key_between(None if p is root else p._sort_key, None if self is root else self._sort_key)
 
     def append(self, x: Node) -> None:
         """Move ``x`` (a node of the same graph) to just after this node."""
         self._next.prepend(x)
+
+    def __lt__(self, other: Node) -> bool:
+        return self._sort_key < other._sort_key
+
+    def __gt__(self, other: Node) -> bool:
+        return self._sort_key > other._sort_key
+
+    def __le__(self, other: Node) -> bool:
+        return self == other or self < other
+
+    def __ge__(self, other: Node) -> bool:
+        return self == other or self > other
 
     def _remove_from_list(self) -> None:
         p, n = self._prev, self._next
@@ -471,6 +487,23 @@ class Node:
             f"%{self.name} : {typename}{users} = {self.op}[target={self._pretty_print_target(self.target)}]("
             f"args = {_format_arg(self.args)}, kwargs = {_format_arg(self.kwargs)})"
         )
+
+
+def _key_between(a: tuple[int, ...] | None, b: tuple[int, ...] | None) -> tuple[int, ...]:
+    """A sort key strictly between ``a`` and ``b`` (None: the start or the end of the graph)."""
+    if b is None:
+        return (a[0] + 1,) if a else (0,)
+    if a is None:
+        return (b[0] - 1,)
+    i = 0
+    while i < len(a) and i < len(b) and a[i] == b[i]:
+        i += 1
+    if i == len(a):
+        # ``a`` is a prefix of ``b``: extend ``a`` with a number just below ``b``'s next one.
+        return (*a, b[i] - 1)
+    if b[i] - a[i] > 1:
+        return (*a[:i], a[i] + 1)
+    return (*a, 0)
 
 
 def _function_is_impure(target: Any, impure_random: bool) -> bool:
