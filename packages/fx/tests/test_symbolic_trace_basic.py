@@ -487,3 +487,12 @@ def test_proxy_buffer_attributes():
         ("call_function", "add_1"),
         ("output", "output"),
     ]
+
+
+def test_a_tracer_can_be_deep_copied():
+    import copy
+
+    tracer = fx.Tracer(autowrap_functions=(free_function,))
+    clone = copy.deepcopy(tracer)
+    assert clone._autowrap_search == [math] and clone._autowrap_search is not tracer._autowrap_search
+    assert fx.GraphModule(ember.nn.Module(), clone.trace(free_function)).code == fx.symbolic_trace(free_function).code
