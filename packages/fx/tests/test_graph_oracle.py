@@ -341,3 +341,36 @@ def test_dead_code_elimination_as_torch_fx():
     assert ours_changed == theirs_changed
     assert str(ours) == _as_ember(str(theirs))
     assert ours.python_code("self").src == _as_ember(theirs.python_code("self").src)
+
+
+def _transformed(fx, lib):
+    root = _root(lib)
+    gm = fx.GraphModule(root, build_runnable(fx, lib))
+    for n in gm.graph.nodes:
+        n.meta.update(stack_trace=f'File "m.py", line 1, in forward\n    {n.name}\n', nn_module_stack={"k": 1}, val=0)
+
+    class Rewrite(fx.Transformer):
+        def call_function(self, target, args, kwargs):
+            if target is lib.exp:
+                return super().call_function(lib.sigmoid, args, kwargs)
+            return super().call_function(target, args, kwargs)
+
+        def call_method(self, target, args, kwargs):
+            out = super().call_method(target, args, kwargs)
+            return out.neg() if target == "view" else out
+
+        def call_module(self, target, args, kwargs):
+            return super().call_module(target, args, kwargs) + 1
+
+    return fx.Transformer(gm).transform(), Rewrite(gm).transform()
+
+
+def test_transformer_equals_torch_fx():
+    theirs_same, theirs_new = _transformed(torch.fx, torch)
+    ours_same, ours_new = _transformed(ember.fx, ember)
+    for ours, theirs in ((ours_same, theirs_same), (ours_new, theirs_new)):
+        assert ours.code == _as_ember(theirs.code)
+        assert str(ours.graph) == _as_ember(str(theirs.graph))
+        assert ours.print_readable(print_output=False) == _as_ember(theirs.print_readable(print_output=False))
+        for a, b in zip(ours.graph.nodes, theirs.graph.nodes, strict=True):
+            assert sorted(a.meta) == sorted(k for k in b.meta if k not in ("from_node", "seq_nr"))
