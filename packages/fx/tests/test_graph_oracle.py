@@ -374,3 +374,46 @@ def test_transformer_equals_torch_fx():
         assert ours.print_readable(print_output=False) == _as_ember(theirs.print_readable(print_output=False))
         for a, b in zip(ours.graph.nodes, theirs.graph.nodes, strict=True):
             assert sorted(a.meta) == sorted(k for k in b.meta if k not in ("from_node", "seq_nr"))
+
+
+def _with_values(fx, lib):
+    import enum
+
+    class Recompute(enum.Enum):
+        MUST_SAVE = 1
+
+    g = build_runnable(fx, lib)
+    for i, n in enumerate(g.nodes):
+        if n.op == "output":
+            continue
+        if i % 3 == 0:
+            n.meta["val"] = lib.zeros((2, 3 + i), dtype=lib.float32).t()
+        elif i % 3 == 1:
+            n.meta["val"] = lib.ones(4, dtype=lib.int64)
+        if i % 4 == 0:
+            n.meta["custom"] = {"tag": i, "long": "x" * 50}
+        if i % 5 == 0:
+            n.meta["seq_nr"] = i
+            n.meta["recompute"] = Recompute.MUST_SAVE
+        if i % 7 == 0:
+            n.meta["ac_graph_id"] = 3
+        n.stack_trace = f'File "m.py", line {i // 2}, in forward\n    line{i // 2}\n'
+    return g
+
+
+@pytest.mark.parametrize("stride_device", [(False, False), (True, False), (True, True)])
+def test_verbose_code_with_values_equals_torch_fx(stride_device):
+    stride, device = stride_device
+    theirs = _with_values(torch.fx, torch)
+    ours = _with_values(ember.fx, ember)
+    kw = {"verbose": True, "include_stride": stride, "include_device": device, "additional_meta": ["seq_nr"]}
+    assert ours.python_code("self", **kw).src == _as_ember(theirs.python_code("self", **kw).src)
+    kw["colored"] = True
+    assert ours.python_code("self", **kw).src == _as_ember(theirs.python_code("self", **kw).src)
+
+
+def test_format_node_with_tensor_metadata_equals_torch_fx():
+    theirs = _with_values(torch.fx, torch)
+    ours = _with_values(ember.fx, ember)
+    for a, b in zip(ours.nodes, theirs.nodes, strict=True):
+        assert a.format_node(include_tensor_metadata=True) == _as_ember(b.format_node(include_tensor_metadata=True))

@@ -328,8 +328,11 @@ class CodeGen:
         include_stride: bool = False,
         include_device: bool = False,
         colored: bool = False,
+        additional_meta: list[str] | None = None,
     ) -> PythonCode:
-        return _Emitter(self, namespace, root_module, verbose, include_stride, include_device, colored).run(nodes)
+        emitter = _Emitter(self, namespace, root_module, verbose, include_stride, include_device, colored)
+        emitter.additional_meta = additional_meta or []
+        return emitter.run(nodes)
 
 
 class _Emitter:
@@ -356,6 +359,7 @@ class _Emitter:
         self.globals: dict[str, Any] = {}
         self.return_annotation = ""
         self.prev_summary: str | None = None
+        self.additional_meta: list[str] = []
         fns = _color_fns if colored else {}
         self.red = fns.get("red", _identity)
         self.blue = fns.get("blue", _identity)
@@ -487,10 +491,26 @@ class _Emitter:
             self.body.append("\n")
 
     def stack_trace_summary(self, node: Node) -> None:
+        """The comment over a run of nodes: chosen meta keys, annotations, recompute tags, user line."""
         if node.op in ("placeholder", "output"):
             return
+        meta = node.meta
+        extra = [f"{key}: {meta[key]}" for key in self.additional_meta if key in meta]
+        extra_str = f"# {', '.join(extra)} " if extra else ""
+        annotation = ""
+        if meta.get("custom"):
+            shown = {k: (str(v)[:40] + "..." if len(str(v)) > 40 else v) for k, v in meta["custom"].items()}
+            annotation = f" Annotation: {shown}"
+        recompute, graph_id = meta.get("recompute"), meta.get("ac_graph_id")
+        recompute_info = ""
+        if recompute is not None and graph_id is not None:
+            recompute_info = f" ac_graph_id: {graph_id} - {recompute.name}"
+        elif recompute is not None:
+            recompute_info = f" recompute: {recompute.name}"
+        elif graph_id is not None:
+            recompute_info = f" ac_graph_id: {graph_id}"
         summary = _stack_trace_summary(node.stack_trace) or "No stacktrace found for following nodes"
-        text = f"\n{self.dim(f'# {summary}')}\n"
+        text = f"\n{self.dim(f'{extra_str}#{annotation}{recompute_info} {summary}')}\n"
         if text != self.prev_summary:
             self.prev_summary = text
             self.body.append(text)

@@ -242,7 +242,7 @@ class Node:
                     f"{type(target).__name__} but a str is expected"
                 )
         self.graph = graph
-        self.name = name
+        self._name = name
         self.op = op
         self.target = target
         self._input_nodes: dict[Node, None] = {}
@@ -258,6 +258,18 @@ class Node:
         self._args = ()
         self._kwargs = {}
         self._update_args_kwargs(args, kwargs)
+
+    @property
+    def name(self) -> str:
+        """The node's unique name in its graph, and its variable in the generated code."""
+        return self._name
+
+    @name.setter
+    def name(self, value: str) -> None:
+        for hook in _replace_hooks(self):
+            for user in self.users:
+                hook(old=self, new=value, user=user)
+        self._name = value
 
     # -- the linked list ------------------------------------------------------------------------
 
@@ -386,11 +398,15 @@ class Node:
             if delete_user_cb is not None and not delete_user_cb(user):
                 continue
             changed.append(user)
+            for hook in _replace_hooks(self):
+                hook(old=self, new=replace_with.name, user=user)
             user._replace_input_with(self, replace_with)
         return changed
 
     def replace_input_with(self, old_input: Node, new_input: Node) -> None:
         """Replace every occurrence of ``old_input`` among this node's arguments with ``new_input``."""
+        for hook in _replace_hooks(self):
+            hook(old=old_input, new=new_input.name, user=self)
         self._replace_input_with(old_input, new_input)
 
     def _replace_input_with(self, old_input: Node, new_input: Node) -> None:
@@ -459,11 +475,15 @@ class Node:
         self,
         placeholder_names: list[str] | None = None,
         maybe_return_typename: list[str] | None = None,
+        *,
+        include_tensor_metadata: bool = False,
     ) -> str | None:
         """A one-line description, the form ``str(graph)`` prints.
 
         ``placeholder_names`` and ``maybe_return_typename`` collect the signature for ``Graph.__str__``;
         with ``placeholder_names`` given, a placeholder adds itself there and returns None.
+        ``include_tensor_metadata`` describes a call's tensor value (``meta["val"]``) by dtype,
+        shape, strides and device instead of by ``type``.
         """
         users = f"[num_users={len(self.users)}]"
         typename = f"{_type_repr(self.type)} " if self.type is not None else ""
@@ -483,10 +503,27 @@ class Node:
             if self.type and maybe_return_typename:
                 maybe_return_typename[0] = f" -> {_type_repr(self.type)}"
             return f"return {self.args[0]}"
+        if include_tensor_metadata:
+            typename = _tensor_metadata(self.meta) or typename
         return (
             f"%{self.name} : {typename}{users} = {self.op}[target={self._pretty_print_target(self.target)}]("
             f"args = {_format_arg(self.args)}, kwargs = {_format_arg(self.kwargs)})"
         )
+
+
+def _replace_hooks(node: Node) -> list[Callable]:
+    return getattr(node.graph.owning_module, "_replace_hooks", None) or []
+
+
+def _tensor_metadata(meta: dict[str, Any]) -> str | None:
+    from ember.core.tensor import Tensor
+    from ember.fx._codegen import _dtype_abbr, _shape
+
+    val = meta.get("val", meta.get("tensor_meta", meta.get("example_value")))
+    if not isinstance(val, Tensor):
+        return None
+    # No space before the users count: PyTorch prints it so.
+    return f'Tensor "{_dtype_abbr(val.dtype)}{_shape(val.shape)}{_shape(val.stride())}{val.device}"'
 
 
 def _key_between(a: tuple[int, ...] | None, b: tuple[int, ...] | None) -> tuple[int, ...]:
