@@ -199,7 +199,7 @@ def test_pickle_loads_in_a_fresh_process(tmp_path):
     )
     y = g.call_method("sum", (x,), {"dim": 0})
     z = g.call_function(ember.ops.aten.add.Tensor, (y, 1.0), {"alpha": 2})
-    w = g.call_function(ember.relu, (z,))
+    w = g.call_function(ember.Tensor.mul, (g.call_function(ember.relu, (z,)), 3))
     h = g.call_module("layers.0", (x,))
     g.output({"w": w, "n": n, "shape": shape, "h": h, "off": g.get_attr("offset")})
     gm = fx.GraphModule(_root(), g)
@@ -222,6 +222,7 @@ def test_pickle_loads_in_a_fresh_process(tmp_path):
         np.testing.assert_allclose(out["w"].numpy(), expected["w"].numpy())
         np.testing.assert_allclose(out["h"].detach().numpy(), expected["h"].numpy(), rtol=1e-6)
         assert out["n"] is False and tuple(out["shape"]) == (2, 3)
+        assert any(n.target is ember.Tensor.mul for n in gm.graph.nodes)
         print(gm.code)
         """
     )

@@ -70,7 +70,13 @@ def build_functions(fx, lib):
     s = g.call_function(lib.sum, (a2,), {"dim": 1, "keepdim": True, "dtype": lib.float32})
     c = g.call_function(lib.cat, ([x, s],), {"dim": -1})
     z = g.call_function(lib.zeros, ((2, 3),), {"dtype": lib.float64, "device": lib.device("cpu")})
-    g.output({"c": c, "z": z, "r": [r, None]})
+    t1 = g.call_function(lib.Tensor.add, (x, w))
+    t2 = g.call_function(lib.Tensor.view, (t1, -1))
+    t3 = g.call_function(lib.Tensor.__mul__, (t2, 2))
+    p = g.call_function(lib.ops.aten.sub, (t3, t3))
+    # (not F.linear: PyTorch's is a C function that prints as torch._C._nn.linear)
+    sm = g.call_function(lib.nn.functional.softmax, (p,), {"dim": -1})
+    g.output({"c": c, "z": z, "r": [r, None], "p": p, "sm": sm})
     return g
 
 

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ember.fx.node import Argument, Node, _get_qualified_name, _type_repr
+from ember.fx.node import Argument, Node, _get_qualified_name, _is_tensor_method, _type_repr
 
 if TYPE_CHECKING:
     from ember.fx.graph import _node_list
@@ -150,6 +150,10 @@ def _is_from_ember(obj: object) -> bool:
 
     if isinstance(obj, OpOverload | OpOverloadPacket):
         return True
+    if _is_tensor_method(obj):
+        # PyTorch's Tensor methods (C descriptors without a module) go in as globals:
+        # ``torch_Tensor_add = torch.Tensor.add``; ours follow, so the code reads the same.
+        return False
     module = getattr(obj, "__module__", None)
     if module is None or not (module == "ember" or module.startswith("ember.")):
         return False

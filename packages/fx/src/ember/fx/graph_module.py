@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import importlib
 import itertools
 import linecache
 import sys
@@ -404,13 +405,29 @@ class _CodeOnlyModule(Module):
 
 
 def _format_import_statement(name: str, obj: Any) -> str:
+    from ember.fx.node import _ember_public_name, _is_ember_object
+
     if name in _custom_builtins:
         return _custom_builtins[name].import_str
+    if _is_ember_object(obj):
+        public = _ember_public_name(obj)
+        if public is not None:
+            return f"import ember; {name} = {public}"
     module = getattr(obj, "__module__", None)
     qualname = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
-    if module is None or qualname is None or "<locals>" in qualname:
+    if module is None or qualname is None or "<locals>" in qualname or _lookup(module, qualname) is not obj:
         raise RuntimeError(f"cannot pickle the global {name} = {obj!r} of a GraphModule: it is not importable")
     return f"from {module} import {qualname} as {name}"
+
+
+def _lookup(module: str, qualname: str) -> Any:
+    try:
+        obj: Any = importlib.import_module(module)
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError):
+        return None
+    return obj
 
 
 def _format_import_block(globals: dict[str, Any]) -> str:

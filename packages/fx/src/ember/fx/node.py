@@ -83,6 +83,11 @@ def _index_public_names() -> None:
         for name, value in list(vars(module).items()) if module is not None else ():
             if not name.startswith("_") and (callable(value) or isinstance(value, type)):
                 add(value, f"{home}.{name}")
+    # Tensor methods last: a function that is also ``ember.<name>`` goes by that name.
+    tensor_cls = getattr(sys.modules.get("ember.core.tensor"), "Tensor", None)
+    for name, value in list(vars(tensor_cls).items()) if tensor_cls is not None else ():
+        if callable(value) and (not name.startswith("_") or _is_magic_name(name)):
+            add(value, f"ember.Tensor.{name}")
 
 
 def _ember_public_name(obj: Any) -> str | None:
@@ -98,16 +103,13 @@ def _ember_public_name(obj: Any) -> str | None:
     return None
 
 
-def _ember_qualified_name(func: Any, name: str) -> str | None:
-    import sys
+def _is_magic_name(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__")
 
-    public = _ember_public_name(func)
-    if public is not None:
-        return public
-    tensor_cls = getattr(sys.modules.get("ember.core.tensor"), "Tensor", None)
-    if tensor_cls is not None and tensor_cls.__dict__.get(name) is func:
-        return f"ember.Tensor.{name}"
-    return None
+
+def _is_tensor_method(func: Any) -> bool:
+    public = _ember_public_name(func) if _is_ember_object(func) else None
+    return public is not None and public.startswith("ember.Tensor.")
 
 
 def _is_ember_object(obj: Any) -> bool:
@@ -130,7 +132,7 @@ def _get_qualified_name(func: Any) -> str:
     if module is None:
         raise RuntimeError(f"cannot find module for {func}")
     if _is_ember_object(func):
-        public = _ember_qualified_name(func, name)
+        public = _ember_public_name(func)
         if public is not None:
             return public
     return f"{module}.{name}"
