@@ -26,7 +26,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ember.fx.node import Argument, Node, _get_qualified_name, _is_tensor_method, _type_repr
+from ember.fx._names import _get_qualified_name, _is_tensor_method, _type_repr
+from ember.fx.node import Argument, Node
 
 if TYPE_CHECKING:
     from ember.fx.graph import _node_list

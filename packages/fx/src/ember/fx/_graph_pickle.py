@@ -14,8 +14,9 @@ import importlib
 from typing import Any, NamedTuple
 
 from ember.fx._codegen import _is_from_ember
+from ember.fx._names import _get_qualified_name
 from ember.fx.graph import Graph
-from ember.fx.node import Node, _get_qualified_name, map_aggregate
+from ember.fx.node import Node, map_aggregate
 
 __all__ = ["graph_from_payload", "graph_to_payload"]
 

@@ -26,7 +26,8 @@ from ember.fx._codegen import (
     magic_methods,
     reflectable_magic_methods,
 )
-from ember.fx.node import Argument, Node, Target, _legal_ops, _target_name, map_arg
+from ember.fx._names import _target_name
+from ember.fx.node import Argument, Node, Target, _legal_ops, map_arg
 
 if TYPE_CHECKING:
     from ember.fx.graph_module import GraphModule

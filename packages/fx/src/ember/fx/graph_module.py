@@ -405,7 +405,7 @@ class _CodeOnlyModule(Module):
 
 
 def _format_import_statement(name: str, obj: Any) -> str:
-    from ember.fx.node import _ember_public_name, _is_ember_object
+    from ember.fx._names import _ember_public_name, _is_ember_object
 
     if name in _custom_builtins:
         return _custom_builtins[name].import_str
