@@ -26,6 +26,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ember.core.devices import device
+from ember.core.dispatch import OpOverload, OpOverloadPacket
+from ember.core.tensor import Tensor
 from ember.fx._names import _get_qualified_name, _is_tensor_method, _type_repr
 from ember.fx.node import Argument, Node
 
@@ -68,8 +71,6 @@ def _ember_module() -> Any:
 
 
 def _register_builtins() -> None:
-    from ember.core.devices import device
-
     _register_custom_builtin("inf", "from math import inf", math.inf)
     _register_custom_builtin("nan", "from math import nan", math.nan)
     _register_custom_builtin("NoneType", "NoneType = type(None)", type(None))
@@ -147,8 +148,6 @@ class _Namespace:
 
 def _is_from_ember(obj: object) -> bool:
     """Objects the generated code reaches as ``ember.<dotted path>`` rather than as a global."""
-    from ember.core.dispatch import OpOverload, OpOverloadPacket
-
     if isinstance(obj, OpOverload | OpOverloadPacket):
         return True
     if _is_tensor_method(obj):
@@ -378,8 +377,6 @@ class _Emitter:
 
     def add_global(self, name_hint: str, obj: Any) -> str:
         """The name ``obj`` goes by in the generated code, adding it to the globals if needed."""
-        from ember.core.devices import device
-
         if _is_from_ember(obj) and obj is not device:
             # Reached through the ``ember`` global by its public dotted name.
             return _get_qualified_name(obj)
@@ -405,9 +402,6 @@ class _Emitter:
         return self.add_global(typename, o)
 
     def repr_arg(self, arg: object) -> str:
-        from ember.core.dispatch import OpOverload
-        from ember.core.tensor import Tensor
-
         if isinstance(arg, Node):
             return repr(arg)
         if isinstance(arg, tuple) and hasattr(arg, "_fields"):
@@ -524,8 +518,6 @@ class _Emitter:
         annotation = "" if node.type is None else f" : {self.type_repr(node.type)}"
         if not self.verbose:
             return annotation
-        from ember.core.tensor import Tensor
-
         val = node.meta.get("val", node.meta.get("tensor_meta", node.meta.get("example_value", None)))
         if isinstance(val, Tensor):
             core = self.tensor_annotation(val)
