@@ -6,6 +6,11 @@ from ember.fx.graph_module import GraphModule
 from ember.fx.interpreter import Interpreter, Transformer
 from ember.fx.node import Node, has_side_effect, map_arg
 
+# Symbolic tracing.
+from ember.fx import proxy  # noqa: F401  (ember.fx.proxy, as torch.fx.proxy)  # isort: skip
+from ember.fx._symbolic_trace import PH, ProxyableClassMeta, Tracer, symbolic_trace, wrap  # isort: skip
+from ember.fx.proxy import Proxy  # isort: skip
+
 __all__ = [
     "Graph",
     "GraphModule",
@@ -16,3 +21,4 @@ __all__ = [
     "has_side_effect",
     "map_arg",
 ]
+__all__ += ["PH", "Proxy", "ProxyableClassMeta", "Tracer", "symbolic_trace", "wrap"]  # symbolic tracing

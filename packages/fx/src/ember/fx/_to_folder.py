@@ -3,11 +3,12 @@
 The folder gets ``module.py`` (a ``Module`` subclass whose ``__init__`` rebuilds the submodules and
 loads the state, and whose ``forward`` is the generated code), ``__init__.py``, the state as
 ``state_dict.pt`` (``ember.save``), and each submodule that cannot be written as its constructor
-call pickled as ``<name>.pt``.
+call pickled as ``<name>.pkl``.
 """
 
 from __future__ import annotations
 
+import pickle
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,7 +21,11 @@ if TYPE_CHECKING:
     from ember.fx.graph_module import GraphModule
 
 # Modules whose repr is a constructor call that rebuilds them.
-_SAFE_REPRS = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
+_SAFE_REPRS = tuple(
+    getattr(nn, name)
+    for name in ("Linear", "Conv1d", "Conv2d", "Conv3d", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d")
+    if hasattr(nn, name)
+)
 
 
 def _addindent(s: str, num_spaces: int) -> str:
@@ -42,6 +47,7 @@ def write_folder(gm: GraphModule, folder: Path, module_name: str) -> None:
     imports.update(_format_import_block(gm.graph.python_code("self").globals).split("\n"))
     builtins = "\n".join(sorted(i for i in imports if i))
     model_str = f"""
+import pickle
 import ember
 {builtins}
 
@@ -55,12 +61,13 @@ class {module_name}(ember.nn.Module):
         if type(module) in _SAFE_REPRS:
             model_str += f"{tab * 2}setattr(self, '{name}', {module!r})\n"
         else:
-            module_file = folder / f"{name}.pt"
-            save(module, module_file)
+            # Pickled whole: ember.save takes tensors and containers of them, not modules.
+            module_file = folder / f"{name}.pkl"
+            module_file.write_bytes(pickle.dumps(module))
             blobified.append(name)
             module_repr = repr(module).replace("\r", " ").replace("\n", " ")
             model_str += (
-                f"{tab * 2}setattr(self, '{name}', ember.load(r'{module_file}', weights_only=False)) # {module_repr}\n"
+                f"{tab * 2}setattr(self, '{name}', pickle.loads(open(r'{module_file}', 'rb').read())) # {module_repr}\n"
             )
     for name, buffer in gm._buffers.items():
         if buffer is not None:

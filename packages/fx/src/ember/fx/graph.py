@@ -16,13 +16,23 @@ import warnings
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from ember.fx._codegen import CodeGen, PythonCode, _is_magic, _Namespace, _snake_case
-from ember.fx.node import Argument, Node, Target, _legal_ops, _target_name, map_arg
+from ember.fx._codegen import (
+    CodeGen,
+    PythonCode,
+    _is_magic,
+    _Namespace,
+    _snake_case,
+    inplace_methods,
+    magic_methods,
+    reflectable_magic_methods,
+)
+from ember.fx._names import _target_name
+from ember.fx.node import Argument, Node, Target, _legal_ops, map_arg
 
 if TYPE_CHECKING:
     from ember.fx.graph_module import GraphModule
 
-__all__ = ["CodeGen", "Graph", "PythonCode"]
+__all__ = ["CodeGen", "Graph", "PythonCode", "inplace_methods", "magic_methods", "reflectable_magic_methods"]
 
 log = logging.getLogger(__name__)
 
@@ -419,8 +429,14 @@ class Graph:
         include_stride: bool = False,
         include_device: bool = False,
         colored: bool = False,
+        additional_meta: list[str] | None = None,
     ) -> PythonCode:
-        """The source of ``forward`` and its globals; ``root_module`` names the module (``"self"``)."""
+        """The source of ``forward`` and its globals; ``root_module`` names the module (``"self"``).
+
+        ``verbose`` adds a comment with the user's line (``meta["stack_trace"]``) over each run of
+        nodes and annotates values with their dtype and shape (``meta["val"]``), with strides and
+        device on request; ``additional_meta`` names further meta keys to show in those comments.
+        """
         # A namespace of its own for this code: node names and globals share it, so they never collide.
         namespace = _Namespace()
         saved = {node: node._repr_fn for node in self.nodes}
@@ -439,6 +455,7 @@ class Graph:
                 include_stride=include_stride,
                 include_device=include_device,
                 colored=colored,
+                additional_meta=additional_meta,
             )
         finally:
             for node, fn in saved.items():

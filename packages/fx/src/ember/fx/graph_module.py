@@ -11,12 +11,14 @@ buffers and constants named by ``get_attr``/``call_module`` nodes from ``root``.
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import importlib
 import itertools
 import linecache
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -241,9 +243,13 @@ class GraphModule(Module):
         include_stride: bool = False,
         include_device: bool = False,
         colored: bool = False,
+        *,
+        additional_meta: list[str] | None = None,
     ) -> str:
         """The code of this module and its child ``GraphModule``s as a class, with stack-trace comments."""
-        return _print_readable(self, self._get_name(), print_output, include_stride, include_device, colored)
+        return _print_readable(
+            self, self._get_name(), print_output, include_stride, include_device, colored, additional_meta
+        )
 
     def __str__(self) -> str:
         reminder = "# To see more debug info, please use `graph_module.print_readable()`"
@@ -299,6 +305,52 @@ class GraphModule(Module):
         for name in [name for name, _ in self.named_modules() if name not in used and name]:
             self.delete_submodule(name)
 
+    # -- hooks on graph edits (private, as in PyTorch) --------------------------------------------
+
+    def _register_replace_node_hook(self, f: Callable) -> None:
+        """``f(old=node, new=name, user=node)`` runs when a use of a node is replaced or a node renamed."""
+        if not callable(f):
+            raise AssertionError("replace hook must be a callable.")
+        self._replace_hooks.append(f)
+
+    def _unregister_replace_node_hook(self, f: Callable) -> None:
+        self._replace_hooks.remove(f)
+
+    @contextlib.contextmanager
+    def _set_replace_hook(self, f: Callable) -> Iterator[None]:
+        self._register_replace_node_hook(f)
+        try:
+            yield
+        finally:
+            self._unregister_replace_node_hook(f)
+
+    def _register_create_node_hook(self, f: Callable) -> None:
+        """``f(node)`` runs for each node created in this module's graph."""
+        if not callable(f):
+            raise AssertionError("create_node hook must be a callable.")
+        self._create_node_hooks.append(f)
+
+    def _unregister_create_node_hook(self, f: Callable) -> None:
+        self._create_node_hooks.remove(f)
+
+    def _register_erase_node_hook(self, f: Callable) -> None:
+        """``f(node)`` runs for each node erased from this module's graph."""
+        if not callable(f):
+            raise AssertionError("erase_node hook must be a callable.")
+        self._erase_node_hooks.append(f)
+
+    def _unregister_erase_node_hook(self, f: Callable) -> None:
+        self._erase_node_hooks.remove(f)
+
+    def _register_deepcopy_hook(self, f: Callable) -> None:
+        """``f(copy)`` runs on each deep copy of this module."""
+        if not callable(f):
+            raise AssertionError("deepcopy hook must be a callable.")
+        self._deepcopy_hooks.append(f)
+
+    def _unregister_deepcopy_hook(self, f: Callable) -> None:
+        self._deepcopy_hooks.remove(f)
+
     # -- copies and serialization ----------------------------------------------------------------
 
     def __reduce__(self) -> tuple:
@@ -353,13 +405,29 @@ class _CodeOnlyModule(Module):
 
 
 def _format_import_statement(name: str, obj: Any) -> str:
+    from ember.fx._names import _ember_public_name, _is_ember_object
+
     if name in _custom_builtins:
         return _custom_builtins[name].import_str
+    if _is_ember_object(obj):
+        public = _ember_public_name(obj)
+        if public is not None:
+            return f"import ember; {name} = {public}"
     module = getattr(obj, "__module__", None)
     qualname = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
-    if module is None or qualname is None or "<locals>" in qualname:
+    if module is None or qualname is None or "<locals>" in qualname or _lookup(module, qualname) is not obj:
         raise RuntimeError(f"cannot pickle the global {name} = {obj!r} of a GraphModule: it is not importable")
     return f"from {module} import {qualname} as {name}"
+
+
+def _lookup(module: str, qualname: str) -> Any:
+    try:
+        obj: Any = importlib.import_module(module)
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError):
+        return None
+    return obj
 
 
 def _format_import_block(globals: dict[str, Any]) -> str:
@@ -398,18 +466,26 @@ def _print_readable(
     include_stride: bool = False,
     include_device: bool = False,
     colored: bool = False,
+    additional_meta: list[str] | None = None,
 ) -> str:
     graph = module.graph
     if not isinstance(graph, Graph):
         raise AssertionError("print_readable must be used on a module with a graph")
     code = graph.python_code(
-        root_module="self", verbose=True, include_stride=include_stride, include_device=include_device, colored=colored
+        root_module="self",
+        verbose=True,
+        include_stride=include_stride,
+        include_device=include_device,
+        colored=colored,
+        additional_meta=additional_meta,
     ).src
     module_code = _addindent(f"class {module_name}(ember.nn.Module):\n" + code.lstrip("\n"), 4)
     sub_codes = [""]
     for name, child in module.named_children():
         if isinstance(child, GraphModule):
-            sub_codes.append(_print_readable(child, name, False, include_stride, include_device, colored))
+            sub_codes.append(
+                _print_readable(child, name, False, include_stride, include_device, colored, additional_meta)
+            )
     output = module_code + _addindent("\n".join(sub_codes), 4)
     if print_output:
         print(output)
