@@ -274,7 +274,7 @@ def test_repr_shows_metadata_only():
         (lambda t: ember.nonzero(t), aten.nonzero.default),
         (lambda t: t.masked_select(t > 0), aten.masked_select.default),
         (lambda t: ember.unique(t), aten._unique2.default),
-        (lambda t: t[t > 0], aten.index.Tensor),
+        (lambda t: t[t > 0], aten.nonzero.default),  # the mask's nonzero, as PyTorch names it
         (lambda t: ember.nn.functional.one_hot(t.long()), aten.one_hot.default),
     ],
 )
@@ -350,3 +350,20 @@ def test_mode_settings():
     assert mode.shape_env is None and mode.static_shapes and mode.allow_fallback_kernels
     assert not mode.allow_non_fake_inputs
     assert FakeTensorMode(static_shapes=False).static_shapes is False
+
+
+def test_a_module_built_under_the_mode_has_fake_parameters_and_trains():
+    with FakeTensorMode() as mode:
+        model = nn.Sequential(nn.Linear(3, 8), nn.ReLU(), nn.Linear(8, 2)).to("cuda")
+        params = dict(model.named_parameters())
+        assert sorted(params) == ["0.bias", "0.weight", "2.bias", "2.weight"]
+        for p in params.values():
+            assert isinstance(p, nn.Parameter) and isinstance(p, FakeTensor) and p.fake_mode is mode
+            assert p.device == ember.device("cuda:0") and p.requires_grad and p.is_leaf
+        model(ember.randn(5, 3, device="cuda")).pow(2).mean().backward()
+        optimizer = ember.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        versions = {name: p._version for name, p in params.items()}
+        optimizer.step()
+    for name, p in params.items():
+        assert isinstance(p.grad, FakeTensor) and p.grad.shape == p.shape and p.grad.device == p.device
+        assert p._version > versions[name]

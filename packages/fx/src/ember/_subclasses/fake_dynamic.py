@@ -18,13 +18,15 @@ from ember.core.devices import device
 from ember.core.dispatch import OpOverload
 from ember.core.layout import normalize_dim
 from ember.core.tensor import Tensor
+from ember.ops import aten
 
 
 def dynamic_output(mode: FakeTensorMode, func: OpOverload, dev: device, args: tuple, kwargs: dict) -> Any:
     env = mode.shape_env
     rule = _RULES.get(func.name)
     if env is None or not getattr(env, "allow_dynamic_output_shape_ops", False) or rule is None:
-        raise DynamicOutputShapeException(func)
+        # Indexing by a mask runs nonzero on it, and PyTorch names that op.
+        raise DynamicOutputShapeException(aten.nonzero.default if func.name == "index" else func)
     if func.schema.is_out:
         raise DynamicOutputShapeException(func)
     return rule(_Maker(mode, env, dev), func, *args, **kwargs)

@@ -157,6 +157,24 @@ class FakeTensor(Tensor):
             alias._base = self._base
         return alias
 
+    def __ember_as_parameter__(self, requires_grad: bool) -> FakeTensor:
+        """``nn.Parameter(fake)``: a fake that is a Parameter, over the same storage."""
+        from ember._subclasses.fake_converter import FakeParameter
+
+        out = FakeTensor._make(
+            self.fake_mode,
+            self._storage,
+            self._shape,
+            self._stride,
+            self._offset,
+            self.dtype,
+            self.device,
+            FakeParameter,
+        )
+        if requires_grad:
+            out.requires_grad_(True)
+        return out
+
     # -- reading values: a fake has none -------------------------------------------------------------
 
     def item(self):
