@@ -46,9 +46,6 @@ READS_VALUES = {"sort", "topk", "kthvalue", "median_dim", "nanmedian_dim"}
 # The decomposition that modes see lays out its result unlike the CPU kernel (and PyTorch), which
 # keep the input's dense layout (strides (4, 1) for a transposed 3x4 input, the decomposition (1, 3)).
 WRONG_STRIDES = {"F.rms_norm"}
-# ``ember.tensor(data)`` (which ``new_tensor`` calls) makes a CPU tensor without calling an op, so no
-# mode sees it and the result is real; PyTorch passes such a fresh tensor through ``aten.lift_fresh``.
-NOT_SEEN_BY_MODES = {"new_tensor"}
 
 
 def _dtypes(op: OpInfo) -> list[str]:
@@ -65,8 +62,6 @@ def _dtypes(op: OpInfo) -> list[str]:
 def _marks(op: OpInfo) -> list:
     if op.name in WRONG_STRIDES:
         return [pytest.mark.xfail(reason="the op's decomposition gives other strides than its kernel", strict=True)]
-    if op.name in NOT_SEEN_BY_MODES:
-        return [pytest.mark.xfail(reason="ember.tensor(data) calls no op that a mode sees", strict=True)]
     return []
 
 

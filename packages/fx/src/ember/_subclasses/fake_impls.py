@@ -20,6 +20,7 @@ from ember._subclasses.fake_tensor import (
     UnsupportedOperatorException,
     fake_device_of,
 )
+from ember.autograd.recording import TensorMeta
 from ember.core import dispatch
 from ember.core import dtypes as D
 from ember.core.devices import CPU, META, device, get_default_device, to_device
@@ -29,12 +30,16 @@ from ember.core.storage import Storage
 from ember.core.tensor import Tensor, _array_view, _new
 
 _DATA_DEPENDENT = "data_dependent_output"
+_LIFT_FRESH = dispatch.lookup("aten::lift_fresh")
 # Ops whose tensor arguments may sit on different devices: copies between devices, and indexing by
 # CPU indices. Their results are on the first argument's device (or the ``device=`` argument's).
 _MIXED_DEVICES = frozenset({"copy_", "copy", "_to_copy", "index", "index_put", "index_put_", "_index_put_impl_"})
 
 
 def run_op(mode: FakeTensorMode, func: OpOverload, args: tuple, kwargs: dict) -> Any:
+    if func is _LIFT_FRESH:
+        # A tensor just made from data (ember.tensor, as_tensor, from_numpy): a fake of it, as PyTorch.
+        return args[0] if isinstance(args[0], FakeTensor) else mode.from_tensor(args[0])
     fakes, others = _check_tensors(mode, func, args, kwargs)
     if others is NotImplemented:
         return NotImplemented
@@ -244,6 +249,10 @@ def _to_meta(value, standins: dict):
         return type(value)(_to_meta(v, standins) for v in value)
     if isinstance(value, dict):
         return {k: _to_meta(v, standins) for k, v in value.items()}
+    if type(value) is TensorMeta and value.device.type != "meta":
+        # Autograd's description of an input a derivative did not save: kernels make their
+        # results on its device, which must be meta here.
+        return TensorMeta((value._shape, value.dtype, META, value._stride, value._offset))
     return value
 
 
