@@ -27,6 +27,8 @@ def _contiguous_strides(shape: tuple) -> tuple:
 
 
 _contiguous_strides_cached = lru_cache(maxsize=1024)(_contiguous_strides)
+# For shapes that are ints by construction (a CPU array's): the cache without the symbolic fallback.
+int_contiguous_strides = _contiguous_strides_cached
 
 
 def is_contiguous(shape: tuple, stride: tuple) -> bool:

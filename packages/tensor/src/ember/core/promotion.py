@@ -106,6 +106,10 @@ def _combine(higher: dtype | None, lower: dtype | None) -> dtype | None:
     return higher
 
 
+# Python numbers and the symbolic ones that stand for them; a tuple made once, not a union per call.
+_SCALARS = (builtins.bool, builtins.int, builtins.float, builtins.complex, SymInt, SymFloat, SymBool)
+
+
 def result_type(*operands) -> dtype:
     """``ember.result_type``: the dtype of an arithmetic op on these tensors and scalars."""
     dim = zero = wrapped = None

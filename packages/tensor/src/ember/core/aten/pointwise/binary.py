@@ -464,9 +464,13 @@ _OPERATORS = {
 }
 
 
+# What an operator takes besides a tensor: numbers, symbolic ones included (a tuple made once).
+_OPERANDS = (Tensor, bool, int, float, complex, SymInt, SymFloat, SymBool)
+
+
 def _operator(op, name):
     def call(self, other):
-        if not isinstance(other, Tensor | bool | int | float | complex | SymInt | SymFloat | SymBool):
+        if not isinstance(other, _OPERANDS):
             return NotImplemented
         return op(self, other)
 
