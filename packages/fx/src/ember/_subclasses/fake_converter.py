@@ -106,9 +106,11 @@ class FakeTensorConverter:
         env = fake_mode.shape_env
         if env is None or static_shapes:
             return t._shape, t._stride, t._offset
-        if symbolic_context is not None:
+        dynamic_sizes = getattr(symbolic_context, "dynamic_sizes", None)
+        if dynamic_sizes is not None:
+            # PyTorch's StatelessSymbolicContext: how each size may vary (DimDynamic).
             sizes, strides, offset = env.create_symbolic_sizes_strides_storage_offset(
-                t, source, symbolic_context=symbolic_context
+                t, source, dynamic_dims=dynamic_sizes
             )
         else:
             sizes, strides, offset = env.create_symbolic_sizes_strides_storage_offset(t, source)
@@ -128,7 +130,12 @@ class FakeTensorConverter:
             return view
         storage = self.storage_memo.get(t._storage)
         if storage is None:
-            storage = Storage(None, t._storage.nbytes, META)
+            nbytes = t._storage.nbytes
+            if not all(isinstance(n, int) for n in (*shape, *stride, offset)):
+                # Symbolic sizes: the storage holds what the tensor reaches, in the same symbols, so
+                # that its views fit without a guard on the example's byte count.
+                nbytes = (offset + 1 + sum((n - 1) * st for n, st in zip(shape, stride, strict=True))) * t.itemsize
+            storage = Storage(None, nbytes, META)
             self.storage_memo.set(t._storage, storage)
         cls = FakeParameter if isinstance(t, Parameter) else FakeTensor
         fake = FakeTensor._make(fake_mode, storage, shape, stride, offset, t.dtype, t.device, cls)

@@ -17,6 +17,7 @@ from ember.core import dtypes as D
 from ember.core.devices import device
 from ember.core.dispatch import OpOverload
 from ember.core.layout import normalize_dim
+from ember.core.symbolic import _check_is_size
 from ember.core.tensor import Tensor
 from ember.ops import aten
 
@@ -37,7 +38,11 @@ class _Maker:
         self.mode, self.env, self.device = mode, env, dev
 
     def size(self):
-        return self.env.create_unbacked_symint()
+        n = self.env.create_unbacked_symint()
+        # A count of elements: at least 0, and a size for size-oblivious reasoning (PyTorch's
+        # _constrain_range_for_size).
+        _check_is_size(n)
+        return n
 
     def empty(self, shape: tuple, dtype: D.dtype, stride: tuple | None = None) -> FakeTensor:
         from ember._subclasses.fake_impls import fresh_fake
@@ -92,6 +97,11 @@ def _one_hot(make: _Maker, func, self: Tensor, num_classes: int = -1) -> FakeTen
 def _index(make: _Maker, func, self: Tensor, indices) -> Any:
     from ember._subclasses.fake_impls import run_op
 
+    indices = list(indices)
+    first = indices[0] if indices else None
+    if len(indices) == 1 and isinstance(first, Tensor) and first.dtype in (D.bool_, D.uint8):
+        # ``x[mask]``, the common case: the selected rows, one after another.
+        return make.empty((make.size(), *self._shape[first.ndim :]), self.dtype)
     # Each mask stands for the nonzero() of itself: one long index per dimension it covers.
     long_indices = []
     for index in indices:
