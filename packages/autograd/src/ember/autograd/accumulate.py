@@ -33,7 +33,11 @@ def _dense_like(grad: Tensor, like: Tensor) -> Tensor:
     stride = (
         like._stride if is_non_overlapping_and_dense(like._shape, like._stride) else contiguous_strides(like._shape)
     )
-    out = empty_strided_function(like._shape, stride, dtype=like.dtype, device=like.device)
+    if type(like)._dispatches:
+        # A dispatching subclass (a fake tensor) must see the allocation: it makes its own kind.
+        out = like.new_empty_strided(like._shape, stride)
+    else:
+        out = empty_strided_function(like._shape, stride, dtype=like.dtype, device=like.device)
     out.copy_(grad)
     return out
 
