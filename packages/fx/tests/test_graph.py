@@ -292,6 +292,23 @@ def test_find_nodes():
     with pytest.raises(AssertionError):
         g.find_nodes(op="call_function")
     assert g.output_node().op == "output"
+    # the lookup follows edits: new targets, moved and erased nodes
+    a.target = operator.sub
+    assert g.find_nodes(op="call_function", target=operator.add) == [b]
+    assert g.find_nodes(op="call_function", target=operator.sub) == [a]
+    m.append(a)
+    b.append(m)
+    assert g.find_nodes(op="call_method", target="view") == [m]
+    with g.inserting_before(a):
+        c = g.call_function(operator.add, (x, 2))
+    assert g.find_nodes(op="call_function", target=operator.add) == [c, b]
+    assert g.find_nodes(op="call_function", target=operator.add, sort=False) == [b, c]
+    m.op = "call_function"
+    m.target = ember.Tensor.view
+    assert g.find_nodes(op="call_method") == [] and g.find_nodes(op="call_function", target=ember.Tensor.view) == [m]
+    b.replace_all_uses_with(c)
+    g.erase_node(b)
+    assert g.find_nodes(op="call_function", target=operator.add) == [c]
 
 
 def test_stack_trace_reads_and_writes_meta():

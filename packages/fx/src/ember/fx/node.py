@@ -133,8 +133,9 @@ class Node:
                 )
         self.graph = graph
         self._name = name
-        self.op = op
-        self.target = target
+        self._op = op
+        self._target = target
+        self._indexed = False  # whether the graph's find_nodes table holds this node
         self._input_nodes: dict[Node, None] = {}
         self.users: dict[Node, None] = {}
         self.type = return_type
@@ -160,6 +161,34 @@ class Node:
             for user in self.users:
                 hook(old=self, new=value, user=user)
         self._name = value
+
+    @property
+    def op(self) -> str:
+        """The opcode: ``placeholder``, ``get_attr``, ``call_function``, ``call_method``, ``call_module``, ``output``."""
+        return self._op
+
+    @op.setter
+    def op(self, value: str) -> None:
+        self._reindex("_op", value)
+
+    @property
+    def target(self) -> Target:
+        """What the node calls or reads: a callable for ``call_function``, a name (str) otherwise."""
+        return self._target
+
+    @target.setter
+    def target(self, value: Target) -> None:
+        self._reindex("_target", value)
+
+    def _reindex(self, attr: str, value: Any) -> None:
+        # find_nodes looks nodes up by (op, target): keep its table in step with them.
+        if self._indexed:
+            table = self.graph._find_nodes_lookup_table
+            table.remove(self)
+            setattr(self, attr, value)
+            table.insert(self)
+        else:
+            setattr(self, attr, value)
 
     # -- the linked list ------------------------------------------------------------------------
 
