@@ -453,3 +453,46 @@ def test_proxyable_class_construction_is_recorded():
     _same(out.right, expected.right)
     # Outside a trace the class constructs as usual.
     assert isinstance(TensorPair(1, 2), TensorPair)
+
+
+def test_retracing_a_graph_module_gives_the_same_code():
+    import fx_trace_models as models
+
+    gm = fx.symbolic_trace(models.make_gpt_block(ember).eval())
+    again = fx.symbolic_trace(gm)
+    assert again.code == gm.code
+    x = ember.randn(2, 8, 16)
+    _same(again(x), gm(x))
+
+
+def test_proxy_buffer_attributes():
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("b", ember.ones(2))
+
+        def forward(self, x):
+            return x + self.b.sum() + self.b
+
+    class T(fx.Tracer):
+        proxy_buffer_attributes = True
+
+    graph = T().trace(M())
+    # One get_attr, read once and used twice; the method call on it is recorded.
+    assert [(n.op, n.name) for n in graph.nodes] == [
+        ("placeholder", "x"),
+        ("get_attr", "b"),
+        ("call_method", "sum_1"),
+        ("call_function", "add"),
+        ("call_function", "add_1"),
+        ("output", "output"),
+    ]
+
+
+def test_a_tracer_can_be_deep_copied():
+    import copy
+
+    tracer = fx.Tracer(autowrap_functions=(free_function,))
+    clone = copy.deepcopy(tracer)
+    assert clone._autowrap_search == [math] and clone._autowrap_search is not tracer._autowrap_search
+    assert fx.GraphModule(ember.nn.Module(), clone.trace(free_function)).code == fx.symbolic_trace(free_function).code
