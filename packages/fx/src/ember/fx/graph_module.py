@@ -216,7 +216,7 @@ class GraphModule(Module):
     def code(self) -> str:
         """The Python source of ``forward``."""
         if not hasattr(self, "_code"):
-            raise RuntimeError("Code has not been generated! Please report a bug to PyTorch")
+            raise RuntimeError("Code has not been generated! Call recompile() on the GraphModule")
         return self._code
 
     def recompile(self) -> PythonCode:
