@@ -352,11 +352,10 @@ class Graph:
             log.info("The following nodes were dead code eliminated: %s", removed)
         owner = self.owning_module
         if owner is not None:
-            from ember.fx.graph_module import GraphModule
-
             attr_names = {n.target for n in self.find_nodes(op="get_attr")}
             for child_name, child in owner.named_children():
-                if child_name in attr_names and isinstance(child, GraphModule):
+                # A child GraphModule (known by its graph: graph_module imports this module).
+                if child_name in attr_names and isinstance(getattr(child, "graph", None), Graph):
                     changed |= child.graph.eliminate_dead_code()
                     child.recompile()
         return changed

@@ -17,7 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias, Union
 
 from ember.core.dispatch import OpOverload, OpOverloadPacket
-from ember.fx._names import _get_qualified_name, _type_repr
+from ember.core.tensor import Tensor
+from ember.fx._names import _dtype_abbr, _get_qualified_name, _shape, _type_repr
 from ember.fx.immutable_collections import immutable_dict, immutable_list
 
 if TYPE_CHECKING:
@@ -435,9 +436,6 @@ def _replace_hooks(node: Node) -> list[Callable]:
 
 
 def _tensor_metadata(meta: dict[str, Any]) -> str | None:
-    from ember.core.tensor import Tensor
-    from ember.fx._codegen import _dtype_abbr, _shape
-
     val = meta.get("val", meta.get("tensor_meta", meta.get("example_value")))
     if not isinstance(val, Tensor):
         return None
