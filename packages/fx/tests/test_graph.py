@@ -390,3 +390,20 @@ def test_nodes_compare_by_their_place_in_the_graph():
     assert all(order[i] < order[i + 1] and order[i + 1] > order[i] for i in range(len(order) - 1))
     assert sorted(reversed(order)) == order
     assert order[0] <= order[0] and order[0] >= order[0]
+
+
+def test_dead_code_elimination_reaches_child_graph_modules():
+    inner_g = fx.Graph()
+    y = inner_g.placeholder("y")
+    inner_g.call_function(operator.neg, (y,))  # dead
+    inner_g.output(y)
+    root = ember.nn.Module()
+    root.sub = fx.GraphModule(ember.nn.Module(), inner_g)
+    g = fx.Graph()
+    x = g.placeholder("x")
+    sub = g.get_attr("sub")
+    g.output((x, sub))
+    gm = fx.GraphModule(root, g)
+    assert gm.graph.eliminate_dead_code()
+    assert [n.op for n in gm.sub.graph.nodes] == ["placeholder", "output"]
+    assert "neg" not in gm.sub.code
