@@ -407,3 +407,9 @@ def test_dead_code_elimination_reaches_child_graph_modules():
     assert gm.graph.eliminate_dead_code()
     assert [n.op for n in gm.sub.graph.nodes] == ["placeholder", "output"]
     assert "neg" not in gm.sub.code
+
+
+def test_normalized_arguments_says_it_is_missing():
+    _g, (_x, a, _b, _out) = _chain()
+    with pytest.raises(NotImplementedError, match="normalized_arguments is not supported"):
+        a.normalized_arguments(ember.nn.Module())

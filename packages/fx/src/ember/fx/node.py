@@ -364,6 +364,16 @@ class Node:
             return _function_is_impure(self.target, impure_random)
         return False
 
+    def normalized_arguments(
+        self,
+        root: Any,
+        arg_types: tuple[Any] | None = None,
+        kwarg_types: dict[str, Any] | None = None,
+        normalize_to_only_use_kwargs: bool = False,
+    ) -> Any:
+        """PyTorch's argument normalization against a target's signature: not supported yet."""
+        raise NotImplementedError("Node.normalized_arguments is not supported yet")
+
     def _rename(self, candidate: str) -> None:
         if candidate == self.name:
             return
