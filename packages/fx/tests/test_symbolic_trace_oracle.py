@@ -258,3 +258,22 @@ def test_tracing_an_nn_module_as_the_root(name, args):
     assert_same_graph(tgm, egm)
     tx, ex = _inputs(2, 2, 5, 3)
     assert_close(egm(ex), tgm(tx))
+
+
+def _user_frames(stack_trace):
+    import re
+
+    frames = re.findall(r'File "(.+)", line (\d+), in (.+)', stack_trace or "")
+    return [(os.path.basename(f), int(line), fn) for f, line, fn in frames if "site-packages" not in f]
+
+
+def test_stack_traces_have_the_user_frames_torch_records():
+    tm, em = _pair(models.make_gpt_block)
+    t_tracer, e_tracer = torch_fx.Tracer(), ember.fx.Tracer()
+    t_tracer.record_stack_traces = e_tracer.record_stack_traces = True
+    t_graph, e_graph = t_tracer.trace(tm), e_tracer.trace(em)
+    pairs = list(zip(t_graph.nodes, e_graph.nodes, strict=True))
+    # torch's traces also list its own frames (module.py, proxy.py); the user's are the same.
+    for t_node, e_node in pairs:
+        assert _user_frames(e_node.meta.get("stack_trace")) == _user_frames(t_node.meta.get("stack_trace")), e_node
+    assert any(len(_user_frames(e.meta.get("stack_trace"))) == 2 for _, e in pairs)
