@@ -12,6 +12,7 @@ import numpy as np
 
 from ember.core import dtypes as D
 from ember.core.aten.factories.factories import empty_strided_function
+from ember.core.dispatch import active_modes
 from ember.core.tensor import Tensor, from_array
 
 
@@ -23,6 +24,7 @@ def _dense_like(grad: Tensor, like: Tensor) -> Tensor:
         and grad._array is not None
         and like.device.type == "cpu"
         and grad._fw_grad is None  # a tangent (forward over reverse) must travel with the copy
+        and not active_modes()  # a mode (a tracer) must see the copy
     ):
         # The common case, a contiguous CPU parameter: one NumPy copy instead of two dispatched ops.
         out = from_array(np.array(grad._array, order="C"), like.dtype)

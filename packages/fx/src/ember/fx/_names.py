@@ -11,6 +11,7 @@ both the dotted name and the short name a node is named after.
 from __future__ import annotations
 
 import builtins
+import keyword
 import sys
 import types
 from collections.abc import Iterable
@@ -77,7 +78,12 @@ def _is_ember_object(obj: Any) -> bool:
 def _get_qualified_name(func: Any) -> str:
     """The dotted name the generated code calls ``func`` by (``operator.add``, ``ember.relu``)."""
     if isinstance(func, OpOverload):
-        return f"ember.ops.{func.namespace}.{func.name}.{func.overload}"
+        packet = f"ember.ops.{func.namespace}.{func.name}"
+        if keyword.iskeyword(func.overload):
+            # ``random_.from``: an overload named by a keyword is read with getattr, or the code
+            # would not compile.
+            return f"getattr({packet}, {func.overload!r})"
+        return f"{packet}.{func.overload}"
     if isinstance(func, OpOverloadPacket):
         return f"ember.ops.{func._namespace}.{func._name}"
     name = func.__name__
