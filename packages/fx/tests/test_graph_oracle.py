@@ -53,6 +53,10 @@ def build_operators(fx, lib):
     outs += [g.call_function(op, (x,)) for op in UNARY]
     outs.append(g.call_function(operator.add, (x, 2.5)))
     outs.append(g.call_function(operator.mul, (3, y)))
+    outs.append(g.call_function(operator.iadd, (x, y)))
+    outs.append(g.call_function(operator.imatmul, (x, y)))
+    g.call_function(operator.setitem, (x, 0, y))
+    outs.append(g.call_function(operator.getitem, (x, (0, slice(None), None))))
     g.output(tuple(outs))
     return g
 

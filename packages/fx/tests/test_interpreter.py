@@ -193,3 +193,12 @@ def test_rewriting_transformer():
     t, r = new(x)
     np.testing.assert_allclose(_values(r), _values(ember.sigmoid(pre * 2.0)), rtol=1e-6)
     np.testing.assert_allclose(_values(t), _values(ember.sigmoid(pre * 2.0).mean(dim=1)), rtol=1e-6)
+
+
+def test_run_node_logs_at_debug_level(caplog):
+    gm = _module()
+    with caplog.at_level("DEBUG", logger="ember.fx.interpreter"):
+        fx.Interpreter(gm).run(ember.randn(1, 3))
+    lines = [r.getMessage() for r in caplog.records if r.name == "ember.fx.interpreter"]
+    assert lines[0] == "run_node %x : [num_users=1] = placeholder[target=x]"
+    assert len(lines) == len(gm.graph.nodes)

@@ -22,14 +22,14 @@ import math
 import os
 import re
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ember.core.devices import device
 from ember.core.dispatch import OpOverload, OpOverloadPacket
 from ember.core.tensor import Tensor
-from ember.fx._names import _get_qualified_name, _is_tensor_method, _type_repr
+from ember.fx._names import _dtype_abbr, _get_qualified_name, _is_tensor_method, _shape, _type_repr
 from ember.fx.node import Argument, Node
 
 if TYPE_CHECKING:
@@ -253,31 +253,6 @@ _color_fns = {
     "dim_blue": _color("\033[2m\033[34m"),
     "dim_green": _color("\033[2m\033[32m"),
 }
-
-_dtype_abbrs = {
-    "uint8": "u8",
-    "int8": "i8",
-    "int16": "i16",
-    "int32": "i32",
-    "int64": "i64",
-    "uint16": "u16",
-    "uint32": "u32",
-    "uint64": "u64",
-    "float16": "f16",
-    "float32": "f32",
-    "float64": "f64",
-    "bfloat16": "bf16",
-    "complex32": "c32",
-    "complex64": "c64",
-    "complex128": "c128",
-    "bool": "b8",
-}
-
-
-def _dtype_abbr(dtype: Any) -> str:
-    name = getattr(dtype, "name", str(dtype).split(".")[-1])
-    return _dtype_abbrs.get(name, name)
-
 
 # -- the generator ---------------------------------------------------------------------------------
 
@@ -587,10 +562,6 @@ class _Emitter:
 
 
 _counter_regexp = re.compile(r"# COUNTER: (\d+)")
-
-
-def _shape(shape: Iterable[object]) -> str:
-    return f"[{', '.join(str(x) for x in shape)}]"
 
 
 def _dtype_abbr_name(dtype: Any) -> str:

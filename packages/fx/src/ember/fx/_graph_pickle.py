@@ -13,8 +13,8 @@ import copy
 import importlib
 from typing import Any, NamedTuple
 
-from ember.fx._codegen import _is_from_ember
-from ember.fx._names import _get_qualified_name
+from ember.fx._codegen import _custom_builtins, _is_from_ember
+from ember.fx._names import _ember_public_name, _get_qualified_name, _is_ember_object
 from ember.fx.graph import Graph
 from ember.fx.node import Node, map_aggregate
 
@@ -127,3 +127,35 @@ def _plain(x: Any) -> Any:
     if isinstance(x, dict):
         return {k: _plain(v) for k, v in x.items()}
     return x
+
+
+# -- the import block: how to get each global of the generated code back -----------------------------
+
+
+def _format_import_statement(name: str, obj: Any) -> str:
+    if name in _custom_builtins:
+        return _custom_builtins[name].import_str
+    if _is_ember_object(obj):
+        public = _ember_public_name(obj)
+        if public is not None:
+            return f"import ember; {name} = {public}"
+    module = getattr(obj, "__module__", None)
+    qualname = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
+    if module is None or qualname is None or "<locals>" in qualname or _lookup(module, qualname) is not obj:
+        raise RuntimeError(f"cannot pickle the global {name} = {obj!r} of a GraphModule: it is not importable")
+    return f"from {module} import {qualname} as {name}"
+
+
+def _lookup(module: str, qualname: str) -> Any:
+    try:
+        obj: Any = importlib.import_module(module)
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError):
+        return None
+    return obj
+
+
+def _format_import_block(globals: dict[str, Any]) -> str:
+    # Sorted, so that equal modules give equal text.
+    return "\n".join(sorted({_format_import_statement(name, obj) for name, obj in globals.items()}))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import builtins
 import sys
 import types
+from collections.abc import Iterable
 from typing import Any
 
 from ember.core.dispatch import OpOverload, OpOverloadPacket
@@ -122,3 +123,34 @@ def _type_repr(obj: object) -> str:
     if isinstance(obj, types.FunctionType):
         return obj.__name__
     return repr(obj)
+
+
+# -- tensor descriptions: f32[2, 3] ------------------------------------------------------------------
+
+_dtype_abbrs = {
+    "uint8": "u8",
+    "int8": "i8",
+    "int16": "i16",
+    "int32": "i32",
+    "int64": "i64",
+    "uint16": "u16",
+    "uint32": "u32",
+    "uint64": "u64",
+    "float16": "f16",
+    "float32": "f32",
+    "float64": "f64",
+    "bfloat16": "bf16",
+    "complex32": "c32",
+    "complex64": "c64",
+    "complex128": "c128",
+    "bool": "b8",
+}
+
+
+def _dtype_abbr(dtype: Any) -> str:
+    name = getattr(dtype, "name", str(dtype).split(".")[-1])
+    return _dtype_abbrs.get(name, name)
+
+
+def _shape(shape: Iterable[object]) -> str:
+    return f"[{', '.join(str(x) for x in shape)}]"

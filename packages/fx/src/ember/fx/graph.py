@@ -78,6 +78,36 @@ class _node_list:
         return iter(_node_list(self.graph, "_next" if self.direction == "_prev" else "_prev"))
 
 
+class _FindNodesLookupTable:
+    """The nodes of a graph by ``(op, target)`` (target for ``call_function`` only), for ``find_nodes``."""
+
+    def __init__(self) -> None:
+        self.table: dict[tuple[str, Any], dict[Node, None]] = {}
+
+    @staticmethod
+    def _key(node: Node) -> tuple[str, Any]:
+        return (node.op, node.target if node.op == "call_function" else None)
+
+    def __contains__(self, node: Node) -> bool:
+        return node in self.table.get(self._key(node), ())
+
+    def insert(self, node: Node) -> None:
+        self.table.setdefault(self._key(node), {})[node] = None
+        node._indexed = True
+
+    def remove(self, node: Node) -> None:
+        self.table[self._key(node)].pop(node)
+        node._indexed = False
+
+    def find_nodes(self, *, op: str, target: Target | None = None) -> list[Node]:
+        if op == "call_function":
+            if target is None:
+                raise AssertionError("target must not be None for call_function op")
+            return list(self.table.get((op, target), ()))
+        nodes = self.table.get((op, None), ())
+        return list(nodes) if target is None else [n for n in nodes if n.target == target]
+
+
 class Graph:
     """The nodes of one function in order, with the API to build, edit, check and print them."""
 
@@ -97,6 +127,7 @@ class Graph:
         self._tracer_extras = tracer_extras
         self._codegen = CodeGen()
         self._co_fields: dict[str, Any] = {}
+        self._find_nodes_lookup_table = _FindNodesLookupTable()
 
     @property
     def owning_module(self) -> GraphModule | None:
@@ -119,9 +150,8 @@ class Graph:
 
     def find_nodes(self, *, op: str, target: Target | None = None, sort: bool = True) -> list[Node]:
         """The nodes with this ``op`` (and ``target``, required for ``call_function``), in graph order."""
-        if op == "call_function" and target is None:
-            raise AssertionError("target must not be None for call_function op")
-        return [n for n in self.nodes if n.op == op and (target is None or n.target == target)]
+        nodes = self._find_nodes_lookup_table.find_nodes(op=op, target=target)
+        return sorted(nodes) if sort else nodes
 
     # -- building -----------------------------------------------------------------------------
 
@@ -151,6 +181,7 @@ class Graph:
             hook(n)
         self._graph_namespace.associate_name_with_obj(name, n)
         self._insert(n)
+        self._find_nodes_lookup_table.insert(n)
         self._len += 1
         return n
 
@@ -278,6 +309,7 @@ class Graph:
             return
         for hook in getattr(self.owning_module, "_erase_node_hooks", None) or ():
             hook(to_erase)
+        self._find_nodes_lookup_table.remove(to_erase)
         to_erase._remove_from_list()
         to_erase._erased = True
         self._len -= 1
@@ -320,11 +352,10 @@ class Graph:
             log.info("The following nodes were dead code eliminated: %s", removed)
         owner = self.owning_module
         if owner is not None:
-            from ember.fx.graph_module import GraphModule
-
             attr_names = {n.target for n in self.find_nodes(op="get_attr")}
             for child_name, child in owner.named_children():
-                if child_name in attr_names and isinstance(child, GraphModule):
+                # A child GraphModule (known by its graph: graph_module imports this module).
+                if child_name in attr_names and isinstance(getattr(child, "graph", None), Graph):
                     changed |= child.graph.eliminate_dead_code()
                     child.recompile()
         return changed
@@ -343,6 +374,8 @@ class Graph:
                 raise RuntimeError(f"Node {node} had unknown opcode {node.op}!")
             if node.graph is not self:
                 raise RuntimeError(f"Node '{node}' does not belong to this Graph!")
+            if node not in self._find_nodes_lookup_table:
+                raise RuntimeError(f"Node '{node}' is not added to the side table")
             for arg in node._input_nodes:
                 if arg.graph is not self:
                     raise RuntimeError(

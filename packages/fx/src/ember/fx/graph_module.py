@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import importlib
 import itertools
 import linecache
 import sys
@@ -23,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from ember.core.tensor import Tensor
-from ember.fx._codegen import _custom_builtins
+from ember.fx._graph_pickle import _format_import_block, graph_from_payload, graph_to_payload
+from ember.fx._to_folder import write_folder
 from ember.fx.graph import Graph, PythonCode
 from ember.nn import Module, Parameter
 
@@ -216,7 +216,7 @@ class GraphModule(Module):
     def code(self) -> str:
         """The Python source of ``forward``."""
         if not hasattr(self, "_code"):
-            raise RuntimeError("Code has not been generated! Please report a bug to PyTorch")
+            raise RuntimeError("Code has not been generated! Call recompile() on the GraphModule")
         return self._code
 
     def recompile(self) -> PythonCode:
@@ -354,8 +354,6 @@ class GraphModule(Module):
     # -- copies and serialization ----------------------------------------------------------------
 
     def __reduce__(self) -> tuple:
-        from ember.fx._graph_pickle import graph_to_payload
-
         body = self.__dict__.copy()
         python_code = self.recompile()
         del body["_graph"]
@@ -391,8 +389,6 @@ class GraphModule(Module):
 
     def to_folder(self, folder: str | Path, module_name: str = "FxModule") -> None:
         """Write this module as a Python package: ``from <folder> import <module_name>`` rebuilds it."""
-        from ember.fx._to_folder import write_folder
-
         write_folder(self, Path(folder), module_name)
 
 
@@ -404,41 +400,8 @@ class _CodeOnlyModule(Module):
         self.__dict__ = body
 
 
-def _format_import_statement(name: str, obj: Any) -> str:
-    from ember.fx._names import _ember_public_name, _is_ember_object
-
-    if name in _custom_builtins:
-        return _custom_builtins[name].import_str
-    if _is_ember_object(obj):
-        public = _ember_public_name(obj)
-        if public is not None:
-            return f"import ember; {name} = {public}"
-    module = getattr(obj, "__module__", None)
-    qualname = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
-    if module is None or qualname is None or "<locals>" in qualname or _lookup(module, qualname) is not obj:
-        raise RuntimeError(f"cannot pickle the global {name} = {obj!r} of a GraphModule: it is not importable")
-    return f"from {module} import {qualname} as {name}"
-
-
-def _lookup(module: str, qualname: str) -> Any:
-    try:
-        obj: Any = importlib.import_module(module)
-        for part in qualname.split("."):
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError):
-        return None
-    return obj
-
-
-def _format_import_block(globals: dict[str, Any]) -> str:
-    # Sorted, so that equal modules give equal text.
-    return "\n".join(sorted({_format_import_statement(name, obj) for name, obj in globals.items()}))
-
-
 def reduce_graph_module(body: dict[str, Any], import_block: str, payload: Any = None) -> Module:
     """Rebuild a pickled ``GraphModule`` from its state, its globals' imports and its graph."""
-    from ember.fx._graph_pickle import graph_from_payload
-
     namespace: dict[str, Any] = {}
     exec(import_block, namespace)
     graph = graph_from_payload(payload, namespace)

@@ -96,6 +96,8 @@ class Interpreter:
 
     def run_node(self, n: Node) -> Any:
         """Run one node: fetch its argument values, then call the method named by its opcode."""
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("run_node %s", n.format_node())
         args, kwargs = self.fetch_args_kwargs_from_env(n)
         return getattr(self, n.op)(n.target, args, kwargs)
 

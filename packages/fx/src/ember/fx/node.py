@@ -17,7 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias, Union
 
 from ember.core.dispatch import OpOverload, OpOverloadPacket
-from ember.fx._names import _get_qualified_name, _type_repr
+from ember.core.tensor import Tensor
+from ember.fx._names import _dtype_abbr, _get_qualified_name, _shape, _type_repr
 from ember.fx.immutable_collections import immutable_dict, immutable_list
 
 if TYPE_CHECKING:
@@ -133,8 +134,9 @@ class Node:
                 )
         self.graph = graph
         self._name = name
-        self.op = op
-        self.target = target
+        self._op = op
+        self._target = target
+        self._indexed = False  # whether the graph's find_nodes table holds this node
         self._input_nodes: dict[Node, None] = {}
         self.users: dict[Node, None] = {}
         self.type = return_type
@@ -160,6 +162,34 @@ class Node:
             for user in self.users:
                 hook(old=self, new=value, user=user)
         self._name = value
+
+    @property
+    def op(self) -> str:
+        """The opcode: ``placeholder``, ``get_attr``, ``call_function``, ``call_method``, ``call_module``, ``output``."""
+        return self._op
+
+    @op.setter
+    def op(self, value: str) -> None:
+        self._reindex("_op", value)
+
+    @property
+    def target(self) -> Target:
+        """What the node calls or reads: a callable for ``call_function``, a name (str) otherwise."""
+        return self._target
+
+    @target.setter
+    def target(self, value: Target) -> None:
+        self._reindex("_target", value)
+
+    def _reindex(self, attr: str, value: Any) -> None:
+        # find_nodes looks nodes up by (op, target): keep its table in step with them.
+        if self._indexed:
+            table = self.graph._find_nodes_lookup_table
+            table.remove(self)
+            setattr(self, attr, value)
+            table.insert(self)
+        else:
+            setattr(self, attr, value)
 
     # -- the linked list ------------------------------------------------------------------------
 
@@ -334,6 +364,16 @@ class Node:
             return _function_is_impure(self.target, impure_random)
         return False
 
+    def normalized_arguments(
+        self,
+        root: Any,
+        arg_types: tuple[Any] | None = None,
+        kwarg_types: dict[str, Any] | None = None,
+        normalize_to_only_use_kwargs: bool = False,
+    ) -> Any:
+        """PyTorch's argument normalization against a target's signature: not supported yet."""
+        raise NotImplementedError("Node.normalized_arguments is not supported yet")
+
     def _rename(self, candidate: str) -> None:
         if candidate == self.name:
             return
@@ -406,9 +446,6 @@ def _replace_hooks(node: Node) -> list[Callable]:
 
 
 def _tensor_metadata(meta: dict[str, Any]) -> str | None:
-    from ember.core.tensor import Tensor
-    from ember.fx._codegen import _dtype_abbr, _shape
-
     val = meta.get("val", meta.get("tensor_meta", meta.get("example_value")))
     if not isinstance(val, Tensor):
         return None
