@@ -81,7 +81,7 @@ def _leaves(x):
     return [x]
 
 
-def assert_close(ember_out, torch_out, atol=1e-5):
+def assert_close(ember_out, torch_out, atol=1e-4):
     e, t = _leaves(ember_out), _leaves(torch_out)
     assert len(e) == len(t)
     for a, b in zip(e, t, strict=True):
@@ -89,6 +89,7 @@ def assert_close(ember_out, torch_out, atol=1e-5):
 
 
 def _pair(make):
+    torch.manual_seed(0)
     tm, em = make(torch), make(ember)
     copy_weights(tm, em)
     tm.eval()
@@ -180,6 +181,7 @@ def test_wrapped_functions_are_leaves():
 
 
 def test_custom_leaf_module():
+    torch.manual_seed(0)
     tm, torch_tracer = models.make_custom_leaf(torch)
     em, ember_tracer = models.make_custom_leaf(ember)
     copy_weights(tm, em)
@@ -252,6 +254,7 @@ def test_control_flow_raises_trace_error_naming_the_users_line():
     "name, args", [("Linear", (3, 4)), ("Conv2d", (2, 3, 3)), ("GELU", ()), ("ReLU", ()), ("Flatten", ())]
 )
 def test_tracing_an_nn_module_as_the_root(name, args):
+    torch.manual_seed(0)
     tm, em = getattr(torch.nn, name)(*args), getattr(ember.nn, name)(*args)
     copy_weights(tm, em)
     tgm, egm = torch_fx.symbolic_trace(tm), ember.fx.symbolic_trace(em)
