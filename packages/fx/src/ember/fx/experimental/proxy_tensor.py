@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import operator
 import sys
+import time
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -36,6 +37,7 @@ from ember.core.dispatch import DispatchMode, OpOverload
 from ember.core.generator import Generator
 from ember.core.symbolic import SymBool, SymFloat, SymInt
 from ember.core.tensor import Tensor
+from ember.fx._logging import log_traced
 from ember.fx._trace_pytree import _PyTreeCodeGen, _PyTreeInfo
 from ember.fx.graph import Graph
 from ember.fx.graph_module import GraphModule
@@ -367,7 +369,10 @@ def make_fx(
         raise NotImplementedError("make_fx(pre_dispatch=True) is not available: ops are traced below autograd")
 
     def wrapped(*args: Any) -> GraphModule:
-        return _trace(f, args, decomposition_table, tracing_mode, _allow_non_fake_inputs, record_stack_traces)
+        started = time.perf_counter()
+        gm = _trace(f, args, decomposition_table, tracing_mode, _allow_non_fake_inputs, record_stack_traces)
+        log_traced(f"make_fx({tracing_mode})", getattr(f, "__qualname__", type(f).__name__), gm, started)
+        return gm
 
     return wrapped
 
