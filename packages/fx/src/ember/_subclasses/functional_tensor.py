@@ -206,7 +206,9 @@ class FunctionalTensor(Tensor):
     def squeeze_(self, dim=None) -> FunctionalTensor:
         if dim is None:
             return _mutate_view(self, aten.squeeze.default, ())
-        return _mutate_view(self, aten.squeeze.dims, (list(dim) if isinstance(dim, list | tuple) else [dim],))
+        if isinstance(dim, list | tuple):
+            return _mutate_view(self, aten.squeeze.dims, (list(dim),))
+        return _mutate_view(self, aten.squeeze.dim, (dim,))
 
     @staticmethod
     def to_functional(x: Tensor) -> FunctionalTensor:

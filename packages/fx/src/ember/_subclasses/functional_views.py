@@ -121,8 +121,9 @@ def _expand_inverse(f: _Inverse, base, mutated, meta):
 
 def _squeeze_inverse(f: _Inverse, base, mutated, meta):
     shape = tuple(base.shape)
-    if meta.op is aten.squeeze.dims:
+    if meta.op in (aten.squeeze.dims, aten.squeeze.dim):
         (dims,) = _bound(meta, ("dim",))
+        dims = [dims] if meta.op is aten.squeeze.dim else dims
         dims = sorted({normalize_dim(d, len(shape)) for d in dims} if shape else ())
     else:
         dims = list(range(len(shape)))
@@ -135,7 +136,7 @@ def _squeeze_inverse(f: _Inverse, base, mutated, meta):
 
 def _unsqueeze_inverse(f: _Inverse, base, mutated, meta):
     (dim,) = _bound(meta, ("dim",))
-    return f.view(aten.squeeze.dims, mutated, [dim])
+    return f.view(aten.squeeze.dim, mutated, dim)
 
 
 def _select_inverse(f: _Inverse, base, mutated, meta):
@@ -185,6 +186,7 @@ _INVERSES: dict[OpOverload, Callable] = {
     aten.expand.default: _expand_inverse,
     aten.squeeze.default: _squeeze_inverse,
     aten.squeeze.dims: _squeeze_inverse,
+    aten.squeeze.dim: _squeeze_inverse,
     aten.unsqueeze.default: _unsqueeze_inverse,
     aten.select.int: _select_inverse,
     aten.slice.Tensor: _slice_inverse,

@@ -98,7 +98,7 @@ register(
     aten.kthvalue.default,
     aten.mode.default,
 )
-register(dims_rule("dim"), aten.squeeze.dims)
+register(dims_rule("dim"), aten.squeeze.dims, aten.squeeze.dim)
 register(dims_rule("dims"), aten.flip.default)
 
 register(dims_rule("dim1", "dim2"), aten.diagonal.default)

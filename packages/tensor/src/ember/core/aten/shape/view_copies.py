@@ -33,6 +33,7 @@ COPIES: dict[str, str] = {
     "expand.default": "expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor",
     "squeeze.default": "squeeze_copy(Tensor self) -> Tensor",
     "squeeze.dims": "squeeze_copy.dims(Tensor self, int[] dim) -> Tensor",
+    "squeeze.dim": "squeeze_copy.dim(Tensor self, int dim) -> Tensor",
     "unsqueeze.default": "unsqueeze_copy(Tensor self, int dim) -> Tensor",
     "select.int": "select_copy.int(Tensor self, int dim, SymInt index) -> Tensor",
     "slice.Tensor": (
