@@ -2,8 +2,8 @@
 random fills (``uniform``, ``normal_functional``, ...), ``bernoulli.Tensor``, ``embedding_renorm``.
 
 Functionalization replaces each in-place op by its functional form, so every in-place op needs
-one. Each is the in-place op applied to a clone of ``self`` (which keeps ``self``'s strides, as
-PyTorch's generated functional variants do): its meta function is the clone's and the in-place
+one. Each is the in-place op applied to a copy of ``self`` (a clone; ``copy`` keeps ``self``'s very
+strides, as PyTorch's does): its meta function is the clone's and the in-place
 op's checks, its CPU kernel the two kernels one after the other, and its decomposition the same
 two ops through the dispatcher, for devices with no kernel of their own.
 """
@@ -14,13 +14,13 @@ from collections.abc import Callable
 
 from ember.core.aten.nn import embedding as _embedding
 from ember.core.aten.random import random_fill as _random_fill  # noqa: F401  (defines the in-place fills)
-from ember.core.aten.shape.copying import clone
+from ember.core.aten.shape.copying import clone, clone_preserving_strides
 from ember.core.dispatch import OpOverload, define, ops
 
 aten = ops.aten
 
 
-def _variant(inplace: OpOverload, schema: str, tags: tuple[str, ...] = ()) -> OpOverload:
+def _variant(inplace: OpOverload, schema: str, tags: tuple[str, ...] = (), strided: bool = False) -> OpOverload:
     op = define(schema, tags)
     if op.inplace is None:
         # A name that differs from the in-place one (normal_functional): link the forms by hand.
@@ -28,13 +28,20 @@ def _variant(inplace: OpOverload, schema: str, tags: tuple[str, ...] = ()) -> Op
         op._forms.setdefault("functional", op)
     if inplace.functional is not op:
         raise RuntimeError(f"{op} is not linked as the functional form of {inplace}")
-    _attach(op, inplace)
+    _attach(op, inplace, clone_preserving_strides if strided else _clone_kernels())
     return op
 
 
-def _attach(op: OpOverload, inplace: OpOverload) -> None:
+def _clone_kernels():
+    def copy(self):
+        return (clone.meta if self.device.type == "meta" else clone.kernel("cpu"))(self)
+
+    return copy
+
+
+def _attach(op: OpOverload, inplace: OpOverload, copy: Callable) -> None:
     def meta(self, *args, **kwargs):
-        out = clone.meta(self)
+        out = copy(self)
         meta_of_inplace = inplace.meta
         if meta_of_inplace is not None:
             meta_of_inplace(out, *args, **kwargs)
@@ -43,7 +50,7 @@ def _attach(op: OpOverload, inplace: OpOverload) -> None:
     op.register_meta(meta)
     cpu = inplace.kernel("cpu")
     if cpu is not None:
-        op.register_kernel("cpu")(_chain(clone.kernel("cpu"), cpu))
+        op.register_kernel("cpu")(_chain(copy, cpu))
 
     @op.register_decomposition
     def decomposition(self, *args, **kwargs):
@@ -63,7 +70,9 @@ def _chain(clone_kernel: Callable, inplace_kernel: Callable) -> Callable:
 
 _GEN = "Generator? generator=None"
 
-copy = _variant(aten.copy_.default, "copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor", ("core",))
+copy = _variant(
+    aten.copy_.default, "copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor", ("core",), strided=True
+)
 fill = _variant(aten.fill_.Scalar, "fill.Scalar(Tensor self, Scalar value) -> Tensor", ("core",))
 zero = _variant(aten.zero_.default, "zero(Tensor self) -> Tensor")
 uniform = _variant(

@@ -5,14 +5,14 @@ Functionalization with ``remove="mutations_and_views"`` replaces each view by it
 and writes a mutated view back into its base with the scatter that inverts the view. A ``*_copy``
 op is its view op followed by a contiguous copy (PyTorch's outputs are contiguous); a scatter is a
 copy of ``self`` (keeping its strides) whose region the view selects is overwritten by ``src``. Both
-are made here from the view ops' own kernels, so they hold for every view the core defines.
+are made here from the view ops' own kernels (a scatter keeps ``self``'s strides, as PyTorch's do), so they hold for every view the core defines.
 """
 
 from __future__ import annotations
 
 from ember.core.api import method, public
 from ember.core.aten.shape import views as _views  # noqa: F401  (defines the view ops)
-from ember.core.aten.shape.copying import clone, copy_
+from ember.core.aten.shape.copying import clone, clone_preserving_strides, copy_
 from ember.core.dispatch import OpOverload, define, ops
 from ember.core.tensor import Tensor
 
@@ -61,18 +61,21 @@ def _contiguous(value, kernel):
 def _define_copy(view: OpOverload, schema: str) -> OpOverload:
     op = define(schema, ("core",))
     geometry = view.meta  # a view's one kernel serves every device: it only computes metadata
+    # view_copy holds for every layout (its result is a copy): the view is taken of a contiguous copy.
+    first = _contiguous if view is aten.view.default else (lambda t, kernel: t)
 
     @op.register_meta
     def meta(self, *args, **kwargs):
-        return _contiguous(geometry(self, *args, **kwargs), clone.meta)
+        return _contiguous(geometry(first(self, clone.meta), *args, **kwargs), clone.meta)
 
     @op.register_kernel("cpu")
     def kernel(self, *args, **kwargs):
-        return _contiguous(geometry(self, *args, **kwargs), clone.kernel("cpu"))
+        cpu = clone.kernel("cpu")
+        return _contiguous(geometry(first(self, cpu), *args, **kwargs), cpu)
 
     @op.register_decomposition
     def decomposition(self, *args, **kwargs):
-        return _contiguous(view(self, *args, **kwargs), clone)
+        return _contiguous(view(first(self, clone), *args, **kwargs), clone)
 
     view_copy_of[op] = view
     return op
@@ -99,13 +102,13 @@ def _define_scatter(schema: str, view: OpOverload, what: str) -> OpOverload:
 
     @op.register_meta
     def meta(self, src, *args, **kwargs):
-        out = clone.meta(self)
+        out = clone_preserving_strides(self)
         check(self, src, geometry(out, *args, **kwargs))
         return out
 
     @op.register_kernel("cpu")
     def kernel(self, src, *args, **kwargs):
-        out = clone.kernel("cpu")(self)
+        out = clone_preserving_strides(self)
         region = geometry(out, *args, **kwargs)
         check(self, src, region)
         copy_.kernel("cpu")(region, src)
