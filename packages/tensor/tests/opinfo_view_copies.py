@@ -92,6 +92,7 @@ SCATTERS = [
         lambda dtype, rng: [
             Sample((spec, name)) for spec in layouts_of((3, 4), dtype, rng) for name in ("float32", "int32", "int16")
         ],
+        transforms=False,
     ),
     OpInfo(
         "slice_scatter",
@@ -143,6 +144,17 @@ VARIANTS = [
     ),
     OpInfo("fill_Scalar", aten("fill", "Scalar"), DTYPES, lambda dtype, rng: _like(dtype, rng, lambda d, r: (3,))),
     OpInfo("zero", aten("zero", "default"), DTYPES, _like),
+    OpInfo(
+        "embedding_renorm",
+        lambda lib, w, idx: lib.ops.aten.embedding_renorm.default(w, idx, 1.0, 2.0),
+        ("float32", "float64"),
+        lambda dtype, rng: [Sample((make((5, 3), dtype, rng), T(np.array([0, 2, 2, 4]))))],
+        transforms=False,
+    ),
+]
+
+# The random ones join ``opinfo_random.OPS``, where the transform sweeps treat them as random.
+RANDOM_VARIANTS = [
     OpInfo("uniform", _random("uniform", "default", -1.0, 2.0), FLOATS, _like),
     OpInfo("normal_functional", _random("normal_functional", "default", 1.0, 2.0), FLOATS, _like),
     OpInfo("exponential", _random("exponential", "default", 2.0), FLOATS, _like),
@@ -155,18 +167,12 @@ VARIANTS = [
         FLOATS,
         lambda dtype, rng: [Sample((make((3, 4), dtype, rng), T(np.full((3, 4), 0.5, np.float32))))],
     ),
-    OpInfo(
-        "embedding_renorm",
-        lambda lib, w, idx: lib.ops.aten.embedding_renorm.default(w, idx, 1.0, 2.0),
-        ("float32", "float64"),
-        lambda dtype, rng: [Sample((make((5, 3), dtype, rng), T(np.array([0, 2, 2, 4]))))],
-        transforms=False,
-    ),
 ]
 
 OPS = [
     *[
-        OpInfo(f"{name}_{overload}", aten(name, overload), DTYPES, _cases(cases))
+        # as_strided's sizes and strides describe one lane's memory: vmap refuses it, and so its copy.
+        OpInfo(f"{name}_{overload}", aten(name, overload), DTYPES, _cases(cases), transforms=name != "as_strided_copy")
         for (name, overload), cases in COPIES.items()
     ],
     *SCATTERS,
