@@ -311,7 +311,8 @@ def _leaves(tree: Any) -> list:
 
 def _map(fn, tree: Any) -> Any:
     if isinstance(tree, list | tuple):
-        return type(tree)(_map(fn, v) for v in tree)
+        items = [_map(fn, v) for v in tree]
+        return type(tree)(*items) if hasattr(tree, "_fields") else type(tree)(items)
     if isinstance(tree, dict):
         return {k: _map(fn, v) for k, v in tree.items()}
     return fn(tree)
@@ -341,6 +342,9 @@ def _handle(op: OpOverload, args: tuple, kwargs: dict, below) -> Any:
             return below(args, kwargs)
         # A factory: its output joins the functional program.
         return _fresh(level, _call(level, op, args, kwargs))
+    if op.form != "functional" and op.functional is not None:
+        # Before any decomposition: an out= decomposition may write into its out tensor directly.
+        return _mutation(level, op, args, kwargs)
     if op.decomposition is not None and (op.kind == "composite_implicit" or op is aten.reshape.default):
         # Decomposed above functionalization, as PyTorch's CompositeImplicitAutograd ops are.
         return op.decomposition(*args, **kwargs)

@@ -16,6 +16,7 @@ from typing import Any
 
 from ember._subclasses import functional_tensor as F
 from ember.autograd._providers import register_functionalize
+from ember.core.pointwise import resize_out
 from ember.core.tensor import Tensor
 from ember.utils import _pytree as pytree
 
@@ -39,7 +40,7 @@ def functionalize(func: Callable, *, remove: str = "mutations") -> Callable:
             with F._Hidden(level):
                 for original, x in zip(flat, wrapped_flat, strict=True):
                     if isinstance(x, F.FunctionalTensor) and F.has_data_mutation(x) and x._value is not original:
-                        original.copy_(x._value)
+                        _propagate(original, x._value)
                 if reapply_views:
                     unwrapped = [
                         _realias(level, o, u, flat, wrapped_flat) for o, u in zip(out_flat, unwrapped, strict=True)
@@ -49,6 +50,13 @@ def functionalize(func: Callable, *, remove: str = "mutations") -> Callable:
             F._pop(level)
 
     return wrapped
+
+
+def _propagate(original: Tensor, value: Tensor) -> None:
+    """The input mutation applied to the input: a resize first where an ``out=`` op resized it."""
+    if tuple(original.shape) != tuple(value.shape):
+        resize_out(original, tuple(value.shape))
+    original.copy_(value)
 
 
 def _unwrap(level: F._Level, x: Any) -> Any:
