@@ -35,9 +35,10 @@ from typing import Any
 
 from ember._subclasses.functional_views import ViewMeta
 from ember.core import dispatch
+from ember.core.devices import META
 from ember.core.dispatch import OpOverload, ops
 from ember.core.storage import Storage
-from ember.core.tensor import Tensor, make_wrapper_subclass
+from ember.core.tensor import Tensor, _new, make_wrapper_subclass
 
 aten = ops.aten
 
@@ -216,6 +217,8 @@ class FunctionalTensor(Tensor):
         level = _visible()
         if level is None:
             raise RuntimeError("FunctionalTensor.to_functional needs an active FunctionalTensorMode or functionalize()")
+        if isinstance(x, FunctionalTensor) and x._level is level:
+            return x  # made inside the mode (a factory's output) already
         return to_functional(x, level)
 
     def from_functional(self) -> Tensor:
@@ -245,7 +248,9 @@ def _set_value(t: FunctionalTensor, value: Tensor) -> None:
     if value.dtype != t.dtype:
         value = _call(t._level, aten._to_copy.default, (value,), {"dtype": t.dtype})
     t._value = value
-    t._shape, t._stride, t._offset, t._contig = value._shape, value._stride, value.storage_offset(), None
+    if t._shape != value._shape:
+        # An out= op resized it. Otherwise the wrapper keeps its geometry (a view's, where the value is a copy).
+        t._shape, t._stride, t._offset, t._contig = value._shape, value._stride, value.storage_offset(), None
 
 
 def sync(t: Tensor) -> None:
@@ -369,12 +374,30 @@ def _view(level: _Level, op: OpOverload, args: tuple, kwargs: dict) -> Any:
     call_op = op if level.reapply_views else _copy_of(op)
     out = _call(level, call_op, (self._value, *rest), kwargs)
     storage = self._fstorage
+    # Autograd above this level sees the wrappers: a view's _base tells it where an in-place change of
+    # the view goes, as in eager (detach is no view for autograd there either).
+    base = None if op is aten.detach.default else (self if self._base is None else self._base)
+
+    # The wrappers show the view's own sizes, strides and offset even where the value is a contiguous
+    # copy (PyTorch's reference metadata): autograd's handling of in-place changes of views reads them.
+    reference = None if level.reapply_views else op.meta(_geometry(self), *rest, **kwargs)
+
+    def view(value: Tensor, index: int | None) -> FunctionalTensor:
+        t = _wrap(value, storage, [*self._metas, ViewMeta(op, rest, kwargs, index, level.reapply_views)], level)
+        t._base = base
+        if reference is not None:
+            ref = reference if index is None else reference[index]
+            t._shape, t._stride, t._offset = ref._shape, ref._stride, ref._offset
+        return t
+
     if isinstance(out, list | tuple):
-        return type(out)(
-            _wrap(o, storage, [*self._metas, ViewMeta(op, rest, kwargs, i, level.reapply_views)], level)
-            for i, o in enumerate(out)
-        )
-    return _wrap(out, storage, [*self._metas, ViewMeta(op, rest, kwargs, None, level.reapply_views)], level)
+        return type(out)(view(o, i) for i, o in enumerate(out))
+    return view(out, None)
+
+
+def _geometry(t: FunctionalTensor) -> Tensor:
+    """A data-less tensor with ``t``'s sizes, strides and offset, for a view op's meta function."""
+    return _new(Tensor, Storage(None, t._storage.nbytes, META), t._shape, t._stride, t._offset, t.dtype, None)
 
 
 def _copy_of(op: OpOverload) -> OpOverload:
@@ -394,8 +417,8 @@ def _mutation(level: _Level, op: OpOverload, args: tuple, kwargs: dict) -> Any:
     for t in mutated:
         if not isinstance(t, FunctionalTensor):
             raise RuntimeError(
-                f"functionalize: {op} mutates a tensor that is not functional (a tensor the functionalized "
-                "program did not receive or make) with functional arguments"
+                f"{op}: mutating a non-functional tensor with a functional tensor is not allowed. Please ensure "
+                "that all of your inputs are wrapped inside of a functionalize() call."
             )
     functional = op.functional if op.form != "functional" else None
     if functional is not None:
@@ -428,6 +451,7 @@ def _mutation(level: _Level, op: OpOverload, args: tuple, kwargs: dict) -> Any:
         result = _call(level, op, _map(unwrap, args), _map(unwrap, kwargs))
         new_values = [copies[id(t)] for t in mutated]
     for t, value in zip(mutated, new_values, strict=True):
+        t._storage.version += 1  # what autograd's saved-tensor checks read, as an eager in-place op bumps it
         _set_value(t, value)
         t._fstorage.add_update(t._value, t._metas)
         sync(t)

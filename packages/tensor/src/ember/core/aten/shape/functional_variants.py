@@ -98,3 +98,11 @@ embedding_renorm = _variant(
     _embedding.embedding_renorm_op,
     "embedding_renorm(Tensor self, Tensor indices, float max_norm, float norm_type) -> Tensor",
 )
+
+
+@copy.register_decomposition
+def _copy_decomposition(self, src, non_blocking: bool = False):
+    # Functional all the way (no in-place op on a clone of self): vmap runs it where self is not
+    # batched and src is, as it runs the op it stands for.
+    value = aten._to_copy.default(src, dtype=self.dtype, device=self.device)
+    return clone(aten.expand.default(value, list(self.shape)))
