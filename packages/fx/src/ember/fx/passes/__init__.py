@@ -1,0 +1,1 @@
+"""``ember.fx.passes``: passes over ``ember.fx`` graphs (PyTorch's ``torch.fx.passes``)."""
