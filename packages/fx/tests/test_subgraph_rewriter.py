@@ -309,29 +309,33 @@ def test_graph_module_pattern_and_replacement():
     assert out[ember][0].code == out[torch][0].code.replace("torch", "ember")
 
 
+def case_module_replacement(lib):
+    class M(lib.nn.Module):
+        def forward(self, x):
+            return lib.neg(x) + 1
+
+    class Replacement(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.act = lib.nn.Tanh()
+
+        def forward(self, x):
+            return self.act(x)
+
+    def pattern(x):
+        return lib.neg(x)
+
+    return M(), pattern, Replacement()
+
+
 def test_replacement_module_attributes_are_copied():
     # A replacement GraphModule that calls a submodule: the submodule is copied into the rewritten module.
     out = {}
     for lib in (torch, ember):
         fx = _fx(lib)
-
-        class M(lib.nn.Module):
-            def forward(self, x):
-                return lib.neg(x) + 1
-
-        class Replacement(lib.nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.act = lib.nn.Tanh()
-
-            def forward(self, x):
-                return self.act(x)
-
-        def pattern(x):
-            return lib.neg(x)
-
-        gm = fx.symbolic_trace(M())
-        _rewriter(lib).replace_pattern(gm, pattern, fx.symbolic_trace(Replacement()))
+        module, pattern, replacement = case_module_replacement(lib)
+        gm = fx.symbolic_trace(module)
+        _rewriter(lib).replace_pattern(gm, pattern, fx.symbolic_trace(replacement))
         out[lib] = gm
     assert out[ember].code == out[torch].code.replace("torch", "ember")
     assert isinstance(out[ember].act, ember.nn.Tanh)

@@ -186,7 +186,9 @@ def _replace_pattern(
         for pn in reversed(pattern_graph.nodes):
             if pn.op not in ("placeholder", "output"):
                 original_graph.erase_node(match.nodes_map[pn])
-        results.append(ReplacedPatterns(anchor=match.anchors[0], nodes_map=match.nodes_map, replacements=replacement_nodes))
+        results.append(
+            ReplacedPatterns(anchor=match.anchors[0], nodes_map=match.nodes_map, replacements=replacement_nodes)
+        )
 
     gm.recompile()
     if isinstance(replacement, Module):
