@@ -174,3 +174,40 @@ def test_cycle_between_partitions():
         # 0 -> 1 -> 0: the partitions depend on each other.
         with pytest.raises(RuntimeError, match="cycle exists between partitions"):
             split(gm, model, _by_position(gm, lambda i: i % 2))
+
+
+def apply_module(mod, x):
+    return mod(x)
+
+
+def make_attr_graph(lib):
+    """A graph reading a submodule and a parameter with get_attr: the child reads the submodule
+    itself, the parameter is passed to it."""
+    fx = torch_fx if lib is torch else ember.fx
+    root = lib.nn.Module()
+    root.sub = lib.nn.Linear(4, 4)
+    root.scale = lib.nn.Parameter(lib.ones(4) * 2)
+    g = fx.Graph()
+    x = g.placeholder("x")
+    sub, scale = g.get_attr("sub"), g.get_attr("scale")
+    a = g.call_function(apply_module, (sub, x))
+    b = g.call_function(lib.mul, (a, scale))
+    g.output(g.call_function(apply_module, (sub, b)))
+    return fx.GraphModule(root, g)
+
+
+def test_get_attr_of_a_submodule_and_a_parameter():
+    tgm, egm = make_attr_graph(torch), make_attr_graph(ember)
+    egm.load_state_dict({k: ember.tensor(v.detach().numpy()) for k, v in tgm.state_dict().items()})
+    results = []
+    for gm, split in ((tgm, torch_split), (egm, ember_split)):
+        results.append(split(gm, gm, _by_position(gm, lambda i: i)))
+    tsplit, esplit = results
+    for name in ("submod_0", "submod_1", "submod_2"):
+        assert getattr(esplit, name).code == _as_ember(getattr(tsplit, name).code)
+    assert esplit.code == _as_ember(tsplit.code)
+    assert isinstance(esplit.submod_0.sub, ember.nn.Linear)
+    x = np.random.default_rng(0).standard_normal((2, 4)).astype(np.float32)
+    np.testing.assert_allclose(
+        esplit(ember.tensor(x)).detach().numpy(), tsplit(torch.tensor(x)).detach().numpy(), rtol=1e-5, atol=1e-6
+    )

@@ -366,3 +366,41 @@ def test_replacement_arity_mismatch():
 
     with pytest.raises(AssertionError, match="Placeholder count mismatch"):
         ember_rewriter.replace_pattern(ember.fx.symbolic_trace(M()), pattern, replacement)
+
+
+def case_constant_tensor_in_pattern(lib):
+    # The pattern reads a tensor attribute: it matches any tensor attribute, whatever its value.
+    class M(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("offset", lib.ones(3) * 3)
+
+        def forward(self, x):
+            return lib.relu(x + self.offset) + x
+
+    class Pattern(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("offset", lib.zeros(3))
+
+        def forward(self, x):
+            return lib.relu(x + self.offset)
+
+    def replacement(x):
+        return lib.sigmoid(x)
+
+    return M(), Pattern(), replacement
+
+
+def test_pattern_with_a_tensor_attribute():
+    out = {}
+    for lib in (torch, ember):
+        module, pattern, replacement = case_constant_tensor_in_pattern(lib)
+        fx = _fx(lib)
+        gm = fx.symbolic_trace(module)
+        matches = _rewriter(lib).replace_pattern(gm, fx.symbolic_trace(pattern), replacement)
+        out[lib] = (gm, matches)
+    assert _matches(out[ember][1]) == _matches(out[torch][1])
+    assert len(out[ember][1]) == 1
+    assert out[ember][0].code == out[torch][0].code.replace("torch", "ember")
+    _check_run(out[torch][0], out[ember][0], [(3,)])

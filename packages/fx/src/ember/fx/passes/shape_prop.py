@@ -12,6 +12,7 @@ converted, so no data is computed, and the module itself is left as it was.
 from __future__ import annotations
 
 import copy
+import importlib
 from typing import Any, NamedTuple
 
 import ember.core.aten.shape.copying as _copying
@@ -72,22 +73,25 @@ def _extract_tensor_metadata(result: Tensor, include_contiguity: bool = True) ->
     )
 
 
-def _fake_mode_module():
+# Fake tensors (ember._subclasses.fake_tensor, ember._guards) are looked up when used, so that
+# ShapeProp on real tensors works in a build without them.
+
+
+def _fake_mode_module() -> Any:
     try:
-        from ember._subclasses import fake_tensor
+        return importlib.import_module("ember._subclasses.fake_tensor")
     except ImportError as e:
         raise RuntimeError(
             "ShapeProp with a fake mode needs fake tensors (ember._subclasses.fake_tensor), which are not installed"
         ) from e
-    return fake_tensor
 
 
 def _detect_fake_mode(inputs: Any = None) -> Any:
     try:
-        from ember._guards import detect_fake_mode
+        guards = importlib.import_module("ember._guards")
     except ImportError:
         return None  # no fake tensors, so none can be active
-    return detect_fake_mode(inputs)
+    return guards.detect_fake_mode(inputs)
 
 
 def _deepcopy_to_fake(module: GraphModule, fake_mode: Any) -> GraphModule:
