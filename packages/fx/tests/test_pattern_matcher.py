@@ -391,3 +391,22 @@ def test_errors():
         pm.register(lambda x: (aten.neg.default(x), aten.relu.default(x)), lambda x: x)
     with pytest.raises(TypeError, match="plain positional parameters"):
         pm.register(lambda *xs: aten.neg.default(xs[0]), lambda x: x)
+
+
+def test_replacement_returning_its_argument():
+    pm = PatternMatcherPass()
+    pm.register(lambda x: aten.neg.default(aten.neg.default(x)), lambda x: x)
+    gm = trace_fn(lambda x: aten.relu.default(aten.neg.default(aten.neg.default(x))))
+    assert _run_same(gm, pm.apply, _rand(5)) == 1
+    assert _targets(gm) == [aten.relu.default]
+
+
+def test_new_root_takes_the_matched_root_meta():
+    gm = trace_fn(two_layers)
+    ShapeProp(gm).propagate(*TWO_LAYER_INPUTS)
+    expected = [n.meta["tensor_meta"] for n in gm.graph.nodes if n.target is aten.add.Tensor]
+    assert _fuse_pass().apply(gm) == 2
+    addmms = [n for n in gm.graph.nodes if n.target is aten.addmm.default]
+    assert [n.meta["tensor_meta"] for n in addmms] == expected
+    # Nodes of the replacement other than its result know nothing yet.
+    assert all("tensor_meta" not in n.meta for n in gm.graph.nodes if n.target is aten.t.default)

@@ -119,10 +119,19 @@ class Match:
 
     def replace_with(self, replacement: Callable[..., Any]) -> Any:
         """Trace ``replacement(*self.args, **self.kwargs)`` into the graph before the root, make the
-        root's users read its result, and erase the matched nodes left dead; returns the new value."""
+        root's users read its result, and erase the matched nodes left dead; returns the new value.
+
+        The replacement may return one of its arguments (``neg(neg(x))`` -> ``x``). A new node that
+        takes the root's place gets the root's ``meta`` (``tensor_meta``, ``val``...), since it
+        computes the same value; the other new nodes have none.
+        """
         root = self.output_node()
         new = insert_replacement(self.graph, root, replacement, self.args, self.kwargs)
         if isinstance(new, Node):
+            if new.op != "placeholder" and not any(new is v for v in (*self.args, *self.kwargs.values())):
+                # The new node computes the value the root did: what was known of it still holds.
+                for key, value in root.meta.items():
+                    new.meta.setdefault(key, value)
             root.replace_all_uses_with(new)
         else:
             raise NotImplementedError(
