@@ -292,6 +292,23 @@ def test_find_nodes():
     with pytest.raises(AssertionError):
         g.find_nodes(op="call_function")
     assert g.output_node().op == "output"
+    # the lookup follows edits: new targets, moved and erased nodes
+    a.target = operator.sub
+    assert g.find_nodes(op="call_function", target=operator.add) == [b]
+    assert g.find_nodes(op="call_function", target=operator.sub) == [a]
+    m.append(a)
+    b.append(m)
+    assert g.find_nodes(op="call_method", target="view") == [m]
+    with g.inserting_before(a):
+        c = g.call_function(operator.add, (x, 2))
+    assert g.find_nodes(op="call_function", target=operator.add) == [c, b]
+    assert g.find_nodes(op="call_function", target=operator.add, sort=False) == [b, c]
+    m.op = "call_function"
+    m.target = ember.Tensor.view
+    assert g.find_nodes(op="call_method") == [] and g.find_nodes(op="call_function", target=ember.Tensor.view) == [m]
+    b.replace_all_uses_with(c)
+    g.erase_node(b)
+    assert g.find_nodes(op="call_function", target=operator.add) == [c]
 
 
 def test_stack_trace_reads_and_writes_meta():
@@ -373,3 +390,26 @@ def test_nodes_compare_by_their_place_in_the_graph():
     assert all(order[i] < order[i + 1] and order[i + 1] > order[i] for i in range(len(order) - 1))
     assert sorted(reversed(order)) == order
     assert order[0] <= order[0] and order[0] >= order[0]
+
+
+def test_dead_code_elimination_reaches_child_graph_modules():
+    inner_g = fx.Graph()
+    y = inner_g.placeholder("y")
+    inner_g.call_function(operator.neg, (y,))  # dead
+    inner_g.output(y)
+    root = ember.nn.Module()
+    root.sub = fx.GraphModule(ember.nn.Module(), inner_g)
+    g = fx.Graph()
+    x = g.placeholder("x")
+    sub = g.get_attr("sub")
+    g.output((x, sub))
+    gm = fx.GraphModule(root, g)
+    assert gm.graph.eliminate_dead_code()
+    assert [n.op for n in gm.sub.graph.nodes] == ["placeholder", "output"]
+    assert "neg" not in gm.sub.code
+
+
+def test_normalized_arguments_says_it_is_missing():
+    _g, (_x, a, _b, _out) = _chain()
+    with pytest.raises(NotImplementedError, match="normalized_arguments is not supported"):
+        a.normalized_arguments(ember.nn.Module())

@@ -199,7 +199,7 @@ def test_pickle_loads_in_a_fresh_process(tmp_path):
     )
     y = g.call_method("sum", (x,), {"dim": 0})
     z = g.call_function(ember.ops.aten.add.Tensor, (y, 1.0), {"alpha": 2})
-    w = g.call_function(ember.relu, (z,))
+    w = g.call_function(ember.Tensor.mul, (g.call_function(ember.relu, (z,)), 3))
     h = g.call_module("layers.0", (x,))
     g.output({"w": w, "n": n, "shape": shape, "h": h, "off": g.get_attr("offset")})
     gm = fx.GraphModule(_root(), g)
@@ -222,6 +222,7 @@ def test_pickle_loads_in_a_fresh_process(tmp_path):
         np.testing.assert_allclose(out["w"].numpy(), expected["w"].numpy())
         np.testing.assert_allclose(out["h"].detach().numpy(), expected["h"].numpy(), rtol=1e-6)
         assert out["n"] is False and tuple(out["shape"]) == (2, 3)
+        assert any(n.target is ember.Tensor.mul for n in gm.graph.nodes)
         print(gm.code)
         """
     )
@@ -273,3 +274,39 @@ def test_to_folder_imports_in_a_fresh_process(tmp_path):
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
+
+
+def test_graph_edit_hooks():
+    gm = fx.GraphModule(ember.nn.Module(), _simple_graph())
+    created, erased, replaced, copied = [], [], [], []
+    gm._register_create_node_hook(lambda n: created.append(n.name))
+    gm._register_erase_node_hook(lambda n: erased.append(n.name))
+    gm._register_deepcopy_hook(lambda m: copied.append(m))
+    g = gm.graph
+    x, add, _out = list(g.nodes)
+    with g.inserting_after(add):
+        neg = g.call_function(operator.neg, (x,))
+    with gm._set_replace_hook(lambda old, new, user: replaced.append((old.name, new, user.name))):
+        add.replace_all_uses_with(neg)
+        neg.name = "negated"
+    add.replace_all_uses_with(x)  # no hook any more
+    g.erase_node(add)
+    dup = copy.deepcopy(gm)
+    assert created == ["neg"] and erased == ["add"] and copied == [dup]
+    assert replaced == [("add", "neg", "output"), ("neg", "negated", "output")]
+    with pytest.raises(AssertionError):
+        gm._register_create_node_hook(3)
+
+
+class _CountingCodeGen(fx.graph.CodeGen):
+    def process_outputs(self, outputs):
+        return ("processed", outputs)
+
+
+def test_pickle_keeps_the_codegen():
+    g = _simple_graph()
+    g.set_codegen(_CountingCodeGen())
+    gm = fx.GraphModule(ember.nn.Module(), g)
+    back = pickle.loads(pickle.dumps(gm))
+    assert type(back.graph._codegen) is _CountingCodeGen
+    assert back(1) == 2 and back.graph.process_outputs(5) == ("processed", 5)

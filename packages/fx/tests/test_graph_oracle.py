@@ -53,6 +53,10 @@ def build_operators(fx, lib):
     outs += [g.call_function(op, (x,)) for op in UNARY]
     outs.append(g.call_function(operator.add, (x, 2.5)))
     outs.append(g.call_function(operator.mul, (3, y)))
+    outs.append(g.call_function(operator.iadd, (x, y)))
+    outs.append(g.call_function(operator.imatmul, (x, y)))
+    g.call_function(operator.setitem, (x, 0, y))
+    outs.append(g.call_function(operator.getitem, (x, (0, slice(None), None))))
     g.output(tuple(outs))
     return g
 
@@ -70,7 +74,13 @@ def build_functions(fx, lib):
     s = g.call_function(lib.sum, (a2,), {"dim": 1, "keepdim": True, "dtype": lib.float32})
     c = g.call_function(lib.cat, ([x, s],), {"dim": -1})
     z = g.call_function(lib.zeros, ((2, 3),), {"dtype": lib.float64, "device": lib.device("cpu")})
-    g.output({"c": c, "z": z, "r": [r, None]})
+    t1 = g.call_function(lib.Tensor.add, (x, w))
+    t2 = g.call_function(lib.Tensor.view, (t1, -1))
+    t3 = g.call_function(lib.Tensor.__mul__, (t2, 2))
+    p = g.call_function(lib.ops.aten.sub, (t3, t3))
+    # (not F.linear: PyTorch's is a C function that prints as torch._C._nn.linear)
+    sm = g.call_function(lib.nn.functional.softmax, (p,), {"dim": -1})
+    g.output({"c": c, "z": z, "r": [r, None], "p": p, "sm": sm})
     return g
 
 
@@ -341,3 +351,79 @@ def test_dead_code_elimination_as_torch_fx():
     assert ours_changed == theirs_changed
     assert str(ours) == _as_ember(str(theirs))
     assert ours.python_code("self").src == _as_ember(theirs.python_code("self").src)
+
+
+def _transformed(fx, lib):
+    root = _root(lib)
+    gm = fx.GraphModule(root, build_runnable(fx, lib))
+    for n in gm.graph.nodes:
+        n.meta.update(stack_trace=f'File "m.py", line 1, in forward\n    {n.name}\n', nn_module_stack={"k": 1}, val=0)
+
+    class Rewrite(fx.Transformer):
+        def call_function(self, target, args, kwargs):
+            if target is lib.exp:
+                return super().call_function(lib.sigmoid, args, kwargs)
+            return super().call_function(target, args, kwargs)
+
+        def call_method(self, target, args, kwargs):
+            out = super().call_method(target, args, kwargs)
+            return out.neg() if target == "view" else out
+
+        def call_module(self, target, args, kwargs):
+            return super().call_module(target, args, kwargs) + 1
+
+    return fx.Transformer(gm).transform(), Rewrite(gm).transform()
+
+
+def test_transformer_equals_torch_fx():
+    theirs_same, theirs_new = _transformed(torch.fx, torch)
+    ours_same, ours_new = _transformed(ember.fx, ember)
+    for ours, theirs in ((ours_same, theirs_same), (ours_new, theirs_new)):
+        assert ours.code == _as_ember(theirs.code)
+        assert str(ours.graph) == _as_ember(str(theirs.graph))
+        assert ours.print_readable(print_output=False) == _as_ember(theirs.print_readable(print_output=False))
+        for a, b in zip(ours.graph.nodes, theirs.graph.nodes, strict=True):
+            assert sorted(a.meta) == sorted(k for k in b.meta if k not in ("from_node", "seq_nr"))
+
+
+def _with_values(fx, lib):
+    import enum
+
+    class Recompute(enum.Enum):
+        MUST_SAVE = 1
+
+    g = build_runnable(fx, lib)
+    for i, n in enumerate(g.nodes):
+        if n.op == "output":
+            continue
+        if i % 3 == 0:
+            n.meta["val"] = lib.zeros((2, 3 + i), dtype=lib.float32).t()
+        elif i % 3 == 1:
+            n.meta["val"] = lib.ones(4, dtype=lib.int64)
+        if i % 4 == 0:
+            n.meta["custom"] = {"tag": i, "long": "x" * 50}
+        if i % 5 == 0:
+            n.meta["seq_nr"] = i
+            n.meta["recompute"] = Recompute.MUST_SAVE
+        if i % 7 == 0:
+            n.meta["ac_graph_id"] = 3
+        n.stack_trace = f'File "m.py", line {i // 2}, in forward\n    line{i // 2}\n'
+    return g
+
+
+@pytest.mark.parametrize("stride_device", [(False, False), (True, False), (True, True)])
+def test_verbose_code_with_values_equals_torch_fx(stride_device):
+    stride, device = stride_device
+    theirs = _with_values(torch.fx, torch)
+    ours = _with_values(ember.fx, ember)
+    kw = {"verbose": True, "include_stride": stride, "include_device": device, "additional_meta": ["seq_nr"]}
+    assert ours.python_code("self", **kw).src == _as_ember(theirs.python_code("self", **kw).src)
+    kw["colored"] = True
+    assert ours.python_code("self", **kw).src == _as_ember(theirs.python_code("self", **kw).src)
+
+
+def test_format_node_with_tensor_metadata_equals_torch_fx():
+    theirs = _with_values(torch.fx, torch)
+    ours = _with_values(ember.fx, ember)
+    for a, b in zip(ours.nodes, theirs.nodes, strict=True):
+        assert a.format_node(include_tensor_metadata=True) == _as_ember(b.format_node(include_tensor_metadata=True))

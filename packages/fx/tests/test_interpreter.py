@@ -139,10 +139,38 @@ def test_transformer_identity():
 def test_transformer_keeps_metadata_and_defaults():
     gm = _module()
     for n in gm.graph.nodes:
-        n.meta["tag"] = n.name
+        n.meta.update(stack_trace=f"trace of {n.name}", nn_module_stack={"m": n.name}, val=n.name)
     new = fx.Transformer(gm).transform()
-    assert [n.meta.get("tag") for n in new.graph.nodes] == [n.name for n in gm.graph.nodes]
+    for old_node, new_node in zip(gm.graph.nodes, new.graph.nodes, strict=True):
+        if old_node.op == "placeholder":
+            assert new_node.meta == {}
+        elif old_node.op == "output":
+            assert new_node.meta == old_node.meta
+        else:
+            # what PyTorch's preserve_node_meta carries over: the stack trace and a list of fields
+            assert new_node.meta == {
+                "stack_trace": f"trace of {old_node.name}",
+                "nn_module_stack": {"m": old_node.name},
+            }
     assert next(n for n in new.graph.nodes if n.name == "k").args == (2.0,)
+
+
+def test_transformer_overrides_can_compute_on_proxies():
+    class Doubler(fx.Transformer):
+        def call_function(self, target, args, kwargs):
+            out = super().call_function(target, args, kwargs)
+            return out * 2 if target is ember.relu else out
+
+        def call_module(self, target, args, kwargs):
+            return super().call_module(target, args, kwargs).neg()
+
+    gm = _module()
+    new = Doubler(gm).transform()
+    new.graph.lint()
+    x = ember.randn(2, 3)
+    r = ember.relu((-gm.lin(x) + gm.bias) * 2.0) * 2
+    np.testing.assert_allclose(_values(new(x)[1]), _values(r), rtol=1e-6)
+    np.testing.assert_allclose(_values(new(x)[0]), _values(r.sum(dim=1)), rtol=1e-6)
 
 
 def test_rewriting_transformer():
@@ -165,3 +193,12 @@ def test_rewriting_transformer():
     t, r = new(x)
     np.testing.assert_allclose(_values(r), _values(ember.sigmoid(pre * 2.0)), rtol=1e-6)
     np.testing.assert_allclose(_values(t), _values(ember.sigmoid(pre * 2.0).mean(dim=1)), rtol=1e-6)
+
+
+def test_run_node_logs_at_debug_level(caplog):
+    gm = _module()
+    with caplog.at_level("DEBUG", logger="ember.fx.interpreter"):
+        fx.Interpreter(gm).run(ember.randn(1, 3))
+    lines = [r.getMessage() for r in caplog.records if r.name == "ember.fx.interpreter"]
+    assert lines[0] == "run_node %x : [num_users=1] = placeholder[target=x]"
+    assert len(lines) == len(gm.graph.nodes)

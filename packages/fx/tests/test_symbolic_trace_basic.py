@@ -487,3 +487,39 @@ def test_proxy_buffer_attributes():
         ("call_function", "add_1"),
         ("output", "output"),
     ]
+
+
+def test_a_tracer_can_be_deep_copied():
+    import copy
+
+    tracer = fx.Tracer(autowrap_functions=(free_function,))
+    clone = copy.deepcopy(tracer)
+    assert clone._autowrap_search == [math] and clone._autowrap_search is not tracer._autowrap_search
+    assert fx.GraphModule(ember.nn.Module(), clone.trace(free_function)).code == fx.symbolic_trace(free_function).code
+
+
+class _DictInput(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+
+    def forward(self, batch, scale):
+        return {"y": self.lin(batch["x"]) * scale, "mask": batch["mask"]}
+
+
+def test_placeholders_in_a_structured_module_input_pickle_and_copy():
+    import copy
+    import pickle
+
+    m = _DictInput()
+    gm = fx.symbolic_trace(m, concrete_args={"batch": {"x": fx.PH, "mask": fx.PH}})
+    assert [n.name for n in gm.graph.nodes if n.op == "placeholder"] == ["batch_1", "batch_2", "scale"]
+    batch = {"x": ember.randn(3, 2), "mask": ember.ones(3)}
+    expected = m(batch, 2.0)
+    for module in (gm, pickle.loads(pickle.dumps(gm)), copy.deepcopy(gm)):
+        out = module(batch, 2.0)
+        assert set(out) == {"y", "mask"}
+        _same(out["y"], expected["y"])
+        assert out["mask"] is batch["mask"]
+    out = fx.Interpreter(gm).run(batch, 2.0)
+    _same(out["y"], expected["y"])

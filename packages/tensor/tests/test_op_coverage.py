@@ -24,6 +24,10 @@ NOT_SAMPLED = {
     "meta, gradients, errors) in packages/sdpa/tests/test_attention_ops.py",
     "aten::_scaled_dot_product_flash_attention_for_cpu_backward.default": "attention's backward, against "
     "PyTorch's op in packages/sdpa/tests/test_attention_ops.py",
+    **dict.fromkeys(
+        ["aten::sym_size.int", "aten::sym_stride.int", "aten::sym_numel.default", "aten::sym_storage_offset.default"],
+        "a size op, read by graphs: against PyTorch's in test_size_ops.py",
+    ),
     "aten::_scaled_dot_product_flash_attention.default": "the cuda attention op: its meta function against "
     "PyTorch's and its core-op fallback in packages/sdpa/tests/test_attention_ops.py",
 }

@@ -12,6 +12,7 @@ import numpy as np
 
 from ember.core import dtypes as D
 from ember.core.aten.factories.factories import empty_strided_function
+from ember.core.dispatch import active_modes
 from ember.core.tensor import Tensor, from_array
 
 
@@ -23,6 +24,7 @@ def _dense_like(grad: Tensor, like: Tensor) -> Tensor:
         and grad._array is not None
         and like.device.type == "cpu"
         and grad._fw_grad is None  # a tangent (forward over reverse) must travel with the copy
+        and not active_modes()  # a mode (a tracer) must see the copy
     ):
         # The common case, a contiguous CPU parameter: one NumPy copy instead of two dispatched ops.
         out = from_array(np.array(grad._array, order="C"), like.dtype)
@@ -33,7 +35,11 @@ def _dense_like(grad: Tensor, like: Tensor) -> Tensor:
     stride = (
         like._stride if is_non_overlapping_and_dense(like._shape, like._stride) else contiguous_strides(like._shape)
     )
-    out = empty_strided_function(like._shape, stride, dtype=like.dtype, device=like.device)
+    if type(like)._dispatches:
+        # A dispatching subclass (a fake tensor) must see the allocation: it makes its own kind.
+        out = like.new_empty_strided(like._shape, stride)
+    else:
+        out = empty_strided_function(like._shape, stride, dtype=like.dtype, device=like.device)
     out.copy_(grad)
     return out
 

@@ -565,7 +565,12 @@ def _mark_outputs(node: OpNode, entry, result, args: tuple, target):
         out.requires_grad = True
         if out._base is not None:
             out._view_version = out._storage.version
-            out._multi_view = (i, node)
+            if outputs is not result:
+                # One view returned alone (by a tensor subclass): a multi-view only as its input is.
+                if args and "_multi_view" in getattr(args[0], "__dict__", ()):
+                    out._multi_view = (0, node)
+            else:
+                out._multi_view = (i, node)
     if entry.saves_result:
         _save_result(node, outputs)
     return result

@@ -22,11 +22,15 @@ import math
 import os
 import re
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ember.fx.node import Argument, Node, _get_qualified_name, _type_repr
+from ember.core.devices import device
+from ember.core.dispatch import OpOverload, OpOverloadPacket
+from ember.core.tensor import Tensor
+from ember.fx._names import _dtype_abbr, _get_qualified_name, _is_tensor_method, _shape, _type_repr
+from ember.fx.node import Argument, Node
 
 if TYPE_CHECKING:
     from ember.fx.graph import _node_list
@@ -67,8 +71,6 @@ def _ember_module() -> Any:
 
 
 def _register_builtins() -> None:
-    from ember.core.devices import device
-
     _register_custom_builtin("inf", "from math import inf", math.inf)
     _register_custom_builtin("nan", "from math import nan", math.nan)
     _register_custom_builtin("NoneType", "NoneType = type(None)", type(None))
@@ -146,10 +148,12 @@ class _Namespace:
 
 def _is_from_ember(obj: object) -> bool:
     """Objects the generated code reaches as ``ember.<dotted path>`` rather than as a global."""
-    from ember.core.dispatch import OpOverload, OpOverloadPacket
-
     if isinstance(obj, OpOverload | OpOverloadPacket):
         return True
+    if _is_tensor_method(obj):
+        # PyTorch's Tensor methods (C descriptors without a module) go in as globals:
+        # ``torch_Tensor_add = torch.Tensor.add``; ours follow, so the code reads the same.
+        return False
     module = getattr(obj, "__module__", None)
     if module is None or not (module == "ember" or module.startswith("ember.")):
         return False
@@ -250,31 +254,6 @@ _color_fns = {
     "dim_green": _color("\033[2m\033[32m"),
 }
 
-_dtype_abbrs = {
-    "uint8": "u8",
-    "int8": "i8",
-    "int16": "i16",
-    "int32": "i32",
-    "int64": "i64",
-    "uint16": "u16",
-    "uint32": "u32",
-    "uint64": "u64",
-    "float16": "f16",
-    "float32": "f32",
-    "float64": "f64",
-    "bfloat16": "bf16",
-    "complex32": "c32",
-    "complex64": "c64",
-    "complex128": "c128",
-    "bool": "b8",
-}
-
-
-def _dtype_abbr(dtype: Any) -> str:
-    name = getattr(dtype, "name", str(dtype).split(".")[-1])
-    return _dtype_abbrs.get(name, name)
-
-
 # -- the generator ---------------------------------------------------------------------------------
 
 
@@ -328,8 +307,11 @@ class CodeGen:
         include_stride: bool = False,
         include_device: bool = False,
         colored: bool = False,
+        additional_meta: list[str] | None = None,
     ) -> PythonCode:
-        return _Emitter(self, namespace, root_module, verbose, include_stride, include_device, colored).run(nodes)
+        emitter = _Emitter(self, namespace, root_module, verbose, include_stride, include_device, colored)
+        emitter.additional_meta = additional_meta or []
+        return emitter.run(nodes)
 
 
 class _Emitter:
@@ -356,6 +338,7 @@ class _Emitter:
         self.globals: dict[str, Any] = {}
         self.return_annotation = ""
         self.prev_summary: str | None = None
+        self.additional_meta: list[str] = []
         fns = _color_fns if colored else {}
         self.red = fns.get("red", _identity)
         self.blue = fns.get("blue", _identity)
@@ -369,8 +352,6 @@ class _Emitter:
 
     def add_global(self, name_hint: str, obj: Any) -> str:
         """The name ``obj`` goes by in the generated code, adding it to the globals if needed."""
-        from ember.core.devices import device
-
         if _is_from_ember(obj) and obj is not device:
             # Reached through the ``ember`` global by its public dotted name.
             return _get_qualified_name(obj)
@@ -396,9 +377,6 @@ class _Emitter:
         return self.add_global(typename, o)
 
     def repr_arg(self, arg: object) -> str:
-        from ember.core.dispatch import OpOverload
-        from ember.core.tensor import Tensor
-
         if isinstance(arg, Node):
             return repr(arg)
         if isinstance(arg, tuple) and hasattr(arg, "_fields"):
@@ -487,10 +465,26 @@ class _Emitter:
             self.body.append("\n")
 
     def stack_trace_summary(self, node: Node) -> None:
+        """The comment over a run of nodes: chosen meta keys, annotations, recompute tags, user line."""
         if node.op in ("placeholder", "output"):
             return
+        meta = node.meta
+        extra = [f"{key}: {meta[key]}" for key in self.additional_meta if key in meta]
+        extra_str = f"# {', '.join(extra)} " if extra else ""
+        annotation = ""
+        if meta.get("custom"):
+            shown = {k: (str(v)[:40] + "..." if len(str(v)) > 40 else v) for k, v in meta["custom"].items()}
+            annotation = f" Annotation: {shown}"
+        recompute, graph_id = meta.get("recompute"), meta.get("ac_graph_id")
+        recompute_info = ""
+        if recompute is not None and graph_id is not None:
+            recompute_info = f" ac_graph_id: {graph_id} - {recompute.name}"
+        elif recompute is not None:
+            recompute_info = f" recompute: {recompute.name}"
+        elif graph_id is not None:
+            recompute_info = f" ac_graph_id: {graph_id}"
         summary = _stack_trace_summary(node.stack_trace) or "No stacktrace found for following nodes"
-        text = f"\n{self.dim(f'# {summary}')}\n"
+        text = f"\n{self.dim(f'{extra_str}#{annotation}{recompute_info} {summary}')}\n"
         if text != self.prev_summary:
             self.prev_summary = text
             self.body.append(text)
@@ -499,8 +493,6 @@ class _Emitter:
         annotation = "" if node.type is None else f" : {self.type_repr(node.type)}"
         if not self.verbose:
             return annotation
-        from ember.core.tensor import Tensor
-
         val = node.meta.get("val", node.meta.get("tensor_meta", node.meta.get("example_value", None)))
         if isinstance(val, Tensor):
             core = self.tensor_annotation(val)
@@ -570,10 +562,6 @@ class _Emitter:
 
 
 _counter_regexp = re.compile(r"# COUNTER: (\d+)")
-
-
-def _shape(shape: Iterable[object]) -> str:
-    return f"[{', '.join(str(x) for x in shape)}]"
 
 
 def _dtype_abbr_name(dtype: Any) -> str:

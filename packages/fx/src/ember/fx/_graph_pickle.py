@@ -9,12 +9,14 @@ original objects nor a tracer, and gives back the same graph, node names include
 
 from __future__ import annotations
 
+import copy
 import importlib
 from typing import Any, NamedTuple
 
-from ember.fx._codegen import _is_from_ember
+from ember.fx._codegen import _custom_builtins, _is_from_ember
+from ember.fx._names import _ember_public_name, _get_qualified_name, _is_ember_object
 from ember.fx.graph import Graph
-from ember.fx.node import Node, _get_qualified_name, map_aggregate
+from ember.fx.node import Node, map_aggregate
 
 __all__ = ["graph_from_payload", "graph_to_payload"]
 
@@ -52,7 +54,12 @@ class _NodeRecord(NamedTuple):
     kwargs: Any
 
 
-def graph_to_payload(graph: Graph, globals_: dict[str, Any]) -> list[_NodeRecord]:
+class _GraphPayload(NamedTuple):
+    nodes: list[_NodeRecord]
+    codegen: Any  # the graph's CodeGen, without a body transformer (usually a closure)
+
+
+def graph_to_payload(graph: Graph, globals_: dict[str, Any]) -> _GraphPayload:
     by_id = {id(obj): name for name, obj in globals_.items()}
 
     def encode(x: Any) -> Any:
@@ -75,11 +82,14 @@ def graph_to_payload(graph: Graph, globals_: dict[str, Any]) -> list[_NodeRecord
         args = _plain(map_aggregate(node.args, encode))
         kwargs = _plain(map_aggregate(node.kwargs, encode))
         records.append(_NodeRecord(node.op, node.name, target, args, kwargs))
-    return records
+    codegen = copy.copy(graph._codegen)
+    codegen._body_transformer = None
+    return _GraphPayload(records, codegen)
 
 
-def graph_from_payload(records: list[_NodeRecord], namespace: dict[str, Any]) -> Graph:
+def graph_from_payload(payload: _GraphPayload, namespace: dict[str, Any]) -> Graph:
     graph = Graph()
+    graph.set_codegen(payload.codegen)
     nodes: dict[str, Node] = {}
 
     def resolve(ref: _GlobalRef) -> Any:
@@ -100,7 +110,7 @@ def graph_from_payload(records: list[_NodeRecord], namespace: dict[str, Any]) ->
             return resolve(x)
         return x
 
-    for rec in records:
+    for rec in payload.nodes:
         target = decode(rec.target) if rec.op == "call_function" else rec.target
         args = map_aggregate(rec.args, decode)
         kwargs = map_aggregate(rec.kwargs, decode)
@@ -117,3 +127,35 @@ def _plain(x: Any) -> Any:
     if isinstance(x, dict):
         return {k: _plain(v) for k, v in x.items()}
     return x
+
+
+# -- the import block: how to get each global of the generated code back -----------------------------
+
+
+def _format_import_statement(name: str, obj: Any) -> str:
+    if name in _custom_builtins:
+        return _custom_builtins[name].import_str
+    if _is_ember_object(obj):
+        public = _ember_public_name(obj)
+        if public is not None:
+            return f"import ember; {name} = {public}"
+    module = getattr(obj, "__module__", None)
+    qualname = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
+    if module is None or qualname is None or "<locals>" in qualname or _lookup(module, qualname) is not obj:
+        raise RuntimeError(f"cannot pickle the global {name} = {obj!r} of a GraphModule: it is not importable")
+    return f"from {module} import {qualname} as {name}"
+
+
+def _lookup(module: str, qualname: str) -> Any:
+    try:
+        obj: Any = importlib.import_module(module)
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError):
+        return None
+    return obj
+
+
+def _format_import_block(globals: dict[str, Any]) -> str:
+    # Sorted, so that equal modules give equal text.
+    return "\n".join(sorted({_format_import_statement(name, obj) for name, obj in globals.items()}))

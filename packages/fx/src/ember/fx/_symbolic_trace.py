@@ -18,6 +18,7 @@ Everything is restored when the trace ends, also when it raises.
 from __future__ import annotations
 
 import collections
+import copy
 import functools
 import inspect
 import math
@@ -30,6 +31,7 @@ from typing import Any, ClassVar
 import ember.nn as nn
 from ember.core.tensor import Tensor
 from ember.fx import _patching
+from ember.fx._patching import _maybe_revert_all_patches as _maybe_revert_all_patches  # PyTorch's path
 from ember.fx._patching import (
     autowrap_check,
     create_wrapped_func,
@@ -191,6 +193,14 @@ class Tracer(TracerBase):
         self.node_name_to_scope: dict[str, tuple[str, type]] = {}
 
     # Shared by all tracers, as in PyTorch: the next free suffix per constant-name prefix.
+    def __deepcopy__(self, memo: dict[int, Any]) -> Tracer:
+        # The autowrap modules are shared, not copied (modules cannot be deep-copied).
+        new = type(self).__new__(type(self))
+        memo[id(self)] = new
+        for k, v in self.__dict__.items():
+            new.__dict__[k] = copy.copy(v) if k == "_autowrap_search" else copy.deepcopy(v, memo)
+        return new
+
     _qualname_counter: ClassVar[dict[str, int]] = collections.defaultdict(int)
 
     def get_fresh_qualname(self, prefix: str) -> str:

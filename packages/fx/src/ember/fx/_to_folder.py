@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import ember.nn as nn
 from ember.core.serialization.checkpoint import save
 from ember.fx._codegen import _custom_builtins
+from ember.fx._graph_pickle import _format_import_block
 
 if TYPE_CHECKING:
     from ember.fx.graph_module import GraphModule
@@ -40,8 +41,6 @@ def write_folder(gm: GraphModule, folder: Path, module_name: str) -> None:
     folder.mkdir(exist_ok=True)
     save(gm.state_dict(), folder / "state_dict.pt")
     tab = " " * 4
-    from ember.fx.graph_module import _format_import_block
-
     # The custom builtins and whatever else the generated code names (user functions, ...).
     imports = {v.import_str for v in _custom_builtins.values()}
     imports.update(_format_import_block(gm.graph.python_code("self").globals).split("\n"))

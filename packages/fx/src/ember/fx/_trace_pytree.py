@@ -10,7 +10,6 @@ leaf. This is the small part of a pytree library that tracing needs.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -106,18 +105,27 @@ def tree_flatten_spec(tree: Any, spec: TreeSpec) -> list[Any]:
     return out
 
 
-def _flatten_by_spec(spec: TreeSpec, tree: Any) -> list[Any]:
-    return tree_flatten_spec(tree, spec)
+def flatten_inputs(module: Any, inputs: list[Any]) -> list[Any]:
+    """What a generated ``forward`` calls first: its inputs flattened by its graph's input spec.
+
+    The spec is read from ``module.graph``, so that the generated code names only importable
+    functions and a GraphModule pickles and copies with its graph."""
+    return tree_flatten_spec(inputs, module.graph._codegen.pytree_info.in_spec)
 
 
-def _unflatten_by_spec(spec: TreeSpec, leaves: Any) -> Any:
-    return tree_unflatten(list(leaves), spec)
+def unflatten_output(module: Any, leaves: list[Any]) -> Any:
+    """What a generated ``forward`` returns: its flat outputs rebuilt by its graph's output spec."""
+    return tree_unflatten(list(leaves), module.graph._codegen.pytree_info.out_spec)
 
 
 class _PyTreeInfo(NamedTuple):
     orig_args: list[str]
     in_spec: TreeSpec
     out_spec: TreeSpec | None
+
+
+# How generated code names this module: through the `ember` global every graph's code has.
+_HERE = __name__
 
 
 class _PyTreeCodeGen(CodeGen):
@@ -137,15 +145,6 @@ class _PyTreeCodeGen(CodeGen):
             out = [out]
         return tree_unflatten(list(out), self.pytree_info.out_spec)
 
-    def additional_globals(self) -> list[tuple[str, Any]]:
-        # Partials, not the functions and specs: the code generator reaches objects defined in ember
-        # by their dotted path, which a spec instance does not have.
-        info = self.pytree_info
-        return [
-            ("_fx_flatten_inputs", functools.partial(_flatten_by_spec, info.in_spec)),
-            ("_fx_unflatten_output", functools.partial(_unflatten_by_spec, info.out_spec)),
-        ]
-
     def gen_fn_def(self, free_vars: list[str], maybe_return_annotation: str) -> str:
         fn_args = list(self.pytree_info.orig_args)
         has_self = bool(fn_args) and fn_args[0] == "self"
@@ -158,13 +157,13 @@ class _PyTreeCodeGen(CodeGen):
             # The spec covers `self` too when the traced function was a module's forward.
             flat_in = f"[self, {', '.join(fn_args)}]" if has_self else f"[{', '.join(fn_args)}]"
             skip = "_, " if has_self else ""
-            definition += f"\n    {skip}{', '.join(free_vars)}, = _fx_flatten_inputs({flat_in})"
+            definition += f"\n    {skip}{', '.join(free_vars)}, = {_HERE}.flatten_inputs(self, {flat_in})"
         return definition
 
     def generate_output(self, output_args: Argument, repr_fn: Callable[[object], str] = repr) -> str:
         if self.pytree_info.out_spec is None:
             return super().generate_output(output_args, repr_fn)
-        return f"return _fx_unflatten_output({repr_fn(output_args)})"
+        return f"return {_HERE}.unflatten_output(self, {repr_fn(output_args)})"
 
 
 def flatten_root_args(

@@ -26,7 +26,8 @@ from ember.fx._codegen import (
     magic_methods,
     reflectable_magic_methods,
 )
-from ember.fx.node import Argument, Node, Target, _legal_ops, _target_name, map_arg
+from ember.fx._names import _target_name
+from ember.fx.node import Argument, Node, Target, _legal_ops, map_arg
 
 if TYPE_CHECKING:
     from ember.fx.graph_module import GraphModule
@@ -77,6 +78,36 @@ class _node_list:
         return iter(_node_list(self.graph, "_next" if self.direction == "_prev" else "_prev"))
 
 
+class _FindNodesLookupTable:
+    """The nodes of a graph by ``(op, target)`` (target for ``call_function`` only), for ``find_nodes``."""
+
+    def __init__(self) -> None:
+        self.table: dict[tuple[str, Any], dict[Node, None]] = {}
+
+    @staticmethod
+    def _key(node: Node) -> tuple[str, Any]:
+        return (node.op, node.target if node.op == "call_function" else None)
+
+    def __contains__(self, node: Node) -> bool:
+        return node in self.table.get(self._key(node), ())
+
+    def insert(self, node: Node) -> None:
+        self.table.setdefault(self._key(node), {})[node] = None
+        node._indexed = True
+
+    def remove(self, node: Node) -> None:
+        self.table[self._key(node)].pop(node)
+        node._indexed = False
+
+    def find_nodes(self, *, op: str, target: Target | None = None) -> list[Node]:
+        if op == "call_function":
+            if target is None:
+                raise AssertionError("target must not be None for call_function op")
+            return list(self.table.get((op, target), ()))
+        nodes = self.table.get((op, None), ())
+        return list(nodes) if target is None else [n for n in nodes if n.target == target]
+
+
 class Graph:
     """The nodes of one function in order, with the API to build, edit, check and print them."""
 
@@ -96,6 +127,7 @@ class Graph:
         self._tracer_extras = tracer_extras
         self._codegen = CodeGen()
         self._co_fields: dict[str, Any] = {}
+        self._find_nodes_lookup_table = _FindNodesLookupTable()
 
     @property
     def owning_module(self) -> GraphModule | None:
@@ -118,9 +150,8 @@ class Graph:
 
     def find_nodes(self, *, op: str, target: Target | None = None, sort: bool = True) -> list[Node]:
         """The nodes with this ``op`` (and ``target``, required for ``call_function``), in graph order."""
-        if op == "call_function" and target is None:
-            raise AssertionError("target must not be None for call_function op")
-        return [n for n in self.nodes if n.op == op and (target is None or n.target == target)]
+        nodes = self._find_nodes_lookup_table.find_nodes(op=op, target=target)
+        return sorted(nodes) if sort else nodes
 
     # -- building -----------------------------------------------------------------------------
 
@@ -150,6 +181,7 @@ class Graph:
             hook(n)
         self._graph_namespace.associate_name_with_obj(name, n)
         self._insert(n)
+        self._find_nodes_lookup_table.insert(n)
         self._len += 1
         return n
 
@@ -277,6 +309,7 @@ class Graph:
             return
         for hook in getattr(self.owning_module, "_erase_node_hooks", None) or ():
             hook(to_erase)
+        self._find_nodes_lookup_table.remove(to_erase)
         to_erase._remove_from_list()
         to_erase._erased = True
         self._len -= 1
@@ -319,11 +352,10 @@ class Graph:
             log.info("The following nodes were dead code eliminated: %s", removed)
         owner = self.owning_module
         if owner is not None:
-            from ember.fx.graph_module import GraphModule
-
             attr_names = {n.target for n in self.find_nodes(op="get_attr")}
             for child_name, child in owner.named_children():
-                if child_name in attr_names and isinstance(child, GraphModule):
+                # A child GraphModule (known by its graph: graph_module imports this module).
+                if child_name in attr_names and isinstance(getattr(child, "graph", None), Graph):
                     changed |= child.graph.eliminate_dead_code()
                     child.recompile()
         return changed
@@ -342,6 +374,8 @@ class Graph:
                 raise RuntimeError(f"Node {node} had unknown opcode {node.op}!")
             if node.graph is not self:
                 raise RuntimeError(f"Node '{node}' does not belong to this Graph!")
+            if node not in self._find_nodes_lookup_table:
+                raise RuntimeError(f"Node '{node}' is not added to the side table")
             for arg in node._input_nodes:
                 if arg.graph is not self:
                     raise RuntimeError(
@@ -428,8 +462,14 @@ class Graph:
         include_stride: bool = False,
         include_device: bool = False,
         colored: bool = False,
+        additional_meta: list[str] | None = None,
     ) -> PythonCode:
-        """The source of ``forward`` and its globals; ``root_module`` names the module (``"self"``)."""
+        """The source of ``forward`` and its globals; ``root_module`` names the module (``"self"``).
+
+        ``verbose`` adds a comment with the user's line (``meta["stack_trace"]``) over each run of
+        nodes and annotates values with their dtype and shape (``meta["val"]``), with strides and
+        device on request; ``additional_meta`` names further meta keys to show in those comments.
+        """
         # A namespace of its own for this code: node names and globals share it, so they never collide.
         namespace = _Namespace()
         saved = {node: node._repr_fn for node in self.nodes}
@@ -448,6 +488,7 @@ class Graph:
                 include_stride=include_stride,
                 include_device=include_device,
                 colored=colored,
+                additional_meta=additional_meta,
             )
         finally:
             for node, fn in saved.items():

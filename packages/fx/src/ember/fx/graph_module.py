@@ -11,17 +11,19 @@ buffers and constants named by ``get_attr``/``call_module`` nodes from ``root``.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import itertools
 import linecache
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from ember.core.tensor import Tensor
-from ember.fx._codegen import _custom_builtins
+from ember.fx._graph_pickle import _format_import_block, graph_from_payload, graph_to_payload
+from ember.fx._to_folder import write_folder
 from ember.fx.graph import Graph, PythonCode
 from ember.nn import Module, Parameter
 
@@ -214,7 +216,7 @@ class GraphModule(Module):
     def code(self) -> str:
         """The Python source of ``forward``."""
         if not hasattr(self, "_code"):
-            raise RuntimeError("Code has not been generated! Please report a bug to PyTorch")
+            raise RuntimeError("Code has not been generated! Call recompile() on the GraphModule")
         return self._code
 
     def recompile(self) -> PythonCode:
@@ -241,9 +243,13 @@ class GraphModule(Module):
         include_stride: bool = False,
         include_device: bool = False,
         colored: bool = False,
+        *,
+        additional_meta: list[str] | None = None,
     ) -> str:
         """The code of this module and its child ``GraphModule``s as a class, with stack-trace comments."""
-        return _print_readable(self, self._get_name(), print_output, include_stride, include_device, colored)
+        return _print_readable(
+            self, self._get_name(), print_output, include_stride, include_device, colored, additional_meta
+        )
 
     def __str__(self) -> str:
         reminder = "# To see more debug info, please use `graph_module.print_readable()`"
@@ -299,11 +305,55 @@ class GraphModule(Module):
         for name in [name for name, _ in self.named_modules() if name not in used and name]:
             self.delete_submodule(name)
 
+    # -- hooks on graph edits (private, as in PyTorch) --------------------------------------------
+
+    def _register_replace_node_hook(self, f: Callable) -> None:
+        """``f(old=node, new=name, user=node)`` runs when a use of a node is replaced or a node renamed."""
+        if not callable(f):
+            raise AssertionError("replace hook must be a callable.")
+        self._replace_hooks.append(f)
+
+    def _unregister_replace_node_hook(self, f: Callable) -> None:
+        self._replace_hooks.remove(f)
+
+    @contextlib.contextmanager
+    def _set_replace_hook(self, f: Callable) -> Iterator[None]:
+        self._register_replace_node_hook(f)
+        try:
+            yield
+        finally:
+            self._unregister_replace_node_hook(f)
+
+    def _register_create_node_hook(self, f: Callable) -> None:
+        """``f(node)`` runs for each node created in this module's graph."""
+        if not callable(f):
+            raise AssertionError("create_node hook must be a callable.")
+        self._create_node_hooks.append(f)
+
+    def _unregister_create_node_hook(self, f: Callable) -> None:
+        self._create_node_hooks.remove(f)
+
+    def _register_erase_node_hook(self, f: Callable) -> None:
+        """``f(node)`` runs for each node erased from this module's graph."""
+        if not callable(f):
+            raise AssertionError("erase_node hook must be a callable.")
+        self._erase_node_hooks.append(f)
+
+    def _unregister_erase_node_hook(self, f: Callable) -> None:
+        self._erase_node_hooks.remove(f)
+
+    def _register_deepcopy_hook(self, f: Callable) -> None:
+        """``f(copy)`` runs on each deep copy of this module."""
+        if not callable(f):
+            raise AssertionError("deepcopy hook must be a callable.")
+        self._deepcopy_hooks.append(f)
+
+    def _unregister_deepcopy_hook(self, f: Callable) -> None:
+        self._deepcopy_hooks.remove(f)
+
     # -- copies and serialization ----------------------------------------------------------------
 
     def __reduce__(self) -> tuple:
-        from ember.fx._graph_pickle import graph_to_payload
-
         body = self.__dict__.copy()
         python_code = self.recompile()
         del body["_graph"]
@@ -339,8 +389,6 @@ class GraphModule(Module):
 
     def to_folder(self, folder: str | Path, module_name: str = "FxModule") -> None:
         """Write this module as a Python package: ``from <folder> import <module_name>`` rebuilds it."""
-        from ember.fx._to_folder import write_folder
-
         write_folder(self, Path(folder), module_name)
 
 
@@ -352,25 +400,8 @@ class _CodeOnlyModule(Module):
         self.__dict__ = body
 
 
-def _format_import_statement(name: str, obj: Any) -> str:
-    if name in _custom_builtins:
-        return _custom_builtins[name].import_str
-    module = getattr(obj, "__module__", None)
-    qualname = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
-    if module is None or qualname is None or "<locals>" in qualname:
-        raise RuntimeError(f"cannot pickle the global {name} = {obj!r} of a GraphModule: it is not importable")
-    return f"from {module} import {qualname} as {name}"
-
-
-def _format_import_block(globals: dict[str, Any]) -> str:
-    # Sorted, so that equal modules give equal text.
-    return "\n".join(sorted({_format_import_statement(name, obj) for name, obj in globals.items()}))
-
-
 def reduce_graph_module(body: dict[str, Any], import_block: str, payload: Any = None) -> Module:
     """Rebuild a pickled ``GraphModule`` from its state, its globals' imports and its graph."""
-    from ember.fx._graph_pickle import graph_from_payload
-
     namespace: dict[str, Any] = {}
     exec(import_block, namespace)
     graph = graph_from_payload(payload, namespace)
@@ -398,18 +429,26 @@ def _print_readable(
     include_stride: bool = False,
     include_device: bool = False,
     colored: bool = False,
+    additional_meta: list[str] | None = None,
 ) -> str:
     graph = module.graph
     if not isinstance(graph, Graph):
         raise AssertionError("print_readable must be used on a module with a graph")
     code = graph.python_code(
-        root_module="self", verbose=True, include_stride=include_stride, include_device=include_device, colored=colored
+        root_module="self",
+        verbose=True,
+        include_stride=include_stride,
+        include_device=include_device,
+        colored=colored,
+        additional_meta=additional_meta,
     ).src
     module_code = _addindent(f"class {module_name}(ember.nn.Module):\n" + code.lstrip("\n"), 4)
     sub_codes = [""]
     for name, child in module.named_children():
         if isinstance(child, GraphModule):
-            sub_codes.append(_print_readable(child, name, False, include_stride, include_device, colored))
+            sub_codes.append(
+                _print_readable(child, name, False, include_stride, include_device, colored, additional_meta)
+            )
     output = module_code + _addindent("\n".join(sub_codes), 4)
     if print_output:
         print(output)

@@ -7,21 +7,24 @@ functions, record values, propagate shapes) without touching the graph. With
 ``garbage_collect_values`` a value is dropped from ``env`` after its last use, as the generated code
 does.
 
-``Transformer`` is the interpreter whose values are nodes of a new graph: each method adds the node
-it would have run, so ``transform()`` returns a new ``GraphModule`` (a copy, unless a subclass
-overrides some methods to emit something else).
+``Transformer`` is the interpreter whose values are ``Proxy`` objects of a new graph: each method
+records the node it would have run, so ``transform()`` returns a new ``GraphModule`` (a copy,
+unless a subclass overrides some methods to emit something else).
 """
 
 from __future__ import annotations
 
+import copy
 import inspect
 import logging
 from collections.abc import Iterator
 from typing import Any
 
+from ember.fx._symbolic_trace import Tracer
 from ember.fx.graph import Graph
 from ember.fx.graph_module import GraphModule
 from ember.fx.node import Argument, Node, Target, map_aggregate, map_arg
+from ember.fx.proxy import Proxy
 from ember.nn import Module
 
 __all__ = ["Interpreter", "Transformer"]
@@ -93,6 +96,8 @@ class Interpreter:
 
     def run_node(self, n: Node) -> Any:
         """Run one node: fetch its argument values, then call the method named by its opcode."""
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("run_node %s", n.format_node())
         args, kwargs = self.fetch_args_kwargs_from_env(n)
         return getattr(self, n.op)(n.target, args, kwargs)
 
@@ -164,71 +169,91 @@ class Interpreter:
         return map_arg(args, load_arg)
 
 
-class _NodeValue:
-    """A ``Transformer``'s value: a node of the graph being built.
+# The metadata a new node takes from the node being transformed (PyTorch's preserve_node_meta),
+# less ``from_node`` provenance, which ember does not record.
+_COPY_META_FIELDS = (
+    "nn_module_stack",
+    "torch_fn",
+    "source_fn_stack",
+    "original_aten",
+    "recompute",
+    "ac_graph_id",
+    "has_backward_hook",
+    "quantization_tag",
+    "_numeric_debug_handle",
+    "custom",
+    "partitioner_tag",
+)
 
-    PyTorch's Transformer hands out ``Proxy`` objects, on which Python operators and ember
-    functions record nodes. This value only carries its node; a subclass that wants to emit
-    something else calls the ``Transformer``'s methods (``super().call_function(other, args, kwargs)``).
-    """
 
-    __slots__ = ("node",)
+class _TransformerTracer(Tracer):
+    """Appends to the new graph; every module call stays a ``call_module`` node."""
 
-    def __init__(self, node: Node) -> None:
-        self.node = node
+    def __init__(self, graph: Graph) -> None:
+        super().__init__()
+        self.graph = graph
+        self.tensor_attrs: dict = {}
+        self.current_meta: dict[str, Any] | None = None
 
-    def __repr__(self) -> str:
-        return f"NodeValue({self.node.name})"
+    def is_leaf_module(self, m: Module, module_qualified_name: str) -> bool:
+        return True
 
-
-def _strip(a: Any) -> Any:
-    return map_aggregate(a, lambda x: x.node if isinstance(x, _NodeValue) else x)
+    def create_node(self, *args: Any, **kwargs: Any) -> Node:
+        node = super().create_node(*args, **kwargs)
+        meta = self.current_meta
+        if meta:
+            if meta.get("stack_trace"):
+                node.stack_trace = meta["stack_trace"]
+            for field in _COPY_META_FIELDS:
+                if field in meta:
+                    node.meta[field] = copy.copy(meta[field])
+        return node
 
 
 class Transformer(Interpreter):
-    """Runs a graph symbolically to build a new one; ``transform()`` returns the new ``GraphModule``."""
+    """Runs a graph on ``Proxy`` values to build a new one; ``transform()`` returns the new ``GraphModule``.
+
+    Each opcode method records the node it would have run, so the result is a copy unless a
+    subclass overrides a method to emit something else (``super().call_function(other, args,
+    kwargs)``, or any traceable code on the proxies it is given).
+    """
 
     def __init__(self, module: GraphModule) -> None:
         super().__init__(module)
         self.new_graph = Graph()
         self.new_graph.set_codegen(module.graph._codegen)
-
-    def _emit(self, op: str, target: Target, args: tuple, kwargs: dict) -> _NodeValue:
-        node = self.new_graph.create_node(op, target, _strip(args), _strip(kwargs))
-        return _NodeValue(node)
-
-    def placeholder(self, target: Target, args: tuple[Argument, ...], kwargs: dict[str, Any]) -> _NodeValue:
-        assert isinstance(target, str)
-        default_value = next(iter(args)) if args else inspect.Signature.empty
-        return _NodeValue(self.new_graph.placeholder(target, default_value=default_value))
-
-    def get_attr(self, target: Target, args: tuple[Argument, ...], kwargs: dict[str, Any]) -> _NodeValue:
-        assert isinstance(target, str)
-        return self._emit("get_attr", target, args, kwargs)
-
-    def call_module(self, target: Target, args: tuple[Argument, ...], kwargs: dict[str, Any]) -> _NodeValue:
-        assert isinstance(target, str)
-        return self._emit("call_module", target, args, kwargs)
-
-    def call_function(self, target: Target, args: tuple[Argument, ...], kwargs: dict[str, Any]) -> _NodeValue:
-        return self._emit("call_function", target, args, kwargs)
-
-    def call_method(self, target: Target, args: tuple[Argument, ...], kwargs: dict[str, Any]) -> _NodeValue:
-        return self._emit("call_method", target, args, kwargs)
+        self.tracer = _TransformerTracer(self.new_graph)
+        self.tracer.root = module
 
     def run_node(self, n: Node) -> Any:
-        # New nodes keep the old node's metadata (stack trace, ...), as PyTorch's preserve_node_meta does.
-        result = super().run_node(n)
-        if isinstance(result, _NodeValue) and n.op != "output":
-            for k, v in n.meta.items():
-                result.node.meta.setdefault(k, v)
-        return result
+        saved, self.tracer.current_meta = self.tracer.current_meta, n.meta
+        try:
+            return super().run_node(n)
+        finally:
+            self.tracer.current_meta = saved
+
+    def placeholder(self, target: Target, args: tuple[Argument, ...], kwargs: dict[str, Any]) -> Proxy:
+        assert isinstance(target, str)
+        default_value = next(iter(args)) if args else inspect.Signature.empty
+        return Proxy(self.new_graph.placeholder(target, default_value=default_value), self.tracer)
+
+    def get_attr(self, target: Target, args: tuple[Argument, ...], kwargs: dict[str, Any]) -> Proxy:
+        assert isinstance(target, str)
+        return self.tracer.create_proxy("get_attr", target, args, kwargs)
+
+    def call_module(self, target: Target, args: tuple[Argument, ...], kwargs: dict[str, Any]) -> Any:
+        assert isinstance(target, str)
+        submod = self.fetch_attr(target)
+        return self.tracer.call_module(submod, submod.forward, args, kwargs)
+
+    def call_function(self, target: Target, args: tuple[Argument, ...], kwargs: dict[str, Any]) -> Any:
+        return self.tracer.create_proxy("call_function", target, args, kwargs)
 
     def transform(self) -> GraphModule:
         """Build the new graph and return it as a ``GraphModule`` over ``self.module``'s state."""
         result = super().run(enable_io_processing=False)
         if result is not None:
-            new_output = self.new_graph.output(_strip(result))
+            new_output = self.new_graph.output(map_aggregate(result, lambda a: a.node if isinstance(a, Proxy) else a))
             old_output = self.graph.output_node()
             new_output.meta.update(old_output.meta)
         return GraphModule(self.module, self.new_graph)

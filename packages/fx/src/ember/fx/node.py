@@ -12,13 +12,13 @@ the graph; ``prepend``/``append`` move a node within that list.
 
 from __future__ import annotations
 
-import builtins
 import operator
-import types
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias, Union
 
 from ember.core.dispatch import OpOverload, OpOverloadPacket
+from ember.core.tensor import Tensor
+from ember.fx._names import _dtype_abbr, _get_qualified_name, _shape, _type_repr
 from ember.fx.immutable_collections import immutable_dict, immutable_list
 
 if TYPE_CHECKING:
@@ -55,115 +55,6 @@ def has_side_effect(fn: Callable) -> Callable:
     """Mark ``fn`` as having side effects: ``eliminate_dead_code`` keeps its calls."""
     _side_effectful_functions.add(fn)
     return fn
-
-
-# -- names of targets ------------------------------------------------------------------------------
-
-# Where users reach ember's functions and classes; the modules that define them are private.
-_PUBLIC_HOMES = ("ember", "ember.nn.functional", "ember.linalg", "ember.special", "ember.fft")
-_public_names: dict[int, tuple[Any, str]] = {}
-_public_misses: set[int] = set()
-
-
-def _index_public_names() -> None:
-    import sys
-
-    def add(obj: Any, qualified: str) -> None:
-        short = qualified.rsplit(".", 1)[1]
-        known = _public_names.get(id(obj))
-        # Among aliases, the one spelled as the object's own name wins (ember.cat over ember.concat).
-        if known is None or (short == getattr(obj, "__name__", None) and not known[1].endswith("." + short)):
-            _public_names[id(obj)] = (obj, qualified)
-
-    api = sys.modules.get("ember.core.api")
-    for name, fn in getattr(api, "functions", {}).items():
-        add(fn, f"ember.{name}")
-    for home in _PUBLIC_HOMES:
-        module = sys.modules.get(home)
-        for name, value in list(vars(module).items()) if module is not None else ():
-            if not name.startswith("_") and (callable(value) or isinstance(value, type)):
-                add(value, f"{home}.{name}")
-
-
-def _ember_public_name(obj: Any) -> str | None:
-    """``ember.zeros`` for the function defined as ``ember.core....zeros_function``; None if not public."""
-    entry = _public_names.get(id(obj))
-    if entry is None and id(obj) not in _public_misses:
-        _index_public_names()
-        entry = _public_names.get(id(obj))
-        if entry is None:
-            _public_misses.add(id(obj))
-    if entry is not None and entry[0] is obj:
-        return entry[1]
-    return None
-
-
-def _ember_qualified_name(func: Any, name: str) -> str | None:
-    import sys
-
-    public = _ember_public_name(func)
-    if public is not None:
-        return public
-    tensor_cls = getattr(sys.modules.get("ember.core.tensor"), "Tensor", None)
-    if tensor_cls is not None and tensor_cls.__dict__.get(name) is func:
-        return f"ember.Tensor.{name}"
-    return None
-
-
-def _is_ember_object(obj: Any) -> bool:
-    module = getattr(obj, "__module__", None)
-    return isinstance(module, str) and (module == "ember" or module.startswith("ember."))
-
-
-def _get_qualified_name(func: Any) -> str:
-    """The dotted name the generated code calls ``func`` by (``operator.add``, ``ember.relu``)."""
-    if isinstance(func, OpOverload):
-        return f"ember.ops.{func.namespace}.{func.name}.{func.overload}"
-    if isinstance(func, OpOverloadPacket):
-        return f"ember.ops.{func._namespace}.{func._name}"
-    name = func.__name__
-    if getattr(builtins, name, None) is func:
-        return name
-    if name == "<lambda>":
-        raise RuntimeError("Unable to represent lambda")
-    module = getattr(func, "__module__", None)
-    if module is None:
-        raise RuntimeError(f"cannot find module for {func}")
-    if _is_ember_object(func):
-        public = _ember_qualified_name(func, name)
-        if public is not None:
-            return public
-    return f"{module}.{name}"
-
-
-def _target_name(target: Any) -> str:
-    """``target.__name__``, with the ``name.overload`` form PyTorch gives its op overloads."""
-    if isinstance(target, OpOverload):
-        return f"{target.name}.{target.overload}"
-    if isinstance(target, OpOverloadPacket):
-        return target._name
-    if _is_ember_object(target):
-        public = _ember_public_name(target)
-        if public is not None:
-            return public.rsplit(".", 1)[1]
-    return target.__name__
-
-
-def _type_repr(obj: object) -> str:
-    """A short repr for type annotations: ``int``, ``ember.core.tensor.Tensor``, ``list[int]``."""
-    if isinstance(obj, type) and not isinstance(obj, types.GenericAlias):
-        if obj.__module__ == "builtins":
-            return obj.__qualname__
-        if _is_ember_object(obj):
-            public = _ember_public_name(obj)
-            if public is not None:
-                return public
-        return f"{obj.__module__}.{obj.__qualname__}"
-    if obj is ...:
-        return "..."
-    if isinstance(obj, types.FunctionType):
-        return obj.__name__
-    return repr(obj)
 
 
 def _format_arg(arg: object, max_list_len: float = float("inf")) -> str:
@@ -242,9 +133,10 @@ class Node:
                     f"{type(target).__name__} but a str is expected"
                 )
         self.graph = graph
-        self.name = name
-        self.op = op
-        self.target = target
+        self._name = name
+        self._op = op
+        self._target = target
+        self._indexed = False  # whether the graph's find_nodes table holds this node
         self._input_nodes: dict[Node, None] = {}
         self.users: dict[Node, None] = {}
         self.type = return_type
@@ -258,6 +150,46 @@ class Node:
         self._args = ()
         self._kwargs = {}
         self._update_args_kwargs(args, kwargs)
+
+    @property
+    def name(self) -> str:
+        """The node's unique name in its graph, and its variable in the generated code."""
+        return self._name
+
+    @name.setter
+    def name(self, value: str) -> None:
+        for hook in _replace_hooks(self):
+            for user in self.users:
+                hook(old=self, new=value, user=user)
+        self._name = value
+
+    @property
+    def op(self) -> str:
+        """The opcode: ``placeholder``, ``get_attr``, ``call_function``, ``call_method``, ``call_module``, ``output``."""
+        return self._op
+
+    @op.setter
+    def op(self, value: str) -> None:
+        self._reindex("_op", value)
+
+    @property
+    def target(self) -> Target:
+        """What the node calls or reads: a callable for ``call_function``, a name (str) otherwise."""
+        return self._target
+
+    @target.setter
+    def target(self, value: Target) -> None:
+        self._reindex("_target", value)
+
+    def _reindex(self, attr: str, value: Any) -> None:
+        # find_nodes looks nodes up by (op, target): keep its table in step with them.
+        if self._indexed:
+            table = self.graph._find_nodes_lookup_table
+            table.remove(self)
+            setattr(self, attr, value)
+            table.insert(self)
+        else:
+            setattr(self, attr, value)
 
     # -- the linked list ------------------------------------------------------------------------
 
@@ -386,11 +318,15 @@ class Node:
             if delete_user_cb is not None and not delete_user_cb(user):
                 continue
             changed.append(user)
+            for hook in _replace_hooks(self):
+                hook(old=self, new=replace_with.name, user=user)
             user._replace_input_with(self, replace_with)
         return changed
 
     def replace_input_with(self, old_input: Node, new_input: Node) -> None:
         """Replace every occurrence of ``old_input`` among this node's arguments with ``new_input``."""
+        for hook in _replace_hooks(self):
+            hook(old=old_input, new=new_input.name, user=self)
         self._replace_input_with(old_input, new_input)
 
     def _replace_input_with(self, old_input: Node, new_input: Node) -> None:
@@ -428,6 +364,16 @@ class Node:
             return _function_is_impure(self.target, impure_random)
         return False
 
+    def normalized_arguments(
+        self,
+        root: Any,
+        arg_types: tuple[Any] | None = None,
+        kwarg_types: dict[str, Any] | None = None,
+        normalize_to_only_use_kwargs: bool = False,
+    ) -> Any:
+        """PyTorch's argument normalization against a target's signature: not supported yet."""
+        raise NotImplementedError("Node.normalized_arguments is not supported yet")
+
     def _rename(self, candidate: str) -> None:
         if candidate == self.name:
             return
@@ -459,11 +405,15 @@ class Node:
         self,
         placeholder_names: list[str] | None = None,
         maybe_return_typename: list[str] | None = None,
+        *,
+        include_tensor_metadata: bool = False,
     ) -> str | None:
         """A one-line description, the form ``str(graph)`` prints.
 
         ``placeholder_names`` and ``maybe_return_typename`` collect the signature for ``Graph.__str__``;
         with ``placeholder_names`` given, a placeholder adds itself there and returns None.
+        ``include_tensor_metadata`` describes a call's tensor value (``meta["val"]``) by dtype,
+        shape, strides and device instead of by ``type``.
         """
         users = f"[num_users={len(self.users)}]"
         typename = f"{_type_repr(self.type)} " if self.type is not None else ""
@@ -483,10 +433,24 @@ class Node:
             if self.type and maybe_return_typename:
                 maybe_return_typename[0] = f" -> {_type_repr(self.type)}"
             return f"return {self.args[0]}"
+        if include_tensor_metadata:
+            typename = _tensor_metadata(self.meta) or typename
         return (
             f"%{self.name} : {typename}{users} = {self.op}[target={self._pretty_print_target(self.target)}]("
             f"args = {_format_arg(self.args)}, kwargs = {_format_arg(self.kwargs)})"
         )
+
+
+def _replace_hooks(node: Node) -> list[Callable]:
+    return getattr(node.graph.owning_module, "_replace_hooks", None) or []
+
+
+def _tensor_metadata(meta: dict[str, Any]) -> str | None:
+    val = meta.get("val", meta.get("tensor_meta", meta.get("example_value")))
+    if not isinstance(val, Tensor):
+        return None
+    # No space before the users count: PyTorch prints it so.
+    return f'Tensor "{_dtype_abbr(val.dtype)}{_shape(val.shape)}{_shape(val.stride())}{val.device}"'
 
 
 def _key_between(a: tuple[int, ...] | None, b: tuple[int, ...] | None) -> tuple[int, ...]:

@@ -300,18 +300,19 @@ def assert_fn(x: Any) -> None:
 
 def _in_assert(frame: types.FrameType | None) -> bool:
     """Whether the caller of ``frame`` is testing the condition of an ``assert`` statement: a jump
-    if true (after TO_BOOL on 3.13) over ``LOAD_ASSERTION_ERROR``."""
+    if true over ``LOAD_ASSERTION_ERROR``, at the current instruction or right after it (Python
+    3.13 converts to bool in ``TO_BOOL`` or in ``COMPARE_OP`` before the jump)."""
     calling = frame.f_back if frame is not None else None
     if calling is None:
         return False
     instructions = list(dis.get_instructions(calling.f_code))
     index = bisect_left(instructions, calling.f_lasti, key=lambda inst: inst.offset)
-    if index < len(instructions) and instructions[index].opname == "TO_BOOL":
-        index += 1
-    if index + 1 >= len(instructions):
-        return False
-    jump, after = instructions[index], instructions[index + 1]
-    return "JUMP" in jump.opname and "IF_TRUE" in jump.opname and after.opname == "LOAD_ASSERTION_ERROR"
+    for at in (index, index + 1):
+        if at + 1 < len(instructions):
+            jump, after = instructions[at], instructions[at + 1]
+            if "JUMP" in jump.opname and "IF_TRUE" in jump.opname and after.opname == "LOAD_ASSERTION_ERROR":
+                return True
+    return False
 
 
 class Proxy:

@@ -30,6 +30,10 @@ class Parameter(Tensor):
             data = empty_function(0)
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter(): data must be a Tensor, not {type(data).__name__}")
+        as_parameter = getattr(data, "__ember_as_parameter__", None)
+        if as_parameter is not None:
+            # A subclass that keeps its own kind (a fake tensor) makes the parameter itself.
+            return as_parameter(requires_grad)
         out = _new(cls, data._storage, data._shape, data._stride, data._offset, data.dtype, data._array)
         if requires_grad:
             out.requires_grad_(True)

@@ -14,6 +14,23 @@ from ember.core.dispatch import DispatchMode, OpOverload, define, ops
 from ember.core.dtype_info import finfo, iinfo
 from ember.core.dtypes import dtype
 from ember.core.promotion import can_cast, get_default_dtype, promote_types, result_type, set_default_dtype
+from ember.core.symbolic import (
+    SymBool,
+    SymFloat,
+    SymInt,
+    _check,
+    _check_index,
+    _check_is_size,
+    _check_type,
+    _check_value,
+    _check_with,
+    sym_float,
+    sym_int,
+    sym_ite,
+    sym_max,
+    sym_min,
+    sym_not,
+)
 from ember.core.tensor import Size, Tensor
 from ember.core.threads import get_num_threads, set_num_threads
 
@@ -23,7 +40,16 @@ __all__ = [
     "DispatchMode",
     "OpOverload",
     "Size",
+    "SymBool",
+    "SymFloat",
+    "SymInt",
     "Tensor",
+    "_check",
+    "_check_index",
+    "_check_is_size",
+    "_check_type",
+    "_check_value",
+    "_check_with",
     "as_tensor",
     "can_cast",
     "define",
@@ -44,5 +70,11 @@ __all__ = [
     "set_default_device",
     "set_default_dtype",
     "set_num_threads",
+    "sym_float",
+    "sym_int",
+    "sym_ite",
+    "sym_max",
+    "sym_min",
+    "sym_not",
     "tensor",
 ]

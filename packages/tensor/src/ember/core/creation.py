@@ -13,6 +13,7 @@ from functools import reduce
 
 import numpy as np
 
+from ember.core import dispatch
 from ember.core import dtypes as D
 from ember.core.aten.factories.factories import empty_function
 from ember.core.devices import get_default_device, to_device
@@ -123,11 +124,26 @@ def _check_fits(array: np.ndarray, dtype: D.dtype) -> None:
         raise RuntimeError(f"value cannot be converted to type {dtype.name}_t without overflow")
 
 
+# A tensor made here from data is made without an op: ``lift_fresh`` shows it to the active dispatch
+# modes (a fake tensor mode makes it a fake, a tracer a constant), as PyTorch's tensor(), as_tensor()
+# and from_numpy() do. It is called only while a mode is active, so eager creation pays nothing.
+lift_fresh = dispatch.define("lift_fresh(Tensor(a) self) -> Tensor(a)")
+
+
+@lift_fresh.register_kernel("*")
+def _lift_fresh(self: Tensor) -> Tensor:
+    return self
+
+
+def _lift(t: Tensor) -> Tensor:
+    return lift_fresh(t) if dispatch._state.modes else t
+
+
 def tensor(data, *, dtype=None, device=None, requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """A new tensor holding a copy of ``data``."""
     dtype = D.to_dtype(dtype) if dtype is not None else None
     array, dtype = _to_array(data, dtype)
-    result = from_array(np.array(array, copy=True, order="C"), dtype)
+    result = _lift(from_array(np.array(array, copy=True, order="C"), dtype))
     result = _move(result, device)
     if requires_grad:
         result.requires_grad_(True)
@@ -149,7 +165,7 @@ def from_numpy(array: np.ndarray) -> Tensor:
     """A tensor sharing ``array``'s memory; changes to one show in the other."""
     if not isinstance(array, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
-    return share_numpy(array)
+    return _lift(share_numpy(array))
 
 
 def from_dlpack(obj) -> Tensor:

@@ -9,6 +9,7 @@ registered by hand).
 
 from __future__ import annotations
 
+import builtins
 import os
 import re
 import threading
@@ -22,7 +23,12 @@ _DEVICE_STRING = re.compile(r"([a-z_]+)(?::(\d+))?")
 class device:
     __slots__ = ("_previous", "index", "type")
 
-    def __init__(self, type_or_string, index: int | None = None) -> None:
+    def __init__(self, type_or_string=None, index: int | None = None, *, type: str | None = None) -> None:
+        # ``device(type="cpu", index=0)`` is how a device's repr reads (generated graph code uses it).
+        if type is not None:
+            if type_or_string is not None:
+                raise TypeError("device() got multiple values for argument 'type'")
+            type_or_string = type
         if isinstance(type_or_string, device):
             if index is not None:
                 raise ValueError("device(): an index cannot be given with a device object")
@@ -32,7 +38,7 @@ class device:
             # An index alone names the accelerator's device; CUDA is the one accelerator type we have.
             type_or_string, index = "cuda", type_or_string
         if not isinstance(type_or_string, str):
-            raise TypeError(f"device() expected a string or int, got {type(type_or_string).__name__}")
+            raise TypeError(f"device() expected a string or int, got {builtins.type(type_or_string).__name__}")
         match = _DEVICE_STRING.fullmatch(type_or_string)
         if match is None or match[1] not in KNOWN_TYPES:
             raise RuntimeError(

@@ -36,6 +36,7 @@ from typing import Any
 
 from ember.core.devices import check_backend, get_default_device, to_device
 from ember.core.schema import FunctionSchema, parse_schema
+from ember.core.symbolic import SymInt
 
 # ``data_dependent_output``: the output's shape depends on the input's values (nonzero, unique,
 # masked_select), so no meta function can give it without the data.
@@ -284,6 +285,15 @@ class OpOverload:
             f"'{device_type}' backend: no kernel and no decomposition"
         )
 
+    def call_below(self, level: str, *args: Any, **kwargs: Any) -> Any:
+        """Run the op from the level under ``level`` down.
+
+        A mode's handler that computes the op itself (a tracer) calls ``op.call_below("python", ...)``
+        so that the levels above the modes, which already handled this call, do not see it again
+        (autograd would record it twice); ``op(...)`` inside a handler starts from the top.
+        """
+        return _dispatch_slow(self, args, kwargs, LEVELS.index(level) + 1)
+
     def decompose(self, *args: Any, **kwargs: Any) -> Any:
         if self.decomposition is None:
             raise RuntimeError(f"{self} has no decomposition")
@@ -474,12 +484,14 @@ def _fits(schema: FunctionSchema, args: tuple, kwargs: dict) -> bool:
             if not t.optional:
                 return False
         elif t.is_list:
-            if not isinstance(value, list | tuple) and not (t.base in ("int", "SymInt") and isinstance(value, int)):
+            if not isinstance(value, list | tuple) and not (
+                t.base in ("int", "SymInt") and isinstance(value, int | SymInt)
+            ):
                 return False
         elif (
             (t.base == "Tensor" and not isinstance(value, Tensor))
             or (t.base == "Scalar" and isinstance(value, Tensor) and value.ndim != 0)
-            or (t.base in ("int", "SymInt") and not isinstance(value, int))
+            or (t.base in ("int", "SymInt") and not isinstance(value, int | SymInt))
         ):
             return False
     return True

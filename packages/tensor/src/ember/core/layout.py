@@ -10,14 +10,25 @@ from __future__ import annotations
 from functools import lru_cache
 
 
-@lru_cache(maxsize=1024)
 def contiguous_strides(shape: tuple) -> tuple:
+    try:
+        return _contiguous_strides_cached(shape)
+    except TypeError:  # symbolic sizes are unhashable (as in PyTorch): computed each time
+        return _contiguous_strides(shape)
+
+
+def _contiguous_strides(shape: tuple) -> tuple:
     strides = []
     running = 1
     for size in reversed(shape):
         strides.append(running)
         running *= size if size > 1 else 1
     return tuple(reversed(strides))
+
+
+_contiguous_strides_cached = lru_cache(maxsize=1024)(_contiguous_strides)
+# For shapes that are ints by construction (a CPU array's): the cache without the symbolic fallback.
+int_contiguous_strides = _contiguous_strides_cached
 
 
 def is_contiguous(shape: tuple, stride: tuple) -> bool:
@@ -40,7 +51,7 @@ def is_non_overlapping_and_dense(shape: tuple, stride: tuple) -> bool:
         return True
     if len(shape) == 1:
         return shape[0] < 2 or stride[0] == 1
-    order = sorted(range(len(shape)), key=lambda d: (shape[d] < 2, stride[d]))
+    order = sorted(range(len(shape)), key=lambda d: (bool(shape[d] < 2), stride[d]))
     expected = 1
     for d in order:
         if shape[d] < 2:
@@ -58,8 +69,14 @@ def numel(shape: tuple) -> int:
     return n
 
 
-@lru_cache(maxsize=1024)
 def broadcast_shapes(*shapes: tuple) -> tuple:
+    try:
+        return _broadcast_shapes_cached(*shapes)
+    except TypeError:  # symbolic sizes are unhashable: computed each time
+        return _broadcast_shapes(*shapes)
+
+
+def _broadcast_shapes(*shapes: tuple) -> tuple:
     ndim = max((len(s) for s in shapes), default=0)
     out = [1] * ndim
     for shape in shapes:
@@ -76,6 +93,9 @@ def broadcast_shapes(*shapes: tuple) -> tuple:
                 f"at non-singleton dimension {offset + i}"
             )
     return tuple(out)
+
+
+_broadcast_shapes_cached = lru_cache(maxsize=1024)(_broadcast_shapes)
 
 
 def pointwise_strides(shape: tuple, operands: list[tuple[tuple, tuple]]) -> tuple:

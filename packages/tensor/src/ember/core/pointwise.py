@@ -28,6 +28,7 @@ from ember.core.dispatch import OpOverload, define
 from ember.core.layout import (
     broadcast_shapes,
     contiguous_strides,
+    int_contiguous_strides,
     is_non_overlapping_and_dense,
     numel,
     pointwise_strides,
@@ -120,7 +121,7 @@ def materialize(array: np.ndarray, p: Plan) -> Tensor:
     if array.dtype != p.result.np:
         with np.errstate(all="ignore"):  # float32 beyond float16's range rounds to inf, silently
             array = array.astype(p.result.np)
-    if p.strides == contiguous_strides(p.shape):
+    if p.strides == int_contiguous_strides(p.shape):
         return from_array(np.broadcast_to(array, p.shape) if array.shape != p.shape else array, p.result)
     out = empty(p.shape, p.result, CPU, p.strides)
     np.copyto(out._array, array, casting="unsafe")
@@ -396,7 +397,7 @@ def _fast_path(compute: Callable, args: tuple, bool_result: bool, params: dict, 
             # Operands of other shapes: the result is contiguous when both are laid out row-major
             # (as ``plan`` decides); other layouts take the plan.
             if b._shape != a._shape and (
-                a._stride != contiguous_strides(a._shape) or b._stride != contiguous_strides(b._shape)
+                a._stride != int_contiguous_strides(a._shape) or b._stride != int_contiguous_strides(b._shape)
             ):
                 return None
             b = b._array

@@ -14,6 +14,7 @@ from functools import cache
 
 from ember.core import dtypes as D
 from ember.core.dtypes import BOOL, COMPLEX, FLOATING, INTEGRAL, dtype
+from ember.core.symbolic import SymBool, SymFloat, SymInt
 
 _default_float: dtype = D.float32
 
@@ -78,6 +79,13 @@ def scalar_dtype(value) -> dtype:
         return _default_float
     if isinstance(value, builtins.complex):
         return default_complex_dtype()
+    # Symbolic scalars (sizes under dynamic shapes) promote as the Python numbers they stand for.
+    if isinstance(value, SymInt):
+        return D.int64
+    if isinstance(value, SymFloat):
+        return _default_float
+    if isinstance(value, SymBool):
+        return D.bool_
     raise TypeError(f"expected a Python number, got {type(value).__name__}")
 
 
@@ -98,6 +106,10 @@ def _combine(higher: dtype | None, lower: dtype | None) -> dtype | None:
     return higher
 
 
+# Python numbers and the symbolic ones that stand for them; a tuple made once, not a union per call.
+_SCALARS = (builtins.bool, builtins.int, builtins.float, builtins.complex, SymInt, SymFloat, SymBool)
+
+
 def result_type(*operands) -> dtype:
     """``ember.result_type``: the dtype of an arithmetic op on these tensors and scalars."""
     dim = zero = wrapped = None
@@ -108,7 +120,9 @@ def result_type(*operands) -> dtype:
                 dim = d if dim is None else _promote(dim, d)
             else:
                 zero = d if zero is None else _promote(zero, d)
-        elif isinstance(op, builtins.bool | builtins.int | builtins.float | builtins.complex):
+        elif isinstance(
+            op, builtins.bool | builtins.int | builtins.float | builtins.complex | SymInt | SymFloat | SymBool
+        ):
             d = scalar_dtype(op)
             wrapped = d if wrapped is None else _promote(wrapped, d)
         else:

@@ -15,7 +15,7 @@ import numpy as np
 from ember.core import dispatch
 from ember.core import dtypes as D
 from ember.core.devices import CPU, check_backend, device
-from ember.core.layout import contiguous_strides, is_contiguous, numel
+from ember.core.layout import contiguous_strides, int_contiguous_strides, is_contiguous, numel
 from ember.core.storage import Storage
 
 
@@ -395,7 +395,7 @@ def from_array(array: np.ndarray, dtype: D.dtype | None = None) -> Tensor:
     if not array.flags.c_contiguous:
         array = np.ascontiguousarray(array)
     shape = array.shape
-    return _new(Tensor, Storage(array, array.nbytes, CPU), shape, contiguous_strides(shape), 0, dtype, array)
+    return _new(Tensor, Storage(array, array.nbytes, CPU), shape, int_contiguous_strides(shape), 0, dtype, array)
 
 
 def share_numpy(array: np.ndarray) -> Tensor:

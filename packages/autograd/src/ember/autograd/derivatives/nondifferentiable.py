@@ -1,5 +1,6 @@
 """Ops whose outputs carry no gradient: indices, counts, bins, one-hot codes, fresh draws, and new
-tensors made in another's likeness (``zeros_like``, ``new_full``: only the metadata is read).
+tensors made in another's likeness (``zeros_like``, ``new_full``: only the metadata is read), and a
+tensor's sizes read as ops (``sym_size``).
 
 ``unique`` and its forms are different: PyTorch lets their values require grad but has no formula,
 so the backward raises ``NotImplementedError`` naming the op, here as there.
@@ -36,6 +37,11 @@ nondifferentiable(
     aten.new_zeros.default,
     aten.new_ones.default,
     aten.new_full.default,
+    # sizes and strides read as ops: integers, not tensors
+    aten.sym_size.int,
+    aten.sym_stride.int,
+    aten.sym_numel.default,
+    aten.sym_storage_offset.default,
 )
 
 

@@ -23,6 +23,7 @@ from ember.core.dispatch import define
 from ember.core.layout import contiguous_strides
 from ember.core.pointwise import unsupported
 from ember.core.promotion import default_complex_dtype, get_default_dtype, scalar_dtype
+from ember.core.symbolic import SymInt
 from ember.core.tensor import Tensor, from_array
 from ember.core.tensor import empty as allocate
 
@@ -43,7 +44,7 @@ def _dtype(dtype, default=None):
 def _check_sizes(size) -> tuple:
     size = tuple(size)
     for s in size:
-        if not isinstance(s, int) or isinstance(s, bool):
+        if not isinstance(s, int | SymInt) or isinstance(s, bool):
             raise TypeError(
                 f"empty(): argument 'size' must be a tuple of ints, but found element of type {type(s).__name__}"
             )

@@ -27,6 +27,7 @@ from ember.core.dispatch import define
 from ember.core.layout import numel
 from ember.core.pointwise import type_name
 from ember.core.quiet import restore, silence
+from ember.core.symbolic import SymInt
 from ember.core.tensor import Tensor, empty
 
 max_pool2d_with_indices = define(
@@ -48,7 +49,7 @@ adaptive_avg_pool2d_op = define("adaptive_avg_pool2d(Tensor self, SymInt[2] outp
 
 
 def _pair(value, name: str, what: str, allow_empty: bool = False) -> tuple:
-    if isinstance(value, int):
+    if isinstance(value, int | SymInt):
         return (value, value)
     value = tuple(value)
     if allow_empty and not value:

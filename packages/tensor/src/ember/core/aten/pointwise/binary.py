@@ -13,6 +13,7 @@ from ember.core import dtypes as D
 from ember.core.api import method, public
 from ember.core.aten.pointwise.unary import reciprocal_function
 from ember.core.pointwise import define_pointwise, expose, unsupported
+from ember.core.symbolic import SymBool, SymFloat, SymInt
 from ember.core.tensor import Tensor
 
 
@@ -463,9 +464,13 @@ _OPERATORS = {
 }
 
 
+# What an operator takes besides a tensor: numbers, symbolic ones included (a tuple made once).
+_OPERANDS = (Tensor, bool, int, float, complex, SymInt, SymFloat, SymBool)
+
+
 def _operator(op, name):
     def call(self, other):
-        if not isinstance(other, Tensor | bool | int | float | complex):
+        if not isinstance(other, _OPERANDS):
             return NotImplemented
         return op(self, other)
 

@@ -30,6 +30,7 @@ from ember.core.dispatch import define
 from ember.core.generator import reserve
 from ember.core.layout import contiguous_strides, dense_strides_like
 from ember.core.pointwise import resize_out
+from ember.core.symbolic import SymInt
 from ember.core.tensor import Tensor
 from ember.core.tensor import empty as allocate
 
@@ -43,12 +44,12 @@ _LIKE = f"{_OPTIONS}, MemoryFormat? memory_format=None"
 def _sizes(size) -> tuple:
     size = tuple(size)
     for s in size:
-        if isinstance(s, bool) or not isinstance(s, int | np.integer):
+        if isinstance(s, bool) or not isinstance(s, int | np.integer | SymInt):
             raise TypeError(f"argument 'size' must be tuple of ints, but found element of type {type(s).__name__}")
         if s < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
     # Only NumPy integers are converted: a Python int (or, later, a symbolic size) stays as given.
-    return tuple(s if isinstance(s, int) else int(s) for s in size)
+    return tuple(s if isinstance(s, int | SymInt) else int(s) for s in size)
 
 
 def _register(ops, meta, cpu) -> None:

@@ -1,0 +1,1 @@
+"""``ember.fx.experimental``: symbolic shapes (``symbolic_shapes.ShapeEnv``, ``sym_node.SymNode``)."""

@@ -1,0 +1,178 @@
+"""Every op of the core's OpInfo tables, run on meta tensors whose sizes and strides are ``SymInt``s.
+
+For each sample the inputs' sizes, strides and offsets come from a ``ShapeEnv`` (duck-sized, 0 and
+1 specialized, as PyTorch makes them); the op runs on those meta tensors, and its output sizes and
+strides, evaluated at the real sizes, must equal those of the op run on the CPU. The guards the
+meta kernels recorded must hold for the real inputs. Ops whose output shape depends on the data
+are listed apart and must raise the error that says so.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pathlib
+import warnings
+
+import numpy as np
+import pytest
+import sympy
+from opinfo import OpInfo, build
+
+import ember
+from ember.core.storage import Storage
+from ember.core.symbolic import SymBool, SymFloat, SymInt
+from ember.core.tensor import Tensor, _new
+from ember.fx.experimental.symbolic_shapes import ShapeEnv
+
+TABLES_DIR = pathlib.Path(importlib.import_module("opinfo").__file__).parent
+TABLES = sorted(p.stem for p in TABLES_DIR.glob("opinfo_*.py"))
+ALL_OPS: list[OpInfo] = [op for table in TABLES for op in importlib.import_module(table).OPS]
+# The entries the tables mark ``meta=False`` are factories and out= forms whose samples hold no
+# input tensor (nothing symbolic reaches them), and the data-dependent ops below.
+OPS = [op for op in ALL_OPS if op.meta]
+
+# Ops whose output shape depends on the input's values: no meta kernel can give it, and each says
+# so with the error named here.
+DATA_DEPENDENT: dict[str, tuple[type[Exception], str]] = {
+    "masked_select": (NotImplementedError, "data-dependent output shape"),
+    "nonzero": (NotImplementedError, "data-dependent output shape"),
+    "nonzero_as_tuple": (NotImplementedError, "data-dependent output shape"),
+    "argwhere": (NotImplementedError, "data-dependent output shape"),
+    "where_condition": (NotImplementedError, "data-dependent output shape"),
+    "unique": (NotImplementedError, "data-dependent output shape"),
+    "unique_consecutive": (NotImplementedError, "data-dependent output shape"),
+    "aten.index.Tensor": (NotImplementedError, "data-dependent shape"),
+    "F.one_hot inferred": (RuntimeError, "cannot infer it without data"),
+}
+
+# Ops whose meta kernel is not yet SymInt-safe, each with why.
+NOT_SYMINT_SAFE: dict[str, str] = {}
+
+META = ember.device("meta")
+
+
+def _samples(op: OpInfo) -> list:
+    """The samples of one dtype: float32's where it has some, else the first dtype's that has some."""
+    for dtype in sorted(op.dtypes, key=lambda d: d != "float32"):
+        samples = op.samples(dtype, np.random.default_rng(1234))
+        if samples:
+            return samples
+    return []
+
+
+def _symbolic(value, env: ShapeEnv, names: list, placeholders: list, reals: list):
+    """``value`` with every tensor replaced by a meta tensor of symbolic sizes, strides and offset."""
+    if isinstance(value, Tensor):
+        source = f"L['a{len(names)}']"
+        sizes, strides, offset = env.create_symbolic_sizes_strides_storage_offset(value, source)
+        storage = Storage(None, value.untyped_storage().nbytes, META)
+        fake = _new(Tensor, storage, sizes, strides, offset, value.dtype, None)
+        names.append(f"a{len(names)}")
+        placeholders.append(fake)
+        reals.append(value)
+        return fake
+    if isinstance(value, list | tuple):
+        return type(value)(_symbolic(v, env, names, placeholders, reals) for v in value)
+    if isinstance(value, dict):
+        return {k: _symbolic(v, env, names, placeholders, reals) for k, v in value.items()}
+    return value
+
+
+def _at_hints(env: ShapeEnv, value):
+    """A size, stride or offset evaluated at the inputs' real sizes."""
+    if isinstance(value, SymInt | SymFloat | SymBool):
+        expr = value.node.expr.xreplace(env.var_to_val)
+        assert not expr.free_symbols, f"{value} mentions symbols without a value"
+        return int(expr) if expr.is_Integer else expr
+    return value
+
+
+def _compare(env: ShapeEnv, meta, cpu, sample) -> None:
+    if isinstance(cpu, list | tuple):
+        assert isinstance(meta, list | tuple) and len(meta) == len(cpu), f"{sample}: {meta!r} vs {cpu!r}"
+        for m, c in zip(meta, cpu, strict=True):
+            _compare(env, m, c, sample)
+        return
+    if not isinstance(cpu, Tensor):
+        return
+    assert meta.device.type == "meta", f"{sample}: result on {meta.device}"
+    shape = tuple(_at_hints(env, s) for s in meta.shape)
+    stride = tuple(_at_hints(env, s) for s in meta.stride())
+    assert (shape, meta.dtype) == (tuple(cpu.shape), cpu.dtype), (
+        f"{sample}: symbolic {meta.shape} at the hints is {shape} {meta.dtype}; CPU {tuple(cpu.shape)} {cpu.dtype}"
+    )
+    assert stride == cpu.stride(), (
+        f"{sample}: symbolic strides {meta.stride()} at the hints are {stride}; CPU {cpu.stride()}"
+    )
+
+
+def _run(op: OpInfo, args, kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return op.call(ember, *args, **kwargs)
+
+
+def _sweep(op: OpInfo) -> tuple[int, int]:
+    """Run every sample of ``op`` symbolically; returns how many were compared, and how many the CPU
+    refused (samples of errors, left out: some errors depend on data a meta tensor lacks)."""
+    compared = refused = 0
+    for sample in _samples(op):
+        args, kwargs = build(sample.args, ember), build(sample.kwargs, ember)
+        try:
+            cpu = _run(op, args, kwargs)
+        except Exception:  # a sample of an error: only results are compared here
+            refused += 1
+            continue
+        env = ShapeEnv()
+        names: list = []
+        placeholders: list = []
+        reals: list = []
+        sym_args = _symbolic(args, env, names, placeholders, reals)
+        sym_kwargs = _symbolic(kwargs, env, names, placeholders, reals)
+        meta = _run(op, sym_args, sym_kwargs)
+        _compare(env, meta, cpu, sample)
+        # The guards the meta kernels took hold for the inputs the samples were made from.
+        code = env.produce_guards(placeholders, [f"L['{n}']" for n in names])
+        scope = {"L": dict(zip(names, reals, strict=True))}
+        # One eval for all of them (compiling is most of its cost); each alone only to name a failure.
+        if code and not eval(" and ".join(f"({line})" for line in code), {}, scope):
+            failing = [line for line in code if not eval(line, {}, scope)]
+            raise AssertionError(f"{sample}: the guards {failing} fail on the real inputs")
+        compared += 1
+    return compared, refused
+
+
+def _param(op: OpInfo):
+    marks = ()
+    if op.name in NOT_SYMINT_SAFE:
+        marks = (pytest.mark.xfail(reason=NOT_SYMINT_SAFE[op.name], strict=True),)
+    return pytest.param(op, id=op.name, marks=marks)
+
+
+@pytest.mark.parametrize("op", [_param(op) for op in OPS if op.name not in DATA_DEPENDENT])
+def test_symbolic_meta_matches_cpu(op: OpInfo):
+    if sum(_sweep(op)) == 0:
+        pytest.skip("the entry holds error samples only")
+
+
+@pytest.mark.parametrize("op", [pytest.param(op, id=op.name) for op in ALL_OPS if op.name in DATA_DEPENDENT])
+def test_data_dependent_ops_refuse_symbolic_meta(op: OpInfo):
+    error, match = DATA_DEPENDENT[op.name]
+    with pytest.raises(error, match=match):
+        _sweep(op)
+
+
+def test_the_lists_name_only_ops_of_the_tables():
+    names = {op.name for op in ALL_OPS}
+    assert set(DATA_DEPENDENT) <= names and set(NOT_SYMINT_SAFE) <= names
+    assert not set(DATA_DEPENDENT) & set(NOT_SYMINT_SAFE)
+
+
+def test_symbolic_sizes_reach_the_meta_kernel():
+    env = ShapeEnv()
+    x = ember.empty(5, 3)
+    sizes, strides, offset = env.create_symbolic_sizes_strides_storage_offset(x, "L['x']")
+    meta = _new(Tensor, Storage(None, x.untyped_storage().nbytes, META), sizes, strides, offset, x.dtype, None)
+    out = (meta + meta).sum(1)
+    assert isinstance(out.shape[0], SymInt)
+    assert out.shape[0].node.expr == sympy.Symbol("s0", positive=True, integer=True)
