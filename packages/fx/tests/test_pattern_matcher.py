@@ -410,3 +410,39 @@ def test_new_root_takes_the_matched_root_meta():
     assert [n.meta["tensor_meta"] for n in addmms] == expected
     # Nodes of the replacement other than its result know nothing yet.
     assert all("tensor_meta" not in n.meta for n in gm.graph.nodes if n.target is aten.t.default)
+
+
+# -- graphs from make_fx ---------------------------------------------------------------------------
+
+
+def _model(x, w, b):
+    return ember.relu(ember.nn.functional.linear(x, w, b)) + (x @ w.t() + b)
+
+
+def test_op_pattern_on_a_make_fx_graph():
+    from ember.fx.experimental.proxy_tensor import make_fx
+
+    x, w, b = _rand(3, 4), _rand(5, 4, 1)[..., 0], _rand(5)
+    gm = make_fx(_model)(x, w, b)
+    mms = [n for n in gm.graph.nodes if n.target is aten.mm.default]
+    assert _run_same(gm, _fuse_pass().apply, x, w, b) == len(mms) == 1
+    assert aten.mm.default not in _targets(gm)
+
+
+def test_pattern_traced_with_make_fx_from_ember_functions():
+    from ember.fx.experimental.proxy_tensor import make_fx
+
+    x, w, b = _rand(3, 4), _rand(5, 4, 1)[..., 0], _rand(5)
+
+    def pattern(x, w, b):
+        return x @ w.t() + b
+
+    pm = PatternMatcherPass()
+    register_replacement(pattern, addmm_replacement, pm, example_inputs=(x, w, b))
+    (entry,) = pm.patterns[("call_function", aten.add.Tensor)]
+    assert repr(entry.pattern) == repr(_fuse_pass().patterns[("call_function", aten.add.Tensor)][0].pattern)
+    gm = make_fx(_model)(x, w, b)
+    assert _run_same(gm, pm.apply, x, w, b) == 1
+
+    with pytest.raises(TypeError, match="3 arguments, 2 example inputs"):
+        register_replacement(pattern, addmm_replacement, pm, example_inputs=(x, w))

@@ -28,7 +28,7 @@ from ember.fx.proxy import Proxy
 if TYPE_CHECKING:
     from ember.fx.pattern_matcher import PatternExpr
 
-__all__ = ["erase_dead", "graph_to_pattern", "insert_replacement", "trace_fn"]
+__all__ = ["erase_dead", "graph_to_pattern", "insert_replacement", "parameter_names", "trace_fn"]
 
 # Marks a parameter that is a graph value (a placeholder) rather than a constant.
 _INPUT = object()
@@ -77,7 +77,7 @@ class _FunctionTracer(Tracer):
         return root_fn, args
 
 
-def _parameter_names(fn: Callable[..., Any]) -> list[str]:
+def parameter_names(fn: Callable[..., Any]) -> list[str]:
     params = inspect.signature(fn).parameters.values()
     if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.KEYWORD_ONLY) for p in params):
         raise TypeError(f"pattern functions take plain positional parameters: {fn.__name__}{inspect.signature(fn)}")
@@ -94,13 +94,32 @@ def _trace(fn: Callable[..., Any], values: Sequence[tuple[str, Any]]) -> GraphMo
     return GraphModule(tracer.root, graph, fn.__name__)
 
 
-def trace_fn(fn: Callable[..., Any]) -> GraphModule:
-    """Trace ``fn`` with one placeholder per parameter, op overload calls recorded as themselves."""
-    return _trace(fn, [(name, _INPUT) for name in _parameter_names(fn)])
+def trace_fn(fn: Callable[..., Any], example_inputs: Sequence[Any] | None = None) -> GraphModule:
+    """Trace ``fn`` into a graph with one placeholder per parameter.
+
+    Without ``example_inputs``, symbolically: op overload calls are recorded as themselves, ember's
+    functions, operators and methods as ``symbolic_trace`` records them. With ``example_inputs``,
+    with ``make_fx`` on them: every computation becomes the ops a backend would run, the form of
+    op-level graphs (``x @ w.t() + b`` becomes ``t``, ``mm``, ``add``).
+    """
+    names = parameter_names(fn)
+    if example_inputs is None:
+        return _trace(fn, [(name, _INPUT) for name in names])
+    if len(example_inputs) != len(names):
+        raise TypeError(f"{fn.__name__} takes {len(names)} arguments, {len(example_inputs)} example inputs given")
+    from ember.fx.experimental.proxy_tensor import make_fx
+
+    gm = make_fx(fn)(*example_inputs)
+    gm.graph.eliminate_dead_code()
+    gm.recompile()
+    return gm
 
 
-def graph_to_pattern(graph: Graph, ignore_types: tuple[type, ...] = ()) -> PatternExpr:
-    """The pattern tree of a traced search function: one ``KeywordArg`` per placeholder.
+def graph_to_pattern(
+    graph: Graph, argnames: Sequence[str] | None = None, ignore_types: tuple[type, ...] = ()
+) -> PatternExpr:
+    """The pattern tree of a traced search function: one ``KeywordArg`` per placeholder, named by
+    ``argnames`` in order (by the placeholders' names without them).
 
     A value used twice in the graph is one pattern object used twice, which must match one node.
     Literal arguments of a type in ``ignore_types`` match any value (``Ignored``).
@@ -119,9 +138,10 @@ def graph_to_pattern(graph: Graph, ignore_types: tuple[type, ...] = ()) -> Patte
         return arg
 
     output = None
+    names = iter(argnames) if argnames is not None else None
     for node in graph.nodes:
         if node.op == "placeholder":
-            patterns[node] = KeywordArg(node.target)  # type: ignore[arg-type]
+            patterns[node] = KeywordArg(next(names) if names is not None else node.target)  # type: ignore[arg-type]
         elif node.op == "call_function":
             args, kwargs = convert(list(node.args)), {k: convert(v) for k, v in node.kwargs.items()}
             patterns[node] = CallFunction(node.target, *args, **kwargs)

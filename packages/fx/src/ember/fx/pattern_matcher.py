@@ -23,7 +23,9 @@ Patterns are trees of:
   patterns matching element by element.
 
 A pattern may also be written as a function, traced by :func:`trace_fn`: its parameters become
-``KeywordArg``s named after them, a value it uses twice must be one node in the graph.
+``KeywordArg``s named after them, a value it uses twice must be one node in the graph. Traced
+symbolically, the function calls the ops the graphs hold; given example inputs, it is traced with
+``make_fx`` and may be written with ember's functions and operators (``x @ w.t() + b``).
 
 A match is *self-contained*: every node it matched but its root is read only by matched nodes
 (unless its pattern says ``_users=MULTIPLE``), so that replacing the root makes them dead. An
@@ -59,7 +61,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ember.core.dispatch import OpOverload, OpOverloadPacket
-from ember.fx._pattern_tracing import erase_dead, graph_to_pattern, insert_replacement, trace_fn
+from ember.fx._pattern_tracing import erase_dead, graph_to_pattern, insert_replacement, parameter_names, trace_fn
 from ember.fx.graph import Graph
 from ember.fx.graph_module import GraphModule
 from ember.fx.node import Node
@@ -378,11 +380,16 @@ def _always(match: Match) -> bool:
     return True
 
 
-def _as_pattern(pattern: PatternExpr | Callable[..., Any], ignore_types: tuple[type, ...] = ()) -> PatternExpr:
+def _as_pattern(
+    pattern: PatternExpr | Callable[..., Any],
+    ignore_types: tuple[type, ...] = (),
+    example_inputs: Sequence[Any] | None = None,
+) -> PatternExpr:
     if isinstance(pattern, PatternExpr):
         return pattern
     if callable(pattern):
-        return graph_to_pattern(trace_fn(pattern).graph, ignore_types)
+        graph = trace_fn(pattern, example_inputs).graph
+        return graph_to_pattern(graph, parameter_names(pattern), ignore_types)
     raise TypeError(f"a pattern is a PatternExpr or a function, got {type(pattern).__name__}")
 
 
@@ -412,10 +419,13 @@ class PatternMatcherPass:
         replacement: Callable[..., Any],
         extra_check: Callable[[Match], bool] = _always,
         ignore_types: tuple[type, ...] = (),
+        example_inputs: Sequence[Any] | None = None,
     ) -> PatternEntry:
         """Replace matches of ``pattern`` (an expression, or a function traced into one) with
-        ``replacement``, called on the bound values; ``ignore_types`` see :func:`register_replacement`."""
-        return self.add(ReplacementPatternEntry(_as_pattern(pattern, ignore_types), extra_check, replacement))
+        ``replacement``, called on the bound values; ``ignore_types`` and ``example_inputs``: see
+        :func:`register_replacement`."""
+        entry = ReplacementPatternEntry(_as_pattern(pattern, ignore_types, example_inputs), extra_check, replacement)
+        return self.add(entry)
 
     def __len__(self) -> int:
         return len(self.patterns)
@@ -455,11 +465,17 @@ def register_replacement(
     pass_dict: PatternMatcherPass,
     extra_check: Callable[[Match], bool] = _always,
     ignore_types: tuple[type, ...] = (),
+    example_inputs: Sequence[Any] | None = None,
 ) -> PatternEntry:
     """Trace ``search_fn`` into a pattern and replace its matches in ``pass_dict``'s graphs with
     ``replace_fn``, which takes the same parameters. Literals of a type in ``ignore_types`` in the
-    search function (``(int, float)`` for a pattern meant for any scalar) match any value."""
-    return pass_dict.register(search_fn, replace_fn, extra_check, ignore_types)
+    search function (``(int, float)`` for a pattern meant for any scalar) match any value.
+
+    With ``example_inputs`` (one per parameter), ``search_fn`` is traced with ``make_fx`` on them,
+    so it may be written with ember's functions and operators and still match the ops of op-level
+    graphs; without, it is traced symbolically and should call the ops the graphs hold.
+    """
+    return pass_dict.register(search_fn, replace_fn, extra_check, ignore_types, example_inputs)
 
 
 def register_graph_pattern(
