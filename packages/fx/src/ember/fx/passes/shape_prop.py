@@ -12,7 +12,6 @@ converted, so no data is computed, and the module itself is left as it was.
 from __future__ import annotations
 
 import copy
-import importlib
 from typing import Any, NamedTuple
 
 import ember.core.aten.shape.copying as _copying
@@ -73,25 +72,10 @@ def _extract_tensor_metadata(result: Tensor, include_contiguity: bool = True) ->
     )
 
 
-# Fake tensors (ember._subclasses.fake_tensor, ember._guards) are looked up when used, so that
-# ShapeProp on real tensors works in a build without them.
+def _detect_fake_mode() -> Any:
+    from ember._guards import detect_fake_mode
 
-
-def _fake_mode_module() -> Any:
-    try:
-        return importlib.import_module("ember._subclasses.fake_tensor")
-    except ImportError as e:
-        raise RuntimeError(
-            "ShapeProp with a fake mode needs fake tensors (ember._subclasses.fake_tensor), which are not installed"
-        ) from e
-
-
-def _detect_fake_mode(inputs: Any = None) -> Any:
-    try:
-        guards = importlib.import_module("ember._guards")
-    except ImportError:
-        return None  # no fake tensors, so none can be active
-    return guards.detect_fake_mode(inputs)
+    return detect_fake_mode()
 
 
 def _deepcopy_to_fake(module: GraphModule, fake_mode: Any) -> GraphModule:
@@ -118,8 +102,9 @@ class ShapeProp(Interpreter):
         if fake_mode is None:
             fake_mode = _detect_fake_mode()
         if fake_mode is not None:
-            fake_tensor = _fake_mode_module()
-            if not isinstance(fake_mode, fake_tensor.FakeTensorMode):
+            from ember._subclasses.fake_tensor import FakeTensorMode
+
+            if not isinstance(fake_mode, FakeTensorMode):
                 raise TypeError(f"ShapeProp: fake_mode must be a FakeTensorMode, got {type(fake_mode).__name__}")
             # The graph runs on a fake copy of the module, so that the real module's state is not
             # converted, while the metadata is written onto the real graph's nodes.
