@@ -231,6 +231,38 @@ def case_module_calls(lib):
     return M(), pattern, replacement
 
 
+def case_placeholder_bound_to_literal(lib):
+    # b matches the literal 2; add(x, x) does not match, as one graph node cannot stand for two parameters.
+    class M(lib.nn.Module):
+        def forward(self, x):
+            return lib.add(x, 2) * lib.add(x, x)
+
+    def pattern(a, b):
+        return lib.add(a, b)
+
+    def replacement(a, b):
+        return b + a
+
+    return M(), pattern, replacement
+
+
+def case_outputs_used_in_reverse_order(lib):
+    class M(lib.nn.Module):
+        def forward(self, x):
+            a = lib.relu(x)
+            b = lib.sigmoid(x)
+            c = b * 2
+            return c + a
+
+    def pattern(x):
+        return lib.relu(x), lib.sigmoid(x)
+
+    def replacement(x):
+        return lib.tanh(x), lib.neg(x)
+
+    return M(), pattern, replacement
+
+
 @pytest.mark.parametrize(
     ("case", "shapes", "count"),
     [
@@ -244,6 +276,8 @@ def case_module_calls(lib):
         (case_shared_input, [(3,), (3,)], 1),
         (case_literal_argument, [(3,)], 1),
         (case_module_calls, [(3,)], 2),
+        (case_placeholder_bound_to_literal, [(3,)], 1),
+        (case_outputs_used_in_reverse_order, [(3,)], 1),
     ],
 )
 def test_replace_pattern_as_torch(case, shapes, count):
