@@ -4,8 +4,9 @@
 
 Two cases on the GPT of the training test (width 128, context 64, batch 2; 12 layers by default):
 ``symbolic_trace(model)`` (a graph of module calls and functions, no data touched) and
-``make_fx(forward, tracing_mode="symbolic")`` on a batch of token ids (a graph of aten ops, run on
-fake tensors with symbolic sizes). Each case runs Ember and PyTorch alternately for R rounds and
+``make_fx(forward, tracing_mode="symbolic")`` of ``functional_call(model, params, (idx, targets))``
+on a batch of token ids (a graph of aten ops, run on fake tensors with symbolic sizes; the
+parameters are inputs, as AOT autograd traces them). Each case runs Ember and PyTorch alternately for R rounds and
 keeps the best round of each; the ratio is Ember's time over PyTorch's (below 1 is faster).
 """
 
@@ -19,11 +20,13 @@ from pathlib import Path
 import numpy as np
 
 import ember
+import ember.func
 import ember.fx
 from ember.fx.experimental.proxy_tensor import make_fx as ember_make_fx
 
 try:
     import torch
+    import torch.func
     import torch.fx
     from torch.fx.experimental.proxy_tensor import make_fx as torch_make_fx
 except ImportError:
@@ -54,12 +57,20 @@ def main() -> None:
     targets = rng.integers(0, 64, (2, 64))
     t_inputs = (torch.tensor(idx), torch.tensor(targets))
     e_inputs = (ember.tensor(idx), ember.tensor(targets))
+    e_params, t_params = dict(ours.named_parameters()), dict(theirs.named_parameters())
+
+    def e_forward(params, idx, targets):
+        return ember.func.functional_call(ours, params, (idx, targets))
+
+    def t_forward(params, idx, targets):
+        return torch.func.functional_call(theirs, params, (idx, targets))
+
     cases = [
         ("symbolic_trace", lambda: ember.fx.symbolic_trace(ours), lambda: torch.fx.symbolic_trace(theirs)),
         (
             "make_fx symbolic",
-            lambda: ember_make_fx(ours, tracing_mode="symbolic")(*e_inputs),
-            lambda: torch_make_fx(theirs, tracing_mode="symbolic")(*t_inputs),
+            lambda: ember_make_fx(e_forward, tracing_mode="symbolic")(e_params, *e_inputs),
+            lambda: torch_make_fx(t_forward, tracing_mode="symbolic")(t_params, *t_inputs),
         ),
     ]
     print(f"GPT {args.layers}x128, ember {ember.__version__}, torch {torch.__version__}")

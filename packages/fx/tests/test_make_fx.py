@@ -189,3 +189,49 @@ def test_stack_trace_names_the_users_line():
 def test_tracing_mode_is_checked():
     with pytest.raises(AssertionError, match="tracing"):
         make_fx(lambda x: x, tracing_mode="wrong")
+
+
+def test_traced_graphs_are_logged_with_the_users_lines(capsys):
+    import logging
+
+    import ember.logs
+
+    def f(x):
+        return x.exp()  # the line the log shows
+
+    try:
+        ember.logs.set_logs(fx=logging.DEBUG, fx_graphs=True)
+        make_fx(f)(ember.ones(2))
+    finally:
+        ember.logs.set_logs()
+    err = capsys.readouterr().err
+    assert "make_fx(real) traced" in err and "2 nodes" not in err
+    assert "ember.ops.aten.exp.default(x_1)" in err
+    assert "return x.exp()  # the line the log shows" in err
+
+
+def test_symbolic_graph_holds_for_other_sizes_and_names_its_guards():
+    def f(x, y):
+        if x.shape[0] > 2:
+            return (x @ y).sum(0) * x.shape[0]
+        return y
+
+    gm = make_fx(f, tracing_mode="symbolic")(ember.randn(3, 4), ember.randn(4, 5))
+    sizes = [n for n in gm.graph.nodes if n.target is aten.sym_size.int]
+    assert [n.args[1] for n in sizes] == [0]
+    x, y = ember.randn(7, 2), ember.randn(2, 6)
+    _close(gm(x, y), f(x, y))
+    guards = gm.shape_env.produce_guards([n.meta["val"] for n in gm.graph.nodes if n.op == "placeholder"], ["x", "y"])
+    assert any("x.size()[0]" in g and "2" in g for g in guards), guards
+
+
+def test_fake_tracing_of_a_large_matmul_on_a_cuda_device_allocates_nothing():
+    from ember._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode() as mode:
+        a = ember.empty(200_000, 200_000, device="cuda")
+    gm = make_fx(lambda a, b: (a @ b).relu(), tracing_mode="fake")(a, a)
+    (relu,) = [n for n in gm.graph.nodes if n.target is aten.relu.default]
+    assert tuple(relu.meta["val"].shape) == (200_000, 200_000)
+    assert relu.meta["val"].device == ember.device("cuda:0")
+    assert mode is not None

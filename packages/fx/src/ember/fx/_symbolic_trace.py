@@ -22,6 +22,7 @@ import copy
 import functools
 import inspect
 import math
+import time
 import warnings
 from collections.abc import Callable
 from itertools import chain
@@ -31,6 +32,7 @@ from typing import Any, ClassVar
 import ember.nn as nn
 from ember.core.tensor import Tensor
 from ember.fx import _patching
+from ember.fx._logging import log_traced
 from ember.fx._patching import _maybe_revert_all_patches as _maybe_revert_all_patches  # PyTorch's path
 from ember.fx._patching import (
     autowrap_check,
@@ -559,7 +561,10 @@ def symbolic_trace(root: nn.Module | Callable[..., Any], concrete_args: dict[str
 
         gm = ember.fx.symbolic_trace(f, concrete_args={"flag": True})
     """
+    started = time.perf_counter()
     tracer = Tracer()
     graph = tracer.trace(root, concrete_args)
     name = root.__class__.__name__ if isinstance(root, nn.Module) else root.__name__
-    return GraphModule(tracer.root, graph, name)
+    gm = GraphModule(tracer.root, graph, name)
+    log_traced("symbolic_trace", name, gm, started)
+    return gm

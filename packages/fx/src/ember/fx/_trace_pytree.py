@@ -4,101 +4,35 @@
 ``PH`` and a graph whose generated ``forward(self, x)`` flattens ``x`` by the recorded spec into
 those placeholders (and rebuilds a structured return value), as PyTorch's ``_PyTreeCodeGen`` does.
 
-The trees here are tuples, lists, dicts and named tuples; everything else (``None`` included) is a
-leaf. This is the small part of a pytree library that tracing needs.
+The trees are ``ember.utils._pytree``'s; ``tree_flatten_spec`` reads a caller's tree by a recorded
+spec, a dict by the spec's keys (``torch.fx._pytree``'s function).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from ember.fx._codegen import CodeGen
 from ember.fx.node import Argument
+from ember.utils._pytree import TreeSpec, _NamedTuple, tree_flatten, tree_map, tree_unflatten
 
-
-@dataclass(frozen=True)
-class TreeSpec:
-    """The structure of a flattened tree: container ``type``, its keys (``context``), and children.
-
-    ``type`` is None for a leaf."""
-
-    type: type | None
-    context: Any = None
-    children_specs: tuple[TreeSpec, ...] = field(default_factory=tuple)
-
-    def is_leaf(self) -> bool:
-        return self.type is None
-
-    def children(self) -> tuple[TreeSpec, ...]:
-        return self.children_specs
-
-    @property
-    def num_leaves(self) -> int:
-        return 1 if self.is_leaf() else sum(c.num_leaves for c in self.children_specs)
-
-
-_LEAF = TreeSpec(None)
-
-
-def _children(tree: Any) -> tuple[type | None, Any, list[Any]]:
-    if isinstance(tree, tuple) and hasattr(tree, "_fields"):
-        return type(tree), None, list(tree)
-    if type(tree) in (tuple, list):
-        return type(tree), None, list(tree)
-    if type(tree) is dict:
-        keys = list(tree)
-        return dict, keys, [tree[k] for k in keys]
-    return None, None, []
-
-
-def tree_flatten(tree: Any) -> tuple[list[Any], TreeSpec]:
-    """The leaves of ``tree`` in order, and its spec."""
-    kind, context, kids = _children(tree)
-    if kind is None:
-        return [tree], _LEAF
-    leaves: list[Any] = []
-    specs = []
-    for kid in kids:
-        kid_leaves, kid_spec = tree_flatten(kid)
-        leaves.extend(kid_leaves)
-        specs.append(kid_spec)
-    return leaves, TreeSpec(kind, context, tuple(specs))
-
-
-def tree_unflatten(leaves: list[Any], spec: TreeSpec) -> Any:
-    """Rebuild the tree of ``spec`` from its leaves."""
-    it = iter(leaves)
-
-    def build(s: TreeSpec) -> Any:
-        if s.is_leaf():
-            return next(it)
-        kids = [build(c) for c in s.children_specs]
-        if s.type is dict:
-            return dict(zip(s.context, kids, strict=True))
-        if s.type in (tuple, list):
-            return s.type(kids)
-        return s.type(*kids)  # named tuple
-
-    return build(spec)
-
-
-def tree_map(fn: Callable[[Any], Any], tree: Any) -> Any:
-    leaves, spec = tree_flatten(tree)
-    return tree_unflatten([fn(leaf) for leaf in leaves], spec)
+__all__ = ["TreeSpec", "tree_flatten", "tree_flatten_spec", "tree_map", "tree_unflatten"]
 
 
 def tree_flatten_spec(tree: Any, spec: TreeSpec) -> list[Any]:
-    """The leaves of ``tree`` taken in the order of ``spec`` (dicts by the spec's keys)."""
+    """The leaves of ``tree`` taken in the order of ``spec``: a dict's by the spec's keys, whatever
+    order the caller's dict has them in."""
     if spec.is_leaf():
         return [tree]
-    if spec.type is dict:
+    if isinstance(spec.context, list) and isinstance(tree, dict):
         kids = [tree[k] for k in spec.context]
     else:
-        kids = list(tree)
-        if len(kids) != len(spec.children_specs):
-            raise RuntimeError(f"expected an input of {len(spec.children_specs)} elements, got {len(kids)}")
+        kids = spec.flatten_up_to(tree) if spec.type not in (tuple, list, _NamedTuple) else list(tree)
+        if spec.type not in (tuple, list, _NamedTuple):
+            return kids
+        if len(kids) != spec.num_children:
+            raise RuntimeError(f"expected an input of {spec.num_children} elements, got {len(kids)}")
     out: list[Any] = []
     for kid, kid_spec in zip(kids, spec.children_specs, strict=True):
         out.extend(tree_flatten_spec(kid, kid_spec))
@@ -172,7 +106,7 @@ def flatten_root_args(
     """With any structured argument, a function of the flat leaves that records the output's spec
     and sets the graph's codegen to flatten callers' inputs; otherwise ``(root_fn, args)``."""
     flat_args, in_spec = tree_flatten(tuple(args))
-    if all(child.is_leaf() for child in in_spec.children()):
+    if all(child.is_leaf() for child in in_spec.children_specs):
         return root_fn, args
     tracer.graph._codegen = _PyTreeCodeGen(_PyTreeInfo(orig_args, in_spec, None))
 

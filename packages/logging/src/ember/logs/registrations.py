@@ -35,6 +35,7 @@ register_artifact("graph_breaks", "every graph break with the user's file, line 
 register_artifact("guards", "the guards installed for each compiled frame")
 register_artifact("recompiles", "every recompile with the guard that failed")
 register_artifact("bytecode", "original and rewritten bytecode of each compiled frame", off_by_default=True)
+register_artifact("fx_graphs", "each graph symbolic_trace or make_fx makes, as Python source", off_by_default=True)
 register_artifact("aot_graphs", "forward and backward graphs after AOT autograd")
 register_artifact("output_code", "the code Inductor generates (kernels and wrapper)", off_by_default=True)
 register_artifact("schedule", "Inductor's scheduler nodes in their final order", off_by_default=True)

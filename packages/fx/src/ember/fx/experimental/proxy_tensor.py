@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import operator
 import sys
+import time
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -36,11 +37,13 @@ from ember.core.dispatch import DispatchMode, OpOverload
 from ember.core.generator import Generator
 from ember.core.symbolic import SymBool, SymFloat, SymInt
 from ember.core.tensor import Tensor
-from ember.fx._trace_pytree import _PyTreeCodeGen, _PyTreeInfo, tree_flatten, tree_unflatten
+from ember.fx._logging import log_traced
+from ember.fx._trace_pytree import _PyTreeCodeGen, _PyTreeInfo
 from ember.fx.graph import Graph
 from ember.fx.graph_module import GraphModule
 from ember.fx.node import Node
 from ember.utils import _pytree as pytree
+from ember.utils._pytree import tree_flatten, tree_unflatten
 
 __all__ = ["ProxyTorchDispatchMode", "get_isolated_graphmodule", "make_fx"]
 
@@ -366,7 +369,10 @@ def make_fx(
         raise NotImplementedError("make_fx(pre_dispatch=True) is not available: ops are traced below autograd")
 
     def wrapped(*args: Any) -> GraphModule:
-        return _trace(f, args, decomposition_table, tracing_mode, _allow_non_fake_inputs, record_stack_traces)
+        started = time.perf_counter()
+        gm = _trace(f, args, decomposition_table, tracing_mode, _allow_non_fake_inputs, record_stack_traces)
+        log_traced(f"make_fx({tracing_mode})", getattr(f, "__qualname__", type(f).__name__), gm, started)
+        return gm
 
     return wrapped
 
@@ -377,7 +383,7 @@ def _trace(f, args, decomposition_table, tracing_mode, allow_non_fake_inputs, re
     leaves, in_spec = tree_flatten(tuple(args))
     trace = _Trace(record_stack_traces)
     arg_names, names = _placeholder_names(f, args)
-    if not all(child.is_leaf() for child in in_spec.children()):
+    if not all(child.is_leaf() for child in in_spec.children_specs):
         # Structured arguments: the generated forward takes them as given and flattens them.
         trace.graph._codegen = _PyTreeCodeGen(_PyTreeInfo(arg_names, in_spec, None))
     fake_mode = None
