@@ -1,5 +1,6 @@
-"""Ops whose outputs carry no gradient: indices, counts, bins, one-hot codes, fresh draws, and new
-tensors made in another's likeness (``zeros_like``, ``new_full``: only the metadata is read).
+"""Ops whose outputs carry no gradient: indices, counts, bins, one-hot codes, fresh draws, new
+tensors made in another's likeness (``zeros_like``, ``new_full``: only the metadata is read), and
+``lift_fresh`` (a tensor just made from data, which requires grad only after it).
 
 ``unique`` and its forms are different: PyTorch lets their values require grad but has no formula,
 so the backward raises ``NotImplementedError`` naming the op, here as there.
@@ -36,6 +37,7 @@ nondifferentiable(
     aten.new_zeros.default,
     aten.new_ones.default,
     aten.new_full.default,
+    aten.lift_fresh.default,
 )
 
 
