@@ -33,6 +33,8 @@ from ember.core.dispatch import DispatchMode, OpOverload
 from ember.core.layout import numel
 from ember.core.storage import Storage
 from ember.core.tensor import Tensor, _new
+from ember.nn.parameter import Parameter
+from ember.ops import aten
 
 __all__ = [
     "DataDependentOutputException",
@@ -227,6 +229,21 @@ class FakeTensor(Tensor):
         if self.dtype.category not in (D.BOOL, D.INTEGRAL) or numel(self._shape) != 1:
             raise TypeError("only integer tensors of a single element can be converted to an index")
         raise DataDependentOutputException("Tensor.__index__()")
+
+    def __deepcopy__(self, memo: dict) -> FakeTensor:
+        """A fake of the same mode on new storage (a fake Parameter stays one); no data is copied."""
+        if id(self) in memo:
+            return memo[id(self)]
+        from ember.autograd.grad_mode import no_grad
+
+        with no_grad():
+            out = aten.clone.default(self)
+        if isinstance(self, Parameter):
+            out = out.__ember_as_parameter__(self.requires_grad)
+        elif self.requires_grad:
+            out.requires_grad_(True)
+        memo[id(self)] = out
+        return out
 
     def __reduce_ex__(self, protocol):
         raise DataDependentOutputException("pickling a Tensor")
