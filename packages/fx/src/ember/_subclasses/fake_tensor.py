@@ -11,7 +11,10 @@ common device of the tensor arguments, a 0-dim CPU tensor mixing with any device
 ``device=`` argument for factories and copies.
 
 Autograd sits above the python dispatch level, so ops on fakes that require grad record nodes as on
-real tensors, and ``backward()`` computes fake gradients.
+real tensors, and ``backward()`` computes fake gradients. ``nn.Parameter(fake)`` is a fake that is a
+Parameter, so modules built under the mode have fake parameters; tensors made from data under the
+mode (``ember.tensor``, ``as_tensor``, ``from_numpy``) reach it through ``aten.lift_fresh`` and
+become fakes too.
 
 An op without a meta kernel runs its decomposition under the mode; without either, a CPU kernel
 runs on zero-filled real inputs when ``allow_fallback_kernels`` (and the results become fakes);
