@@ -19,6 +19,8 @@ from ember._subclasses.fake_tensor import (
     FakeTensorDeviceMismatchError,
     UnsupportedFakeTensorException,
     UnsupportedOperatorException,
+    is_fake,
+    maybe_get_fake_mode,
     unset_fake_temporarily,
 )
 from ember.core.devices import registered_backends
@@ -397,3 +399,16 @@ def test_tensors_sharing_a_non_leaf_s_storage_share_its_fake_s():
     fy = mode.from_tensor(y)
     alias = mode.from_tensor(y.detach())
     assert not fy.is_leaf and alias.untyped_storage() is fy.untyped_storage()
+
+
+def test_vmap_and_grad_transforms_run_on_fakes():
+    from ember.func import grad, vmap
+
+    mode = FakeTensorMode()
+    x = mode.from_tensor(ember.randn(3, 4))
+    with mode:
+        summed = vmap(lambda t: (t * 2).sum(0))(x)
+        per_sample = vmap(grad(lambda t: t.sin().sum()))(x)
+    assert isinstance(summed, FakeTensor) and summed.shape == (3,)
+    assert isinstance(per_sample, FakeTensor) and per_sample.shape == (3, 4)
+    assert is_fake(per_sample) and not is_fake(ember.ones(1)) and maybe_get_fake_mode(x) is mode

@@ -47,6 +47,8 @@ __all__ = [
     "FakeTensorMode",
     "UnsupportedFakeTensorException",
     "UnsupportedOperatorException",
+    "is_fake",
+    "maybe_get_fake_mode",
     "unset_fake_temporarily",
 ]
 
@@ -345,6 +347,16 @@ def unset_fake_temporarily() -> Iterator[FakeTensorMode | None]:
         yield mode
     finally:
         modes.insert(min(index, len(modes)), mode)
+
+
+def is_fake(x: object) -> bool:
+    """Whether ``x`` is a fake tensor."""
+    return isinstance(x, FakeTensor)
+
+
+def maybe_get_fake_mode(x: object) -> FakeTensorMode | None:
+    """The mode of a fake tensor, None for anything else."""
+    return x.fake_mode if isinstance(x, FakeTensor) else None
 
 
 def active_fake_mode() -> FakeTensorMode | None:
