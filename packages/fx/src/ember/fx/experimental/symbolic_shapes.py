@@ -185,13 +185,15 @@ class ShapeEnv:
             self.val_to_var[val] = symbol
         return symbol
 
-    def create_symintnode(self, sym: sympy.Expr, *, hint: int | None, source: Any = None) -> int | SymInt:
+    def create_symintnode(self, sym: sympy.Expr, hint: int | None = None, source: Any = None) -> int | SymInt:
         """A ``SymInt`` over ``sym`` (an int if ``sym`` is a constant)."""
         if sym.is_Integer:
             return int(sym)
+        if hint is None:
+            hint = self.size_hint(sym, allow_none=True)
         return SymInt(SymNode(sym, self, int, hint))
 
-    def create_symfloatnode(self, sym: sympy.Expr, *, hint: float | None, source: Any = None) -> float | SymFloat:
+    def create_symfloatnode(self, sym: sympy.Expr, hint: float | None = None, source: Any = None) -> float | SymFloat:
         if sym.is_Number:
             return float(sym)
         return SymFloat(SymNode(sym, self, float, hint))
