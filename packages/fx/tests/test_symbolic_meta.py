@@ -116,22 +116,48 @@ def _compare(env: ShapeEnv, meta, cpu, sample) -> None:
     )
 
 
-def _run(op: OpInfo, args, kwargs):
+def _run(op: OpInfo, form: str, args, kwargs, device: str = "cpu"):
+    """The op in one of its forms: ``functional``, ``inplace`` (on the first argument) or ``out``
+    (into an empty tensor of the functional result's dtype)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        if form == "inplace":
+            return op.inplace(ember, *args, **kwargs)
+        if form == "out":
+            dtype = op.call(ember, *build_like(args), **build_like(kwargs)).dtype
+            return op.call(ember, *args, **kwargs, out=ember.empty(0, dtype=dtype, device=device))
         return op.call(ember, *args, **kwargs)
 
 
-def _sweep(op: OpInfo) -> tuple[int, int]:
+def build_like(value):
+    """Plain meta tensors of the same sizes (ints): to learn an out= form's dtype without guards."""
+    if isinstance(value, Tensor):
+        return ember.empty_strided(
+            tuple(map(_hint, value.shape)), tuple(map(_hint, value.stride())), dtype=value.dtype, device="meta"
+        )
+    if isinstance(value, list | tuple):
+        return type(value)(build_like(v) for v in value)
+    if isinstance(value, dict):
+        return {k: build_like(v) for k, v in value.items()}
+    return value
+
+
+def _hint(value) -> int:
+    return value.node.hint if isinstance(value, SymInt) else value
+
+
+def _sweep(op: OpInfo, form: str = "functional") -> tuple[int, int]:
     """Run every sample of ``op`` symbolically; returns how many were compared, and how many the CPU
     refused (samples of errors, left out: some errors depend on data a meta tensor lacks)."""
     compared = refused = 0
     for sample in _samples(op):
         args, kwargs = build(sample.args, ember), build(sample.kwargs, ember)
         try:
-            cpu = _run(op, args, kwargs)
+            cpu = _run(op, form, args, kwargs)
         except Exception:  # a sample of an error: only results are compared here
             refused += 1
+            continue
+        if form == "out" and not isinstance(cpu, Tensor):
             continue
         env = ShapeEnv()
         names: list = []
@@ -139,7 +165,7 @@ def _sweep(op: OpInfo) -> tuple[int, int]:
         reals: list = []
         sym_args = _symbolic(args, env, names, placeholders, reals)
         sym_kwargs = _symbolic(kwargs, env, names, placeholders, reals)
-        meta = _run(op, sym_args, sym_kwargs)
+        meta = _run(op, form, sym_args, sym_kwargs, "meta")
         _compare(env, meta, cpu, sample)
         # The guards the meta kernels took hold for the inputs the samples were made from.
         code = env.produce_guards(placeholders, [f"L['{n}']" for n in names])
@@ -150,6 +176,16 @@ def _sweep(op: OpInfo) -> tuple[int, int]:
             raise AssertionError(f"{sample}: the guards {failing} fail on the real inputs")
         compared += 1
     return compared, refused
+
+
+@pytest.mark.parametrize(
+    "op, form",
+    [pytest.param(op, "inplace", id=f"{op.name}-inplace") for op in OPS if op.inplace is not None]
+    + [pytest.param(op, "out", id=f"{op.name}-out") for op in OPS if op.out],
+)
+def test_symbolic_meta_of_inplace_and_out_forms(op: OpInfo, form: str):
+    if sum(_sweep(op, form)) == 0:
+        pytest.skip("the entry holds error samples only")
 
 
 def _param(op: OpInfo):
