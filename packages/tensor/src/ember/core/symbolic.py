@@ -63,7 +63,7 @@ def _node_of(base: Any, value: Any):
     return None
 
 
-def _binary(name: str, float_result_for_float: bool = True):
+def _binary(name: str):
     """``self <name> other`` for SymInt: with a float operand the int side becomes a float first."""
 
     def forward(self, other):

@@ -28,7 +28,7 @@ from typing import Any
 
 import sympy
 
-from ember.core.symbolic import SymBool, SymFloat, SymInt
+from ember.core.symbolic import SymBool, SymFloat, SymInt, is_symbolic
 from ember.fx.experimental._sympy import ValueRanges, bound, decide
 from ember.fx.experimental.guard_printing import PythonPrinter
 from ember.fx.experimental.sym_node import SymNode
@@ -51,6 +51,7 @@ __all__ = [
     "hint_int",
     "is_concrete_bool",
     "is_concrete_int",
+    "is_symbolic",
     "statically_known_true",
 ]
 
@@ -555,10 +556,6 @@ def _symbol_order(symbol: sympy.Symbol) -> tuple:
 
 
 # -- helpers over plain and symbolic values -------------------------------------------------------
-
-
-def is_symbolic(value: Any) -> bool:
-    return isinstance(value, SymInt | SymFloat | SymBool)
 
 
 def is_concrete_int(a: Any) -> bool:
