@@ -164,6 +164,7 @@ def test_python_conversions_guard_as_in_pytorch():
     (a, b), (ta, tb) = pair.symints(6, 4)
     assert [int(a * 2), operator_index(b), float(a)] == [int(ta * 2), operator_index(tb), float(ta)]
     assert range(10)[b] == range(10)[tb]
+    assert int(a / b) == int(ta / tb) == 1  # a guard on the truncation, not on the float
     _assert_same_conditions(pair)
 
 

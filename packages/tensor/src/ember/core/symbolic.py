@@ -282,7 +282,8 @@ class SymFloat:
         return self.node.float_()
 
     def __int__(self) -> int:
-        return int(self.node.float_())
+        # A guard on the truncated value, not on the float itself: weaker, as PyTorch's.
+        return int(self.__trunc__())
 
     def __bool__(self) -> bool:
         return builtins.bool(self != 0.0)
