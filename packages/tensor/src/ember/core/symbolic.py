@@ -63,7 +63,7 @@ def _node_of(base: Any, value: Any):
     return None
 
 
-def _binary(name: str, float_result_for_float: bool = True):
+def _binary(name: str):
     """``self <name> other`` for SymInt: with a float operand the int side becomes a float first."""
 
     def forward(self, other):
@@ -282,7 +282,8 @@ class SymFloat:
         return self.node.float_()
 
     def __int__(self) -> int:
-        return int(self.node.float_())
+        # A guard on the truncated value, not on the float itself: weaker, as PyTorch's.
+        return int(self.__trunc__())
 
     def __bool__(self) -> bool:
         return builtins.bool(self != 0.0)

@@ -28,7 +28,7 @@ from typing import Any
 
 import sympy
 
-from ember.core.symbolic import SymBool, SymFloat, SymInt
+from ember.core.symbolic import SymBool, SymFloat, SymInt, is_symbolic
 from ember.fx.experimental._sympy import ValueRanges, bound, decide
 from ember.fx.experimental.guard_printing import PythonPrinter
 from ember.fx.experimental.sym_node import SymNode
@@ -51,6 +51,7 @@ __all__ = [
     "hint_int",
     "is_concrete_bool",
     "is_concrete_int",
+    "is_symbolic",
     "statically_known_true",
 ]
 
@@ -185,13 +186,15 @@ class ShapeEnv:
             self.val_to_var[val] = symbol
         return symbol
 
-    def create_symintnode(self, sym: sympy.Expr, *, hint: int | None, source: Any = None) -> int | SymInt:
+    def create_symintnode(self, sym: sympy.Expr, hint: int | None = None, source: Any = None) -> int | SymInt:
         """A ``SymInt`` over ``sym`` (an int if ``sym`` is a constant)."""
         if sym.is_Integer:
             return int(sym)
+        if hint is None:
+            hint = self.size_hint(sym, allow_none=True)
         return SymInt(SymNode(sym, self, int, hint))
 
-    def create_symfloatnode(self, sym: sympy.Expr, *, hint: float | None, source: Any = None) -> float | SymFloat:
+    def create_symfloatnode(self, sym: sympy.Expr, hint: float | None = None, source: Any = None) -> float | SymFloat:
         if sym.is_Number:
             return float(sym)
         return SymFloat(SymNode(sym, self, float, hint))
@@ -505,6 +508,8 @@ class ShapeEnv:
             expr = self.simplify(guard.expr)
             if expr is sympy.true or expr in seen or not expr.free_symbols <= bound_to.keys():
                 continue
+            if _is_range_fact(expr):
+                continue  # a bound on one size: the ranges below say it
             seen.add(expr)
             out.append(printer.doprint(expr))
         for symbol, where in bound_to.items():
@@ -537,6 +542,13 @@ def _decide_by_ranges(expr: sympy.Basic, ranges: tuple) -> Any:
     return _py_value(r.lower) if r.is_point() else None
 
 
+def _is_range_fact(expr: sympy.Basic) -> bool:
+    """``s < c``, ``c <= s`` and the like: what narrowing a symbol's value range records."""
+    if not isinstance(expr, sympy.core.relational.Relational) or isinstance(expr, sympy.Eq | sympy.Ne):
+        return False
+    return (expr.lhs.is_Symbol and expr.rhs.is_Integer) or (expr.rhs.is_Symbol and expr.lhs.is_Integer)
+
+
 def _symbol_order(symbol: sympy.Symbol) -> tuple:
     name = symbol.name
     digits = name.lstrip("abcdefghijklmnopqrstuvwxyz_")
@@ -544,10 +556,6 @@ def _symbol_order(symbol: sympy.Symbol) -> tuple:
 
 
 # -- helpers over plain and symbolic values -------------------------------------------------------
-
-
-def is_symbolic(value: Any) -> bool:
-    return isinstance(value, SymInt | SymFloat | SymBool)
 
 
 def is_concrete_int(a: Any) -> bool:
