@@ -179,23 +179,7 @@ def test_fake_in_place_matches_real(op: OpInfo, dtype: str):
         assert (target._version - version > 0) == (real_bumps > 0), f"{sample}: version bumps differ"
 
 
-# out= forms that copy their result with NumPy (R.write_out) in a decomposition or a Python function
-# instead of through an op, so they run on CPU tensors only (meta tensors fail the same way).
-OUT_NOT_DEVICE_GENERIC = {"softmax", "log_softmax", "msort", "argsort", "take_along_dim"}
-
-
-def _out_marks(op: OpInfo) -> list:
-    if op.name in OUT_NOT_DEVICE_GENERIC:
-        return [pytest.mark.xfail(reason="the out= form copies with NumPy, not through an op", strict=True)]
-    return []
-
-
-OUT_CASES = [
-    pytest.param(op, dtype, id=f"{op.name}-{dtype}", marks=_out_marks(op))
-    for op in OPS
-    if op.out
-    for dtype in _dtypes(op)
-]
+OUT_CASES = [pytest.param(op, dtype, id=f"{op.name}-{dtype}") for op in OPS if op.out for dtype in _dtypes(op)]
 
 
 @pytest.mark.parametrize("op, dtype", OUT_CASES)
