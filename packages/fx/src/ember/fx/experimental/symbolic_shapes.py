@@ -293,8 +293,8 @@ class ShapeEnv:
             ranges = self._ranges(size_oblivious)
             # Decided by the ranges of the symbols it mentions alone: cached across environments, as
             # every fresh environment gives its sizes the same ranges and meta kernels ask the same things.
-            key = (expr, tuple(sorted(((s, ranges.get(s)) for s in expr.free_symbols), key=str)))
-            value = _decide_by_ranges(*key)
+            known = tuple(sorted(((s, ranges.get(s)) for s in expr.free_symbols), key=str))
+            value = _decide_by_ranges(expr, known)
         if value is not None:
             self._static_cache[key] = value
         return value
