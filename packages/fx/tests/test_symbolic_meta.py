@@ -269,3 +269,40 @@ def test_factories_and_views_take_symbolic_sizes(name):
     meta, cpu = FACTORIES[name](n, m, "meta"), FACTORIES[name](5, 3, "cpu")
     _compare(env, meta, cpu, name)
     assert not any(v.is_Integer for v in env.replacements.values()), f"{name} specialized: {env.format_guards()}"
+
+
+# A size computed from data (an unbacked symbol, as nonzero's under fake tensors): the layout
+# helpers decide size-obliviously (it is taken to be neither 0 nor 1), so common ops go through
+# without a value to guard on, and record no guard.
+UNBACKED_OPS = {
+    "add a scalar": lambda t, dev: t + 1,
+    "mul": lambda t, dev: t * t,
+    "add a bias (broadcast)": lambda t, dev: t + ember.empty(3, device=dev),
+    "sum(0)": lambda t, dev: t.sum(0),
+    "sum(1)": lambda t, dev: t.sum(1),
+    "view(-1)": lambda t, dev: t.view(-1),
+    "t().contiguous()": lambda t, dev: t.t().contiguous(),
+    "clone": lambda t, dev: t.clone(),
+    "cat": lambda t, dev: ember.cat([t, t]),
+    "select": lambda t, dev: t[:, 1],
+    "matmul": lambda t, dev: t @ ember.empty(3, 4, device=dev),
+    "unsqueeze": lambda t, dev: t.unsqueeze(1),
+    "softmax": lambda t, dev: t.softmax(-1),
+}
+
+
+@pytest.mark.parametrize("name", list(UNBACKED_OPS))
+def test_ops_on_a_size_computed_from_data(name):
+    from ember.core.tensor import empty
+
+    env = ShapeEnv()
+    u = env.create_unbacked_symint()
+    ember._check_is_size(u)
+    t = empty((u, 3), ember.float32, META)
+    out = UNBACKED_OPS[name](t, "meta")
+    expected = UNBACKED_OPS[name](ember.empty(5, 3), "cpu")
+    at_five = {u.node.expr: 5}
+    shape = tuple(int(sympy.sympify(s).xreplace(at_five)) for s in out.shape)
+    stride = tuple(int(sympy.sympify(s).xreplace(at_five)) for s in out.stride())
+    assert (shape, stride) == (tuple(expected.shape), expected.stride())
+    assert not env.guards

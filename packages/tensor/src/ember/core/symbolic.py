@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 __all__ = [
+    "GuardOnDataDependentSymNode",
     "SymBool",
     "SymFloat",
     "SymInt",
@@ -382,6 +383,24 @@ class SymBool:
 
 
 _SYMBOLIC = (SymInt, SymFloat, SymBool)
+
+
+class GuardOnDataDependentSymNode(RuntimeError):
+    """A Python decision on a size computed from data (an unbacked symbol) that nothing known settles.
+
+    Raised by the shape environment (``ember.fx.experimental.symbolic_shapes`` re-exports it); it
+    lives here so that the core's layout helpers can fall back to size-oblivious reasoning."""
+
+    def __init__(self, cond: Any, message: str) -> None:
+        super().__init__(message)
+        self.cond = cond
+
+
+def guard_size_oblivious(cond) -> bool:
+    """``bool(cond)``, deciding as if every size computed from data were at least 2."""
+    if isinstance(cond, SymBool):
+        return cond.node.guard_size_oblivious()
+    return builtins.bool(cond)
 
 
 # -- functions over plain and symbolic values alike -----------------------------------------------

@@ -282,6 +282,12 @@ class SymNode:
     def guard_bool(self, file: str = "", line: int = 0) -> bool:
         return self.bool_()
 
+    def guard_size_oblivious(self, file: str = "", line: int = 0) -> bool:
+        """The condition decided as if every size-like unbacked symbol were at least 2."""
+        if self.constant is not None:
+            return bool(self.constant)
+        return bool(self.shape_env.evaluate_expr(self.expr, self.hint, size_oblivious=True))
+
     def guard_int(self, file: str = "", line: int = 0) -> int:
         return self.int_()
 

@@ -28,7 +28,7 @@ from typing import Any
 
 import sympy
 
-from ember.core.symbolic import SymBool, SymFloat, SymInt, is_symbolic
+from ember.core.symbolic import GuardOnDataDependentSymNode, SymBool, SymFloat, SymInt, is_symbolic
 from ember.fx.experimental._sympy import ValueRanges, bound, decide
 from ember.fx.experimental.guard_printing import PythonPrinter
 from ember.fx.experimental.sym_node import SymNode
@@ -54,14 +54,6 @@ __all__ = [
     "is_symbolic",
     "statically_known_true",
 ]
-
-
-class GuardOnDataDependentSymNode(RuntimeError):
-    """A Python decision on an unbacked (data-dependent) size that nothing known settles."""
-
-    def __init__(self, cond: sympy.Basic, message: str) -> None:
-        super().__init__(message)
-        self.cond = cond
 
 
 class DimDynamic(enum.Enum):
@@ -301,8 +293,8 @@ class ShapeEnv:
             ranges = self._ranges(size_oblivious)
             # Decided by the ranges of the symbols it mentions alone: cached across environments, as
             # every fresh environment gives its sizes the same ranges and meta kernels ask the same things.
-            key = (expr, tuple(sorted(((s, ranges.get(s)) for s in expr.free_symbols), key=str)))
-            value = _decide_by_ranges(*key)
+            known = tuple(sorted(((s, ranges.get(s)) for s in expr.free_symbols), key=str))
+            value = _decide_by_ranges(expr, known)
         if value is not None:
             self._static_cache[key] = value
         return value
@@ -644,8 +636,7 @@ def definitely_false(a: Any) -> bool:
 def guard_size_oblivious(expr: Any) -> bool:
     """``bool(expr)`` deciding as if every size-like unbacked symbol were at least 2."""
     if isinstance(expr, SymBool):
-        node = expr.node
-        return bool(node.shape_env.evaluate_expr(node.expr, node.hint, size_oblivious=True))
+        return expr.node.guard_size_oblivious()
     return bool(expr)
 
 
