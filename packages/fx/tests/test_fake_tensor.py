@@ -412,3 +412,13 @@ def test_vmap_and_grad_transforms_run_on_fakes():
     assert isinstance(summed, FakeTensor) and summed.shape == (3,)
     assert isinstance(per_sample, FakeTensor) and per_sample.shape == (3, 4)
     assert is_fake(per_sample) and not is_fake(ember.ones(1)) and maybe_get_fake_mode(x) is mode
+
+
+def test_a_fake_made_over_a_meta_tensor():
+    mode = FakeTensorMode()
+    elem = ember.empty(3, 4, device="meta").t()
+    fake = FakeTensor(mode, elem, "cuda")
+    assert fake.untyped_storage() is elem.untyped_storage() and fake.fake_mode is mode
+    assert (fake.shape, fake.stride(), fake.device) == ((4, 3), (1, 4), ember.device("cuda:0"))
+    with pytest.raises(TypeError, match="meta tensor"):
+        FakeTensor(mode, ember.empty(2), "cpu")

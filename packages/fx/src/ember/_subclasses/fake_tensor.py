@@ -31,7 +31,7 @@ from typing import Any
 
 from ember.core import dispatch
 from ember.core import dtypes as D
-from ember.core.devices import device
+from ember.core.devices import device, to_device
 from ember.core.dispatch import DispatchMode, OpOverload
 from ember.core.layout import numel
 from ember.core.storage import Storage
@@ -120,6 +120,17 @@ class FakeTensor(Tensor):
     fake_mode: FakeTensorMode
     # PyTorch's attribute for a fake made from a small constant; Ember makes no such fakes.
     constant = None
+
+    def __new__(cls, fake_mode: FakeTensorMode, elem: Tensor, device, constant: Any = None) -> FakeTensor:
+        """``FakeTensor(fake_mode, elem, device)``: the fake over the meta tensor ``elem`` (its storage)."""
+        if not isinstance(elem, Tensor) or elem.device.type != "meta" or type(elem)._dispatches:
+            raise TypeError(f"FakeTensor(): elem must be a meta tensor, got {elem!r}")
+        out = FakeTensor._make(
+            fake_mode, elem._storage, elem._shape, elem._stride, elem._offset, elem.dtype, to_device(device), cls
+        )
+        if elem.requires_grad:
+            out.requires_grad = True
+        return out
 
     @staticmethod
     def _make(
