@@ -500,8 +500,6 @@ class ShapeEnv:
             expr = self.simplify(guard.expr)
             if expr is sympy.true or expr in seen or not expr.free_symbols <= bound_to.keys():
                 continue
-            if _is_range_fact(expr):
-                continue  # a bound on one size: the ranges below say it
             seen.add(expr)
             out.append(printer.doprint(expr))
         for symbol, where in bound_to.items():
@@ -532,13 +530,6 @@ def _decide_by_ranges(expr: sympy.Basic, ranges: tuple) -> Any:
         return decide(expr, known)
     r = bound(expr, known)
     return _py_value(r.lower) if r.is_point() else None
-
-
-def _is_range_fact(expr: sympy.Basic) -> bool:
-    """``s < c``, ``c <= s`` and the like: what narrowing a symbol's value range records."""
-    if not isinstance(expr, sympy.core.relational.Relational) or isinstance(expr, sympy.Eq | sympy.Ne):
-        return False
-    return (expr.lhs.is_Symbol and expr.rhs.is_Integer) or (expr.rhs.is_Symbol and expr.lhs.is_Integer)
 
 
 def _symbol_order(symbol: sympy.Symbol) -> tuple:
