@@ -116,7 +116,14 @@ def _define_scatter(schema: str, view: OpOverload, what: str) -> OpOverload:
 
     @op.register_decomposition
     def decomposition(self, src, *args, **kwargs):
-        out = clone(self)
+        # self's very strides, as the kernel's (as_strided's geometry is read in them); dense if self overlaps.
+        if any(s == 0 and n > 1 for n, s in zip(self.shape, self.stride(), strict=True)):
+            out = clone(self)
+        else:
+            out = aten.empty_strided.default(
+                list(self.shape), list(self.stride()), dtype=self.dtype, device=self.device
+            )
+            out.copy_(self)
         region = view(out, *args, **kwargs)
         check(self, src, region)
         region.copy_(src)
