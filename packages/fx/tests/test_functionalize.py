@@ -6,6 +6,8 @@ Every value is compared with the same program run eagerly (its input mutations i
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -165,3 +167,28 @@ def test_torch_path():
 
     assert ember.func.functionalize is functionalize
     assert module.FunctionalTensorMode is FunctionalTensorMode
+
+
+def test_tensors_made_inside_are_functional():
+    def f(x):
+        c = ember.tensor([1.0, 2.0])
+        c.mul_(x)
+        z = ember.zeros(2)
+        z.add_(c)
+        return z
+
+    x = ember.full((2,), 3.0)
+    _same(functionalize(f)(x), ember.tensor([3.0, 6.0]))
+    gm = make_fx(functionalize(f))(x)
+    assert not [n for n in gm.graph.nodes if n.op == "call_function" and n.target.schema.is_mutable]
+    _same(gm(x), ember.tensor([3.0, 6.0]))
+
+
+def test_importing_fx_defines_no_dispatching_subclass():
+    import subprocess
+
+    code = (
+        "import ember, ember.fx, sys; from ember.core.dispatch import _flags; "
+        "assert not _flags.subclasses and 'ember._subclasses.functional_tensor' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -343,9 +343,9 @@ def _handle(op: OpOverload, args: tuple, kwargs: dict, below) -> Any:
         return below(args, kwargs)
     tensors = [x for x in _leaves((args, tuple(kwargs.values()))) if isinstance(x, Tensor)]
     if not any(isinstance(x, FunctionalTensor) and x._level is level for x in tensors):
-        if tensors or op.form != "functional":
+        if (tensors and op is not aten.lift_fresh.default) or op.form != "functional":
             return below(args, kwargs)
-        # A factory: its output joins the functional program.
+        # A factory, or a tensor made from data (ember.tensor): its output joins the functional program.
         return _fresh(level, _call(level, op, args, kwargs))
     if op.form != "functional" and op.functional is not None:
         # Before any decomposition: an out= decomposition may write into its out tensor directly.
@@ -482,14 +482,14 @@ class FunctionalTensorMode:
     """``with FunctionalTensorMode():`` functionalizes the ops on ``FunctionalTensor`` s made inside it
     (``FunctionalTensor.to_functional(x)``); factories made inside it are functional tensors too.
 
-    ``reapply_views=True`` keeps views as view ops (``functionalize(remove="mutations")``); the default,
-    as PyTorch's, replaces them by their ``*_copy`` ops.
+    Views stay view ops, as in ``functionalize(remove="mutations")`` and PyTorch's mode (AOT autograd's
+    graphs keep them); ``mode.reapply_views = False`` before entering makes them ``*_copy`` ops.
     """
 
     def __init__(self, pre_dispatch: bool = False, export: bool = False, _allow_token_discovery: bool = False):
         if pre_dispatch:
             raise NotImplementedError("FunctionalTensorMode(pre_dispatch=True): functionalization runs below autograd")
-        self.reapply_views = False
+        self.reapply_views = True
         self.export = export
         self._level: _Level | None = None
 

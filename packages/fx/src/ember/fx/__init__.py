@@ -14,8 +14,8 @@ from ember.fx.proxy import Proxy  # isort: skip
 # Rewriting.
 from ember.fx.subgraph_rewriter import replace_pattern  # isort: skip
 
-# Functionalization: installs the dispatcher's functionalize level and offers ember.func.functionalize.
-from ember._subclasses import functionalize as _functionalize  # noqa: F401  # isort: skip
+# Functionalization: ember.func.functionalize, offered to the autograd package (imported on first use).
+from ember.fx import _functionalize_provider  # noqa: F401  # isort: skip
 
 __all__ = [
     "Graph",
