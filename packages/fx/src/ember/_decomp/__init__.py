@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
-from ember.core.dispatch import OpOverload, OpOverloadPacket, all_ops, ops
+from ember.core.dispatch import OpOverload, OpOverloadPacket, all_ops
 
 __all__ = [
     "core_aten_decompositions",
@@ -131,12 +131,7 @@ def _collect_core_decompositions() -> None:
 _collect_core_decompositions()
 
 
-# -- decompositions that live above the core --------------------------------------------------------
-# ``lift_fresh`` (a tensor made from Python data, entering the graph) has no derivative of its own, so a
-# decomposition on the op itself would make it an implicit composite that every dispatch mode sees
-# through; lowering alone replaces it.
-
-
-@register_decomposition(ops.aten.lift_fresh.default)
-def _lift_fresh(self):
-    return ops.aten.alias.default(self)
+# Decompositions that live above the core (``ember._decomp.factories``): ops without a derivative of
+# their own, for which a decomposition on the op would make it an implicit composite that every
+# dispatch mode sees through; lowering alone replaces them.
+from ember._decomp import factories as _factories  # noqa: E402, F401

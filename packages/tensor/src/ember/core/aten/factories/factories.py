@@ -58,11 +58,14 @@ empty = define(
 )
 empty_strided = define(f"empty_strided(SymInt[] size, SymInt[] stride, *, {_OPTIONS}) -> Tensor", FACTORY)
 full = define(f"full(SymInt[] size, Scalar fill_value, *, {_OPTIONS}) -> Tensor", FACTORY)
-zeros = define(f"zeros(SymInt[] size, *, {_OPTIONS}) -> Tensor", FACTORY)
-ones = define(f"ones(SymInt[] size, *, {_OPTIONS}) -> Tensor", FACTORY)
+# zeros, ones, linspace and eye are not core: lowering writes them with full, arange and where
+# (their decompositions are in ember._decomp.factories, which explains why they live there).
+LOWERED = ("factory",)
+zeros = define(f"zeros(SymInt[] size, *, {_OPTIONS}) -> Tensor", LOWERED)
+ones = define(f"ones(SymInt[] size, *, {_OPTIONS}) -> Tensor", LOWERED)
 arange = define(f"arange.start_step(Scalar start, Scalar end, Scalar step=1, *, {_OPTIONS}) -> Tensor", FACTORY)
-linspace = define(f"linspace(Scalar start, Scalar end, int steps, *, {_OPTIONS}) -> Tensor", FACTORY)
-eye = define(f"eye.m(int n, int m, *, {_OPTIONS}) -> Tensor", FACTORY)
+linspace = define(f"linspace(Scalar start, Scalar end, int steps, *, {_OPTIONS}) -> Tensor", LOWERED)
+eye = define(f"eye.m(int n, int m, *, {_OPTIONS}) -> Tensor", LOWERED)
 
 
 # -- empty, empty_strided ------------------------------------------------------------------------

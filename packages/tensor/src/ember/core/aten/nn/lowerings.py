@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ember.core import dtypes as D
 from ember.core.aten.lowering import lowered
-from ember.core.aten.nn import embedding, losses, padding  # noqa: F401  (defines the ops)
+from ember.core.aten.nn import classification, embedding, losses, resampling
 from ember.core.dispatch import ops
 
 aten = ops.aten
@@ -101,3 +101,89 @@ def _pad_circular(self, pad):
             parts.append(aten.slice.Tensor(center, dim, 0, after))
         out = aten.cat.default(parts, dim) if len(parts) > 1 else aten.clone.default(parts[0])
     return out
+
+
+@lowered(aten.nll_loss_forward.default)
+def _nll_loss_forward(self, target, weight, reduction, ignore_index):
+    classification._nll_loss_plan(self, target, weight, reduction)  # the kernel's checks, on metadata
+    wide = self.dtype in (D.float16, D.bfloat16)  # the kernel sums in float32
+    x = aten._to_copy.default(self, dtype=D.float32) if wide else self
+    channel = 0 if self.ndim == 1 else 1
+    target = aten._to_copy.default(target, dtype=D.int64) if target.dtype is not D.int64 else target
+    kept = aten.ne.Tensor(target, aten.full_like.default(target, ignore_index))
+    safe = aten.where.self(kept, target, aten.full_like.default(target, 0))
+    picked = aten.squeeze.dims(aten.gather.default(x, channel, aten.unsqueeze.default(safe, channel)), [channel])
+    if weight is None:
+        w = aten._to_copy.default(kept, dtype=x.dtype)
+    else:
+        w = aten.index.Tensor(aten._to_copy.default(weight, dtype=x.dtype), [safe])
+        w = aten.where.self(kept, w, aten.full_like.default(w, 0))
+    loss = -(picked * w)
+    if reduction == classification.NONE:
+        total = aten.full.default([], 0, dtype=x.dtype, device=x.device)
+    else:
+        total = aten.sum.dim_IntList(w, list(range(w.ndim)))
+        loss = aten.sum.dim_IntList(loss, list(range(loss.ndim)))
+        if reduction == classification.MEAN:
+            loss = loss / total
+    if wide:
+        loss, total = aten._to_copy.default(loss, dtype=self.dtype), aten._to_copy.default(total, dtype=self.dtype)
+    return loss, total
+
+
+@lowered(aten.replication_pad1d.default)
+def _replication_pad1d(self, padding):
+    if len(padding) != 2:
+        raise RuntimeError("padding size is expected to be 2")
+    if self.ndim not in (2, 3) or any(n == 0 for n in self.shape[1:]):
+        raise RuntimeError(
+            "Expected 2D or 3D (batch mode) tensor with possibly 0 batch size and other non-zero dimensions for "
+            f"input, but got: {list(self.shape)}"
+        )
+    if self.dtype is D.bool_:
+        raise NotImplementedError("\"replication_pad1d\" not implemented for 'Bool'")
+    width = self.shape[-1]
+    before, after = padding
+    if width + before + after < 1:
+        raise RuntimeError(
+            f"input ({list(self.shape)}) is too small. Calculated output size along dimension {self.ndim - 1}: "
+            f"{width + before + after}"
+        )
+    # Each output column reads the input column nearest to it: positions clamped to the edges.
+    positions = aten.arange.start_step(-before, width + after, 1, dtype=D.int64, device=self.device)
+    source = aten.clamp.default(positions, 0, width - 1)
+    return aten.index_select.default(self, self.ndim - 1, source)
+
+
+def _nearest_source(size, out, scale, exact, device):
+    """The input position each output position reads, as the kernel computes it (in float32)."""
+    if not exact and out in (size, 2 * size):
+        index = aten.arange.start_step(0, out, 1, dtype=D.int64, device=device)
+        return index if out == size else aten.div.Tensor_mode(index, 2, rounding_mode="floor")
+    if scale is not None and scale > 0:
+        step = aten.full.default([], 1.0 / scale, dtype=D.float32, device=device)
+    else:
+        step = aten.full.default([], size, dtype=D.float32, device=device) / out
+    position = aten.arange.start_step(0, out, 1, dtype=D.float32, device=device)
+    if exact:
+        position = position + 0.5
+    index = aten._to_copy.default(aten.floor.default(position * step), dtype=D.int64)
+    return aten.clamp.default(index, None, size - 1)
+
+
+def _nearest(exact: bool, name: str):
+    def decomposition(self, output_size, *scales):
+        resampling._plan(self, tuple(output_size), name)  # the kernel's checks, on metadata
+        scales = scales + (None,) * (len(output_size) - len(scales))
+        out = self
+        for i, (size, target, scale) in enumerate(zip(self.shape[2:], output_size, scales, strict=True)):
+            source = _nearest_source(size, target, scale, exact, self.device)
+            out = aten.index_select.default(out, 2 + i, source)
+        return out
+
+    return decomposition
+
+
+lowered(aten.upsample_nearest1d.default)(_nearest(False, "upsample_nearest1d"))
+lowered(aten._upsample_nearest_exact1d.default)(_nearest(True, "_upsample_nearest_exact1d"))
+lowered(aten._upsample_nearest_exact2d.default)(_nearest(True, "_upsample_nearest_exact2d"))
