@@ -9,7 +9,7 @@ global table, and ``core_aten_decompositions`` lowers them as it lowers the core
 
 from __future__ import annotations
 
-from ember._decomp import register_decomposition
+from ember._decomp import decomposition_table, register_decomposition
 from ember.core import dtypes as D
 from ember.core.aten.factories import factories
 from ember.core.dispatch import ops
@@ -66,3 +66,17 @@ def linspace(start, end, steps, *, dtype=None, layout=None, device=None, pin_mem
     high = last - step * ((steps - 1) - index)
     halfway = aten.arange.start_step(0, steps, 1, dtype=D.int64, device=device) < steps // 2
     return aten._to_copy.default(aten.where.self(halfway, low, high), dtype=dtype)
+
+
+# zeros_like and ones_like: the core's decompositions (which eager calls run, these ops having no
+# kernel) fill a fresh tensor in place; lowered, they are full_like, a core op.
+def zeros_like(self, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    return aten.full_like.default(self, 0, dtype=dtype, layout=layout, device=device, memory_format=memory_format)
+
+
+def ones_like(self, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    return aten.full_like.default(self, 1, dtype=dtype, layout=layout, device=device, memory_format=memory_format)
+
+
+decomposition_table[aten.zeros_like.default] = zeros_like
+decomposition_table[aten.ones_like.default] = ones_like
