@@ -1,4 +1,4 @@
-"""Decompositions kept in the table only: factories and ``lift_fresh``.
+"""Decompositions kept in the table only: the factories without a derivative, and the ``*_like`` ones.
 
 These ops have no derivative of their own (they make tensors that do not require grad), so a
 decomposition registered on the op (``op.register_decomposition``) would make it an implicit
@@ -16,11 +16,6 @@ from ember.core.dispatch import ops
 from ember.core.promotion import get_default_dtype
 
 aten = ops.aten
-
-
-@register_decomposition(aten.lift_fresh.default)
-def lift_fresh(self):
-    return aten.alias.default(self)
 
 
 def _filled(size, value, dtype, layout, device, pin_memory):

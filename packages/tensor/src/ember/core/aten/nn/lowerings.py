@@ -171,19 +171,24 @@ def _nearest_source(size, out, scale, exact, device):
     return aten.clamp.default(index, None, size - 1)
 
 
-def _nearest(exact: bool, name: str):
-    def decomposition(self, output_size, *scales):
-        resampling._plan(self, tuple(output_size), name)  # the kernel's checks, on metadata
-        scales = scales + (None,) * (len(output_size) - len(scales))
-        out = self
-        for i, (size, target, scale) in enumerate(zip(self.shape[2:], output_size, scales, strict=True)):
-            source = _nearest_source(size, target, scale, exact, self.device)
-            out = aten.index_select.default(out, 2 + i, source)
-        return out
-
-    return decomposition
+def _nearest(self, output_size, scales, exact: bool, name: str):
+    resampling._plan(self, tuple(output_size), name)  # the kernel's checks, on metadata
+    out = self
+    for i, (size, target, scale) in enumerate(zip(self.shape[2:], output_size, scales, strict=True)):
+        out = aten.index_select.default(out, 2 + i, _nearest_source(size, target, scale, exact, self.device))
+    return out
 
 
-lowered(aten.upsample_nearest1d.default)(_nearest(False, "upsample_nearest1d"))
-lowered(aten._upsample_nearest_exact1d.default)(_nearest(True, "_upsample_nearest_exact1d"))
-lowered(aten._upsample_nearest_exact2d.default)(_nearest(True, "_upsample_nearest_exact2d"))
+@lowered(aten.upsample_nearest1d.default)
+def _upsample_nearest1d(self, output_size, scales=None):
+    return _nearest(self, output_size, [scales], False, "upsample_nearest1d")
+
+
+@lowered(aten._upsample_nearest_exact1d.default)
+def _upsample_nearest_exact1d(self, output_size, scales=None):
+    return _nearest(self, output_size, [scales], True, "_upsample_nearest_exact1d")
+
+
+@lowered(aten._upsample_nearest_exact2d.default)
+def _upsample_nearest_exact2d(self, output_size, scales_h=None, scales_w=None):
+    return _nearest(self, output_size, [scales_h, scales_w], True, "_upsample_nearest_exact2d")

@@ -128,7 +128,7 @@ def _threshold_backward(grad_output, self, threshold):
 
 @pointwise(unary.OPS["exp2"])
 def _exp2(self):
-    return aten.pow.Scalar(2, self) if self.is_floating_point() else aten.pow.Scalar(2.0, self)
+    return aten.pow.Scalar(2, self)  # self is already in the compute dtype (integers become floats)
 
 
 @pointwise(unary.OPS["frac"])

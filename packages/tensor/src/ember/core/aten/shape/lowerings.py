@@ -25,8 +25,9 @@ def _detach(self):
 
 @lowered(aten.transpose.int)
 def _transpose(self, dim0, dim1):
-    if self.ndim == 0:
-        _wrap(dim0, 0), _wrap(dim1, 0)
+    if self.ndim == 0:  # dims 0 and -1 name the scalar itself
+        _wrap(dim0, 0)
+        _wrap(dim1, 0)
         return aten.alias.default(self)
     order = list(range(self.ndim))
     a, b = _wrap(dim0, self.ndim), _wrap(dim1, self.ndim)
