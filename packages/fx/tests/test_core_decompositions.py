@@ -159,27 +159,12 @@ def _non_core(gm) -> list[str]:
     return sorted(set(found))
 
 
-# Entries symbolic tracing cannot trace yet, with or without the table (test_make_fx_ops fails on them too).
-SYMBOLIC_UNSUPPORTED = dict.fromkeys(
-    [
-        "aten.upsample_bilinear2d.vec",
-        "aten.upsample_bilinear2d.vec_align_corners",
-        "aten.upsample_nearest2d.vec",
-        "nn.functional.interpolate",
-        "nn.functional.interpolate_channels_last",
-    ],
-    "an output size scaled by a float (TruncToInt(2.0*s1)) that make_fx cannot yet write as graph nodes",
-)
-
-
 @pytest.mark.parametrize("mode", ["real", "symbolic"])
 @pytest.mark.parametrize("name", sorted(ENTRIES))
 def test_lowered_graph_has_only_core_ops_and_eager_values(name, mode):
     entry = ENTRIES[name]
     if mode == "symbolic" and name in DATA_DEPENDENT:
         pytest.skip(f"data-dependent ({DATA_DEPENDENT[name]}): traced with real values only")
-    if mode == "symbolic" and name in SYMBOLIC_UNSUPPORTED:
-        pytest.xfail(SYMBOLIC_UNSUPPORTED[name])
 
     def call(args, kwargs):
         return entry.call(ember, *args, **kwargs)
@@ -266,18 +251,3 @@ def test_a_training_step_lowers_to_core_ops():
     ours = gm(*[a.detach() for a in args])
     for a, b in zip(ours, eager, strict=True):
         np.testing.assert_allclose(np.asarray(a.detach()), np.asarray(b.detach()), rtol=1e-9, atol=1e-9)
-
-
-@pytest.mark.parametrize("name", sorted(SYMBOLIC_UNSUPPORTED))
-def test_symbolic_unsupported_entries_still_fail_without_the_table(name):
-    """Keeps SYMBOLIC_UNSUPPORTED current: once symbolic tracing handles an entry, drop it from the list."""
-    entry = ENTRIES[name]
-    failed = 0
-    for sample in _samples(entry):
-        args, kwargs = build(sample.args, ember), build(sample.kwargs, ember)
-        try:
-            make_fx(lambda a, k: entry.call(ember, *a, **k), tracing_mode="symbolic")(args, kwargs)
-        except RuntimeError as error:
-            assert "cannot write the size expression" in str(error)
-            failed += 1
-    assert failed, f"{name} traces symbolically now"
