@@ -59,7 +59,8 @@ def _contiguous(value, kernel):
 
 
 def _define_copy(view: OpOverload, schema: str) -> OpOverload:
-    op = define(schema, ("core",))
+    # Not core, as PyTorch's are not: each decomposes into its view and a clone.
+    op = define(schema)
     geometry = view.meta  # a view's one kernel serves every device: it only computes metadata
     # view_copy holds for every layout (its result is a copy): the view is taken of a contiguous copy.
     first = _contiguous if view is aten.view.default else (lambda t, kernel: t)
