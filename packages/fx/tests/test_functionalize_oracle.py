@@ -119,8 +119,75 @@ def p_two_inputs_one_mutated(lib, x, y):
     return x * 2
 
 
+def p_more_views(lib, x):
+    a = x.clone()
+    b = a.narrow(1, 1, 2)
+    c = a.reshape(4, 3)
+    d = a.flatten()
+    b.mul_(2)
+    return c + 1, d * 1, a.movedim(0, 1) + 0
+
+
+def p_chunk_unsqueeze_inplace(lib, x):
+    a = x * 1
+    u, v = a.chunk(2, dim=1)
+    u.unsqueeze_(0)
+    u.add_(1)
+    v.squeeze_()
+    return a, u
+
+
+def p_diagonal_of_input(lib, x):
+    x.diagonal(1).add_(3)
+    return x.sum()
+
+
+def p_expand_then_mutate_base(lib, x):
+    a = x[0].clone()
+    e = a.expand(2, 4)
+    a.add_(1)
+    return e + 0
+
+
+def p_as_strided_input(lib, x):
+    x.as_strided((2, 2), (4, 1), 2).mul_(-1)
+    return x * 1
+
+
+def p_detach_alias(lib, x):
+    a = x.clone()
+    d = a.detach()
+    d.add_(1)
+    return a
+
+
+def p_permute_view_of_view(lib, x):
+    a = x.clone().view(3, 2, 2)
+    p = a.permute(2, 0, 1)
+    p[0].fill_(7)
+    return a, p
+
+
+def p_out_with_views(lib, x):
+    y = lib.zeros(4, 3)
+    lib.mul(x.t(), 2, out=y)
+    lib.add(y.view(12)[::2], 1, out=y.view(12)[::2])
+    return y
+
+
+def p_zero_and_copy(lib, x):
+    a = lib.empty(3, 4)
+    a.zero_()
+    a[1].copy_(x[2])
+    a.t()[0].fill_(-1)
+    return a
+
+
 PROGRAMS = {name: fn for name, fn in globals().items() if name.startswith("p_")}
 MODES = ("mutations", "mutations_and_views")
+# Programs functionalization refuses in PyTorch too: an out= result keeps its functional op's layout
+# (transposed), of which a later view() cannot be taken.
+REFUSED = {"mutations": ("p_out_with_views",)}
 
 
 def _inputs(fn):
@@ -165,8 +232,14 @@ def _run(lib, fn, arrays, mode=None, trace=False):
 def test_graph_ops_match_pytorch(name, mode):
     fn = PROGRAMS[name]
     arrays = _inputs(fn)
+    try:
+        theirs = _call_targets(_run(torch, fn, arrays, mode, trace=True))
+    except RuntimeError as error:
+        # Functionalization refuses it in PyTorch too (a view of an out= result that lost its layout).
+        with pytest.raises(RuntimeError, match=str(error).split(" (")[0]):
+            _run(ember, fn, arrays, mode, trace=True)
+        return
     ours = _call_targets(_run(ember, fn, arrays, mode, trace=True))
-    theirs = _call_targets(_run(torch, fn, arrays, mode, trace=True))
     if mode == "mutations" and "aten.copy_.default" in ours:
         # After the copy_ onto a mutated input, outputs viewing it are made again as views of the input
         # (aliasing kept, as in eager; PyTorch returns copies): views only.
@@ -190,6 +263,10 @@ def test_values_and_input_mutations_match_eager(name, mode):
     arrays = _inputs(fn)
     eager_out, eager_in = _run(ember, fn, arrays)
     torch_out, torch_in = _run(torch, fn, arrays)
+    if name in REFUSED.get(mode, ()):
+        with pytest.raises(RuntimeError):
+            _run(ember, fn, arrays, mode)
+        return
     ours_out, ours_in = _run(ember, fn, arrays, mode)
     for a, b, c in zip(ours_out + ours_in, eager_out + eager_in, torch_out + torch_in, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
@@ -200,6 +277,8 @@ def test_values_and_input_mutations_match_eager(name, mode):
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_graph_has_no_mutation_but_final_copies(name, mode):
     fn = PROGRAMS[name]
+    if name in REFUSED.get(mode, ()):
+        return
     gm = _run(ember, fn, _inputs(fn), mode, trace=True)
     calls = [n for n in gm.graph.nodes if n.op == "call_function" and hasattr(n.target, "tags")]
     mutating = [i for i, n in enumerate(calls) if n.target.schema.is_mutable]

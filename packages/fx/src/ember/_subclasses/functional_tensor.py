@@ -435,7 +435,10 @@ def _mutation(level: _Level, op: OpOverload, args: tuple, kwargs: dict) -> Any:
                 fkwargs[target.name] = bound[a.name]
             else:
                 fargs.append(bound[a.name])
-        result = _call(level, functional, _unwrap(level, tuple(fargs)), _unwrap(level, fkwargs))
+        fargs, fkwargs = _unwrap(level, tuple(fargs)), _unwrap(level, fkwargs)
+        for t in mutated:
+            sync(t)  # the out= tensors too, after the inputs: PyTorch syncs every argument in schema order
+        result = _call(level, functional, fargs, fkwargs)
         results = list(result) if isinstance(result, list | tuple) else [result]
         new_values = results[: len(mutated)]
     else:

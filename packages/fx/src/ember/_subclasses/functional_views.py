@@ -99,6 +99,10 @@ def _alias_inverse(op: OpOverload) -> Callable:
     return inverse
 
 
+def _detach_inverse(f: _Inverse, base, mutated, meta):
+    return mutated  # PyTorch writes no op: the mutated value is the base's
+
+
 def _permute_inverse(f: _Inverse, base, mutated, meta):
     (dims,) = _bound(meta, ("dims",))
     n = len(dims)
@@ -179,7 +183,7 @@ _INVERSES: dict[OpOverload, Callable] = {
     aten.view.default: _view_inverse,
     aten.view.dtype: _view_dtype_inverse,
     aten.alias.default: _alias_inverse(aten.alias.default),
-    aten.detach.default: _alias_inverse(aten.detach.default),
+    aten.detach.default: _detach_inverse,
     aten.t.default: _alias_inverse(aten.t.default),
     aten.transpose.int: _same_inverse(aten.transpose.int),
     aten.permute.default: _permute_inverse,
