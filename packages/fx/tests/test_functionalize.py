@@ -192,3 +192,15 @@ def test_importing_fx_defines_no_dispatching_subclass():
         "assert not _flags.subclasses and 'ember._subclasses.functional_tensor' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_works_after_import_ember_alone():
+    import subprocess
+
+    code = (
+        "import ember\n"
+        "x = ember.zeros(2)\n"
+        "out = ember.func.functionalize(lambda x: x.add_(1) * 2)(x)\n"
+        "assert out.tolist() == [2.0, 2.0] and x.tolist() == [1.0, 1.0]\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
