@@ -87,13 +87,15 @@ def _loss_row(row):
     return r.sum()
 
 
+@pytest.mark.parametrize("remove", ["mutations", "mutations_and_views"])
 @pytest.mark.parametrize("tracing_mode", ["fake", "symbolic"])
-def test_make_fx_fake_and_symbolic(tracing_mode):
+def test_make_fx_fake_and_symbolic(tracing_mode, remove):
     def f(x):
         x.view(-1)[1:3].add_(1)
+        x.t()[0].mul_(2)
         return x.transpose(0, 1) + x.shape[0]
 
-    gm = make_fx(functionalize(f), tracing_mode=tracing_mode)(_inputs())
+    gm = make_fx(functionalize(f, remove=remove), tracing_mode=tracing_mode)(_inputs())
     targets = [n.target for n in gm.graph.nodes if n.op == "call_function" and hasattr(n.target, "tags")]
     assert [t for t in targets if t.schema.is_mutable] == [ember.ops.aten.copy_.default]
     x, x_eager = _inputs(), _inputs()
