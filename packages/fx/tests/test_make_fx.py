@@ -252,5 +252,5 @@ def test_an_argument_a_graph_cannot_hold_is_refused_by_name():
     class Opaque:
         pass
 
-    with pytest.raises(TypeError, match="type Opaque .* cannot be held by a graph"):
+    with pytest.raises(TypeError, match=r"type Opaque .* cannot be held by a graph"):
         make_fx(lambda x: aten.add.Tensor(x, Opaque()))(ember.ones(2))
