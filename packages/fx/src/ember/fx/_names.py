@@ -36,10 +36,13 @@ def _index_public_names() -> None:
     api = sys.modules.get("ember.core.api")
     for name, fn in getattr(api, "functions", {}).items():
         add(fn, f"ember.{name}")
+    # Public names with an underscore, as PyTorch has them (``ember._assert``, ``ember._check``).
+    underscored = set(getattr(sys.modules.get("ember.core"), "__all__", ()))
     for home in _PUBLIC_HOMES:
         module = sys.modules.get(home)
         for name, value in list(vars(module).items()) if module is not None else ():
-            if not name.startswith("_") and (callable(value) or isinstance(value, type)):
+            public = not name.startswith("_") or (home == "ember" and name in underscored)
+            if public and (callable(value) or isinstance(value, type)):
                 add(value, f"{home}.{name}")
     # Tensor methods last: a function that is also ``ember.<name>`` goes by that name.
     tensor_cls = getattr(sys.modules.get("ember.core.tensor"), "Tensor", None)

@@ -30,6 +30,7 @@ from types import FunctionType, ModuleType
 from typing import Any, ClassVar
 
 import ember.nn as nn
+from ember.core.symbolic import _assert
 from ember.core.tensor import Tensor
 from ember.fx import _patching
 from ember.fx._logging import log_traced
@@ -130,12 +131,6 @@ def _transfer_attrs(fr: object, to: object) -> None:
         attr_val = getattr(fr, attr_name)
         if not callable(attr_val) and not attr_name.startswith("__") and not hasattr(to, attr_name):
             setattr(to, attr_name, attr_val)
-
-
-def _assert(condition: Any, message: str = "") -> None:
-    """``assert condition, message`` that a trace records as a call (PyTorch's ``torch._assert``)."""
-    if not condition:
-        raise AssertionError(message)
 
 
 def _assert_is_none(value: Any, msg: str) -> None:

@@ -27,6 +27,7 @@ __all__ = [
     "SymBool",
     "SymFloat",
     "SymInt",
+    "_assert",
     "_check",
     "_check_index",
     "_check_is_size",
@@ -475,6 +476,13 @@ def _check_with(error_type: type[Exception], cond, message: Callable[[], str] | 
             raise TypeError("message must be a callable")
         text = str(message())
     raise error_type(text)
+
+
+def _assert(condition, message: str = "") -> None:
+    """``assert condition, message`` as a function, which graph tracers record as a call (PyTorch's
+    ``torch._assert``)."""
+    if not condition:
+        raise AssertionError(message)
 
 
 def _check(cond, message: Callable[[], str] | None = None) -> None:
