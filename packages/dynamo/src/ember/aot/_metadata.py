@@ -1,0 +1,59 @@
+"""What one run of the user's function on fake tensors says about its inputs and outputs.
+
+Before the joint graph is traced, AOT autograd runs the function once on fake tensors with grad
+mode as the caller has it: that decides which outputs get a tangent (those that require grad and
+are not views of inputs), which outputs alias an input (returned later as real views of the real
+input), and whether the function mutates an input (which needs functionalization).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import ember
+from ember.core.tensor import Tensor
+
+
+@dataclass
+class OutputInfo:
+    is_tensor: bool
+    requires_grad: bool = False
+    # The index of the input whose storage the output shares, or None.
+    alias_of_input: int | None = None
+
+
+@dataclass
+class ViewAndMutationMeta:
+    outputs: list[OutputInfo] = field(default_factory=list)
+    mutated_inputs: list[int] = field(default_factory=list)
+
+    @property
+    def tangent_outputs(self) -> list[int]:
+        """The outputs the joint graph differentiates: tensors that require grad and alias no input."""
+        return [i for i, o in enumerate(self.outputs) if o.requires_grad and o.alias_of_input is None]
+
+
+def missing_functionalization(mutated: list[int]) -> RuntimeError:
+    return RuntimeError(
+        f"AOT autograd: the function mutates its input(s) {mutated} in place; applying input mutations needs "
+        "functionalization (ember.func.functionalize), which this build of ember does not have yet"
+    )
+
+
+def collect_metadata(flat_fn, fake_args: list[Any]) -> ViewAndMutationMeta:
+    """Run ``flat_fn`` on the fake inputs once and describe its outputs and input mutations."""
+    versions = [a._storage.version if isinstance(a, Tensor) else None for a in fake_args]
+    storages = {id(a._storage): i for i, a in enumerate(fake_args) if isinstance(a, Tensor)}
+    outs = flat_fn(*fake_args)
+    meta = ViewAndMutationMeta()
+    for i, a in enumerate(fake_args):
+        if isinstance(a, Tensor) and a._storage.version != versions[i]:
+            meta.mutated_inputs.append(i)
+    for out in outs:
+        if not isinstance(out, Tensor):
+            meta.outputs.append(OutputInfo(is_tensor=False))
+            continue
+        requires_grad = out.requires_grad and ember.is_grad_enabled()
+        meta.outputs.append(OutputInfo(True, requires_grad, storages.get(id(out._storage))))
+    return meta
