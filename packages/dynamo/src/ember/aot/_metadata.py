@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import ember
+from ember.autograd import is_grad_enabled
 from ember.core.tensor import Tensor
 
 
@@ -54,6 +54,6 @@ def collect_metadata(flat_fn, fake_args: list[Any]) -> ViewAndMutationMeta:
         if not isinstance(out, Tensor):
             meta.outputs.append(OutputInfo(is_tensor=False))
             continue
-        requires_grad = out.requires_grad and ember.is_grad_enabled()
+        requires_grad = out.requires_grad and is_grad_enabled()
         meta.outputs.append(OutputInfo(True, requires_grad, storages.get(id(out._storage))))
     return meta

@@ -16,12 +16,11 @@ from __future__ import annotations
 import operator
 from typing import Any
 
+from ember.aot import config
 from ember.core.dispatch import OpOverload
 from ember.core.generator import default_generator
 from ember.fx.graph_module import GraphModule
 from ember.fx.node import Node
-
-from ember.aot import config
 
 
 def philox_call(seed: int, offset: int, op: OpOverload, *args: Any, **kwargs: Any) -> tuple[Any, int]:

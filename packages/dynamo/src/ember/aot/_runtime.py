@@ -15,12 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import ember
-from ember.autograd import Function, no_grad
+from ember.aot._metadata import ViewAndMutationMeta
+from ember.autograd import Function, is_grad_enabled, no_grad
 from ember.core.generator import default_generator
 from ember.core.tensor import Tensor
-
-from ember.aot._metadata import ViewAndMutationMeta
 
 DOUBLE_BACKWARD = "aot_function does not support double backward"
 
@@ -105,13 +103,11 @@ def autograd_function(plan: CompiledPlan) -> type[Function]:
 
         @staticmethod
         def backward(ctx, *grads):
-            tangents = [
-                (g if g is not None else None) for g, differentiable in zip(grads, ctx.returned_kinds) if differentiable
-            ]
-            tangents = [_as_tangent(t) for t in tangents]
+            kinds = ctx.returned_kinds
+            tangents = [_as_tangent(g) for g, differentiable in zip(grads, kinds, strict=True) if differentiable]
             saved = list(ctx.saved_tensors)
             args = [*saved, *ctx.symints, *tangents]
-            if ember.is_grad_enabled():
+            if is_grad_enabled():
                 with no_grad():
                     results = list(call_boxed(plan.backward, args))
                 results = _NoDoubleBackward.wrap(results, [*saved, *tangents])

@@ -24,20 +24,21 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-import ember
-from ember.autograd import enable_grad, no_grad
-from ember.core.symbolic import SymInt
-from ember.core.tensor import Tensor
-from ember.fx._codegen import CodeGen
-from ember.fx.experimental.proxy_tensor import make_fx
-from ember.fx.graph_module import GraphModule
-from ember.utils._pytree import tree_flatten, tree_unflatten
-
 from ember.aot import _rng
 from ember.aot._logging import log_graph
 from ember.aot._metadata import collect_metadata, missing_functionalization
 from ember.aot._runtime import CompiledPlan, autograd_function, run_autograd, run_inference
 from ember.aot.partitioners import default_partition
+from ember.autograd import enable_grad, is_grad_enabled, no_grad
+from ember.autograd import grad as autograd_grad
+from ember.core.api import functions as _functions
+from ember.core.symbolic import SymInt
+from ember.core.tensor import Tensor
+from ember.fx._codegen import CodeGen
+from ember.fx.experimental.proxy_tensor import make_fx
+from ember.fx.graph_module import GraphModule
+from ember.nn import Module
+from ember.utils._pytree import tree_flatten, tree_unflatten
 
 __all__ = [
     "aot_function",
@@ -128,7 +129,7 @@ def aot_function(
     @functools.wraps(fn)
     def returned(*args, **kwargs):
         flat_args, in_spec = tree_flatten((args, kwargs))
-        key = (repr(in_spec), ember.is_grad_enabled(), tuple(_signature(a, dynamic) for a in flat_args))
+        key = (repr(in_spec), is_grad_enabled(), tuple(_signature(a, dynamic) for a in flat_args))
         compiled = cache.get(key)
         if compiled is None:
             compiled = cache[key] = _compile(fn, flat_args, in_spec, aot_config)
@@ -167,7 +168,7 @@ def _compile(fn: Callable, flat_args: list, in_spec, aot_config: _Config) -> _Co
         fakes.append(
             fake.requires_grad_(real.requires_grad) if fake.dtype.is_floating_point or fake.dtype.is_complex else fake
         )
-    needs_autograd = ember.is_grad_enabled() and any(f.requires_grad for f in fakes)
+    needs_autograd = is_grad_enabled() and any(f.requires_grad for f in fakes)
     with fake_mode, enable_grad() if needs_autograd else no_grad():
         meta = collect_metadata(flat_fn, fakes)
     if meta.mutated_inputs:
@@ -189,13 +190,13 @@ def _compile(fn: Callable, flat_args: list, in_spec, aot_config: _Config) -> _Co
     with fake_mode:
         outs = flat_fn(*fakes)
         for i in meta.tangent_outputs:
-            tangents.append(ember.empty(tuple(outs[i].shape), dtype=outs[i].dtype, device=outs[i].device))
+            tangents.append(_functions["empty"](tuple(outs[i].shape), dtype=outs[i].dtype, device=outs[i].device))
 
     def joint(primals, tangents):
         outs = flat_fn(*primals)
         differentiated = [outs[i] for i in meta.tangent_outputs]
         wrt = [primals[i] for i in grad_inputs]
-        grads = ember.autograd.grad(differentiated, wrt, tangents, allow_unused=True)
+        grads = autograd_grad(differentiated, wrt, tangents, allow_unused=True)
         return [*outs, *grads]
 
     with enable_grad():
@@ -242,7 +243,7 @@ def _example_inputs(gm: GraphModule) -> list:
     return [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
 
 
-def aot_module(mod: ember.nn.Module, fw_compiler: Callable, *args: Any, **kwargs: Any) -> ember.nn.Module:
+def aot_module(mod: Module, fw_compiler: Callable, *args: Any, **kwargs: Any) -> Module:
     """A module whose forward runs ``mod`` through ``aot_function``, parameters and buffers as inputs."""
     from ember.func import functional_call
 
@@ -252,7 +253,7 @@ def aot_module(mod: ember.nn.Module, fw_compiler: Callable, *args: Any, **kwargs
     named = _named_state(mod)
     compiled = aot_function(functional, fw_compiler, *args, num_params_buffers=len(named), **kwargs)
 
-    class AOTModule(ember.nn.Module):
+    class AOTModule(Module):
         def __init__(self) -> None:
             super().__init__()
             self.orig_module = mod
@@ -263,12 +264,12 @@ def aot_module(mod: ember.nn.Module, fw_compiler: Callable, *args: Any, **kwargs
     return AOTModule()
 
 
-def _named_state(mod: ember.nn.Module) -> dict[str, Tensor]:
+def _named_state(mod: Module) -> dict[str, Tensor]:
     return {**dict(mod.named_parameters(remove_duplicate=False)), **dict(mod.named_buffers(remove_duplicate=False))}
 
 
 def aot_module_simplified(
-    mod: ember.nn.Module,
+    mod: Module,
     args: list | tuple,
     fw_compiler: Callable,
     bw_compiler: Callable | None = None,

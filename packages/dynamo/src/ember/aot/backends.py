@@ -8,13 +8,13 @@ declared in the entry-point group ``ember.compile_backends`` (packages/dynamo/py
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
-
-from ember.fx.graph_module import GraphModule
 
 from ember.aot.aot_autograd import aot_module_simplified
 from ember.aot.compilers import nop
 from ember.aot.partitioners import min_cut_rematerialization_partition
+from ember.fx.graph_module import GraphModule
 
 __all__ = ["aot_eager", "aot_eager_decomp_partition", "list_backends", "lookup_backend", "register_backend"]
 
@@ -73,7 +73,8 @@ def aot_eager_decomp_partition(gm: GraphModule, example_inputs: list, **kwargs) 
 def core_decompositions() -> dict:
     """The table that decomposes every op into the core op set (``ember._decomp``)."""
     try:
-        from ember._decomp import core_aten_decompositions
+        # Imported by name: the table arrives with its own package, ember._decomp.
+        core_aten_decompositions = importlib.import_module("ember._decomp").core_aten_decompositions
     except ImportError as error:
         raise NotImplementedError(
             "aot_eager_decomp_partition needs the core decomposition table ember._decomp.core_aten_decompositions, "

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ember.fx.graph_module import GraphModule
-
 from ember.aot.aot_autograd import make_boxed_func
+from ember.fx.graph_module import GraphModule
 
 
 def nop(fx_g: GraphModule, _example_inputs) -> Callable:

@@ -23,15 +23,14 @@ import math
 import operator
 from collections.abc import Callable, Iterable
 
+from ember.aot import _rng, config
+from ember.aot._maxflow import FlowNetwork
 from ember.core.dispatch import OpOverload
 from ember.core.symbolic import SymBool, SymFloat, SymInt
 from ember.core.tensor import Tensor
 from ember.fx.graph import Graph
 from ember.fx.graph_module import GraphModule
 from ember.fx.node import Node
-
-from ember.aot import _rng, config
-from ember.aot._maxflow import FlowNetwork
 
 __all__ = ["default_partition", "min_cut_rematerialization_partition"]
 
