@@ -76,20 +76,30 @@ def _ancestors(roots: Iterable, stop: Callable[[Node], bool] = lambda n: False) 
     return seen
 
 
-def _descendants(roots: Iterable[Node]) -> set[Node]:
-    seen: set[Node] = set()
-    stack = list(roots)
-    while stack:
-        node = stack.pop()
-        if node in seen:
+def _backward_region(graph: Graph) -> tuple[set[Node], set[int]]:
+    """The nodes that depend on the tangents, and the memory the backward writes.
+
+    A node depends on the tangents through its inputs, or by reading memory that a node depending on
+    them wrote in place before it (a gradient buffer filled through a view)."""
+    region: set[Node] = set()
+    tainted: set[int] = set()
+    for node in graph.nodes:
+        if node.op == "output":
             continue
-        seen.add(node)
-        stack.extend(u for u in node.users if u.op != "output")
-    return seen
+        inputs = node.all_input_nodes
+        if (
+            _is_tangent(node)
+            or any(n in region for n in inputs)
+            or any(_storage(n.meta.get("val")) in tainted for n in inputs)
+        ):
+            region.add(node)
+            tainted.update(_written(node))
+    return region, tainted
 
 
-def _extract(joint: GraphModule, inputs: list[Node], outputs: list) -> GraphModule:
-    """A graph computing ``outputs`` from ``inputs`` (placeholders in that order) with the joint's nodes."""
+def _extract(joint: GraphModule, inputs: list[Node], outputs: list, writes_here: Callable[[Node], bool]) -> GraphModule:
+    """A graph computing ``outputs`` from ``inputs`` (placeholders in that order) with the joint's nodes;
+    ``writes_here``: which of the joint's in-place ops belong to this graph."""
     graph = Graph()
     env: dict[Node, Node] = {}
     for node in inputs:
@@ -97,14 +107,69 @@ def _extract(joint: GraphModule, inputs: list[Node], outputs: list) -> GraphModu
         copy.meta = dict(node.meta)
         env[node] = copy
     needed = _ancestors(outputs, stop=lambda n: n in env)
+    needed = _with_writes(joint.graph, needed, stop=lambda n: n in env, writes_here=writes_here)
     for node in joint.graph.nodes:
         if node in env or node not in needed or node.op == "output":
             continue
         if node.op == "placeholder":
-            raise RuntimeError(f"AOT autograd: the partitioned graph needs {node.name}, which is not among its inputs")
+            users = ", ".join(u.name for u in node.users if u in needed)
+            raise RuntimeError(
+                f"AOT autograd: the partitioned graph needs {node.name} (for {users}), which is not among its inputs"
+            )
         env[node] = graph.node_copy(node, lambda n: env[n])
     graph.output(tuple(env[o] if isinstance(o, Node) else o for o in outputs))
     return GraphModule(joint, graph)
+
+
+def _storage(value) -> int | None:
+    return id(value._storage) if isinstance(value, Tensor) else None
+
+
+def _written(node: Node) -> list[int]:
+    """The storages an in-place op writes (none for a functional op)."""
+    target = node.target
+    if node.op != "call_function" or not isinstance(target, OpOverload) or not target.schema.is_mutable:
+        return []
+    written = []
+    for i, argument in enumerate(target.schema.arguments):
+        if argument.is_write:
+            value = node.args[i] if i < len(node.args) else node.kwargs.get(argument.name)
+            if isinstance(value, Node):
+                written.append(_storage(value.meta.get("val")))
+    return [w for w in written if w is not None]
+
+
+def _with_writes(
+    graph: Graph, needed: set[Node], stop: Callable[[Node], bool], writes_here: Callable[[Node], bool]
+) -> set[Node]:
+    """``needed`` and the in-place ops that write, before a needed node reads it, into memory it reads.
+
+    Without functionalization a graph may fill a buffer through a view (``copy_`` into ``as_strided``
+    of ``zeros``) and read it through another alias; such a write is no ancestor of the reader, yet
+    the reader's value depends on it."""
+    writes = [(i, n, _written(n)) for i, n in enumerate(graph.nodes)]
+    writes = [(i, n, w) for i, n, w in writes if w and writes_here(n)]
+    if not writes:
+        return needed
+    position = {n: i for i, n in enumerate(graph.nodes)}
+    # Memory the graph's inputs hold was written, if at all, before this graph runs.
+    given = {_storage(n.meta.get("val")) for n in graph.nodes if n in needed and stop(n)}
+    changed = True
+    while changed:
+        changed = False
+        last_read: dict[int, int] = {}
+        for node in needed:
+            for read in node.all_input_nodes:
+                storage = _storage(read.meta.get("val"))
+                if storage is not None:
+                    last_read[storage] = max(last_read.get(storage, -1), position[node])
+        for i, node, storages in writes:
+            if node in needed:
+                continue
+            if any(last_read.get(s, -1) > i for s in storages if s not in given):
+                needed |= _ancestors([node], stop=stop)
+                changed = True
+    return needed
 
 
 def _split(joint: GraphModule, num_fwd_outputs: int, saved: list[Node]) -> tuple[GraphModule, GraphModule]:
@@ -115,8 +180,9 @@ def _split(joint: GraphModule, num_fwd_outputs: int, saved: list[Node]) -> tuple
     primals = [n for n in joint.graph.nodes if _is_primal(n)]
     tangents = [n for n in joint.graph.nodes if _is_tangent(n)]
     fwd_outputs, bwd_outputs = _outputs(joint.graph, num_fwd_outputs)
-    fw = _extract(joint, primals, [*fwd_outputs, *saved])
-    bw = _extract(joint, saved + tangents, bwd_outputs)
+    from_tangents, _ = _backward_region(joint.graph)
+    fw = _extract(joint, primals, [*fwd_outputs, *saved], lambda n: n not in from_tangents)
+    bw = _extract(joint, saved + tangents, bwd_outputs, lambda n: n in from_tangents)
     fw.meta_saved = (len(saved_tensors), len(saved_syms))
     _report(saved_tensors, saved_syms)
     return fw, bw
@@ -173,7 +239,7 @@ def _forward_nodes(joint: GraphModule, num_fwd_outputs: int) -> set[Node]:
     """What the forward must compute: its outputs' ancestors, and sizes computed from primals only."""
     fwd_outputs, _ = _outputs(joint.graph, num_fwd_outputs)
     forward = _ancestors(fwd_outputs) | {n for n in joint.graph.nodes if _is_primal(n)}
-    from_tangents = _descendants(n for n in joint.graph.nodes if _is_tangent(n))
+    from_tangents, _ = _backward_region(joint.graph)
     for node in joint.graph.nodes:
         if _is_sym(node) and node not in from_tangents:
             forward |= _ancestors([node])
@@ -242,6 +308,11 @@ _RECOMPUTABLE_NAMES = frozenset(
         "ones_like",
         "empty",
         "empty_like",
+        "empty_strided",
+        "new_zeros",
+        "new_ones",
+        "new_empty",
+        "new_full",
         "scalar_tensor",
         "where",
         "sym_size",
@@ -252,9 +323,11 @@ _RECOMPUTABLE_NAMES = frozenset(
 )
 
 
-def _recomputable(node: Node) -> bool:
+def _recomputable(node: Node, written: set[int] = frozenset()) -> bool:
     if node.op != "call_function":
         return False
+    if written and any(_storage(n.meta.get("val")) in written for n in node.all_input_nodes):
+        return False  # its inputs change later: running it again would read other values
     target = node.target
     if target is operator.getitem:
         return _recomputable(node.args[0])
@@ -282,15 +355,22 @@ def min_cut_rematerialization_partition(
     graph = joint_module.graph
     forward = _forward_nodes(joint_module, num_fwd_outputs)
     _, bwd_outputs = _outputs(graph, num_fwd_outputs)
-    from_tangents = _descendants(n for n in graph.nodes if _is_tangent(n))
-    backward_needs = _ancestors(bwd_outputs)
+    from_tangents, backward_written = _backward_region(graph)
+    # In-place writes of the backward (gradient buffers filled through views) count as its outputs.
+    backward_writes = [n for n in from_tangents if _written(n)]
+    backward_needs = _ancestors([*bwd_outputs, *backward_writes])
     relevant = (forward | backward_needs) - from_tangents
+    # Memory the forward writes in place: what reads it may not run again later.
+    written = {s for node in graph.nodes if node not in from_tangents for s in _written(node)}
     network = FlowNetwork()
     for node in graph.nodes:
         if node not in relevant or node.op == "output":
             continue
         inside, outside = (node, "in"), (node, "out")
-        if _is_primal(node) or not _recomputable(node):
+        if _storage(node.meta.get("val")) in backward_written and not _is_primal(node):
+            # A buffer the backward fills in place: made in the backward, never saved.
+            network.add_edge(inside, "sink", math.inf)
+        elif _is_primal(node) or not _recomputable(node, written):
             # Computed in the forward no matter what.
             network.add_edge("source", inside, math.inf)
         if any(u in from_tangents for u in node.users):
@@ -303,7 +383,8 @@ def min_cut_rematerialization_partition(
                 network.add_edge(outside, (user, "in"), math.inf)
     if "sink" not in network:
         return _split(joint_module, num_fwd_outputs, [])
-    network.max_flow("source", "sink")
+    if math.isinf(network.max_flow("source", "sink")):
+        raise RuntimeError("min_cut_rematerialization_partition: a value must be both in the forward and recomputed")
     reachable = network.source_side("source")
     saved = [
         node
