@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 import resource
 import time
 
+import numpy as np
 import pytest
 
 import ember
@@ -17,6 +19,8 @@ from ember._subclasses.fake_tensor import (
     FakeTensorDeviceMismatchError,
     UnsupportedFakeTensorException,
     UnsupportedOperatorException,
+    is_fake,
+    maybe_get_fake_mode,
     unset_fake_temporarily,
 )
 from ember.core.devices import registered_backends
@@ -367,3 +371,54 @@ def test_a_module_built_under_the_mode_has_fake_parameters_and_trains():
     for name, p in params.items():
         assert isinstance(p.grad, FakeTensor) and p.grad.shape == p.shape and p.grad.device == p.device
         assert p._version > versions[name]
+
+
+def test_tensors_made_from_data_under_the_mode_are_fakes():
+    array = np.arange(6.0).reshape(2, 3)
+    with FakeTensorMode() as mode:
+        made = [ember.tensor([1, 2]), ember.as_tensor(array), ember.from_numpy(array), ember.tensor(1.0, device="cuda")]
+        total = made[1] + made[2]
+    assert all(isinstance(t, FakeTensor) and t.fake_mode is mode for t in made)
+    assert [t.shape for t in made] == [(2,), (2, 3), (2, 3), ()] and made[3].device == ember.device("cuda:0")
+    assert isinstance(total, FakeTensor)
+    assert type(ember.tensor([1, 2])) is ember.Tensor  # outside the mode: real
+
+
+def test_deepcopy_gives_fakes_on_new_storage():
+    with FakeTensorMode() as mode:
+        model = nn.Linear(3, 2)
+        copied = copy.deepcopy(model)
+    for p, q in zip(model.parameters(), copied.parameters(), strict=True):
+        assert isinstance(q, nn.Parameter) and isinstance(q, FakeTensor) and q.fake_mode is mode
+        assert q.untyped_storage() is not p.untyped_storage() and (q.shape, q.requires_grad) == (p.shape, True)
+
+
+def test_tensors_sharing_a_non_leaf_s_storage_share_its_fake_s():
+    mode = FakeTensorMode()
+    y = ember.randn(3, requires_grad=True) * 2
+    fy = mode.from_tensor(y)
+    alias = mode.from_tensor(y.detach())
+    assert not fy.is_leaf and alias.untyped_storage() is fy.untyped_storage()
+
+
+def test_vmap_and_grad_transforms_run_on_fakes():
+    from ember.func import grad, vmap
+
+    mode = FakeTensorMode()
+    x = mode.from_tensor(ember.randn(3, 4))
+    with mode:
+        summed = vmap(lambda t: (t * 2).sum(0))(x)
+        per_sample = vmap(grad(lambda t: t.sin().sum()))(x)
+    assert isinstance(summed, FakeTensor) and summed.shape == (3,)
+    assert isinstance(per_sample, FakeTensor) and per_sample.shape == (3, 4)
+    assert is_fake(per_sample) and not is_fake(ember.ones(1)) and maybe_get_fake_mode(x) is mode
+
+
+def test_a_fake_made_over_a_meta_tensor():
+    mode = FakeTensorMode()
+    elem = ember.empty(3, 4, device="meta").t()
+    fake = FakeTensor(mode, elem, "cuda")
+    assert fake.untyped_storage() is elem.untyped_storage() and fake.fake_mode is mode
+    assert (fake.shape, fake.stride(), fake.device) == ((4, 3), (1, 4), ember.device("cuda:0"))
+    with pytest.raises(TypeError, match="meta tensor"):
+        FakeTensor(mode, ember.empty(2), "cpu")

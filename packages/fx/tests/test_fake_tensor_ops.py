@@ -146,3 +146,67 @@ def test_fake_matches_real(op: OpInfo, dtype: str):
         if fake_error is not None:
             raise AssertionError(f"{sample}: the fake raised {fake_error!r}; the real op returned") from fake_error
         _assert_like(fake, real, sample, real_inputs, fake_inputs)
+
+
+def _first_tensor_arg(args) -> int | None:
+    return next((i for i, a in enumerate(args) if isinstance(a, ember.Tensor)), None)
+
+
+@pytest.mark.parametrize("op, dtype", [c for c in CASES if c.values[0].inplace is not None])
+def test_fake_in_place_matches_real(op: OpInfo, dtype: str):
+    for sample in op.samples(dtype, np.random.default_rng(1234)):
+        args, kwargs = build(sample.args, ember), build(sample.kwargs, ember)
+        if _first_tensor_arg(args) != 0:
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            version = args[0]._version
+            try:
+                returned = op.inplace(ember, *args, **kwargs)
+            except Exception:  # an in-place call the real op refuses is not compared
+                continue
+            real_bumps = args[0]._version - version
+            mode = FakeTensorMode()
+            fargs, fkwargs = _fake(build(sample.args, ember), mode), _fake(build(sample.kwargs, ember), mode)
+            target = fargs[0]
+            version = target._version
+            with mode:
+                fake_returned = op.inplace(ember, *fargs, **fkwargs)
+        assert (fake_returned is target) == (returned is args[0]), f"{sample}"
+        got = (tuple(target.shape), target.dtype, target.stride(), target.storage_offset())
+        want = (tuple(args[0].shape), args[0].dtype, args[0].stride(), args[0].storage_offset())
+        assert got == want, f"{sample}: fake {got} vs real {want}"
+        assert (target._version - version > 0) == (real_bumps > 0), f"{sample}: version bumps differ"
+
+
+OUT_CASES = [pytest.param(op, dtype, id=f"{op.name}-{dtype}") for op in OPS if op.out for dtype in _dtypes(op)]
+
+
+@pytest.mark.parametrize("op, dtype", OUT_CASES)
+def test_fake_out_matches_real(op: OpInfo, dtype: str):
+    for sample in op.samples(dtype, np.random.default_rng(1234)):
+        args, kwargs = build(sample.args, ember), build(sample.kwargs, ember)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                expected = op.call(ember, *args, **kwargs)
+            except Exception:  # the out= form of a call the op refuses is not compared
+                continue
+            if not isinstance(expected, ember.Tensor):
+                continue
+            out = ember.empty(0, dtype=expected.dtype)
+            op.call(ember, *args, **kwargs, out=out)
+            mode = FakeTensorMode()
+            fargs, fkwargs = _fake(build(sample.args, ember), mode), _fake(build(sample.kwargs, ember), mode)
+            with mode:
+                fake_out = ember.empty(0, dtype=expected.dtype)
+                if op.name in DATA_DEPENDENT:
+                    with pytest.raises(DATA_DEPENDENT[op.name]):
+                        op.call(ember, *fargs, **fkwargs, out=fake_out)
+                    continue
+                result = op.call(ember, *fargs, **fkwargs, out=fake_out)
+        assert result is fake_out and isinstance(fake_out, FakeTensor), f"{sample}"
+        got = (tuple(fake_out.shape), fake_out.dtype, fake_out.stride())
+        want = (tuple(out.shape), out.dtype, out.stride())
+        assert got == want, f"{sample}: fake {got} vs real {want}"
+        assert fake_out._version > 0 and fake_out.untyped_storage().data is None

@@ -165,3 +165,17 @@ def test_backward_on_fakes_matches_pytorch():
             (x @ w).tanh().sum().backward()
         grads[name] = (type(w.grad).__name__, tuple(w.grad.shape), w.grad.stride(), str(w.grad.device))
     assert grads["ember"] == grads["torch"]
+
+
+def test_tensors_from_data_under_the_mode_are_fakes_as_in_pytorch():
+    kinds = {}
+    for name, (lib, fake) in LIBS.items():
+        array = np.arange(4.0)
+        quiet = _quiet()
+        try:
+            with fake.FakeTensorMode():
+                made = (lib.tensor([1, 2]), lib.as_tensor(array), lib.from_numpy(array), lib.as_tensor([1.0]))
+        finally:
+            quiet.__exit__(None, None, None)
+        kinds[name] = [(type(t).__name__, tuple(t.shape), str(t.dtype).split(".")[-1]) for t in made]
+    assert kinds["ember"] == kinds["torch"]

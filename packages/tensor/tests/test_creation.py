@@ -326,3 +326,22 @@ def test_legacy_constructor():
     assert ember.Tensor([1, 2]).dtype is ember.float32 and ember.Tensor([1, 2]).tolist() == [1.0, 2.0]
     assert tuple(ember.Tensor(2, 3).shape) == tuple(torch.Tensor(2, 3).shape)
     assert ember.Tensor(2, 3).dtype is ember.float32
+
+
+def test_a_dispatch_mode_sees_tensors_made_from_data_through_lift_fresh():
+    from ember.core.dispatch import DispatchMode
+    from ember.ops import aten
+
+    class Record(DispatchMode):
+        def __init__(self) -> None:
+            self.calls = []
+
+        def __ember_dispatch__(self, func, types, args, kwargs):
+            self.calls.append(func)
+            return func(*args, **kwargs)
+
+    array = np.arange(3.0)
+    with Record() as record:
+        made = [ember.tensor([1, 2]), ember.as_tensor(array), ember.from_numpy(array)]
+    assert record.calls == [aten.lift_fresh.default] * 3
+    assert np.shares_memory(made[2].numpy(), array)  # lift_fresh hands back the tensor itself

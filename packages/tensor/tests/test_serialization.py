@@ -403,6 +403,7 @@ def test_parameters_need_their_class_registered(monkeypatch):
     from ember.core.serialization import rebuild
 
     data = _save_torch({"p": torch.nn.Parameter(torch.arange(3.0))}).getvalue()
+    monkeypatch.setattr(rebuild, "_parameter", [])  # as without ember.nn, which registers its class
     with pytest.raises(RuntimeError, match=r"ember\.nn"):
         ember.load(io.BytesIO(data))
     monkeypatch.setattr(rebuild, "_parameter", [_Parameter])

@@ -31,13 +31,6 @@ from ember.ops import aten
 class FakeParameter(FakeTensor, Parameter):
     """The fake of a ``Parameter``: a ``FakeTensor`` that is also a ``Parameter``."""
 
-    def __deepcopy__(self, memo: dict) -> FakeParameter:
-        if id(self) not in memo:
-            alias = self.__ember_shallow__()
-            alias.requires_grad = self.requires_grad
-            memo[id(self)] = alias
-        return memo[id(self)]
-
 
 class _IdMemo:
     """``id(obj) -> value`` for objects alive now."""
@@ -145,4 +138,6 @@ class FakeTensorConverter:
                 # A non-leaf's fake is a non-leaf too, as PyTorch makes it: a clone of a fake leaf.
                 with _no_modes(), enable_grad():
                     fake = aten.clone.default(fake)
+                # Other tensors on the real storage alias the clone, as they alias the real tensor.
+                self.storage_memo.set(t._storage, fake._storage)
         return fake

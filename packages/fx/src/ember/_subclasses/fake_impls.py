@@ -302,22 +302,9 @@ def _wrap(value, mode: FakeTensorMode, out_device: device, standins: dict, made:
 
 def fresh_fake(mode: FakeTensorMode, shape: tuple, dtype, dev: device, stride: tuple | None = None) -> FakeTensor:
     """A contiguous (or ``stride``) fake on new meta storage; sizes may be unbacked SymInts."""
-    if stride is None:
-        stride = _row_major(shape)
+    stride = contiguous_strides(shape) if stride is None else stride
     nbytes = numel(shape) * dtype.itemsize
     return FakeTensor._make(mode, Storage(None, nbytes, META), shape, stride, 0, dtype, dev)
-
-
-def _row_major(shape: tuple) -> tuple:
-    """Contiguous strides without asking whether a symbolic size exceeds 1 (an unbacked size cannot
-    say): such a size multiplies the strides outside it as it is."""
-    if all(isinstance(n, int) for n in shape):
-        return contiguous_strides(shape)
-    strides, running = [], 1
-    for n in reversed(shape):
-        strides.append(running)
-        running = running * (n if not isinstance(n, int) or n > 1 else 1)
-    return tuple(reversed(strides))
 
 
 # -- fallback: a CPU kernel on zeros ------------------------------------------------------------------

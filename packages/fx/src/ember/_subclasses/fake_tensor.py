@@ -11,7 +11,10 @@ common device of the tensor arguments, a 0-dim CPU tensor mixing with any device
 ``device=`` argument for factories and copies.
 
 Autograd sits above the python dispatch level, so ops on fakes that require grad record nodes as on
-real tensors, and ``backward()`` computes fake gradients.
+real tensors, and ``backward()`` computes fake gradients. ``nn.Parameter(fake)`` is a fake that is a
+Parameter, so modules built under the mode have fake parameters; tensors made from data under the
+mode (``ember.tensor``, ``as_tensor``, ``from_numpy``) reach it through ``aten.lift_fresh`` and
+become fakes too.
 
 An op without a meta kernel runs its decomposition under the mode; without either, a CPU kernel
 runs on zero-filled real inputs when ``allow_fallback_kernels`` (and the results become fakes);
@@ -28,11 +31,13 @@ from typing import Any
 
 from ember.core import dispatch
 from ember.core import dtypes as D
-from ember.core.devices import device
+from ember.core.devices import device, to_device
 from ember.core.dispatch import DispatchMode, OpOverload
 from ember.core.layout import numel
 from ember.core.storage import Storage
 from ember.core.tensor import Tensor, _new
+from ember.nn.parameter import Parameter
+from ember.ops import aten
 
 __all__ = [
     "DataDependentOutputException",
@@ -42,6 +47,8 @@ __all__ = [
     "FakeTensorMode",
     "UnsupportedFakeTensorException",
     "UnsupportedOperatorException",
+    "is_fake",
+    "maybe_get_fake_mode",
     "unset_fake_temporarily",
 ]
 
@@ -113,6 +120,17 @@ class FakeTensor(Tensor):
     fake_mode: FakeTensorMode
     # PyTorch's attribute for a fake made from a small constant; Ember makes no such fakes.
     constant = None
+
+    def __new__(cls, fake_mode: FakeTensorMode, elem: Tensor, device, constant: Any = None) -> FakeTensor:
+        """``FakeTensor(fake_mode, elem, device)``: the fake over the meta tensor ``elem`` (its storage)."""
+        if not isinstance(elem, Tensor) or elem.device.type != "meta" or type(elem)._dispatches:
+            raise TypeError(f"FakeTensor(): elem must be a meta tensor, got {elem!r}")
+        out = FakeTensor._make(
+            fake_mode, elem._storage, elem._shape, elem._stride, elem._offset, elem.dtype, to_device(device), cls
+        )
+        if elem.requires_grad:
+            out.requires_grad = True
+        return out
 
     @staticmethod
     def _make(
@@ -228,6 +246,21 @@ class FakeTensor(Tensor):
             raise TypeError("only integer tensors of a single element can be converted to an index")
         raise DataDependentOutputException("Tensor.__index__()")
 
+    def __deepcopy__(self, memo: dict) -> FakeTensor:
+        """A fake of the same mode on new storage (a fake Parameter stays one); no data is copied."""
+        if id(self) in memo:
+            return memo[id(self)]
+        from ember.autograd.grad_mode import no_grad
+
+        with no_grad():
+            out = aten.clone.default(self)
+        if isinstance(self, Parameter):
+            out = out.__ember_as_parameter__(self.requires_grad)
+        elif self.requires_grad:
+            out.requires_grad_(True)
+        memo[id(self)] = out
+        return out
+
     def __reduce_ex__(self, protocol):
         raise DataDependentOutputException("pickling a Tensor")
 
@@ -325,6 +358,16 @@ def unset_fake_temporarily() -> Iterator[FakeTensorMode | None]:
         yield mode
     finally:
         modes.insert(min(index, len(modes)), mode)
+
+
+def is_fake(x: object) -> bool:
+    """Whether ``x`` is a fake tensor."""
+    return isinstance(x, FakeTensor)
+
+
+def maybe_get_fake_mode(x: object) -> FakeTensorMode | None:
+    """The mode of a fake tensor, None for anything else."""
+    return x.fake_mode if isinstance(x, FakeTensor) else None
 
 
 def active_fake_mode() -> FakeTensorMode | None:

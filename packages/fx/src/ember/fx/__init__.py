@@ -11,6 +11,9 @@ from ember.fx import proxy  # noqa: F401  (ember.fx.proxy, as torch.fx.proxy)  #
 from ember.fx._symbolic_trace import PH, ProxyableClassMeta, Tracer, symbolic_trace, wrap  # isort: skip
 from ember.fx.proxy import Proxy  # isort: skip
 
+# Rewriting.
+from ember.fx.subgraph_rewriter import replace_pattern  # isort: skip
+
 __all__ = [
     "Graph",
     "GraphModule",
@@ -22,3 +25,4 @@ __all__ = [
     "map_arg",
 ]
 __all__ += ["PH", "Proxy", "ProxyableClassMeta", "Tracer", "symbolic_trace", "wrap"]  # symbolic tracing
+__all__ += ["replace_pattern"]  # rewriting

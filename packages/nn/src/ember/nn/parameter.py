@@ -13,6 +13,7 @@ what ``param.data = new`` does in PyTorch.
 from __future__ import annotations
 
 from ember.core.aten.factories.factories import empty_function
+from ember.core.serialization import register_parameter_class
 from ember.core.tensor import Tensor, _new
 
 __all__ = ["Buffer", "Parameter", "swap_payload"]
@@ -110,3 +111,6 @@ def swap_payload(target: Tensor, source: Tensor) -> None:
     target.device = source.device
     target._array = source._array
     target._contig = None
+
+
+register_parameter_class(Parameter)  # checkpoints save and load it as torch.nn.Parameter

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from ember.core.symbolic import GuardOnDataDependentSymNode, guard_size_oblivious, sym_max
+
 
 def contiguous_strides(shape: tuple) -> tuple:
     try:
@@ -22,7 +24,10 @@ def _contiguous_strides(shape: tuple) -> tuple:
     running = 1
     for size in reversed(shape):
         strides.append(running)
-        running *= size if size > 1 else 1
+        if type(size) is int:
+            running *= size if size > 1 else 1
+        else:
+            running *= sym_max(size, 1)  # no guard: a data-dependent size may be anything
     return tuple(reversed(strides))
 
 
@@ -34,11 +39,28 @@ int_contiguous_strides = _contiguous_strides_cached
 def is_contiguous(shape: tuple, stride: tuple) -> bool:
     """PyTorch's rule: size-1 dimensions may have any stride; an empty tensor is contiguous."""
     expected = 1
+    try:
+        for size, st in zip(reversed(shape), reversed(stride), strict=True):
+            if size == 0:
+                return True
+            if size != 1:
+                if st != expected:
+                    return False
+                expected *= size
+    except GuardOnDataDependentSymNode:
+        return _is_contiguous_size_oblivious(shape, stride)
+    return True
+
+
+def _is_contiguous_size_oblivious(shape: tuple, stride: tuple) -> bool:
+    """``is_contiguous`` where a size computed from data is taken to be neither 0 nor 1 (PyTorch's
+    size-oblivious rule), which is what the tensor's layout means for all other sizes."""
+    expected = 1
     for size, st in zip(reversed(shape), reversed(stride), strict=True):
-        if size == 0:
+        if guard_size_oblivious(size == 0):
             return True
-        if size != 1:
-            if st != expected:
+        if not guard_size_oblivious(size == 1):
+            if guard_size_oblivious(st != expected):
                 return False
             expected *= size
     return True
@@ -83,10 +105,12 @@ def _broadcast_shapes(*shapes: tuple) -> tuple:
         offset = ndim - len(shape)
         for i, size in enumerate(shape):
             current = out[offset + i]
-            if size == current or size == 1:
+            if _is_one(size):
                 continue
-            if current == 1:
+            if _is_one(current):
                 out[offset + i] = size
+                continue
+            if size == current:
                 continue
             raise RuntimeError(
                 f"The size of tensor a ({current}) must match the size of tensor b ({size}) "
@@ -96,6 +120,12 @@ def _broadcast_shapes(*shapes: tuple) -> tuple:
 
 
 _broadcast_shapes_cached = lru_cache(maxsize=1024)(_broadcast_shapes)
+
+
+def _is_one(size) -> bool:
+    # Broadcasting asks whether a size is 1 as PyTorch does, size-obliviously: a size computed from
+    # data is taken not to be 1, rather than failing for want of its value.
+    return size == 1 if type(size) is int else guard_size_oblivious(size == 1)
 
 
 def pointwise_strides(shape: tuple, operands: list[tuple[tuple, tuple]]) -> tuple:

@@ -35,6 +35,7 @@ from ember.core.layout import (
 )
 from ember.core.promotion import can_cast, get_default_dtype, result_type
 from ember.core.quiet import restore, silence
+from ember.core.symbolic import GuardOnDataDependentSymNode
 from ember.core.tensor import Tensor, empty, from_array
 
 NUMBERS = (bool, int, float, complex)
@@ -75,7 +76,12 @@ def plan(rule: str | Callable, inputs: tuple) -> Plan:
     tensors = [t for t in inputs if isinstance(t, Tensor)]
     check_same_device(tensors)
     shape = broadcast_shapes(*[t._shape for t in tensors]) if len(tensors) > 1 else tensors[0]._shape
-    if _contiguous_result(tensors, shape):
+    try:
+        contiguous = _contiguous_result(tensors, shape)
+    except GuardOnDataDependentSymNode:
+        # A size computed from data: shapes are not known equal, so only exactly row-major operands count.
+        contiguous = all(t.is_contiguous() and t._stride == contiguous_strides(t._shape) for t in tensors)
+    if contiguous:
         strides = contiguous_strides(shape)
     else:
         strides = pointwise_strides(shape, [(t._shape, t._stride) for t in tensors])

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 __all__ = [
+    "GuardOnDataDependentSymNode",
     "SymBool",
     "SymFloat",
     "SymInt",
@@ -63,7 +64,7 @@ def _node_of(base: Any, value: Any):
     return None
 
 
-def _binary(name: str, float_result_for_float: bool = True):
+def _binary(name: str):
     """``self <name> other`` for SymInt: with a float operand the int side becomes a float first."""
 
     def forward(self, other):
@@ -282,7 +283,8 @@ class SymFloat:
         return self.node.float_()
 
     def __int__(self) -> int:
-        return int(self.node.float_())
+        # A guard on the truncated value, not on the float itself: weaker, as PyTorch's.
+        return int(self.__trunc__())
 
     def __bool__(self) -> bool:
         return builtins.bool(self != 0.0)
@@ -381,6 +383,24 @@ class SymBool:
 
 
 _SYMBOLIC = (SymInt, SymFloat, SymBool)
+
+
+class GuardOnDataDependentSymNode(RuntimeError):
+    """A Python decision on a size computed from data (an unbacked symbol) that nothing known settles.
+
+    Raised by the shape environment (``ember.fx.experimental.symbolic_shapes`` re-exports it); it
+    lives here so that the core's layout helpers can fall back to size-oblivious reasoning."""
+
+    def __init__(self, cond: Any, message: str) -> None:
+        super().__init__(message)
+        self.cond = cond
+
+
+def guard_size_oblivious(cond) -> bool:
+    """``bool(cond)``, deciding as if every size computed from data were at least 2."""
+    if isinstance(cond, SymBool):
+        return cond.node.guard_size_oblivious()
+    return builtins.bool(cond)
 
 
 # -- functions over plain and symbolic values alike -----------------------------------------------

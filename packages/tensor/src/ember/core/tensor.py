@@ -17,6 +17,7 @@ from ember.core import dtypes as D
 from ember.core.devices import CPU, check_backend, device
 from ember.core.layout import contiguous_strides, int_contiguous_strides, is_contiguous, numel
 from ember.core.storage import Storage
+from ember.core.symbolic import GuardOnDataDependentSymNode
 
 
 class Size(tuple):
@@ -370,7 +371,10 @@ def empty(shape: tuple, dtype: D.dtype, dev: device, stride: tuple | None = None
     """An uninitialized tensor; with ``stride``, laid out as given (like ``empty_strided``)."""
     if stride is None:
         stride = contiguous_strides(shape)
-    extent = 1 + sum((n - 1) * s for n, s in zip(shape, stride, strict=True)) if numel(shape) else 0
+    try:
+        extent = 1 + sum((n - 1) * s for n, s in zip(shape, stride, strict=True)) if numel(shape) else 0
+    except GuardOnDataDependentSymNode:  # sizes computed from data: taken to be non-empty (size-oblivious)
+        extent = 1 + sum((n - 1) * s for n, s in zip(shape, stride, strict=True))
     nbytes = extent * dtype.itemsize
     if dev.type == "cpu":
         storage = Storage.cpu(nbytes, dev)

@@ -1,6 +1,7 @@
-"""Ops whose outputs carry no gradient: indices, counts, bins, one-hot codes, fresh draws, and new
-tensors made in another's likeness (``zeros_like``, ``new_full``: only the metadata is read), and a
-tensor's sizes read as ops (``sym_size``).
+"""Ops whose outputs carry no gradient: indices, counts, bins, one-hot codes, fresh draws, new
+tensors made in another's likeness (``zeros_like``, ``new_full``: only the metadata is read), a
+tensor's sizes read as ops (``sym_size``), and ``lift_fresh`` (a tensor just made from data, which
+requires grad only after it).
 
 ``unique`` and its forms are different: PyTorch lets their values require grad but has no formula,
 so the backward raises ``NotImplementedError`` naming the op, here as there.
@@ -42,6 +43,7 @@ nondifferentiable(
     aten.sym_stride.int,
     aten.sym_numel.default,
     aten.sym_storage_offset.default,
+    aten.lift_fresh.default,
 )
 
 

@@ -141,6 +141,8 @@ def bound(expr: sympy.Expr, ranges: dict) -> ValueRanges:
         return ValueRanges.unknown()
     if isinstance(expr, FloorDiv):
         a, b = bound(expr.args[0], ranges), bound(expr.args[1], ranges)
+        if b.is_point() and b.lower.is_Integer and b.lower > 0:  # floor(x / c) is monotone in x
+            return ValueRanges(sympy.floor(a.lower / b.lower), sympy.floor(a.upper / b.lower))
         if b.lower > 0 and a.lower >= 0:
             low = sympy.floor(a.lower / b.upper) if b.upper.is_finite else sympy.Integer(0)
             high = sympy.floor(a.upper / b.lower) if a.upper.is_finite else INF
@@ -198,12 +200,17 @@ def decide(expr: sympy.Basic, ranges: dict) -> bool | None:
             return None
         settled = expr.xreplace(known)
         return True if settled is sympy.true else False if settled is sympy.false else None
-    r = bound(expr.lhs - expr.rhs, ranges)
+    difference = expr.lhs - expr.rhs
+    r = bound(difference, ranges)
     lo, hi = r.lower, r.upper
     if isinstance(expr, sympy.Eq):
         if lo == hi == 0:
             return True
-        return False if (lo > 0) == True or (hi < 0) == True else None  # noqa: E712  (sympy booleans)
+        if (lo > 0) == True or (hi < 0) == True:  # noqa: E712  (sympy booleans)
+            return False
+        if isinstance(difference, sympy.Mul) and all(_nonzero(f, ranges) for f in difference.args):
+            return False  # a product of factors none of which can be zero (numel != 0)
+        return None
     if isinstance(expr, sympy.Ne):
         inner = decide(sympy.Eq(expr.lhs, expr.rhs, evaluate=False), ranges)
         return None if inner is None else not inner
@@ -216,6 +223,11 @@ def decide(expr: sympy.Basic, ranges: dict) -> bool | None:
     if isinstance(expr, sympy.GreaterThan):
         return _sure(lo >= 0, hi < 0)
     return None
+
+
+def _nonzero(expr: sympy.Expr, ranges: dict) -> bool:
+    r = bound(expr, ranges)
+    return (r.lower > 0) == True or (r.upper < 0) == True  # noqa: E712
 
 
 def _sure(true_if, false_if) -> bool | None:

@@ -95,14 +95,25 @@ def _python_floordiv(a, b):
 class SymNode:
     """A sympy expression over a ``ShapeEnv``'s symbols, with its Python type and hint."""
 
-    __slots__ = ("constant", "expr", "hint", "pytype", "shape_env")
+    __slots__ = ("_expr", "_seen", "constant", "hint", "pytype", "shape_env")
 
     def __init__(self, expr: sympy.Basic, shape_env: Any, pytype: type, hint: Any, constant: Any = None) -> None:
-        self.expr = expr
+        self._expr = expr
+        self._seen = 0  # how many replacements the environment had when _expr was last simplified
         self.shape_env = shape_env
         self.pytype = pytype
         self.hint = hint
         self.constant = constant
+
+    @property
+    def expr(self) -> sympy.Basic:
+        """The expression, with the replacements guards have made since (``s1`` is ``s0`` once
+        ``s1 == s0`` was guarded), as PyTorch's ``SymNode.expr`` gives it."""
+        count = len(self.shape_env.replacements)
+        if count != self._seen:
+            self._expr = self.shape_env.simplify(self._expr)
+            self._seen = count
+        return self._expr
 
     # -- what it is ---------------------------------------------------------------------------
 
@@ -270,6 +281,12 @@ class SymNode:
 
     def guard_bool(self, file: str = "", line: int = 0) -> bool:
         return self.bool_()
+
+    def guard_size_oblivious(self, file: str = "", line: int = 0) -> bool:
+        """The condition decided as if every size-like unbacked symbol were at least 2."""
+        if self.constant is not None:
+            return bool(self.constant)
+        return bool(self.shape_env.evaluate_expr(self.expr, self.hint, size_oblivious=True))
 
     def guard_int(self, file: str = "", line: int = 0) -> int:
         return self.int_()

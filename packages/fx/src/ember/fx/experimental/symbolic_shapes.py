@@ -28,7 +28,7 @@ from typing import Any
 
 import sympy
 
-from ember.core.symbolic import SymBool, SymFloat, SymInt
+from ember.core.symbolic import GuardOnDataDependentSymNode, SymBool, SymFloat, SymInt, is_symbolic
 from ember.fx.experimental._sympy import ValueRanges, bound, decide
 from ember.fx.experimental.guard_printing import PythonPrinter
 from ember.fx.experimental.sym_node import SymNode
@@ -51,16 +51,9 @@ __all__ = [
     "hint_int",
     "is_concrete_bool",
     "is_concrete_int",
+    "is_symbolic",
     "statically_known_true",
 ]
-
-
-class GuardOnDataDependentSymNode(RuntimeError):
-    """A Python decision on an unbacked (data-dependent) size that nothing known settles."""
-
-    def __init__(self, cond: sympy.Basic, message: str) -> None:
-        super().__init__(message)
-        self.cond = cond
 
 
 class DimDynamic(enum.Enum):
@@ -185,13 +178,15 @@ class ShapeEnv:
             self.val_to_var[val] = symbol
         return symbol
 
-    def create_symintnode(self, sym: sympy.Expr, *, hint: int | None, source: Any = None) -> int | SymInt:
+    def create_symintnode(self, sym: sympy.Expr, hint: int | None = None, source: Any = None) -> int | SymInt:
         """A ``SymInt`` over ``sym`` (an int if ``sym`` is a constant)."""
         if sym.is_Integer:
             return int(sym)
+        if hint is None:
+            hint = self.size_hint(sym, allow_none=True)
         return SymInt(SymNode(sym, self, int, hint))
 
-    def create_symfloatnode(self, sym: sympy.Expr, *, hint: float | None, source: Any = None) -> float | SymFloat:
+    def create_symfloatnode(self, sym: sympy.Expr, hint: float | None = None, source: Any = None) -> float | SymFloat:
         if sym.is_Number:
             return float(sym)
         return SymFloat(SymNode(sym, self, float, hint))
@@ -298,8 +293,8 @@ class ShapeEnv:
             ranges = self._ranges(size_oblivious)
             # Decided by the ranges of the symbols it mentions alone: cached across environments, as
             # every fresh environment gives its sizes the same ranges and meta kernels ask the same things.
-            key = (expr, tuple(sorted(((s, ranges.get(s)) for s in expr.free_symbols), key=str)))
-            value = _decide_by_ranges(*key)
+            known = tuple(sorted(((s, ranges.get(s)) for s in expr.free_symbols), key=str))
+            value = _decide_by_ranges(expr, known)
         if value is not None:
             self._static_cache[key] = value
         return value
@@ -546,10 +541,6 @@ def _symbol_order(symbol: sympy.Symbol) -> tuple:
 # -- helpers over plain and symbolic values -------------------------------------------------------
 
 
-def is_symbolic(value: Any) -> bool:
-    return isinstance(value, SymInt | SymFloat | SymBool)
-
-
 def is_concrete_int(a: Any) -> bool:
     """Whether ``a`` is an int, or a ``SymInt`` whose expression is a constant."""
     if isinstance(a, int):
@@ -636,8 +627,7 @@ def definitely_false(a: Any) -> bool:
 def guard_size_oblivious(expr: Any) -> bool:
     """``bool(expr)`` deciding as if every size-like unbacked symbol were at least 2."""
     if isinstance(expr, SymBool):
-        node = expr.node
-        return bool(node.shape_env.evaluate_expr(node.expr, node.hint, size_oblivious=True))
+        return expr.node.guard_size_oblivious()
     return bool(expr)
 
 

@@ -21,6 +21,7 @@ register(
     same,
     aten.alias.default,
     aten.detach.default,
+    aten.lift_fresh.default,
     aten.clone.default,
     aten._to_copy.default,
     aten.positive.default,

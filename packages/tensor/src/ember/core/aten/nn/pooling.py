@@ -422,7 +422,7 @@ def avg_pool2d(
 
 
 def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
-    if isinstance(output_size, int):
+    if isinstance(output_size, int | SymInt):
         output_size = (output_size, output_size)
     sizes = tuple(output_size)
     if len(sizes) == 2:

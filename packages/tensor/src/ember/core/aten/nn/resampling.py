@@ -23,6 +23,7 @@ from ember.core.dispatch import define
 from ember.core.layout import numel
 from ember.core.pointwise import type_name
 from ember.core.quiet import restore, silence
+from ember.core.symbolic import sym_float, sym_int
 from ember.core.tensor import Tensor, empty
 
 nearest1d = define("upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor", ("core",))
@@ -206,7 +207,7 @@ def _vec_sizes(input: Tensor, output_size, scale_factors) -> tuple[list, list]:
         return list(output_size), [None] * len(spatial)
     if scale_factors is None:
         raise RuntimeError("Must specify exactly one of output_size and scale_factors")
-    sizes = [int(n * s) for n, s in zip(spatial, scale_factors, strict=True)]  # truncated, as PyTorch casts
+    sizes = [sym_int(n * s) for n, s in zip(spatial, scale_factors, strict=True)]  # truncated, as PyTorch casts
     return sizes, list(scale_factors)
 
 
@@ -280,12 +281,12 @@ def interpolate(
     if mode == "area" and output_size is None:
         recompute_scale_factor = True
     if recompute_scale_factor:
-        output_size = [math.floor(float(n * s)) for n, s in zip(spatial, scales, strict=True)]
+        output_size = [math.floor(sym_float(n * s)) for n, s in zip(spatial, scales, strict=True)]
         scales = None
     if antialias:
         raise NotImplementedError("interpolate(antialias=True) is not implemented in ember")
     if output_size is None:
-        output_size = [int(n * s) for n, s in zip(spatial, scales, strict=True)]
+        output_size = [sym_int(n * s) for n, s in zip(spatial, scales, strict=True)]
     factors = scales if scales is not None else [None] * max(dim, 0)
     if mode in ("nearest", "nearest-exact") and input.ndim in (3, 4):
         op = {

@@ -482,11 +482,13 @@ def randperm(
     n, *, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False
 ):
     """``ember.randperm(n)``: a random permutation of ``0 .. n-1``."""
-    if isinstance(n, bool) or not isinstance(n, int | np.integer):
+    if isinstance(n, bool) or not isinstance(n, int | np.integer | SymInt):
         raise TypeError(f"randperm(): argument 'n' must be int, not {type(n).__name__}")
+    if isinstance(n, np.integer):
+        n = int(n)
     if out is not None:
-        return randperm_outs[1](int(n), generator=generator, out=out)
-    t = randperm_ops[1](int(n), generator=generator, dtype=dtype, device=device)
+        return randperm_outs[1](n, generator=generator, out=out)
+    t = randperm_ops[1](n, generator=generator, dtype=dtype, device=device)
     return _finish(_fresh(t), requires_grad, None)
 
 

@@ -583,11 +583,16 @@ for _op, _name in [
     (narrow, "narrow"),
     (diagonal, "diagonal"),
     (flatten, "flatten"),
-    (chunk, "chunk"),
 ]:
     _plain(_op, _name)
 _plain(unfold, "unfold", function=False)
 _plain(detach, "detach")
+
+
+@method("chunk")
+@public("chunk")
+def _chunk(input, chunks: int, dim: int = 0):
+    return tuple(chunk(input, chunks, dim))  # the op gives a list, PyTorch's surface a tuple
 
 
 @method("unbind")

@@ -1,0 +1,1 @@
+"""Helpers shared by the passes: subgraph matching and partition checks."""
