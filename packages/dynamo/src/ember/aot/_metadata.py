@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ember.autograd import is_grad_enabled
+from ember.core import ops as _ops
 from ember.core.tensor import Tensor
 
 
@@ -41,15 +42,40 @@ def missing_functionalization(mutated: list[int]) -> RuntimeError:
     )
 
 
+def mutated_inputs(gm) -> list[int]:
+    """The placeholders (by position) whose memory an op of the traced graph writes."""
+    from ember.core.dispatch import OpOverload
+
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    storages = {
+        id(n.meta["val"]._storage): i for i, n in enumerate(placeholders) if isinstance(n.meta.get("val"), Tensor)
+    }
+    mutated: set[int] = set()
+    for node in gm.graph.nodes:
+        target = node.target
+        if node.op != "call_function" or not isinstance(target, OpOverload) or not target.schema.is_mutable:
+            continue
+        if target is _ops.aten._native_batch_norm_legit.default and not _argument(node, 5, "training"):
+            continue  # without training the running statistics are only read (PyTorch's ..._no_training)
+        for i, argument in enumerate(target.schema.arguments):
+            if not argument.is_write:
+                continue
+            value = node.args[i] if i < len(node.args) else node.kwargs.get(argument.name)
+            val = getattr(value, "meta", {}).get("val")
+            if isinstance(val, Tensor) and id(val._storage) in storages:
+                mutated.add(storages[id(val._storage)])
+    return sorted(mutated)
+
+
+def _argument(node, index: int, name: str):
+    return node.args[index] if index < len(node.args) else node.kwargs.get(name)
+
+
 def collect_metadata(flat_fn, fake_args: list[Any]) -> ViewAndMutationMeta:
     """Run ``flat_fn`` on the fake inputs once and describe its outputs and input mutations."""
-    versions = [a._storage.version if isinstance(a, Tensor) else None for a in fake_args]
     storages = {id(a._storage): i for i, a in enumerate(fake_args) if isinstance(a, Tensor)}
     outs = flat_fn(*fake_args)
     meta = ViewAndMutationMeta()
-    for i, a in enumerate(fake_args):
-        if isinstance(a, Tensor) and a._storage.version != versions[i]:
-            meta.mutated_inputs.append(i)
     for out in outs:
         if not isinstance(out, Tensor):
             meta.outputs.append(OutputInfo(is_tensor=False))

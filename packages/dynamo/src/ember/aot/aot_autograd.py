@@ -26,7 +26,7 @@ from typing import Any
 
 from ember.aot import _rng
 from ember.aot._logging import log_graph
-from ember.aot._metadata import collect_metadata, missing_functionalization
+from ember.aot._metadata import collect_metadata, missing_functionalization, mutated_inputs
 from ember.aot._runtime import CompiledPlan, autograd_function, run_autograd, run_inference
 from ember.aot.partitioners import default_partition
 from ember.autograd import enable_grad, is_grad_enabled, no_grad
@@ -171,14 +171,13 @@ def _compile(fn: Callable, flat_args: list, in_spec, aot_config: _Config) -> _Co
     needs_autograd = is_grad_enabled() and any(f.requires_grad for f in fakes)
     with fake_mode, enable_grad() if needs_autograd else no_grad():
         meta = collect_metadata(flat_fn, fakes)
-    if meta.mutated_inputs:
-        raise missing_functionalization(meta.mutated_inputs)
     needs_autograd = needs_autograd and bool(meta.tangent_outputs)
     tracing_mode = "symbolic" if aot_config.dynamic else "fake"
     name = getattr(fn, "__qualname__", type(fn).__name__)
     if not needs_autograd:
         with no_grad():
             graph = make_fx(flat_fn, aot_config.decompositions, tracing_mode)(*fakes)
+        _check_mutations(graph)
         graph, rng = _rng.functionalize_rng(graph)
         log_graph("inference graph", name, graph)
         compiled = aot_config.inference_compiler(graph, _example_inputs(graph))
@@ -201,6 +200,7 @@ def _compile(fn: Callable, flat_args: list, in_spec, aot_config: _Config) -> _Co
 
     with enable_grad():
         joint_graph = make_fx(joint, aot_config.decompositions, tracing_mode)(fakes, tangents)
+    _check_mutations(joint_graph)
     joint_graph.graph.set_codegen(CodeGen())  # flat placeholders: primals_1, ..., tangents_1, ...
     _drop_own_frames(joint_graph)
     joint_graph.recompile()
@@ -215,6 +215,12 @@ def _compile(fn: Callable, flat_args: list, in_spec, aot_config: _Config) -> _Co
     bw = aot_config.bw_compiler(bw_graph, _example_inputs(bw_graph))
     plan = CompiledPlan(meta, tensor_positions, grad_inputs, num_saved_tensors, num_saved_syms, rng, fw, bw)
     return _Compiled(plan, out_spec_box[0], True)
+
+
+def _check_mutations(gm: GraphModule) -> None:
+    mutated = mutated_inputs(gm)
+    if mutated:
+        raise missing_functionalization(mutated)
 
 
 def _drop_own_frames(gm: GraphModule) -> None:
