@@ -74,8 +74,8 @@ def run_inference(plan: CompiledPlan, flat_args: list) -> list:
     tensors = [flat_args[i] for i in plan.tensor_positions]
     outs = list(call_boxed(plan.forward, _with_rng(plan, tensors)))
     outs = _finish_rng(plan, outs)
-    with no_grad():
-        return _regenerate_aliases(plan, flat_args, outs)
+    # Views of inputs that require grad are differentiable as eager's are (grad mode permitting).
+    return _regenerate_aliases(plan, flat_args, outs)
 
 
 def autograd_function(plan: CompiledPlan) -> type[Function]:
