@@ -1,0 +1,127 @@
+"""AOT autograd against PyTorch's: tensors saved for the backward, and time to trace and partition.
+
+    python tools/bench/aot.py [--rounds R]
+
+Two models of the training test, built in both libraries from the same weights: one block of the
+GPT (width 128, context 64, 4 heads; batch 2) and the CNN (batch 2, 32x32 images; BatchNorm in eval
+mode: in training mode its running statistics are input mutations, which need functionalization).
+Each is compiled with ``aot_function`` over ``functional_call`` (parameters and buffers as inputs),
+nop compilers, and each partitioner. Reported per case:
+
+- tensors saved for the backward (the forward graph's outputs after the model's own output);
+  target for the min-cut partitioner: no more than PyTorch's;
+- time to trace and partition: a fresh ``aot_function``'s first call less its second call (which
+  only runs the compiled forward), the best of R rounds, Ember and PyTorch alternately;
+  target: ratio (Ember over PyTorch) at most 1.0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+import ember
+import ember.func
+from ember.aot import aot_function, default_partition, min_cut_rematerialization_partition, nop
+
+try:
+    import functorch.compile as torch_compile
+    import torch
+    import torch.func
+except ImportError:
+    raise SystemExit("tools/bench/aot.py needs PyTorch installed (pip install torch==2.13.0)") from None
+
+sys.path.insert(0, str(Path(__file__).parents[2] / "packages" / "nn" / "tests"))
+from training_models import cnn, copy_state, gpt
+
+PARTITIONERS = {
+    "default": (default_partition, torch_compile.default_partition),
+    "min_cut": (min_cut_rematerialization_partition, torch_compile.min_cut_rematerialization_partition),
+}
+
+
+def _block(lib):
+    return gpt(lib, layers=1).blocks[0]
+
+
+MODELS = {
+    "GPT block": (_block, (2, 64, 128)),
+    "CNN": (lambda lib: cnn(lib).eval(), (2, 3, 32, 32)),
+}
+
+
+class _Saved:
+    """A compiler that counts the tensors the forward graph saves."""
+
+    def __init__(self, run, tensor_type) -> None:
+        self.run, self.tensor_type, self.count = run, tensor_type, None
+
+    def __call__(self, gm, example_inputs):
+        if self.count is None:
+            (output,) = [n for n in gm.graph.nodes if n.op == "output"]
+            self.count = sum(isinstance(o.meta.get("val"), self.tensor_type) for o in output.args[0][1:])
+        return self.run(gm, example_inputs)
+
+
+def _torch_nop(gm, _inputs):
+    return torch_compile.make_boxed_func(gm.forward)
+
+
+def _case(lib, module, x, partition) -> tuple[float, int]:
+    """(seconds to trace and partition, tensors saved) for one fresh compile."""
+    params = {**dict(module.named_parameters()), **dict(module.named_buffers())}
+    if lib is torch:
+
+        def fn(p, x):
+            return torch.func.functional_call(module, p, (x,))
+
+        fw = _Saved(_torch_nop, torch.Tensor)
+        compiled = torch_compile.aot_function(fn, fw, _torch_nop, partition_fn=partition)
+    else:
+
+        def fn(p, x):
+            return ember.func.functional_call(module, p, (x,))
+
+        fw = _Saved(nop, ember.Tensor)
+        compiled = aot_function(fn, fw, nop, partition_fn=partition)
+    start = time.perf_counter()
+    compiled(params, x)
+    first = time.perf_counter() - start
+    start = time.perf_counter()
+    compiled(params, x)
+    again = time.perf_counter() - start
+    return max(first - again, 0.0), fw.count
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    print(
+        f"{'model':<10} {'partitioner':<8} {'saved':>6} {'torch':>6} {'ratio':>6}   {'trace+partition':>15} {'torch':>9} {'ratio':>6}"
+    )
+    for name, (build, shape) in MODELS.items():
+        torch.manual_seed(0)
+        theirs, ours = build(torch), build(ember)
+        copy_state(theirs, ours, ember)
+        x = np.random.default_rng(0).standard_normal(shape).astype("float32")
+        tx, ex = torch.tensor(x), ember.tensor(x)
+        for label, (our_partition, their_partition) in PARTITIONERS.items():
+            ours_best = theirs_best = float("inf")
+            for _ in range(args.rounds):
+                seconds, our_saved = _case(ember, ours, ex, our_partition)
+                ours_best = min(ours_best, seconds)
+                seconds, their_saved = _case(torch, theirs, tx, their_partition)
+                theirs_best = min(theirs_best, seconds)
+            print(
+                f"{name:<10} {label:<8} {our_saved:>6} {their_saved:>6} {our_saved / their_saved:>6.2f}   "
+                f"{ours_best * 1e3:>12.1f} ms {theirs_best * 1e3:>6.1f} ms {ours_best / theirs_best:>6.2f}"
+            )
+
+
+if __name__ == "__main__":
+    main()
