@@ -1,0 +1,96 @@
+"""The compile backends built on AOT autograd, the PyTorch module paths, and what AOT autograd logs."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from importlib.metadata import entry_points
+
+import numpy as np
+import pytest
+
+import ember
+import ember.logs
+from ember.aot import aot_function, backends, min_cut_rematerialization_partition, nop
+from ember.fx import symbolic_trace
+
+
+class Net(ember.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = ember.nn.Linear(4, 3)
+
+    def forward(self, x):
+        return self.linear(x).relu().sum(1)
+
+
+def test_backends_are_registered_and_declared_as_entry_points():
+    assert {"aot_eager", "aot_eager_decomp_partition"} <= set(backends.list_backends())
+    declared = {e.name: e for e in entry_points(group="ember.compile_backends")}
+    for name in ("aot_eager", "aot_eager_decomp_partition"):
+        assert declared[name].load() is backends.lookup_backend(name)
+    with pytest.raises(ValueError, match="unknown compile backend 'nope'"):
+        backends.lookup_backend("nope")
+    with pytest.raises(RuntimeError, match="already registered"):
+        backends.register_backend(lambda gm, inputs: gm, name="aot_eager")
+
+
+def test_aot_eager_runs_a_captured_graph_with_eager_gradients():
+    ember.manual_seed(0)
+    net = Net()
+    gm = symbolic_trace(net)
+    x = ember.randn(5, 4)
+    compiled = backends.lookup_backend("aot_eager")(gm, [x])
+    out = compiled(x)
+    expected = net(x)
+    np.testing.assert_allclose(np.asarray(out.detach()), np.asarray(expected.detach()), rtol=1e-6)
+    out.sum().backward()
+    ours = [p.grad.clone() for p in gm.parameters()]
+    net.zero_grad()
+    expected.sum().backward()
+    for a, p in zip(ours, net.parameters(), strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(p.grad), rtol=1e-6)
+
+
+def test_aot_eager_decomp_partition_needs_the_core_decomposition_table():
+    gm = symbolic_trace(Net())
+    x = ember.randn(5, 4)
+    try:
+        importlib.import_module("ember._decomp")
+    except ImportError:
+        with pytest.raises(NotImplementedError, match="ember._decomp"):
+            backends.lookup_backend("aot_eager_decomp_partition")(gm, [x])
+        return
+    compiled = backends.lookup_backend("aot_eager_decomp_partition")(gm, [x])
+    np.testing.assert_allclose(np.asarray(compiled(x).detach()), np.asarray(gm(x).detach()), rtol=1e-6)
+
+
+def test_pytorch_module_paths():
+    from ember._functorch import aot_autograd, config, partitioners
+
+    assert aot_autograd.aot_function is aot_function
+    assert aot_autograd.aot_module_simplified is ember.aot.aot_module_simplified
+    assert partitioners.min_cut_rematerialization_partition is min_cut_rematerialization_partition
+    assert config.functionalize_rng_ops is ember.aot.config.functionalize_rng_ops
+
+
+def test_logs_show_graphs_with_the_users_lines_and_the_saved_count(capsys):
+    def f(x):
+        return x.sin().cos()  # the line the forward graph shows
+
+    x = ember.randn(3, requires_grad=True)
+    try:
+        ember.logs.set_logs(aot=logging.INFO, aot_graphs=True, aot_joint_graph=True)
+        aot_function(f, nop, partition_fn=min_cut_rematerialization_partition)(x).sum().backward()
+    finally:
+        ember.logs.set_logs()
+    err = capsys.readouterr().err
+    assert "the partitioner saved 1 tensors" in err
+    assert "AOT joint graph of" in err and "AOT forward graph of" in err and "AOT backward graph of" in err
+    assert "return x.sin().cos()  # the line the forward graph shows" in err
+    assert "tangents_1" in err
+
+
+def test_logs_are_quiet_by_default(capsys):
+    aot_function(lambda x: x.exp(), nop)(ember.randn(3, requires_grad=True))
+    assert "AOT" not in capsys.readouterr().err
