@@ -32,6 +32,10 @@ KNOWN: list[frozenset[str]] = [
         "ember.autograd.tensor_methods ember.func ember.func._vmap ember.func._vmap.api "
         "ember.func._vmap.autograd_function ember.func.transforms",
         "ember.nn.modules.module ember.nn.modules.module_state",
+        # Fake tensors: the mode runs each op through its implementation modules, which make fake
+        # tensors of that mode (PyTorch keeps the same knot inside one file).
+        "ember._subclasses.fake_converter ember._subclasses.fake_dynamic ember._subclasses.fake_impls "
+        "ember._subclasses.fake_tensor",
     )
 ]
 

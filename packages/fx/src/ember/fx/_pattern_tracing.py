@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ember.core.dispatch import DispatchMode, OpOverload
 from ember.fx._symbolic_trace import Tracer
@@ -25,10 +25,7 @@ from ember.fx.graph_module import GraphModule
 from ember.fx.node import Node, map_aggregate
 from ember.fx.proxy import Proxy
 
-if TYPE_CHECKING:
-    from ember.fx.pattern_matcher import PatternExpr
-
-__all__ = ["erase_dead", "graph_to_pattern", "insert_replacement", "parameter_names", "trace_fn"]
+__all__ = ["erase_dead", "insert_replacement", "parameter_names", "trace_fn"]
 
 # Marks a parameter that is a graph value (a placeholder) rather than a constant.
 _INPUT = object()
@@ -113,53 +110,6 @@ def trace_fn(fn: Callable[..., Any], example_inputs: Sequence[Any] | None = None
     gm.graph.eliminate_dead_code()
     gm.recompile()
     return gm
-
-
-def graph_to_pattern(
-    graph: Graph, argnames: Sequence[str] | None = None, ignore_types: tuple[type, ...] = ()
-) -> PatternExpr:
-    """The pattern tree of a traced search function: one ``KeywordArg`` per placeholder, named by
-    ``argnames`` in order (by the placeholders' names without them).
-
-    A value used twice in the graph is one pattern object used twice, which must match one node.
-    Literal arguments of a type in ``ignore_types`` match any value (``Ignored``).
-    """
-    from ember.fx.pattern_matcher import CallFunction, CallMethod, Ignored, KeywordArg
-
-    patterns: dict[Node, Any] = {}
-
-    def convert(arg: Any) -> Any:
-        if isinstance(arg, Node):
-            return patterns[arg]
-        if isinstance(arg, list | tuple):
-            return type(arg)(convert(a) for a in arg) if not hasattr(arg, "_fields") else arg
-        if ignore_types and isinstance(arg, ignore_types):
-            return Ignored()
-        return arg
-
-    output = None
-    names = iter(argnames) if argnames is not None else None
-    for node in graph.nodes:
-        if node.op == "placeholder":
-            patterns[node] = KeywordArg(next(names) if names is not None else node.target)  # type: ignore[arg-type]
-        elif node.op == "call_function":
-            args, kwargs = convert(list(node.args)), {k: convert(v) for k, v in node.kwargs.items()}
-            patterns[node] = CallFunction(node.target, *args, **kwargs)
-        elif node.op == "call_method":
-            args, kwargs = convert(list(node.args)), {k: convert(v) for k, v in node.kwargs.items()}
-            patterns[node] = CallMethod(node.target, *args, **kwargs)
-        elif node.op == "output":
-            output = node.args[0]
-        else:
-            raise NotImplementedError(f"pattern functions cannot hold {node.op} nodes ({node.format_node()})")
-    if not isinstance(output, Node):
-        raise NotImplementedError(
-            f"a pattern function must return one traced value; patterns with several outputs are not supported "
-            f"(returned {output!r})"
-        )
-    if output.op == "placeholder":
-        raise ValueError("a pattern function must compute something: it returned its parameter")
-    return patterns[output]
 
 
 def insert_replacement(

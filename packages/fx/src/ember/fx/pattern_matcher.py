@@ -61,7 +61,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ember.core.dispatch import OpOverload, OpOverloadPacket
-from ember.fx._pattern_tracing import erase_dead, graph_to_pattern, insert_replacement, parameter_names, trace_fn
+from ember.fx._pattern_tracing import erase_dead, insert_replacement, parameter_names, trace_fn
 from ember.fx.graph import Graph
 from ember.fx.graph_module import GraphModule
 from ember.fx.node import Node
@@ -491,3 +491,48 @@ def register_graph_pattern(
         return handler
 
     return register
+
+
+def graph_to_pattern(
+    graph: Graph, argnames: Sequence[str] | None = None, ignore_types: tuple[type, ...] = ()
+) -> PatternExpr:
+    """The pattern tree of a traced search function: one ``KeywordArg`` per placeholder, named by
+    ``argnames`` in order (by the placeholders' names without them).
+
+    A value used twice in the graph is one pattern object used twice, which must match one node.
+    Literal arguments of a type in ``ignore_types`` match any value (``Ignored``).
+    """
+    patterns: dict[Node, Any] = {}
+
+    def convert(arg: Any) -> Any:
+        if isinstance(arg, Node):
+            return patterns[arg]
+        if isinstance(arg, list | tuple):
+            return type(arg)(convert(a) for a in arg) if not hasattr(arg, "_fields") else arg
+        if ignore_types and isinstance(arg, ignore_types):
+            return Ignored()
+        return arg
+
+    output = None
+    names = iter(argnames) if argnames is not None else None
+    for node in graph.nodes:
+        if node.op == "placeholder":
+            patterns[node] = KeywordArg(next(names) if names is not None else node.target)  # type: ignore[arg-type]
+        elif node.op == "call_function":
+            args, kwargs = convert(list(node.args)), {k: convert(v) for k, v in node.kwargs.items()}
+            patterns[node] = CallFunction(node.target, *args, **kwargs)
+        elif node.op == "call_method":
+            args, kwargs = convert(list(node.args)), {k: convert(v) for k, v in node.kwargs.items()}
+            patterns[node] = CallMethod(node.target, *args, **kwargs)
+        elif node.op == "output":
+            output = node.args[0]
+        else:
+            raise NotImplementedError(f"pattern functions cannot hold {node.op} nodes ({node.format_node()})")
+    if not isinstance(output, Node):
+        raise NotImplementedError(
+            f"a pattern function must return one traced value; patterns with several outputs are not supported "
+            f"(returned {output!r})"
+        )
+    if output.op == "placeholder":
+        raise ValueError("a pattern function must compute something: it returned its parameter")
+    return patterns[output]

@@ -246,3 +246,23 @@ def _view_dtype(call):
 
 
 register(_view_dtype, aten.view.dtype)
+
+
+def _lane_metadata(call):
+    """A lane's sizes, strides and element count: the value's, past its batch dim at 0."""
+    x = call.args[0]
+    rank = x.ndim - 1
+    if call.op is aten.sym_numel.default:
+        return x.numel() // x.size(0) if x.size(0) else 0
+    if call.op is aten.sym_storage_offset.default:
+        return x.storage_offset()
+    return call.op(x, shift(call.args[1], rank))
+
+
+register(
+    _lane_metadata,
+    aten.sym_size.int,
+    aten.sym_stride.int,
+    aten.sym_numel.default,
+    aten.sym_storage_offset.default,
+)
