@@ -283,3 +283,15 @@ def test_boxed_compilers():
     # Unboxed compiled functions are called with unpacked arguments.
     _, grads = _grads(aot_function(mlp, unboxed), inputs)
     _assert_close(grads[0], expected[0])
+
+
+@pytest.mark.parametrize("partition", PARTITIONERS, ids=lambda p: p.__name__)
+def test_the_same_tensor_passed_twice(partition):
+    def f(a, b):
+        return (a * b.sin()).sum()
+
+    (x,) = _leaves((5,))
+    compiled = aot_function(f, nop, partition_fn=partition)
+    _, (ours,) = _grads(lambda x: compiled(x, x), [x])
+    _, (expected,) = _grads(lambda x: f(x, x), [x])
+    _assert_close(ours, expected)
