@@ -208,7 +208,11 @@ def _compile(fn: Callable, flat_args: list, in_spec, aot_config: _Config) -> _Co
     num_fwd_outputs = len(meta.outputs) + (1 if rng else 0)
     log_graph("joint graph", name, joint_graph, artifact="aot_joint_graph")
     fw_graph, bw_graph = aot_config.partition_fn(joint_graph, [fakes, tangents], num_fwd_outputs=num_fwd_outputs)
-    num_saved_tensors, num_saved_syms = fw_graph.meta_saved
+    # The forward returns (*outputs, *saved tensors, *saved sizes), whichever partitioner made it.
+    (fw_output,) = fw_graph.graph.find_nodes(op="output")
+    saved = list(fw_output.args[0])[num_fwd_outputs:]
+    num_saved_syms = sum(not isinstance(n.meta.get("val"), Tensor) for n in saved)
+    num_saved_tensors = len(saved) - num_saved_syms
     log_graph("forward graph", name, fw_graph)
     log_graph("backward graph", name, bw_graph)
     fw = aot_config.fw_compiler(fw_graph, _example_inputs(fw_graph))

@@ -183,7 +183,6 @@ def _split(joint: GraphModule, num_fwd_outputs: int, saved: list[Node]) -> tuple
     from_tangents, _ = _backward_region(joint.graph)
     fw = _extract(joint, primals, [*fwd_outputs, *saved], lambda n: n not in from_tangents)
     bw = _extract(joint, saved + tangents, bwd_outputs, lambda n: n in from_tangents)
-    fw.meta_saved = (len(saved_tensors), len(saved_syms))
     _report(saved_tensors, saved_syms)
     return fw, bw
 
