@@ -27,7 +27,8 @@ class OutputInfo:
 @dataclass
 class ViewAndMutationMeta:
     outputs: list[OutputInfo] = field(default_factory=list)
-    mutated_inputs: list[int] = field(default_factory=list)
+    # The fake outputs of the run (the tangents are made in their image).
+    fake_outputs: list[Any] = field(default_factory=list)
 
     @property
     def tangent_outputs(self) -> list[int]:
@@ -75,7 +76,7 @@ def collect_metadata(flat_fn, fake_args: list[Any]) -> ViewAndMutationMeta:
     """Run ``flat_fn`` on the fake inputs once and describe its outputs and input mutations."""
     storages = {id(a._storage): i for i, a in enumerate(fake_args) if isinstance(a, Tensor)}
     outs = flat_fn(*fake_args)
-    meta = ViewAndMutationMeta()
+    meta = ViewAndMutationMeta(fake_outputs=list(outs))
     for out in outs:
         if not isinstance(out, Tensor):
             meta.outputs.append(OutputInfo(is_tensor=False))

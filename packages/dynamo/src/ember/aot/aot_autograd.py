@@ -187,9 +187,10 @@ def _compile(fn: Callable, flat_args: list, in_spec, aot_config: _Config) -> _Co
     grad_inputs = [i for i, f in enumerate(fakes) if f.requires_grad]
     tangents = []
     with fake_mode:
-        outs = flat_fn(*fakes)
         for i in meta.tangent_outputs:
-            tangents.append(_functions["empty"](tuple(outs[i].shape), dtype=outs[i].dtype, device=outs[i].device))
+            out = meta.fake_outputs[i]
+            tangents.append(_functions["empty"](tuple(out.shape), dtype=out.dtype, device=out.device))
+    meta.fake_outputs = []
 
     def joint(primals, tangents):
         outs = flat_fn(*primals)
