@@ -2,8 +2,8 @@
 
 Before the joint graph is traced, AOT autograd runs the function once on fake tensors with grad
 mode as the caller has it: that decides which outputs get a tangent (those that require grad and
-are not views of inputs), which outputs alias an input (returned later as real views of the real
-input), and whether the function mutates an input (which needs functionalization).
+are not views of inputs) and which outputs alias an input (returned later as real views of the real
+input). Whether the function mutates an input is read from the traced graph (``mutated_inputs``).
 """
 
 from __future__ import annotations
