@@ -84,3 +84,42 @@ def collect_metadata(flat_fn, fake_args: list[Any]) -> ViewAndMutationMeta:
         requires_grad = out.requires_grad and is_grad_enabled()
         meta.outputs.append(OutputInfo(True, requires_grad, storages.get(id(out._storage))))
     return meta
+
+
+def functionalization():
+    """``ember.func.functionalize`` where this build has functionalization, else None."""
+    try:
+        from ember.func import functionalize
+    except ImportError:
+        return None
+    return functionalize
+
+
+def lift_input_mutations(gm, num_outputs: int) -> list[int]:
+    """Turn the ``copy_`` onto inputs a functionalized trace ends with into outputs.
+
+    Each ``copy_(input, value)`` is removed and ``value`` becomes an output right after the first
+    ``num_outputs`` outputs; returns the positions (among the placeholders) of the mutated inputs,
+    in the order of their new values. The runtime copies the values onto the real inputs."""
+    graph = gm.graph
+    placeholders = {n: i for i, n in enumerate(n for n in graph.nodes if n.op == "placeholder")}
+    mutated: list[int] = []
+    values = []
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target is not _ops.aten.copy_.default:
+            continue
+        target = node.args[0]
+        if target not in placeholders:
+            continue
+        if placeholders[target] in mutated:
+            raise RuntimeError(f"AOT autograd: the input {target.name} is written twice at the end of the trace")
+        mutated.append(placeholders[target])
+        values.append(node.args[1])
+        node.replace_all_uses_with(target)
+        graph.erase_node(node)
+    if mutated:
+        (output,) = graph.find_nodes(op="output")
+        outs = list(output.args[0])
+        output.args = (outs[:num_outputs] + values + outs[num_outputs:],)
+        gm.recompile()
+    return mutated

@@ -12,7 +12,7 @@ forward as two trailing inputs and leaves it as one trailing output, the offset 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ember.aot._metadata import ViewAndMutationMeta
@@ -42,6 +42,8 @@ class CompiledPlan:
     rng: bool  # the forward takes (seed, offset) and returns the final offset
     forward: Callable
     backward: Callable | None
+    # Graph inputs the program mutates: the forward returns their new values after its outputs.
+    mutated_inputs: list[int] = field(default_factory=list)
 
 
 def _regenerate_aliases(plan: CompiledPlan, flat_args: list, outs: list) -> list:
@@ -61,19 +63,29 @@ def _with_rng(plan: CompiledPlan, args: list) -> list:
     return args
 
 
-def _finish_rng(plan: CompiledPlan, outs: list) -> list:
-    """Move the default generator past the graph's draws (the offset follows the forward's outputs)."""
+def _finish(plan: CompiledPlan, inputs: list, outs: list) -> list:
+    """What follows the forward's outputs: the new values of mutated inputs, copied onto the real
+    inputs as eager's in-place ops would have left them, then the Philox offset after the graph's
+    draws, which the default generator moves to. Returns the outputs without them."""
+    at = len(plan.meta.outputs)
+    extra = len(plan.mutated_inputs)
+    if extra:
+        with no_grad():
+            for position, value in zip(plan.mutated_inputs, outs[at : at + extra], strict=True):
+                target = inputs[position]
+                if tuple(target.shape) != tuple(value.shape):
+                    target.resize_(tuple(value.shape))
+                target.copy_(value)
     if plan.rng:
-        at = len(plan.meta.outputs)
-        default_generator.set_offset(int(outs[at]))
-        outs = outs[:at] + outs[at + 1 :]
-    return outs
+        default_generator.set_offset(int(outs[at + extra]))
+        extra += 1
+    return outs[:at] + outs[at + extra :] if extra else outs
 
 
 def run_inference(plan: CompiledPlan, flat_args: list) -> list:
     tensors = [flat_args[i] for i in plan.tensor_positions]
     outs = list(call_boxed(plan.forward, _with_rng(plan, tensors)))
-    outs = _finish_rng(plan, outs)
+    outs = _finish(plan, tensors, outs)
     # Views of inputs that require grad are differentiable as eager's are (grad mode permitting).
     return _regenerate_aliases(plan, flat_args, outs)
 
@@ -88,7 +100,7 @@ def autograd_function(plan: CompiledPlan) -> type[Function]:
         @staticmethod
         def forward(ctx, *inputs):
             outs = list(call_boxed(plan.forward, _with_rng(plan, list(inputs))))
-            outs = _finish_rng(plan, outs)
+            outs = _finish(plan, list(inputs), outs)
             user = outs[:num_outputs]
             saved = outs[num_outputs : num_outputs + plan.num_saved_tensors]
             ctx.save_for_backward(*saved)

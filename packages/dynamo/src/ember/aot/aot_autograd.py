@@ -26,7 +26,13 @@ from typing import Any
 
 from ember.aot import _rng
 from ember.aot._logging import log_graph
-from ember.aot._metadata import collect_metadata, missing_functionalization, mutated_inputs
+from ember.aot._metadata import (
+    collect_metadata,
+    functionalization,
+    lift_input_mutations,
+    missing_functionalization,
+    mutated_inputs,
+)
 from ember.aot._runtime import CompiledPlan, autograd_function, run_autograd, run_inference
 from ember.aot.partitioners import default_partition
 from ember.autograd import enable_grad, is_grad_enabled, no_grad
@@ -75,13 +81,16 @@ def make_boxed_compiler(compiler: Callable) -> Callable:
 
 
 class _Config:
-    def __init__(self, fw_compiler, bw_compiler, partition_fn, decompositions, inference_compiler, dynamic):
+    def __init__(
+        self, fw_compiler, bw_compiler, partition_fn, decompositions, inference_compiler, dynamic, keep_mutations
+    ):
         self.fw_compiler = fw_compiler
         self.bw_compiler = bw_compiler if bw_compiler is not None else fw_compiler
         self.inference_compiler = inference_compiler if inference_compiler is not None else fw_compiler
         self.partition_fn = partition_fn
         self.decompositions = dict(decompositions or {})
         self.dynamic = dynamic
+        self.keep_inference_input_mutations = keep_mutations
 
 
 def _signature(value: Any, dynamic: bool) -> Any:
@@ -123,7 +132,15 @@ def aot_function(
 ) -> Callable:
     """``fn`` compiled on its first call (and again for each new input signature): the forward and
     backward graphs traced ahead of time, partitioned, and given to ``fw_compiler``/``bw_compiler``."""
-    aot_config = _Config(fw_compiler, bw_compiler, partition_fn, decompositions, inference_compiler, dynamic)
+    aot_config = _Config(
+        fw_compiler,
+        bw_compiler,
+        partition_fn,
+        decompositions,
+        inference_compiler,
+        dynamic,
+        keep_inference_input_mutations,
+    )
     cache: dict[Any, _Compiled] = {}
 
     @functools.wraps(fn)
@@ -174,14 +191,20 @@ def _compile(fn: Callable, flat_args: list, in_spec, aot_config: _Config) -> _Co
     needs_autograd = needs_autograd and bool(meta.tangent_outputs)
     tracing_mode = "symbolic" if aot_config.dynamic else "fake"
     name = getattr(fn, "__qualname__", type(fn).__name__)
+    functionalize = functionalization()
     if not needs_autograd:
+        traced = flat_fn if functionalize is None else functionalize(flat_fn)
         with no_grad():
-            graph = make_fx(flat_fn, aot_config.decompositions, tracing_mode)(*fakes)
-        _check_mutations(graph)
-        graph, rng = _rng.functionalize_rng(graph)
+            graph = make_fx(traced, aot_config.decompositions, tracing_mode)(*fakes)
+        mutated = []
+        if functionalize is not None and not aot_config.keep_inference_input_mutations:
+            mutated = lift_input_mutations(graph, len(meta.outputs))
+        if not aot_config.keep_inference_input_mutations:
+            _check_mutations(graph)
+        graph, rng = _rng.functionalize_rng(graph, num_fwd_outputs=len(meta.outputs) + len(mutated))
         log_graph("inference graph", name, graph)
         compiled = aot_config.inference_compiler(graph, _example_inputs(graph))
-        plan = CompiledPlan(meta, tensor_positions, [], 0, 0, rng, compiled, None)
+        plan = CompiledPlan(meta, tensor_positions, [], 0, 0, rng, compiled, None, mutated)
         return _Compiled(plan, out_spec_box[0], False)
 
     grad_inputs = [i for i, f in enumerate(fakes) if f.requires_grad]
@@ -199,14 +222,22 @@ def _compile(fn: Callable, flat_args: list, in_spec, aot_config: _Config) -> _Co
         grads = autograd_grad(differentiated, wrt, tangents, allow_unused=True)
         return [*outs, *grads]
 
+    traced = joint if functionalize is None else functionalize(joint)
     with enable_grad():
-        joint_graph = make_fx(joint, aot_config.decompositions, tracing_mode)(fakes, tangents)
-    _check_mutations(joint_graph)
+        joint_graph = make_fx(traced, aot_config.decompositions, tracing_mode)(fakes, tangents)
     joint_graph.graph.set_codegen(CodeGen())  # flat placeholders: primals_1, ..., tangents_1, ...
+    mutated = [] if functionalize is None else lift_input_mutations(joint_graph, len(meta.outputs))
+    if any(fakes[i].requires_grad for i in mutated):
+        raise NotImplementedError(
+            "AOT autograd: the function mutates an input that requires grad in place; only inputs that "
+            "require no grad (buffers) may be mutated"
+        )
+    _check_mutations(joint_graph)
     _drop_own_frames(joint_graph)
     joint_graph.recompile()
-    joint_graph, rng = _rng.functionalize_rng(joint_graph, num_fwd_outputs=len(meta.outputs))
-    num_fwd_outputs = len(meta.outputs) + (1 if rng else 0)
+    num_fwd_outputs = len(meta.outputs) + len(mutated)
+    joint_graph, rng = _rng.functionalize_rng(joint_graph, num_fwd_outputs=num_fwd_outputs)
+    num_fwd_outputs += 1 if rng else 0
     log_graph("joint graph", name, joint_graph, artifact="aot_joint_graph")
     fw_graph, bw_graph = aot_config.partition_fn(joint_graph, [fakes, tangents], num_fwd_outputs=num_fwd_outputs)
     # The forward returns (*outputs, *saved tensors, *saved sizes), whichever partitioner made it.
@@ -218,7 +249,7 @@ def _compile(fn: Callable, flat_args: list, in_spec, aot_config: _Config) -> _Co
     log_graph("backward graph", name, bw_graph)
     fw = aot_config.fw_compiler(fw_graph, _example_inputs(fw_graph))
     bw = aot_config.bw_compiler(bw_graph, _example_inputs(bw_graph))
-    plan = CompiledPlan(meta, tensor_positions, grad_inputs, num_saved_tensors, num_saved_syms, rng, fw, bw)
+    plan = CompiledPlan(meta, tensor_positions, grad_inputs, num_saved_tensors, num_saved_syms, rng, fw, bw, mutated)
     return _Compiled(plan, out_spec_box[0], True)
 
 
