@@ -14,6 +14,7 @@ from ember.aot import (
     min_cut_rematerialization_partition,
     nop,
 )
+from ember.aot._metadata import functionalization
 from ember.fx.graph_module import GraphModule
 
 PARTITIONERS = [default_partition, min_cut_rematerialization_partition]
@@ -163,15 +164,37 @@ def test_outputs_that_alias_inputs_are_real_views(grad):
         _assert_close(y.grad, ember.full((2,), 2.0, dtype=y.dtype))
 
 
-def test_input_mutations_need_functionalization():
-    def f(x, buffer):
-        buffer.add_(1)
-        return x * buffer
+def _mutating(x, buffer):
+    buffer.add_(1)
+    return x * buffer
 
+
+def test_input_mutations_without_functionalization_raise():
+    if functionalization() is not None:
+        pytest.skip("this build has functionalization: test_input_mutations_are_applied_as_eager checks them")
     x, buffer = _leaves((3,), (3,))
     buffer.requires_grad_(False)
     with pytest.raises(RuntimeError, match=r"mutates its input\(s\) \[1\].*functionalization"):
-        aot_function(f, nop)(x, buffer)
+        aot_function(_mutating, nop)(x, buffer)
+
+
+@pytest.mark.parametrize("keep", [False, True])
+@pytest.mark.parametrize("grad", [True, False])
+def test_input_mutations_are_applied_as_eager(grad, keep):
+    if functionalization() is None and not (keep and not grad):
+        pytest.skip("input mutations need functionalization, which this build does not have")
+    x, buffer = _leaves((3,), (3,), requires_grad=grad)
+    buffer.requires_grad_(False)
+    expected_buffer = buffer.detach() + 1
+    compiled = aot_function(_mutating, nop, keep_inference_input_mutations=keep)
+    out = compiled(x, buffer)
+    _assert_close(buffer, expected_buffer)
+    _assert_close(out, x.detach() * expected_buffer)
+    compiled(x, buffer)
+    _assert_close(buffer, expected_buffer + 1)
+    if grad:
+        out.sum().backward()
+        _assert_close(x.grad, expected_buffer)
 
 
 def test_in_place_ops_on_intermediates_are_fine():

@@ -22,6 +22,7 @@ from ember.aot import (
     min_cut_rematerialization_partition,
     nop,
 )
+from ember.aot._metadata import functionalization
 from ember.fx import symbolic_trace
 
 nn = ember.nn
@@ -94,10 +95,31 @@ def _tensors(out):
     return [o for o in (out if isinstance(out, tuple) else (out,)) if isinstance(o, ember.Tensor)]
 
 
-def test_batch_norm_in_training_mutates_buffers_and_needs_functionalization():
-    module = nn.BatchNorm2d(3)
-    with pytest.raises(RuntimeError, match="functionalization"):
-        aot_module(module, nop)(_randn(2, 3, 4, 4))
+@pytest.mark.parametrize("partition", PARTITIONERS, ids=lambda p: p.__name__)
+@pytest.mark.parametrize("name", ["BatchNorm2d", "CNN"])
+def test_training_mode_batch_norm_updates_buffers_as_eager(name, partition):
+    make = {"BatchNorm2d": lambda: nn.BatchNorm2d(3), "CNN": lambda: cnn(ember)}[name]
+    ember.manual_seed(0)
+    module = make()
+    x = _randn(4, 3, 8, 8)
+    if functionalization() is None:
+        with pytest.raises(RuntimeError, match="functionalization"):
+            aot_module(module, nop, partition_fn=partition)(x)
+        return
+    reference = copy.deepcopy(module)
+    compiled = aot_module(module, nop, partition_fn=partition)
+    for _ in range(2):
+        out, expected = compiled(x), reference(x)
+        _close(out, expected)
+        _loss(out).backward()
+        _loss(expected).backward()
+    for (key, a), b in zip(module.named_buffers(), reference.buffers(), strict=True):
+        np.testing.assert_allclose(
+            np.asarray(a, dtype="float64"), np.asarray(b, dtype="float64"), rtol=1e-5, err_msg=key
+        )
+    ours, theirs = _grads(module), _grads(reference)
+    for key in theirs:
+        _close(ours[key], theirs[key])
 
 
 def test_aot_module_simplified_lifts_parameters_and_buffers():

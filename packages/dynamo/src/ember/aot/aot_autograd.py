@@ -216,6 +216,10 @@ def _compile(fn: Callable, flat_args: list, in_spec, aot_config: _Config) -> _Co
     meta.fake_outputs = []
 
     def joint(primals, tangents):
+        # Under functionalization the primals are new wrappers: they are the leaves to differentiate.
+        for i in grad_inputs:
+            if not primals[i].requires_grad:
+                primals[i].requires_grad_(True)
         outs = flat_fn(*primals)
         differentiated = [outs[i] for i in meta.tangent_outputs]
         wrt = [primals[i] for i in grad_inputs]
