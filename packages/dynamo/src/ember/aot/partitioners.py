@@ -203,25 +203,19 @@ def _format_bytes(n: float) -> str:
 
 
 def _size_of(node: Node) -> float:
-    """The bytes of a node's value; sizes that are symbols count at their example value."""
+    """The bytes of a node's value (of each of its values); sizes that are symbols count at their hint."""
     val = node.meta.get("val")
-    if isinstance(val, Tensor):
-        numel = 1
-        for s in val.shape:
-            numel *= _hint(s)
-        return float(numel * val.dtype.itemsize)
-    if isinstance(val, list | tuple):
-        return sum(float(_size_of_value(v)) for v in val)
-    return 1.0
-
-
-def _size_of_value(val) -> float:
-    if isinstance(val, Tensor):
-        numel = 1
-        for s in val.shape:
-            numel *= _hint(s)
-        return float(numel * val.dtype.itemsize)
-    return 1.0
+    values = val if isinstance(val, list | tuple) else [val]
+    total = 0.0
+    for value in values:
+        if isinstance(value, Tensor):
+            numel = 1
+            for s in value.shape:
+                numel *= _hint(s)
+            total += float(numel * value.dtype.itemsize)
+        else:
+            total += 1.0
+    return total
 
 
 def _hint(s) -> int:
