@@ -65,6 +65,35 @@ def test_aot_eager_decomp_partition_needs_the_core_decomposition_table():
     np.testing.assert_allclose(np.asarray(compiled(x).detach()), np.asarray(gm(x).detach()), rtol=1e-6)
 
 
+def test_decompositions_leave_only_core_ops():
+    try:
+        decompositions = importlib.import_module("ember._decomp").core_aten_decompositions()
+    except ImportError:
+        pytest.skip("the core decomposition table ember._decomp is not in this build")
+    graphs = []
+
+    def compiler(gm, example_inputs):
+        graphs.append(gm)
+        return nop(gm, example_inputs)
+
+    def f(x, w):
+        return ember.nn.functional.gelu(ember.nn.functional.layer_norm(x @ w, (4,))).log_softmax(-1).mean()
+
+    x, w = ember.randn(3, 5, requires_grad=True), ember.randn(5, 4, requires_grad=True)
+    compiled = aot_function(
+        f, compiler, partition_fn=min_cut_rematerialization_partition, decompositions=decompositions
+    )
+    compiled(x, w).backward()
+    ours = (x.grad.clone(), w.grad.clone())
+    x.grad = w.grad = None
+    f(x, w).backward()
+    for a, b in zip(ours, (x.grad, w.grad), strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
+    assert len(graphs) == 2
+    ops = {n.target for gm in graphs for n in gm.graph.nodes if n.op == "call_function" and hasattr(n.target, "tags")}
+    assert ops and all("core" in op.tags for op in ops), sorted(str(op) for op in ops if "core" not in op.tags)
+
+
 def test_pytorch_module_paths():
     from ember._functorch import aot_autograd, config, partitioners
 
