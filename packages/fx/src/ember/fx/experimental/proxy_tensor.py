@@ -36,7 +36,7 @@ from ember.autograd.recording import TensorMeta
 from ember.core import ops as _ops
 from ember.core.dispatch import DispatchMode, OpOverload
 from ember.core.generator import Generator
-from ember.core.symbolic import SymBool, SymFloat, SymInt
+from ember.core.symbolic import SymBool, SymFloat, SymInt, sym_int
 from ember.core.tensor import Tensor
 from ember.fx._logging import log_traced
 from ember.fx._trace_pytree import _PyTreeCodeGen, _PyTreeInfo
@@ -183,6 +183,8 @@ class _SymbolicExpression:
             return made
         if expr.is_Integer:
             return int(expr)
+        if expr.is_Number:
+            return float(expr)
         if expr.is_Add or expr.is_Mul:
             fold = operator.add if expr.is_Add else operator.mul
             terms = sorted(expr.args, key=lambda a: (a.is_Number, str(a)))
@@ -196,6 +198,8 @@ class _SymbolicExpression:
             binary = {"FloorDiv": operator.floordiv, "Mod": operator.mod, "PythonMod": operator.mod}
             if name in binary:
                 result = self._call(binary[name], *(self.emit(a, pytype) for a in expr.args))
+            elif name == "TruncToInt":
+                result = self._call(sym_int, self.emit(expr.args[0], pytype))
             elif name in ("Max", "Min"):
                 fn = max if name == "Max" else min
                 args = [self.emit(a, pytype) for a in expr.args]
