@@ -10,6 +10,7 @@ the traced backward met them, and a min-cut backward may recompute a value).
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import warnings
 from pathlib import Path
@@ -117,6 +118,10 @@ def test_gradients_through_aot_function_equal_eager(name, partition):
     entry = ENTRIES[name]
     compared = 0
     for sample in entry.samples("float64", np.random.default_rng(1234))[:SAMPLES_PER_ENTRY]:
+        if sample.kwargs.get("_indices") is False:
+            # The sample would check in Python that the indices point at the values: no trace holds that
+            # bool. The same call returning its indices compares them exactly instead.
+            sample = dataclasses.replace(sample, kwargs={**sample.kwargs, "_indices": True})
         try:
             eager_out, eager_grads = _run(entry, sample, None)
         except Exception:
@@ -127,7 +132,8 @@ def test_gradients_through_aot_function_equal_eager(name, partition):
             compared += 1
             continue
         if name in MUTATES_INPUTS:
-            with pytest.raises(RuntimeError, match="functionalization"):
+            # Without functionalization: the error naming it; with it: the error naming what is unsupported.
+            with pytest.raises((RuntimeError, NotImplementedError), match=r"functionalization|which require grad"):
                 _run(entry, sample, PARTITIONERS[partition])
             compared += 1
             continue

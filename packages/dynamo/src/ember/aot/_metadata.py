@@ -29,6 +29,8 @@ class ViewAndMutationMeta:
     outputs: list[OutputInfo] = field(default_factory=list)
     # The fake outputs of the run (the tangents are made in their image).
     fake_outputs: list[Any] = field(default_factory=list)
+    # Inputs that require grad and were changed in place (their version moved).
+    mutated_grad_inputs: list[int] = field(default_factory=list)
 
     @property
     def tangent_outputs(self) -> list[int]:
@@ -75,8 +77,12 @@ def _argument(node, index: int, name: str):
 def collect_metadata(flat_fn, fake_args: list[Any]) -> ViewAndMutationMeta:
     """Run ``flat_fn`` on the fake inputs once and describe its outputs and input mutations."""
     storages = {id(a._storage): i for i, a in enumerate(fake_args) if isinstance(a, Tensor)}
+    versions = [a._version if isinstance(a, Tensor) else None for a in fake_args]
     outs = flat_fn(*fake_args)
     meta = ViewAndMutationMeta(fake_outputs=list(outs))
+    meta.mutated_grad_inputs = [
+        i for i, a in enumerate(fake_args) if isinstance(a, Tensor) and a.requires_grad and a._version != versions[i]
+    ]
     for out in outs:
         if not isinstance(out, Tensor):
             meta.outputs.append(OutputInfo(is_tensor=False))

@@ -192,6 +192,11 @@ def _compile(fn: Callable, flat_args: list, in_spec, aot_config: _Config) -> _Co
     tracing_mode = "symbolic" if aot_config.dynamic else "fake"
     name = getattr(fn, "__qualname__", type(fn).__name__)
     functionalize = functionalization()
+    if functionalize is not None and meta.mutated_grad_inputs:
+        raise NotImplementedError(
+            f"AOT autograd: the function changes its input(s) {meta.mutated_grad_inputs}, which require grad, in "
+            "place; only inputs that require no grad (buffers) may be mutated"
+        )
     if not needs_autograd:
         traced = flat_fn if functionalize is None else functionalize(flat_fn)
         with no_grad():
@@ -231,11 +236,6 @@ def _compile(fn: Callable, flat_args: list, in_spec, aot_config: _Config) -> _Co
         joint_graph = make_fx(traced, aot_config.decompositions, tracing_mode)(fakes, tangents)
     joint_graph.graph.set_codegen(CodeGen())  # flat placeholders: primals_1, ..., tangents_1, ...
     mutated = [] if functionalize is None else lift_input_mutations(joint_graph, len(meta.outputs))
-    if any(fakes[i].requires_grad for i in mutated):
-        raise NotImplementedError(
-            "AOT autograd: the function mutates an input that requires grad in place; only inputs that "
-            "require no grad (buffers) may be mutated"
-        )
     _check_mutations(joint_graph)
     _drop_own_frames(joint_graph)
     joint_graph.recompile()
