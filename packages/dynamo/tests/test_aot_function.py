@@ -318,3 +318,22 @@ def test_the_same_tensor_passed_twice(partition):
     _, (ours,) = _grads(lambda x: compiled(x, x), [x])
     _, (expected,) = _grads(lambda x: f(x, x), [x])
     _assert_close(ours, expected)
+
+
+def test_a_formula_that_reads_only_metadata_traces():
+    """nll_loss's derivative gets the input's metadata (a TensorMeta), which the graph writes as an
+    uninitialized tensor of that shape; the gradient is eager's."""
+
+    def f(logits, target):
+        return ember.nn.functional.cross_entropy(logits, target)
+
+    (logits,) = _leaves((4, 5))
+    target = ember.tensor([0, 3, 1, 4])
+    bw = Recorder()
+    compiled = aot_function(f, nop, bw)
+    _, (grad,) = _grads(lambda x: compiled(x, target), [logits])
+    _, (expected,) = _grads(lambda x: f(x, target), [logits])
+    _assert_close(grad, expected)
+    targets = [n.target for n in bw.graphs[0].graph.nodes if n.op == "call_function"]
+    assert ember.ops.aten.empty_strided.default in targets
+    assert "TensorMeta" not in bw.graphs[0].code
