@@ -73,7 +73,7 @@ def _binary(name: str):
         node = _node_of(self.node, other)
         if node is None:
             return NotImplemented
-        return _wrap(getattr(self.node, _NODE_METHOD[name])(node))
+        return _wrap(getattr(self.node, name)(node))
 
     def reflected(self, other):
         if isinstance(other, float | SymFloat):
@@ -81,7 +81,7 @@ def _binary(name: str):
         node = _node_of(self.node, other)
         if node is None:
             return NotImplemented
-        return _wrap(getattr(node, _NODE_METHOD[name])(self.node))
+        return _wrap(getattr(node, name)(self.node))
 
     forward.__name__, reflected.__name__ = f"__{name}__", f"__r{name}__"
     return forward, reflected
@@ -92,13 +92,13 @@ def _float_binary(name: str):
         node = _node_of(self.node, sym_float(other) if isinstance(other, int | SymInt) else other)
         if node is None:
             return NotImplemented
-        return _wrap(getattr(self.node, _NODE_METHOD[name])(node))
+        return _wrap(getattr(self.node, name)(node))
 
     def reflected(self, other):
         node = _node_of(self.node, sym_float(other) if isinstance(other, int | SymInt) else other)
         if node is None:
             return NotImplemented
-        return _wrap(getattr(node, _NODE_METHOD[name])(self.node))
+        return _wrap(getattr(node, name)(self.node))
 
     forward.__name__, reflected.__name__ = f"__{name}__", f"__r{name}__"
     return forward, reflected
@@ -117,17 +117,6 @@ def _comparison(name: str):
 
     compare.__name__ = f"__{name}__"
     return compare
-
-
-_NODE_METHOD = {
-    "add": "add",
-    "sub": "sub",
-    "mul": "mul",
-    "floordiv": "floordiv",
-    "mod": "mod",
-    "truediv": "truediv",
-    "pow": "pow",
-}
 
 
 class SymInt:

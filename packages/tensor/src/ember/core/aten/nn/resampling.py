@@ -11,8 +11,6 @@ Results keep a channels-last layout.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ember.core import dtypes as D
@@ -23,8 +21,19 @@ from ember.core.dispatch import define
 from ember.core.layout import numel
 from ember.core.pointwise import type_name
 from ember.core.quiet import restore, silence
-from ember.core.symbolic import sym_float, sym_int
+from ember.core.symbolic import SymInt
 from ember.core.tensor import Tensor, empty
+
+
+def _scaled(size, scale: float):
+    """``int(size * scale)``, the output size of a resampling by ``scale`` (truncated; the sizes and
+    scales are positive, so floor and truncation agree). A symbolic size keeps an integral scale as
+    integer arithmetic; a fractional one is a float the size is specialized for (its truncation is
+    not yet an expression the graph writers take)."""
+    if isinstance(size, SymInt) and float(scale).is_integer():
+        return size * int(scale)
+    return int(size * scale)
+
 
 nearest1d = define("upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor", ("core",))
 nearest2d = define(
@@ -207,7 +216,7 @@ def _vec_sizes(input: Tensor, output_size, scale_factors) -> tuple[list, list]:
         return list(output_size), [None] * len(spatial)
     if scale_factors is None:
         raise RuntimeError("Must specify exactly one of output_size and scale_factors")
-    sizes = [sym_int(n * s) for n, s in zip(spatial, scale_factors, strict=True)]  # truncated, as PyTorch casts
+    sizes = [_scaled(n, s) for n, s in zip(spatial, scale_factors, strict=True)]  # truncated, as PyTorch casts
     return sizes, list(scale_factors)
 
 
@@ -281,12 +290,12 @@ def interpolate(
     if mode == "area" and output_size is None:
         recompute_scale_factor = True
     if recompute_scale_factor:
-        output_size = [math.floor(sym_float(n * s)) for n, s in zip(spatial, scales, strict=True)]
+        output_size = [_scaled(n, s) for n, s in zip(spatial, scales, strict=True)]
         scales = None
     if antialias:
         raise NotImplementedError("interpolate(antialias=True) is not implemented in ember")
     if output_size is None:
-        output_size = [sym_int(n * s) for n, s in zip(spatial, scales, strict=True)]
+        output_size = [_scaled(n, s) for n, s in zip(spatial, scales, strict=True)]
     factors = scales if scales is not None else [None] * max(dim, 0)
     if mode in ("nearest", "nearest-exact") and input.ndim in (3, 4):
         op = {
