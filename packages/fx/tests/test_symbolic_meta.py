@@ -56,12 +56,6 @@ SPECIALIZE: dict[str, str] = {
     "split": "returns one tensor per piece",
     "split_function": "returns one tensor per piece",
     "unbind": "returns one tensor per index",
-    # A fractional scale: the size is truncated from a float, which make_fx cannot write in a graph
-    # yet (TruncToInt); an integral scale stays symbolic.
-    "aten.upsample_nearest2d.vec": "a fractional scale factor specializes the output size",
-    "aten.upsample_bilinear2d.vec": "a fractional scale factor specializes the output size",
-    "aten.upsample_bilinear2d.vec_align_corners": "a fractional scale factor specializes the output size",
-    "nn.functional.interpolate": "a fractional scale factor specializes the output size",
 }
 
 META = ember.device("meta")

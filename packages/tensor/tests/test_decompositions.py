@@ -28,6 +28,7 @@ NOT_SAMPLED = {
     "PyTorch in test_max_pool_backward.py",
     "aten::native_batch_norm_backward.default": "a backward op: kernel and decomposition against PyTorch in "
     "test_batch_norm_backward.py",
+    "aten::threshold_backward.default": "a backward op: kernel and decomposition in test_threshold_backward.py",
     "aten::nll_loss_backward.default": "a backward op: kernel and decomposition against PyTorch in "
     "test_nll_loss_backward.py",
     "aten::_scaled_dot_product_flash_attention_for_cpu.default": "attention: the decomposition against the "

@@ -111,3 +111,16 @@ def test_relu_gradient_of_a_gradient_matches_pytorch():
         results.append((gx.detach().numpy(), gg.numpy()))
     for a, b in zip(*results, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+def test_decomposition_matches_kernel(dtype):
+    """The decomposition (a where over the mask) gives the kernel's values, NaNs and -0.0 included."""
+    op = ember.ops.aten.threshold_backward.default
+    grad = ember.from_numpy(_data((5, 7), dtype, 0))
+    x = ember.from_numpy(_data((7,), dtype, 1))
+    for threshold in (0, 1, -2):
+        expected, got = op(grad, x, threshold), op.decompose(grad, x, threshold)
+        assert got.dtype == expected.dtype and got.shape == expected.shape
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
+        assert (np.signbit(np.asarray(got)) == np.signbit(np.asarray(expected))).all()

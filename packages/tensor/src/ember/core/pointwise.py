@@ -258,6 +258,9 @@ class PointwiseOps:
     functional: OpOverload
     inplace: OpOverload | None
     out: OpOverload | None
+    # ``check(args, kwargs)``: the op's argument checks on metadata alone (what its meta kernel runs
+    # before allocating), for a decomposition to refuse what the kernel refuses.
+    check: Callable[[tuple, dict], object] | None = None
 
 
 def define_pointwise(
@@ -294,7 +297,7 @@ def define_pointwise(
     def planned(args: tuple, kwargs: dict) -> tuple[Plan, tuple, dict]:
         values = dict(zip(names, args, strict=False))
         values.update(kwargs)
-        inputs = tuple(values[n] for n in input_names)
+        inputs = tuple(values[n] if n in values else defaults.get(n) for n in input_names)
         params = {n: values.get(n, defaults.get(n)) for n in param_names}
         p = plan(rule, inputs)
         if contiguous and p.strides != contiguous_strides(p.shape):
@@ -372,7 +375,7 @@ def define_pointwise(
         out_op.register_kernel("cpu")(cpu_out)
         out_op.register_meta(meta_out)
 
-    return PointwiseOps(functional, inplace_op, out_op)
+    return PointwiseOps(functional, inplace_op, out_op, planned)
 
 
 _FAST_DTYPES = (D.float32, D.float64)

@@ -99,6 +99,11 @@ class _Trace:
             return self._attribute("_generator", value)
         if isinstance(value, TensorMeta):
             return self._tensor_meta(value)
+        if type(value) not in _PLAIN and not isinstance(value, _PLAIN_KINDS):
+            raise TypeError(
+                f"make_fx: an argument of type {type(value).__name__} ({value!r}) cannot be held by a graph; "
+                "an op was called with it"
+            )
         return value
 
     def _tensor_meta(self, meta: TensorMeta) -> Node:
@@ -141,6 +146,21 @@ class _Trace:
         if isinstance(node, Node) and "val" not in node.meta:
             node.meta["val"] = value
         return node
+
+
+# Arguments a graph holds as written: what the code generator prints as Python literals.
+_PLAIN = frozenset({int, float, bool, str, complex, type(None), type(...), slice})
+_PLAIN_KINDS: tuple = ()
+
+
+def _plain_kinds() -> tuple:
+    import enum
+
+    from ember.core.aten.shape.copying import memory_format
+    from ember.core.devices import device
+    from ember.core.dtypes import dtype
+
+    return (dtype, device, memory_format, enum.Enum, list, tuple, dict)
 
 
 def _alias_key(t: Tensor) -> tuple:
@@ -406,6 +426,9 @@ def make_fx(
 
 
 def _trace(f, args, decomposition_table, tracing_mode, allow_non_fake_inputs, record_stack_traces) -> GraphModule:
+    global _PLAIN_KINDS
+    if not _PLAIN_KINDS:
+        _PLAIN_KINDS = _plain_kinds()
     from ember._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 
     leaves, in_spec = tree_flatten(tuple(args))

@@ -501,6 +501,8 @@ class ShapeEnv:
             if expr is sympy.true or expr in seen or not expr.free_symbols <= bound_to.keys():
                 continue
             seen.add(expr)
+            if _bounds_one_symbol(expr) and expr.free_symbols <= self.var_to_range.keys():
+                continue  # the symbol's range, printed below, states it
             out.append(printer.doprint(expr))
         for symbol, where in bound_to.items():
             r = self.var_to_range.get(symbol)
@@ -521,6 +523,14 @@ class ShapeEnv:
 
     def __repr__(self) -> str:
         return f"ShapeEnv(symbols={list(self.var_to_val)}, guards={len(self.guards)})"
+
+
+def _bounds_one_symbol(expr: sympy.Basic) -> bool:
+    """Whether ``expr`` compares one symbol with a number (``s0 > 2``): a bound its range holds."""
+    if not isinstance(expr, sympy.core.relational.Relational) or isinstance(expr, sympy.Ne):
+        return False
+    sides = (expr.lhs, expr.rhs)
+    return any(a.is_Symbol for a in sides) and any(a.is_Number for a in sides)
 
 
 @lru_cache(maxsize=16384)

@@ -30,7 +30,7 @@ def _pair(value) -> tuple:
     return value * 2 if len(value) == 1 else value
 
 
-@derivative(aten.max_pool2d_with_indices.default, save=("result",), output_differentiable=(True, False))
+@derivative(aten.max_pool2d_with_indices.default, save=("self", "result"), output_differentiable=(True, False))
 def _max_pool2d(grad, self, kernel_size, stride, padding, dilation, ceil_mode, result, **_):
     return aten.max_pool2d_with_indices_backward.default(
         grad[0], self, kernel_size, stride, padding, dilation, ceil_mode, result[1]

@@ -58,11 +58,14 @@ empty = define(
 )
 empty_strided = define(f"empty_strided(SymInt[] size, SymInt[] stride, *, {_OPTIONS}) -> Tensor", FACTORY)
 full = define(f"full(SymInt[] size, Scalar fill_value, *, {_OPTIONS}) -> Tensor", FACTORY)
-zeros = define(f"zeros(SymInt[] size, *, {_OPTIONS}) -> Tensor", FACTORY)
-ones = define(f"ones(SymInt[] size, *, {_OPTIONS}) -> Tensor", FACTORY)
+# zeros, ones, linspace and eye are not core: lowering writes them with full, arange and where
+# (their decompositions are in ember._decomp.factories, which explains why they live there).
+LOWERED = ("factory",)
+zeros = define(f"zeros(SymInt[] size, *, {_OPTIONS}) -> Tensor", LOWERED)
+ones = define(f"ones(SymInt[] size, *, {_OPTIONS}) -> Tensor", LOWERED)
 arange = define(f"arange.start_step(Scalar start, Scalar end, Scalar step=1, *, {_OPTIONS}) -> Tensor", FACTORY)
-linspace = define(f"linspace(Scalar start, Scalar end, int steps, *, {_OPTIONS}) -> Tensor", FACTORY)
-eye = define(f"eye.m(int n, int m, *, {_OPTIONS}) -> Tensor", FACTORY)
+linspace = define(f"linspace(Scalar start, Scalar end, int steps, *, {_OPTIONS}) -> Tensor", LOWERED)
+eye = define(f"eye.m(int n, int m, *, {_OPTIONS}) -> Tensor", LOWERED)
 
 
 # -- empty, empty_strided ------------------------------------------------------------------------
@@ -370,7 +373,8 @@ def _like(input: Tensor, dtype, device, memory_format) -> tuple:
 _LIKE = f"*, {_OPTIONS}, MemoryFormat? memory_format=None"
 # Each decomposes into the factory of its name: the code generator sees that one.
 empty_like_op = define(f"empty_like(Tensor self, {_LIKE}) -> Tensor", ("factory",))
-full_like_op = define(f"full_like(Tensor self, Scalar fill_value, {_LIKE}) -> Tensor", ("factory",))
+# full_like is core, as in PyTorch: zeros_like and ones_like lower to it (ember._decomp.factories).
+full_like_op = define(f"full_like(Tensor self, Scalar fill_value, {_LIKE}) -> Tensor", ("factory", "core"))
 zeros_like_op = define(f"zeros_like(Tensor self, {_LIKE}) -> Tensor", ("factory",))
 ones_like_op = define(f"ones_like(Tensor self, {_LIKE}) -> Tensor", ("factory",))
 
@@ -387,6 +391,13 @@ def _empty_like(self, *, dtype=None, layout=None, device=None, pin_memory=None, 
 def _full_like(self, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
     out = _empty_like(self, dtype=dtype, device=device, memory_format=memory_format)
     return _fresh_fill(out, fill_value)
+
+
+@full_like_op.register_meta
+def _full_like_meta(self, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    # A core op needs a meta function of its own: the decomposition's result, from metadata alone.
+    dtype, device, strides = _like(self, dtype, device, memory_format)
+    return allocate(self._shape, dtype, device, strides)
 
 
 @zeros_like_op.register_decomposition

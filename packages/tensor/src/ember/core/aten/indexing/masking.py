@@ -173,7 +173,7 @@ nonzero = define("nonzero(Tensor self) -> Tensor", ("core", _DATA))
 nonzero_out = define("nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)", ("out", "core", _DATA))
 nonzero_numpy = define("nonzero_numpy(Tensor self) -> Tensor[]", (_DATA,))
 argwhere = define("argwhere(Tensor self) -> Tensor", (_DATA,))
-nonzero_static = define("nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor", ())
+nonzero_static = define("nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor", ("core",))
 
 
 def _data_dependent(name: str):

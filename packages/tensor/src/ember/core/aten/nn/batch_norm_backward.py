@@ -34,7 +34,7 @@ batch_norm_backward_op = define(
     "native_batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, Tensor? running_mean, "
     "Tensor? running_var, Tensor? save_mean, Tensor? save_invstd, bool train, float eps, bool[3] output_mask) "
     "-> (Tensor, Tensor, Tensor)",
-    ("core",),
+    (),  # lowered by its decomposition, as in PyTorch
 )
 
 _HALF = (D.float16, D.bfloat16)

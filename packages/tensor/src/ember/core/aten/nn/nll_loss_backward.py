@@ -23,7 +23,7 @@ from ember.core.tensor import Tensor, empty, from_array
 nll_loss_backward_op = define(
     "nll_loss_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, "
     "SymInt ignore_index, Tensor total_weight) -> Tensor",
-    ("core",),
+    (),  # lowered by its decomposition, as in PyTorch
 )
 
 

@@ -21,17 +21,16 @@ from ember.core.dispatch import define
 from ember.core.layout import numel
 from ember.core.pointwise import type_name
 from ember.core.quiet import restore, silence
-from ember.core.symbolic import SymInt
+from ember.core.symbolic import SymInt, sym_int
 from ember.core.tensor import Tensor, empty
 
 
 def _scaled(size, scale: float):
     """``int(size * scale)``, the output size of a resampling by ``scale`` (truncated; the sizes and
-    scales are positive, so floor and truncation agree). A symbolic size keeps an integral scale as
-    integer arithmetic; a fractional one is a float the size is specialized for (its truncation is
-    not yet an expression the graph writers take)."""
-    if isinstance(size, SymInt) and float(scale).is_integer():
-        return size * int(scale)
+    scales are positive, so floor and truncation agree). A symbolic size stays symbolic: integer
+    arithmetic for an integral scale, the truncation of a float product otherwise."""
+    if isinstance(size, SymInt):
+        return size * int(scale) if float(scale).is_integer() else sym_int(size * scale)
     return int(size * scale)
 
 

@@ -287,10 +287,12 @@ OPS["round_decimals"] = define_pointwise(
     out_overload="decimals_out",
     check=_check_round_decimals,
 )
+# isnan and isinf are core, as in PyTorch; isfinite is lowered to them (pointwise/lowerings.py).
+_TEST_TAGS = {"isnan": ("pointwise", "core"), "isinf": ("pointwise", "core"), "isfinite": ("pointwise",)}
 for _name in ("isnan", "isinf", "isfinite"):
     _fn = {"isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite}[_name]
     OPS[_name] = define_pointwise(
-        f"{_name}(Tensor self) -> Tensor", _fn, "bool", inplace=False, out_overload=None, tags=("pointwise",)
+        f"{_name}(Tensor self) -> Tensor", _fn, "bool", inplace=False, out_overload=None, tags=_TEST_TAGS[_name]
     )
 OPS["nan_to_num"] = define_pointwise(
     "nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor",

@@ -27,7 +27,7 @@ from ember.core.pointwise import type_name
 from ember.core.tensor import Tensor
 from ember.core.tensor import empty as allocate
 
-native_dropout_op = define("native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)", ("random",))
+native_dropout_op = define("native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)", ("random", "core"))
 dropout_op = define("dropout(Tensor input, float p, bool train) -> Tensor", ("random",))
 dropout_inplace = define("dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)", ("random", "inplace"))
 

@@ -34,7 +34,7 @@ from ember.core.symbolic import SymInt
 from ember.core.tensor import Tensor
 from ember.core.tensor import empty as allocate
 
-FACTORY = ("random", "factory")
+FACTORY = ("random", "factory", "core")
 OUT = ("random", "out")
 _OPTIONS = "ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None"
 _LONG_OPTIONS = "ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None"

@@ -42,7 +42,7 @@ from ember.core.pointwise import check_same_device, resize_out, type_name, unsup
 from ember.core.tensor import Tensor, from_array
 from ember.core.tensor import empty as allocate
 
-TAGS = ("random",)
+TAGS = ("random", "core")
 OUT = ("random", "out")
 _GEN = "Generator? generator=None"
 
@@ -118,7 +118,7 @@ normal_tensor_tensor = define(f"normal.Tensor_Tensor(Tensor mean, Tensor std, *,
 normal_float_float = define(
     f"normal.float_float(float mean, float std, SymInt[] size, *, {_GEN}, ScalarType? dtype=None, "
     "Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
-    ("random", "factory"),
+    ("random", "factory", "core"),
 )
 normal_outs = {
     "Tensor_float": define(

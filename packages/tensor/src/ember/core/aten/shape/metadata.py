@@ -10,10 +10,10 @@ from __future__ import annotations
 from ember.core.dispatch import define
 from ember.core.layout import normalize_dim
 
-sym_size = define("sym_size.int(Tensor self, int dim) -> SymInt")
-sym_stride = define("sym_stride.int(Tensor self, int dim) -> SymInt")
-sym_numel = define("sym_numel(Tensor self) -> SymInt")
-sym_storage_offset = define("sym_storage_offset(Tensor self) -> SymInt")
+sym_size = define("sym_size.int(Tensor self, int dim) -> SymInt", ("core",))
+sym_stride = define("sym_stride.int(Tensor self, int dim) -> SymInt", ("core",))
+sym_numel = define("sym_numel(Tensor self) -> SymInt", ("core",))
+sym_storage_offset = define("sym_storage_offset(Tensor self) -> SymInt", ("core",))
 
 
 @sym_size.register_kernel("*")

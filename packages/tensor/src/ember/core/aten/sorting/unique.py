@@ -19,17 +19,17 @@ from ember.core.tensor import Tensor, from_array
 unique2 = define(
     "_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) "
     "-> (Tensor, Tensor, Tensor)",
-    ("data_dependent_output",),
+    ("data_dependent_output", "core"),
 )
 unique_dim = define(
     "unique_dim(Tensor self, int dim, bool sorted=True, bool return_inverse=False, bool return_counts=False) "
     "-> (Tensor, Tensor, Tensor)",
-    ("data_dependent_output",),
+    ("data_dependent_output", "core"),
 )
 unique_consecutive = define(
     "unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) "
     "-> (Tensor, Tensor, Tensor)",
-    ("data_dependent_output",),
+    ("data_dependent_output", "core"),
 )
 
 
