@@ -8,7 +8,6 @@ declared in the entry-point group ``ember.compile_backends`` (packages/dynamo/py
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 
 from ember.aot.aot_autograd import aot_module_simplified
@@ -72,12 +71,6 @@ def aot_eager_decomp_partition(gm: GraphModule, example_inputs: list, **kwargs) 
 
 def core_decompositions() -> dict:
     """The table that decomposes every op into the core op set (``ember._decomp``)."""
-    try:
-        # Imported by name: the table arrives with its own package, ember._decomp.
-        core_aten_decompositions = importlib.import_module("ember._decomp").core_aten_decompositions
-    except ImportError as error:
-        raise NotImplementedError(
-            "aot_eager_decomp_partition needs the core decomposition table ember._decomp.core_aten_decompositions, "
-            "which this build of ember does not have yet"
-        ) from error
+    from ember._decomp import core_aten_decompositions
+
     return core_aten_decompositions()
