@@ -7,7 +7,8 @@ GPT (width 128, context 64, 4 heads; batch 2) and the CNN (batch 2, 32x32 images
 training mode where ember has functionalization, whose running statistics are input mutations, else in
 eval mode; the mode is printed).
 Each is compiled with ``aot_function`` over ``functional_call`` (parameters and buffers as inputs),
-nop compilers, and each partitioner. Reported per case:
+nop compilers, and each partitioner (``mc+core``: the min-cut partitioner on graphs decomposed into
+the core op set by each library's table, what ``aot_eager_decomp_partition`` runs). Reported per case:
 
 - tensors saved for the backward (the backward graph's inputs besides the tangents);
   target for the min-cut partitioner: no more than PyTorch's;
@@ -27,6 +28,7 @@ import numpy as np
 
 import ember
 import ember.func
+from ember._decomp import core_aten_decompositions
 from ember.aot import aot_function, default_partition, min_cut_rematerialization_partition, nop
 from ember.aot._metadata import functionalization
 
@@ -34,15 +36,18 @@ try:
     import functorch.compile as torch_compile
     import torch
     import torch.func
+    from torch._decomp import core_aten_decompositions as torch_decompositions
 except ImportError:
     raise SystemExit("tools/bench/aot.py needs PyTorch installed (pip install torch==2.13.0)") from None
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "packages" / "nn" / "tests"))
 from training_models import cnn, copy_state, gpt
 
+# label -> (ours, theirs, with the core decompositions: what the aot_eager_decomp_partition backends run)
 PARTITIONERS = {
-    "default": (default_partition, torch_compile.default_partition),
-    "min_cut": (min_cut_rematerialization_partition, torch_compile.min_cut_rematerialization_partition),
+    "default": (default_partition, torch_compile.default_partition, False),
+    "min_cut": (min_cut_rematerialization_partition, torch_compile.min_cut_rematerialization_partition, False),
+    "mc+core": (min_cut_rematerialization_partition, torch_compile.min_cut_rematerialization_partition, True),
 }
 
 
@@ -84,7 +89,7 @@ def _torch_nop(gm, _inputs):
     return torch_compile.make_boxed_func(gm.forward)
 
 
-def _case(lib, module, x, partition) -> tuple[float, int]:
+def _case(lib, module, x, partition, decompose: bool) -> tuple[float, int]:
     """(seconds to trace and partition, tensors saved) for one fresh compile."""
     params = {**dict(module.named_parameters()), **dict(module.named_buffers())}
     if lib is torch:
@@ -93,14 +98,16 @@ def _case(lib, module, x, partition) -> tuple[float, int]:
             return torch.func.functional_call(module, p, (x,))
 
         bw = _Saved(_torch_nop, torch.Tensor)
-        compiled = torch_compile.aot_function(fn, _torch_nop, bw, partition_fn=partition)
+        table = torch_decompositions() if decompose else None
+        compiled = torch_compile.aot_function(fn, _torch_nop, bw, partition_fn=partition, decompositions=table)
     else:
 
         def fn(p, x):
             return ember.func.functional_call(module, p, (x,))
 
         bw = _Saved(nop, ember.Tensor)
-        compiled = aot_function(fn, nop, bw, partition_fn=partition)
+        table = core_aten_decompositions() if decompose else None
+        compiled = aot_function(fn, nop, bw, partition_fn=partition, decompositions=table)
     start = time.perf_counter()
     out = compiled(params, x)
     first = time.perf_counter() - start
@@ -126,12 +133,12 @@ def main() -> None:
         copy_state(theirs, ours, ember)
         x = np.random.default_rng(0).standard_normal(shape).astype("float32")
         tx, ex = torch.tensor(x), ember.tensor(x)
-        for label, (our_partition, their_partition) in PARTITIONERS.items():
+        for label, (our_partition, their_partition, decompose) in PARTITIONERS.items():
             ours_best = theirs_best = float("inf")
             for _ in range(args.rounds):
-                seconds, our_saved = _case(ember, ours, ex, our_partition)
+                seconds, our_saved = _case(ember, ours, ex, our_partition, decompose)
                 ours_best = min(ours_best, seconds)
-                seconds, their_saved = _case(torch, theirs, tx, their_partition)
+                seconds, their_saved = _case(torch, theirs, tx, their_partition, decompose)
                 theirs_best = min(theirs_best, seconds)
             print(
                 f"{name:<10} {label:<8} {our_saved:>6} {their_saved:>6} {our_saved / their_saved:>6.2f}   "
