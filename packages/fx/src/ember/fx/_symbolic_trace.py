@@ -419,7 +419,7 @@ class Tracer(TracerBase):
             param = sig.parameters[name]
             default = () if param.default is inspect.Parameter.empty else (param.default,)
         return self.create_proxy(
-            "placeholder", name, default, {}, type_expr=fn_for_analysis.__annotations__.get(name, None)
+            "placeholder", name, default, {}, type_expr=_annotations(fn_for_analysis).get(name, None)
         )
 
     def trace(self, root: nn.Module | Callable[..., Any], concrete_args: dict[str, Any] | None = None) -> Graph:
@@ -475,7 +475,7 @@ class Tracer(TracerBase):
             with new_patcher() as patcher:
                 self._install_patches(patcher, fn_globals)
                 result = fn(*args)
-                ann = inspect.get_annotations(inspect.unwrap(fn))
+                ann = _annotations(inspect.unwrap(fn))
                 self.create_node("output", "output", (self.create_arg(result),), {}, type_expr=ann.get("return"))
             self.submodule_paths = None
         finally:
@@ -547,6 +547,15 @@ def wrap(fn_or_name: str | Callable[..., Any]) -> Any:
         raise NotImplementedError("wrap must be called at the top level of a module")
     _wrapped_fns_to_patch[(id(caller.f_globals), fn_name)] = caller.f_globals
     return fn_or_name
+
+
+def _annotations(fn: Callable[..., Any]) -> dict[str, Any]:
+    """``fn``'s annotations as objects: a module written with ``from __future__ import annotations``
+    holds them as strings, which would print as names the generated code does not have."""
+    try:
+        return inspect.get_annotations(fn, eval_str=True)
+    except Exception:  # an annotation naming what its module cannot resolve: keep them as written
+        return inspect.get_annotations(fn)
 
 
 def symbolic_trace(root: nn.Module | Callable[..., Any], concrete_args: dict[str, Any] | None = None) -> GraphModule:
