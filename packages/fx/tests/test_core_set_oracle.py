@@ -96,6 +96,10 @@ OURS_ONLY = {
     "unfold.default": "an overlapping-window view: only as_strided expresses it, which passes cannot reason about",
     "view.dtype": "a reinterpretation of the bits: no arithmetic gives it",
     "_linalg_svd.default": "a LAPACK kernel the code generator calls externally (as matmul-like ops)",
+    "diagonal_scatter.default": "the inverse of diagonal that functionalization writes: a strided write, as "
+    "slice_scatter (which PyTorch lists) is",
+    "as_strided_scatter.default": "the inverse of as_strided that functionalization writes: no other core op "
+    "expresses a write through arbitrary strides",
     "upsample_bilinear2d.default": _VEC,
     "upsample_nearest2d.default": _VEC,
 }

@@ -56,6 +56,8 @@ SPECIALIZE: dict[str, str] = {
     "split": "returns one tensor per piece",
     "split_function": "returns one tensor per piece",
     "unbind": "returns one tensor per index",
+    "split_copy_Tensor": "returns one tensor per piece",
+    "unbind_copy_int": "returns one tensor per index",
 }
 
 META = ember.device("meta")

@@ -560,3 +560,8 @@ OPS = [
     OpInfo("F.dropout", _f_dropout, FLOATS, f_dropout_samples, errors=_f_dropout_errors),
     *OVERLOADS,
 ]
+
+# The functional forms of the in-place fills (defined with the views' copies' samples).
+from opinfo_view_copies import RANDOM_VARIANTS  # noqa: E402
+
+OPS += RANDOM_VARIANTS

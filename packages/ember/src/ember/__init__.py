@@ -23,6 +23,7 @@ from ember import (
 )
 from ember._cuda_fallback import install_finder as _install_cuda_fallback
 from ember.autograd import (  # noqa: F401
+    _providers,
     enable_grad,
     inference_mode,
     is_grad_enabled,
@@ -70,6 +71,17 @@ _LAZY_ATTRIBUTES = {
     )
 }
 _LAZY_ATTRIBUTES["vmap"] = "ember.func"
+
+
+def _functionalize_on_first_use(func, *, remove: str = "mutations"):
+    # ember.func.functionalize is the fx package's; importing ember.fx registers it in place of this.
+    from ember._subclasses.functionalize import functionalize
+
+    return functionalize(func, remove=remove)
+
+
+if _providers.functionalize_implementation() is None:
+    _providers.register_functionalize(_functionalize_on_first_use)
 
 
 def __getattr__(name: str):

@@ -14,6 +14,9 @@ from ember.fx.proxy import Proxy  # isort: skip
 # Rewriting.
 from ember.fx.subgraph_rewriter import replace_pattern  # isort: skip
 
+# Functionalization: ember.func.functionalize, offered to the autograd package (imported on first use).
+from ember.fx import _functionalize_provider  # noqa: F401  # isort: skip
+
 __all__ = [
     "Graph",
     "GraphModule",

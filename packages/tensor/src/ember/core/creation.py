@@ -126,7 +126,8 @@ def _check_fits(array: np.ndarray, dtype: D.dtype) -> None:
 
 # A tensor made here from data is made without an op: ``lift_fresh`` shows it to the active dispatch
 # modes (a fake tensor mode makes it a fake, a tracer a constant), as PyTorch's tensor(), as_tensor()
-# and from_numpy() do. It is called only while a mode is active, so eager creation pays nothing.
+# and from_numpy() do; functionalization makes it a functional tensor. It is called only while a mode or
+# the functionalize level is active, so eager creation pays nothing.
 lift_fresh = dispatch.define("lift_fresh(Tensor(a) self) -> Tensor(a)")
 
 
@@ -136,7 +137,7 @@ def _lift_fresh(self: Tensor) -> Tensor:
 
 
 def _lift(t: Tensor) -> Tensor:
-    return lift_fresh(t) if dispatch._state.modes else t
+    return lift_fresh(t) if dispatch._state.modes or dispatch._enabled["functionalize"] else t
 
 
 def tensor(data, *, dtype=None, device=None, requires_grad: bool = False, pin_memory: bool = False) -> Tensor:

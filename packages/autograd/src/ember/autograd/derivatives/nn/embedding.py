@@ -33,4 +33,4 @@ def _embedding(grad, weight, indices, padding_idx, scale_grad_by_freq, sparse, *
     return aten.index_add.default(total, 0, flat, g), None
 
 
-nondifferentiable(aten.embedding_renorm_.default)
+nondifferentiable(aten.embedding_renorm_.default, aten.embedding_renorm.default)

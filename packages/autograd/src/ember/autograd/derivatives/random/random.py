@@ -29,12 +29,18 @@ def _zeros(meta, grad):
     aten.random_.to,
     getattr(aten.random_, "from"),  # a Python keyword
     aten.bernoulli_.float,
+    aten.uniform.default,
+    aten.normal_functional.default,
+    aten.exponential.default,
+    aten.random.default,
+    aten.random.to,
+    getattr(aten.random, "from"),
 )
 def _fill(grad, self, **_):
     return _zeros(self, grad)
 
 
-@derivative(aten.bernoulli_.Tensor)
+@derivative(aten.bernoulli_.Tensor, aten.bernoulli.Tensor)
 def _bernoulli_tensor(grad, self, p, **_):
     return _zeros(self, grad), _zeros(p, grad)
 

@@ -18,11 +18,11 @@ def _to_copy(grad, self, **_):
     return grad.to(self.dtype) if grad.device == self.device else grad.to(self.device, self.dtype)
 
 
-@derivative(aten.copy_.default, jvp="linear")
+@derivative(aten.copy_.default, aten.copy.default, jvp="linear")
 def _copy(grad, self, src, **_):
     return None, grad
 
 
-@derivative(aten.fill_.Scalar, aten.zero_.default, jvp="linear")
+@derivative(aten.fill_.Scalar, aten.zero_.default, aten.fill.Scalar, aten.zero.default, jvp="linear")
 def _fill(grad, self, **_):
     return None

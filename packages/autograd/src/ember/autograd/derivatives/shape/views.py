@@ -85,7 +85,7 @@ def _t(grad, self, **_):
     return grad.t()
 
 
-@derivative(aten.squeeze.default, aten.squeeze.dims, jvp="linear")
+@derivative(aten.squeeze.default, aten.squeeze.dims, aten.squeeze.dim, jvp="linear")
 def _squeeze(grad, self, **_):
     return grad.reshape(self.shape)
 

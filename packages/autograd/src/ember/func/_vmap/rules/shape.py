@@ -99,7 +99,7 @@ register(
     aten.kthvalue.default,
     aten.mode.default,
 )
-register(dims_rule("dim"), aten.squeeze.dims)
+register(dims_rule("dim"), aten.squeeze.dims, aten.squeeze.dim)
 register(dims_rule("dims"), aten.flip.default)
 
 register(dims_rule("dim1", "dim2"), aten.diagonal.default)
@@ -211,6 +211,28 @@ def _copy(call):
 register(_copy, aten.copy_.default)
 
 
+def _scatter_rule(*names: str):
+    """The scatters that invert views: ``self`` and ``src`` batched at 0 (each lane its own copy of an
+    unbatched one), the dims shifted past the batch."""
+
+    def rule(call):
+        bound = Bound(call)
+        self_name, src_name = (a.name for a in call.op.schema.arguments[:2])
+        x = call.expand(bound.get(self_name))
+        bound.set(self_name, x)
+        bound.set(src_name, call.expand(bound.get(src_name)))
+        rank = x.ndim - 1
+        for name in names:
+            bound.set(name, shift(bound.get(name), rank))
+        return bound.run()
+
+    return rule
+
+
+register(_scatter_rule("dim"), aten.slice_scatter.default, aten.select_scatter.default)
+register(_scatter_rule("dim1", "dim2"), aten.diagonal_scatter.default)
+
+
 def _as_strided(call):
     raise RuntimeError(
         "vmap: as_strided is not supported inside vmap: its sizes and strides describe one lane's memory, which "
@@ -218,7 +240,7 @@ def _as_strided(call):
     )
 
 
-register(_as_strided, aten.as_strided.default)
+register(_as_strided, aten.as_strided.default, aten.as_strided_scatter.default)
 
 
 def _fill(call):

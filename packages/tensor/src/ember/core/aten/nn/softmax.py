@@ -175,7 +175,10 @@ def softmax_call(input: Tensor, dim, dtype=None, *, log: bool = False) -> Tensor
 
 def _write_out(result: Tensor, out) -> Tensor:
     R.check_out_dtype(out, result.dtype)
-    return R.write_out(out, result)
+    R.fit_out(out, result)
+    # Through the dispatcher, so that modes (tracing, functionalization) see the write.
+    out.copy_(result)
+    return out
 
 
 @public("softmax")

@@ -115,6 +115,18 @@ def _clone_meta(self: Tensor, *, memory_format=None) -> Tensor:
     return empty(self._shape, self.dtype, self.device, _clone_layout(self, memory_format))
 
 
+def clone_preserving_strides(self: Tensor) -> Tensor:
+    """A copy of ``self`` with its very strides, gaps included (PyTorch's ``clone_preserve_strides``, what
+    the scatters and the functional forms of in-place ops return); dense when ``self`` overlaps itself.
+    A CPU or meta kernel's helper: it calls kernels, not the dispatcher."""
+    if any(s == 0 and n > 1 for n, s in zip(self._shape, self._stride, strict=True)):
+        return _clone_meta(self) if self.device.type == "meta" else _clone_cpu(self)
+    out = empty(self._shape, self.dtype, self.device, self._stride)
+    if self.device.type != "meta":
+        _copy_cpu(out, self)
+    return out
+
+
 to_copy = define(
     "_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, "
     "bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor",

@@ -217,6 +217,16 @@ def squeeze_dims(self: Tensor, dim) -> Tensor:
     return make_view(self, tuple(self._shape[i] for i in keep), tuple(self._stride[i] for i in keep), self._offset)
 
 
+@_view_op("squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)")
+def squeeze_dim(self: Tensor, dim: int) -> Tensor:
+    if not len(self._shape):
+        normalize_dim(dim, 1)
+        return make_view(self, self._shape, self._stride, self._offset)
+    d = normalize_dim(dim, len(self._shape))
+    keep = [i for i in range(len(self._shape)) if not (i == d and self._shape[i] == 1)]
+    return make_view(self, tuple(self._shape[i] for i in keep), tuple(self._stride[i] for i in keep), self._offset)
+
+
 @_view_op("unsqueeze(Tensor(a) self, int dim) -> Tensor(a)")
 def unsqueeze(self: Tensor, dim: int) -> Tensor:
     d = normalize_dim(dim, len(self._shape) + 1)
@@ -535,7 +545,9 @@ def _permute_function(input, dims):
 def _squeeze(input, dim=None):
     if dim is None:
         return squeeze(input)
-    return squeeze_dims(input, (dim,) if isinstance(dim, int) else tuple(dim))
+    if isinstance(dim, int | SymInt):
+        return squeeze_dim(input, dim)
+    return squeeze_dims(input, tuple(dim))
 
 
 @method("split")
