@@ -3,9 +3,8 @@
     python tools/bench/aot.py [--rounds R]
 
 Two models of the training test, built in both libraries from the same weights: one block of the
-GPT (width 128, context 64, 4 heads; batch 2) and the CNN (batch 2, 32x32 images; BatchNorm in
-training mode where ember has functionalization, whose running statistics are input mutations, else in
-eval mode; the mode is printed).
+GPT (width 128, context 64, 4 heads; batch 2) and the CNN (batch 2, 32x32 images; in training mode:
+BatchNorm's running statistics are input mutations, which functionalization turns into outputs).
 Each is compiled with ``aot_function`` over ``functional_call`` (parameters and buffers as inputs),
 nop compilers, and each partitioner (``mc+core``: the min-cut partitioner on graphs decomposed into
 the core op set by each library's table, what ``aot_eager_decomp_partition`` runs). Reported per case:
@@ -30,7 +29,6 @@ import ember
 import ember.func
 from ember._decomp import core_aten_decompositions
 from ember.aot import aot_function, default_partition, min_cut_rematerialization_partition, nop
-from ember.aot._metadata import functionalization
 
 try:
     import functorch.compile as torch_compile
@@ -55,12 +53,8 @@ def _block(lib):
     return gpt(lib, layers=1).blocks[0]
 
 
-# BatchNorm's running statistics are input mutations in training mode: they need functionalization.
-CNN_MODE = "train" if functionalization() is not None else "eval"
-
-
 def _cnn(lib):
-    return getattr(cnn(lib), CNN_MODE)()
+    return cnn(lib).train()
 
 
 MODELS = {
@@ -123,7 +117,6 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
-    print(f"CNN in {CNN_MODE} mode")
     print(
         f"{'model':<10} {'partitioner':<8} {'saved':>6} {'torch':>6} {'ratio':>6}   {'trace+partition':>15} {'torch':>9} {'ratio':>6}"
     )

@@ -14,7 +14,6 @@ from ember.aot import (
     min_cut_rematerialization_partition,
     nop,
 )
-from ember.aot._metadata import functionalization
 from ember.fx.graph_module import GraphModule
 
 PARTITIONERS = [default_partition, min_cut_rematerialization_partition]
@@ -169,20 +168,9 @@ def _mutating(x, buffer):
     return x * buffer
 
 
-def test_input_mutations_without_functionalization_raise():
-    if functionalization() is not None:
-        pytest.skip("this build has functionalization: test_input_mutations_are_applied_as_eager checks them")
-    x, buffer = _leaves((3,), (3,))
-    buffer.requires_grad_(False)
-    with pytest.raises(RuntimeError, match=r"mutates its input\(s\) \[1\].*functionalization"):
-        aot_function(_mutating, nop)(x, buffer)
-
-
 @pytest.mark.parametrize("keep", [False, True])
 @pytest.mark.parametrize("grad", [True, False])
 def test_input_mutations_are_applied_as_eager(grad, keep):
-    if functionalization() is None and not (keep and not grad):
-        pytest.skip("input mutations need functionalization, which this build does not have")
     x, buffer = _leaves((3,), (3,), requires_grad=grad)
     buffer.requires_grad_(False)
     expected_buffer = buffer.detach() + 1
@@ -195,6 +183,31 @@ def test_input_mutations_are_applied_as_eager(grad, keep):
     if grad:
         out.sum().backward()
         _assert_close(x.grad, expected_buffer)
+
+
+def test_mutated_inputs_leave_the_graphs_functional():
+    fw, bw, inference = Recorder(), Recorder(), Recorder()
+    x, buffer = _leaves((3,), (3,))
+    buffer.requires_grad_(False)
+    compiled = aot_function(_mutating, fw, bw, inference_compiler=inference)
+    compiled(x, buffer).sum().backward()
+    with ember.no_grad():
+        compiled(x, buffer)
+    for gm in (*fw.graphs, *bw.graphs, *inference.graphs):
+        assert not [n for n in gm.graph.nodes if n.op == "call_function" and n.target.schema.is_mutable]
+    (output,) = fw.graphs[0].graph.find_nodes(op="output")
+    assert output.args[0][1].target is ember.ops.aten.add.Tensor  # the buffer's new value follows the output
+
+
+def test_inputs_that_require_grad_may_not_be_mutated():
+    def f(x):
+        with ember.no_grad():
+            x.mul_(2)
+        return x * 3
+
+    (x,) = _leaves((3,))
+    with pytest.raises(NotImplementedError, match=r"input\(s\) \[0\], which require grad"):
+        aot_function(f, nop)(x)
 
 
 def test_in_place_ops_on_intermediates_are_fine():

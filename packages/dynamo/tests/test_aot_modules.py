@@ -22,7 +22,6 @@ from ember.aot import (
     min_cut_rematerialization_partition,
     nop,
 )
-from ember.aot._metadata import functionalization
 from ember.fx import symbolic_trace
 
 nn = ember.nn
@@ -102,10 +101,6 @@ def test_training_mode_batch_norm_updates_buffers_as_eager(name, partition):
     ember.manual_seed(0)
     module = make()
     x = _randn(4, 3, 8, 8)
-    if functionalization() is None:
-        with pytest.raises(RuntimeError, match="functionalization"):
-            aot_module(module, nop, partition_fn=partition)(x)
-        return
     reference = copy.deepcopy(module)
     compiled = aot_module(module, nop, partition_fn=partition)
     for _ in range(2):

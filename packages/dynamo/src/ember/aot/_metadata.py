@@ -38,10 +38,10 @@ class ViewAndMutationMeta:
         return [i for i, o in enumerate(self.outputs) if o.requires_grad and o.alias_of_input is None]
 
 
-def missing_functionalization(mutated: list[int]) -> RuntimeError:
+def unlifted_mutations(mutated: list[int]) -> RuntimeError:
     return RuntimeError(
-        f"AOT autograd: the function mutates its input(s) {mutated} in place; applying input mutations needs "
-        "functionalization (ember.func.functionalize), which this build of ember does not have yet"
+        f"AOT autograd: the functionalized graph still writes its input(s) {mutated} in place; "
+        "an op that functionalization leaves in place cannot mutate an input"
     )
 
 
@@ -90,15 +90,6 @@ def collect_metadata(flat_fn, fake_args: list[Any]) -> ViewAndMutationMeta:
         requires_grad = out.requires_grad and is_grad_enabled()
         meta.outputs.append(OutputInfo(True, requires_grad, storages.get(id(out._storage))))
     return meta
-
-
-def functionalization():
-    """``ember.func.functionalize`` where this build has functionalization, else None."""
-    try:
-        from ember.func import functionalize
-    except ImportError:
-        return None
-    return functionalize
 
 
 def lift_input_mutations(gm, num_outputs: int) -> list[int]:

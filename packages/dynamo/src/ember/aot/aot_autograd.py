@@ -13,8 +13,9 @@ The pipeline, for one call signature (input shapes, dtypes, what requires grad, 
 6. each graph goes to its compiler, and the runtime (``_runtime``) runs them inside an
    ``autograd.Function``.
 
-Input mutations (a buffer updated in place) need functionalization to become graph outputs copied
-back onto the inputs; until ``ember.func.functionalize`` exists they raise a RuntimeError saying so.
+Both traces run through ``ember.func.functionalize``: the graphs hold no in-place op, and the
+``copy_`` onto an input a trace ends with (a buffer updated in place) becomes a forward output that
+the runtime copies onto the real input.
 """
 
 from __future__ import annotations
@@ -28,10 +29,9 @@ from ember.aot import _rng
 from ember.aot._logging import log_graph
 from ember.aot._metadata import (
     collect_metadata,
-    functionalization,
     lift_input_mutations,
-    missing_functionalization,
     mutated_inputs,
+    unlifted_mutations,
 )
 from ember.aot._runtime import CompiledPlan, autograd_function, run_autograd, run_inference
 from ember.aot.partitioners import default_partition
@@ -40,6 +40,7 @@ from ember.autograd import grad as autograd_grad
 from ember.core.api import functions as _functions
 from ember.core.symbolic import SymInt
 from ember.core.tensor import Tensor
+from ember.func import functionalize
 from ember.fx._codegen import CodeGen
 from ember.fx.experimental.proxy_tensor import make_fx
 from ember.fx.graph_module import GraphModule
@@ -191,20 +192,18 @@ def _compile(fn: Callable, flat_args: list, in_spec, aot_config: _Config) -> _Co
     needs_autograd = needs_autograd and bool(meta.tangent_outputs)
     tracing_mode = "symbolic" if aot_config.dynamic else "fake"
     name = getattr(fn, "__qualname__", type(fn).__name__)
-    functionalize = functionalization()
-    if functionalize is not None and meta.mutated_grad_inputs:
+    if meta.mutated_grad_inputs:
         raise NotImplementedError(
             f"AOT autograd: the function changes its input(s) {meta.mutated_grad_inputs}, which require grad, in "
             "place; only inputs that require no grad (buffers) may be mutated"
         )
     if not needs_autograd:
-        traced = flat_fn if functionalize is None else functionalize(flat_fn)
+        traced = functionalize(flat_fn)
         with no_grad():
             graph = make_fx(traced, aot_config.decompositions, tracing_mode)(*fakes)
         mutated = []
-        if functionalize is not None and not aot_config.keep_inference_input_mutations:
-            mutated = lift_input_mutations(graph, len(meta.outputs))
         if not aot_config.keep_inference_input_mutations:
+            mutated = lift_input_mutations(graph, len(meta.outputs))
             _check_mutations(graph)
         graph, rng = _rng.functionalize_rng(graph, num_fwd_outputs=len(meta.outputs) + len(mutated))
         log_graph("inference graph", name, graph)
@@ -231,11 +230,11 @@ def _compile(fn: Callable, flat_args: list, in_spec, aot_config: _Config) -> _Co
         grads = autograd_grad(differentiated, wrt, tangents, allow_unused=True)
         return [*outs, *grads]
 
-    traced = joint if functionalize is None else functionalize(joint)
+    traced = functionalize(joint)
     with enable_grad():
         joint_graph = make_fx(traced, aot_config.decompositions, tracing_mode)(fakes, tangents)
     joint_graph.graph.set_codegen(CodeGen())  # flat placeholders: primals_1, ..., tangents_1, ...
-    mutated = [] if functionalize is None else lift_input_mutations(joint_graph, len(meta.outputs))
+    mutated = lift_input_mutations(joint_graph, len(meta.outputs))
     _check_mutations(joint_graph)
     _drop_own_frames(joint_graph)
     joint_graph.recompile()
@@ -260,7 +259,7 @@ def _compile(fn: Callable, flat_args: list, in_spec, aot_config: _Config) -> _Co
 def _check_mutations(gm: GraphModule) -> None:
     mutated = mutated_inputs(gm)
     if mutated:
-        raise missing_functionalization(mutated)
+        raise unlifted_mutations(mutated)
 
 
 def _drop_own_frames(gm: GraphModule) -> None:

@@ -144,7 +144,7 @@ def _with_writes(
 ) -> set[Node]:
     """``needed`` and the in-place ops that write, before a needed node reads it, into memory it reads.
 
-    Without functionalization a graph may fill a buffer through a view (``copy_`` into ``as_strided``
+    A joint graph that was not functionalized (one a caller traced) may fill a buffer through a view (``copy_`` into ``as_strided``
     of ``zeros``) and read it through another alias; such a write is no ancestor of the reader, yet
     the reader's value depends on it."""
     writes = [(i, n, _written(n)) for i, n in enumerate(graph.nodes)]
