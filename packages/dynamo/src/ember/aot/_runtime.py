@@ -11,6 +11,7 @@ forward as two trailing inputs and leaves it as one trailing output, the offset 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,9 @@ from ember.core.generator import default_generator
 from ember.core.tensor import Tensor
 
 DOUBLE_BACKWARD = "aot_function does not support double backward"
+
+# The forward's full outputs of the call in progress on this thread (views of inputs included).
+_last_outputs = threading.local()
 
 
 def call_boxed(compiled: Callable, args: list) -> Any:
@@ -105,7 +109,7 @@ def autograd_function(plan: CompiledPlan) -> type[Function]:
             saved = outs[num_outputs : num_outputs + plan.num_saved_tensors]
             ctx.save_for_backward(*saved)
             ctx.symints = outs[num_outputs + plan.num_saved_tensors :]
-            CompiledFunction.last_outputs = user
+            _last_outputs.value = user  # for run_autograd: the outputs apply() does not return
             # The Function's own outputs: the tensors that are not views of inputs.
             returned = [user[i] for i, o in enumerate(plan.meta.outputs) if o.is_tensor and o.alias_of_input is None]
             differentiable = {id(user[i]) for i in tangent_outputs}
@@ -138,8 +142,8 @@ def run_autograd(plan: CompiledPlan, function: type[Function], flat_args: list) 
     returned = function.apply(*tensors)
     if not isinstance(returned, tuple):
         returned = (returned,)
-    outs = list(function.last_outputs)
-    function.last_outputs = None
+    outs = list(_last_outputs.value)
+    _last_outputs.value = None
     it = iter(returned)
     for i, info in enumerate(plan.meta.outputs):
         if info.is_tensor and info.alias_of_input is None:
