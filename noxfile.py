@@ -21,6 +21,7 @@ PACKAGES = [
     "packages/sdpa",
     "packages/nn",
     "packages/fx",
+    "packages/dynamo",
     "packages/distributed",
     "packages/ember",
 ]

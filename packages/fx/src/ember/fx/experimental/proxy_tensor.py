@@ -32,6 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ember.autograd import no_grad
+from ember.autograd.recording import TensorMeta
 from ember.core import ops as _ops
 from ember.core.dispatch import DispatchMode, OpOverload
 from ember.core.generator import Generator
@@ -96,12 +97,26 @@ class _Trace:
             return self._symbolic(value)
         if isinstance(value, Generator):
             return self._attribute("_generator", value)
+        if isinstance(value, TensorMeta):
+            return self._tensor_meta(value)
         if type(value) not in _PLAIN and not isinstance(value, _PLAIN_KINDS):
             raise TypeError(
                 f"make_fx: an argument of type {type(value).__name__} ({value!r}) cannot be held by a graph; "
                 "an op was called with it"
             )
         return value
+
+    def _tensor_meta(self, meta: TensorMeta) -> Node:
+        """A derivative formula that reads only a tensor's metadata gets a ``TensorMeta``; in the graph
+        it becomes an uninitialized tensor with that metadata, which is all the op reads of it."""
+        args = (tuple(self.args_of(tuple(meta._shape))), tuple(self.args_of(tuple(meta._stride))))
+        kwargs = {"dtype": meta.dtype, "device": meta.device}
+        node = self.graph.create_node("call_function", _ops.aten.empty_strided.default, args, kwargs)
+        from ember._subclasses.fake_impls import fresh_fake
+
+        fake_mode = _snapshot_mode_for_metadata()
+        node.meta["val"] = fresh_fake(fake_mode, meta._shape, meta.dtype, meta.device, meta._stride)
+        return node
 
     def args_of(self, tree: Any) -> Any:
         return pytree.tree_map(self.node_of, tree)
@@ -227,6 +242,15 @@ def _meta_val(value: Any) -> Any:
     if isinstance(value, FakeTensor) or not isinstance(value, Tensor):
         return value
     return _snapshot(value)
+
+
+def _snapshot_mode_for_metadata() -> Any:
+    from ember._subclasses.fake_tensor import FakeTensorMode
+
+    global _snapshot_mode
+    if _snapshot_mode is None:
+        _snapshot_mode = FakeTensorMode(allow_non_fake_inputs=True)
+    return _snapshot_mode
 
 
 def _snapshot(tensor: Tensor) -> Any:
