@@ -1,0 +1,103 @@
+"""In-place ops on views whose geometry is not memory: replaying the view ops instead.
+
+``views.py`` locates a view inside its base by storage geometry (sizes, strides, offset), which
+holds for ordinary tensors. A tensor subclass that stands for more than its own memory, such as
+vmap's ``BatchedTensor`` (whose storage holds every lane), has a logical geometry that says nothing
+about where one lane's elements are, and refuses ``as_strided``. Such a view carries instead a
+``_view_fn``: a function that applies the same view ops, in order, to any tensor shaped like its
+base (PyTorch's view replay). With it:
+
+- the base's history after an in-place op on the view is ``ReplayedCopySlices``: the incoming
+  gradient with the view's region (found by replaying the view ops on it) replaced by what the
+  op's formula gives;
+- a view whose history went stale gets a new one by replaying its view ops on its base with grad
+  mode on, which records their ordinary backward nodes.
+
+Putting a gradient of the view's shape back into the base's shape is the backward of the view ops
+(``embed``), so the computation stays out of place and works whatever the gradients are wrapped in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ember.autograd.grad_mode import enable_grad, is_grad_enabled
+from ember.autograd.graph import Node, gradient_edge
+from ember.core.dispatch import ops
+from ember.core.tensor import Tensor
+
+_aten = ops.aten
+
+
+def view_fn_of(t: Tensor) -> Callable | None:
+    """The view-replay function of ``t`` when it has one (see the module docstring)."""
+    return t.__dict__.get("_view_fn")
+
+
+def _base_meta(base: Tensor) -> tuple:
+    return (tuple(base._shape), base.dtype, base.device)
+
+
+def embed(grad: Tensor, base_meta: tuple, view_fn: Callable) -> Tensor:
+    """``grad``, the gradient of a view, as a gradient of its base: the backward of the view ops."""
+    from ember.autograd.functional_api import grad as autograd_grad
+
+    shape, dtype, device = base_meta
+    create_graph = is_grad_enabled()
+    with enable_grad():
+        leaf = _aten.zeros.default(shape, dtype=dtype, device=device)
+        leaf.requires_grad = True
+        out = view_fn(leaf)
+    (result,) = autograd_grad(out, leaf, grad, create_graph=create_graph)
+    return result
+
+
+def _mask(base_meta: tuple, view_fn: Callable) -> Tensor:
+    """A boolean tensor shaped like the base, true where the view reads it."""
+    shape, _, device = base_meta
+    from ember.core import dtypes as D
+
+    mask = _aten.zeros.default(shape, dtype=D.bool_, device=device)
+    view_fn(mask).fill_(True)
+    return mask
+
+
+class ReplayedCopySlices(Node):
+    """The base's history after an in-place op on a view that replays its view ops."""
+
+    __slots__ = ("base_meta", "fn", "view_fn")
+
+    def __init__(self, base: Tensor, view_fn: Callable, fn: Node) -> None:
+        # Edges: the base's previous history, then the op's inputs other than the view itself.
+        super().__init__((gradient_edge(base), *fn.next_functions[1:]))
+        self.base_meta = _base_meta(base)
+        self.view_fn = view_fn
+        self.fn = fn
+
+    def name(self) -> str:
+        return "CopySlices"
+
+    def release(self) -> None:
+        self.fn.release()
+
+    def apply(self, grads: tuple) -> tuple:
+        (grad,) = grads
+        region = self.view_fn(grad.contiguous())
+        fn_grads = self.fn.apply((region.clone(),))
+        mask = _mask(self.base_meta, self.view_fn)
+        inside = fn_grads[0]
+        if inside is None:
+            inside = region.new_zeros(region.shape)
+        # ``where`` rather than arithmetic: exact, and the old values (even inf or nan) do not leak in.
+        result = _aten.where.self(mask, embed(inside, self.base_meta, self.view_fn), grad)
+        return (result, *fn_grads[1:])
+
+
+def regenerate(view: Tensor, base: Tensor, view_fn: Callable) -> None:
+    """Give ``view`` the history of its view ops replayed on ``base``'s current history."""
+    with enable_grad():
+        replayed = view_fn(base)
+    view.grad_fn = replayed.grad_fn
+    view._output_nr = replayed._output_nr
+    view.requires_grad = True
+    view._view_version = view._storage.version
