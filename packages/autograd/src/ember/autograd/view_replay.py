@@ -101,3 +101,69 @@ def regenerate(view: Tensor, base: Tensor, view_fn: Callable) -> None:
     view._output_nr = replayed._output_nr
     view.requires_grad = True
     view._view_version = view._storage.version
+
+
+# -- views of ordinary tensors whose gradients come wrapped --------------------------------------
+# A view of an ordinary tensor has a memory geometry, but its gradients may be tensor subclasses
+# (batched cotangents of ``jacrev`` or of a ``vjp`` called under ``vmap``) that refuse ``as_strided``.
+# For those, the view's elements are located in the base by index (gather and scatter), out of place.
+
+
+def _positions(shape: tuple, stride: tuple, offset: int):
+    import numpy as np
+
+    pos = np.full((), offset, dtype=np.int64)
+    for d, (n, s) in enumerate(zip(shape, stride, strict=True)):
+        axis = [1] * len(shape)
+        axis[d] = n
+        pos = pos + (np.arange(n, dtype=np.int64) * s).reshape(axis)
+    return np.broadcast_to(pos, shape).reshape(-1)
+
+
+def view_index(base_geometry: tuple, view_geometry: tuple, device) -> Tensor:
+    """For each element of the view (row-major), the row-major index in the base of the element at the
+    same storage position. The base's elements must not share positions."""
+    import numpy as np
+
+    from ember.core import dtypes as D
+    from ember.core.tensor import from_array
+
+    base = _positions(*base_geometry)
+    view = _positions(*view_geometry)
+    order = np.argsort(base, kind="stable")
+    ordered = base[order]
+    if len(np.unique(ordered)) != len(ordered):
+        raise RuntimeError(
+            "the gradient of an in-place op on a view cannot be taken with these gradients (tensor subclasses that "
+            "refuse as_strided) when the base's elements overlap in memory"
+        )
+    found = np.searchsorted(ordered, view)
+    found = np.minimum(found, len(ordered) - 1)
+    if len(view) and not np.array_equal(ordered[found], view):
+        raise RuntimeError("a view reads memory outside its base; its gradient cannot be located in the base")
+    index = from_array(np.ascontiguousarray(order[found]), D.int64)
+    return index if index.device == device and index.dtype is D.int64 else index.to(device=device, dtype=D.int64)
+
+
+def copy_slices_by_index(grad: Tensor, base_geometry: tuple, view_geometry: tuple, fn: Node) -> tuple:
+    """``CopySlices.apply`` out of place: the base's gradient with the view's elements replaced."""
+    index = view_index(base_geometry, view_geometry, grad.device)
+    flat = grad.reshape(-1)
+    region = flat.index_select(0, index).reshape(view_geometry[0])
+    fn_grads = fn.apply((region,))
+    inside = fn_grads[0]
+    if inside is None:
+        inside = region.new_zeros(region.shape)
+    result = flat.index_put((index,), inside.reshape(-1)).reshape(base_geometry[0])
+    return (result, *fn_grads[1:])
+
+
+def view_backward_by_index(grad: Tensor, base_geometry: tuple, view_geometry: tuple) -> Tensor:
+    """``AsStridedBackward.apply`` out of place: the view's gradient summed into a gradient of its base."""
+    index = view_index(base_geometry, view_geometry, grad.device)
+    base_shape = tuple(base_geometry[0])
+    numel = 1
+    for n in base_shape:
+        numel *= n
+    zeros = grad.new_zeros((numel,))
+    return zeros.index_add(0, index, grad.reshape(-1)).reshape(base_shape)

@@ -14,7 +14,11 @@ in-place op on it would not reach the base, and is refused (``table.run_rule``).
 
 from __future__ import annotations
 
+from ember.core.dispatch import ops
 from ember.func._vmap.batched import BatchedTensor
+
+# Shares the storage but is no view for autograd, on batched tensors as on others.
+_DETACH = ops.aten.detach.default
 
 
 def _replay(op, rest: tuple, kwargs: dict, parent, index, t):
@@ -40,6 +44,8 @@ class _ViewFn:
 
 def link_views(op, args: tuple, kwargs: dict, out) -> None:
     """Record that the wrappers ``op`` returned are views of ``args[0]`` (see the module docstring)."""
+    if op is _DETACH:
+        return
     source = args[0]
     state = source.__dict__
     is_view = source._base is not None and "_view_fn" in state
