@@ -127,3 +127,35 @@ def test_views_of_batched_tensors_know_their_base():
     expected = xs.numpy().copy()
     expected[:, 1:] *= 2
     _close(out, expected)
+
+
+def test_in_place_on_a_view_whose_rule_copied_raises():
+    from ember.core.dispatch import define, undefine
+    from ember.core.tensor import make_view
+    from ember.func._vmap.table import RULES, batch_rule
+
+    op = define("vmap_copying_view(Tensor(a) self) -> Tensor(a)", tags=("view",), namespace="aten")
+    op.register_kernel("cpu")(lambda self: make_view(self, self._shape, self._stride, self._offset))
+    batch_rule(op)(lambda call: call.args[0].clone())  # a faulty rule: no alias of the value
+    try:
+
+        def f(x):
+            r = x.clone()
+            op(r).mul_(2)
+            return r
+
+        with pytest.raises(RuntimeError, match="view op whose batching rule had to copy"):
+            vmap(f)(_batch((6,)))
+    finally:
+        del RULES[op]
+        undefine(op)
+
+
+def test_reshape_that_copies_is_a_new_tensor_as_without_vmap():
+    def f(x):
+        r = x.t().reshape(6)  # not viewable: a copy, which the write below does not reach through
+        r.mul_(2)
+        return x + r.sum()
+
+    xs = _batch((2, 3))
+    _close(vmap(f)(xs), _loop(f, xs))

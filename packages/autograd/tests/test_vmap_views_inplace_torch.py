@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from vmap_view_programs import IDS, PROGRAMS
+from vmap_view_programs import FORWARD_ONLY, IDS, PROGRAMS, view_taken_before_base_needs_grad
 
 import ember
 import ember.func as func
@@ -84,6 +84,27 @@ def test_vmap_functionalize_grad(program, shape):
     )
 
 
+_INDEX_PUT_JVP = pytest.mark.xfail(
+    strict=True,
+    raises=RuntimeError,
+    reason="forward AD of index_put_ under vmap refuses (batched tangent, unbatched self)",
+)
+FORWARD = [
+    pytest.param(p, shape, marks=_INDEX_PUT_JVP)
+    if p.__name__ in ("setitem_index_tensor", "setitem_mask")
+    else (p, shape)
+    for p, shape in PROGRAMS
+] + FORWARD_ONLY
+
+
+@pytest.mark.parametrize(("program", "shape"), FORWARD, ids=IDS + [p.__name__ for p, _ in FORWARD_ONLY])
+def test_vmap_jvp_and_jvp_of_vmap(program, shape):
+    (ours, theirs), (t_ours, t_theirs) = _pair((BATCH, *shape)), _pair((BATCH, *shape), seed=1)
+    expected = tfunc.vmap(lambda x, t: tfunc.jvp(lambda y: program(torch, y), (x,), (t,))[1])(theirs, t_theirs)
+    _close(func.vmap(lambda x, t: func.jvp(lambda y: program(ember, y), (x,), (t,))[1])(ours, t_ours), expected)
+    _close(func.jvp(func.vmap(lambda y: program(ember, y)), (ours,), (t_ours,))[1], expected)
+
+
 def _vector_program(lib, x):
     r = x * 1.5
     r[1:].mul_(x[:-1])
@@ -119,3 +140,33 @@ def test_saved_view_overwritten_raises_as_in_pytorch():
         tfunc.vmap(tfunc.grad(lambda x: program(torch, x)))(theirs)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         func.vmap(func.grad(lambda x: program(ember, x)))(ours)
+
+
+@pytest.mark.xfail(strict=True, reason="a view taken before its base requires grad keeps requires_grad=False (eager)")
+def test_view_taken_before_its_base_requires_grad_without_transforms():
+    ours, theirs = _pair((6,))
+    ours.requires_grad_()
+    theirs.requires_grad_()
+    view_taken_before_base_needs_grad(ember, ours).backward()
+    view_taken_before_base_needs_grad(torch, theirs).backward()
+    _close(ours.grad, theirs.grad)
+
+
+def _with_weight(lib, x, w):
+    r = x * 1.0
+    r[1:].mul_(w[:-1] * x[:-1])
+    r.view(2, 3)[:, 0].add_(w[:2])
+    return (r * r).sum()
+
+
+def test_gradient_of_a_captured_weight_through_vmap():
+    (xs, xs_t), (w, w_t) = _pair((BATCH, 6)), _pair((6,), seed=1)
+    _close(
+        func.grad(lambda v: func.vmap(lambda x: _with_weight(ember, x, v))(xs).sum())(w),
+        tfunc.grad(lambda v: tfunc.vmap(lambda x: _with_weight(torch, x, v))(xs_t).sum())(w_t),
+    )
+    w.requires_grad_()
+    w_t.requires_grad_()
+    func.vmap(lambda x: _with_weight(ember, x, w))(xs).sum().backward()
+    tfunc.vmap(lambda x: _with_weight(torch, x, w_t))(xs_t).sum().backward()
+    _close(w.grad, w_t.grad)

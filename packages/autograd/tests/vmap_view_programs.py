@@ -91,6 +91,13 @@ def write_into_no_grad_base(lib, x):
     return (r * r).sum()
 
 
+def view_taken_before_base_needs_grad(lib, x):
+    r = lib.zeros_like(x)
+    v = r[1:]  # a view of a base that has no history yet
+    r.add_(x)  # the base gets one in place: the view must read its own out of it
+    return (v * v).sum() + r.sum()
+
+
 def view_of_view_written_base_read(lib, x):
     r = x.clone()
     v = r[1:]
@@ -135,3 +142,6 @@ VECTOR = [
 SQUARE = [transpose_row, diagonal_mul, transpose_diagonal_add]
 PROGRAMS = [(p, (6,)) for p in VECTOR] + [(p, (3, 3)) for p in SQUARE]
 IDS = [p.__name__ for p, _ in PROGRAMS]
+# Forward mode only: in reverse mode a view taken before its base requires grad keeps
+# ``requires_grad=False`` even for plain tensors without any transform (see the test modules).
+FORWARD_ONLY = [(view_taken_before_base_needs_grad, (6,))]

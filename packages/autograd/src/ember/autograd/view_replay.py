@@ -109,6 +109,19 @@ def regenerate(view: Tensor, base: Tensor, view_fn: Callable) -> None:
 # For those, the view's elements are located in the base by index (gather and scatter), out of place.
 
 
+def refuses_as_strided(t: Tensor) -> bool:
+    """Whether ``t`` is, or wraps (``elem``, as functionalization's tensors do), a tensor subclass that
+    declares ``_refuses_as_strided`` (vmap's ``BatchedTensor``). Other subclasses (fake tensors, for
+    one) keep the ``as_strided`` path, and the graphs traced through it."""
+    for _ in range(16):  # a bound on the nesting, against a cycle of wrappers
+        if type(t) is Tensor or not isinstance(t, Tensor):
+            return False
+        if getattr(type(t), "_refuses_as_strided", False):
+            return True
+        t = getattr(t, "elem", None)
+    return False
+
+
 def _positions(shape: tuple, stride: tuple, offset: int):
     import numpy as np
 

@@ -54,7 +54,7 @@ class CopySlices(Node):
         shape, stride, base_offset = self.base_geometry
         if overlaps_exactly(shape, stride):
             raise RuntimeError("an in-place op on a view of a base whose elements overlap cannot be differentiated")
-        if type(grad) is not Tensor:  # a tensor subclass (batched, functional) may refuse as_strided
+        if type(grad) is not Tensor and view_replay.refuses_as_strided(grad):  # batched gradients
             return view_replay.copy_slices_by_index(grad, self.base_geometry, self.view_geometry, self.fn)
         # Laid out like the base (gaps included), so that the view's region is an as_strided of it.
         result = empty_strided_function(shape, stride, dtype=grad.dtype, device=grad.device)
@@ -83,7 +83,7 @@ class AsStridedBackward(Node):
         return "AsStridedBackward0"
 
     def apply(self, grads: tuple) -> tuple:
-        if type(grads[0]) is not Tensor:  # a tensor subclass (batched, functional) may refuse as_strided
+        if type(grads[0]) is not Tensor and view_replay.refuses_as_strided(grads[0]):  # batched gradients
             return (view_replay.view_backward_by_index(grads[0], self.base_geometry, self.view_geometry),)
         return (as_strided_backward(grads[0], self.base_geometry, self.view_geometry),)
 

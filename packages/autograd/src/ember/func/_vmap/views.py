@@ -9,7 +9,8 @@ that base: a wrapper's sizes and strides are those of one lane and do not locate
 autograd finds the view inside its base by replaying (``ember.autograd.view_replay``).
 
 A rule that cannot return a view of the value (it copied) marks the output ``_copied_view``: an
-in-place op on it would not reach the base, and is refused (``table.run_rule``).
+in-place op on it would not reach the base, and is refused (``table.run_rule``). ``reshape`` is the
+exception: it copies where one lane would copy too, so its copy is a new tensor, as without vmap.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ from ember.func._vmap.batched import BatchedTensor
 
 # Shares the storage but is no view for autograd, on batched tensors as on others.
 _DETACH = ops.aten.detach.default
+# Returns a copy when the sizes cannot be viewed. The batch stays a dimension of its own in front, so
+# the batched value has to be copied exactly when one lane would be: the output is then a new tensor.
+_MAY_COPY = (ops.aten.reshape.default,)
 
 
 def _replay(op, rest: tuple, kwargs: dict, parent, index, t):
@@ -58,7 +62,8 @@ def link_views(op, args: tuple, kwargs: dict, out) -> None:
         if "_copied_view" in state:
             o._copied_view = state["_copied_view"]
         elif o._value._storage is not source._value._storage:
-            o._copied_view = f"{op} on a batched tensor"
+            if op not in _MAY_COPY:
+                o._copied_view = f"{op} on a batched tensor"
         else:
             o._base = base
             o._view_fn = _ViewFn(op, args[1:], kwargs, parent, i if several else None)
