@@ -24,6 +24,7 @@ import threading
 import weakref
 
 from ember.autograd import _forward_rules as rules
+from ember.autograd import view_replay
 from ember.autograd.registry import functional_of, is_nondifferentiable, lookup
 from ember.core import dtypes as D
 from ember.core.aten.factories.factories import empty_strided_function, zeros_like
@@ -102,6 +103,10 @@ def tangent_of(t: Tensor) -> Tensor | None:
 
 
 def _view_of_base_tangent(base_tangent: Tensor, base: Tensor, view: Tensor) -> Tensor:
+    view_fn = view_replay.view_fn_of(view)
+    if view_fn is not None:  # a batched view: its geometry does not locate it, its view ops do
+        with busy():
+            return view_fn(base_tangent)
     if base_tangent._stride != base._stride:
         raise RuntimeError(
             "forward AD: a view of a tensor whose tangent is laid out differently from it cannot read its tangent"
@@ -443,6 +448,16 @@ def _give_tangent(target: Tensor, tangent: Tensor) -> None:
         target._fw_inplace = current
         return
     # A view without tangent whose base has none: the base gets zeros, the view its region of them.
+    if view_replay.view_fn_of(target) is not None:
+        # A batched view: zeros batched like the tangent (new_zeros), and the region found by replay.
+        with busy():
+            base_tangent = tangent.new_zeros(tuple(base._shape))
+            set_tangent(base, base_tangent)
+            base._fw_inplace = current
+            view = _view_of_base_tangent(base_tangent, base, target)
+            view.copy_(tangent)
+        set_tangent(target, view)
+        return
     with busy():
         if not is_non_overlapping_and_dense(base._shape, base._stride):
             raise RuntimeError("forward AD: an in-place op on a view of a base that is not dense is not supported")

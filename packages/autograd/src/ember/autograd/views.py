@@ -14,11 +14,13 @@ the base's on its next use.
 Geometry is absolute within the storage, so a view's region within a gradient laid out like the
 base is an ``as_strided`` of it, and reading a view's gradient back into its base is the gradient
 of that ``as_strided`` (``ember.autograd.as_strided``), which also serves bases with gaps between
-their elements and views that overlap.
+their elements and views that overlap. Views whose geometry is not memory (vmap's batched tensors)
+replay their view ops instead (``view_replay.py``).
 """
 
 from __future__ import annotations
 
+from ember.autograd import view_replay
 from ember.autograd.as_strided import as_strided_backward, overlaps_exactly
 from ember.autograd.graph import Node, gradient_edge
 from ember.core.aten.factories.factories import empty_strided_function
@@ -52,6 +54,8 @@ class CopySlices(Node):
         shape, stride, base_offset = self.base_geometry
         if overlaps_exactly(shape, stride):
             raise RuntimeError("an in-place op on a view of a base whose elements overlap cannot be differentiated")
+        if type(grad) is not Tensor and view_replay.refuses_as_strided(grad):  # batched gradients
+            return view_replay.copy_slices_by_index(grad, self.base_geometry, self.view_geometry, self.fn)
         # Laid out like the base (gaps included), so that the view's region is an as_strided of it.
         result = empty_strided_function(shape, stride, dtype=grad.dtype, device=grad.device)
         result.copy_(grad)
@@ -79,13 +83,16 @@ class AsStridedBackward(Node):
         return "AsStridedBackward0"
 
     def apply(self, grads: tuple) -> tuple:
+        if type(grads[0]) is not Tensor and view_replay.refuses_as_strided(grads[0]):  # batched gradients
+            return (view_replay.view_backward_by_index(grads[0], self.base_geometry, self.view_geometry),)
         return (as_strided_backward(grads[0], self.base_geometry, self.view_geometry),)
 
 
 def rebase(view: Tensor, fn: Node) -> None:
     """Give ``view``'s base the history of the in-place op ``fn`` just applied to ``view``."""
     base = view._base
-    node = CopySlices(base, view, fn)
+    view_fn = view_replay.view_fn_of(view)
+    node = CopySlices(base, view, fn) if view_fn is None else view_replay.ReplayedCopySlices(base, view_fn, fn)
     base.grad_fn = node
     base._output_nr = 0
     base.requires_grad = True
@@ -93,6 +100,10 @@ def rebase(view: Tensor, fn: Node) -> None:
 
 
 def _regenerate(view: Tensor, base: Tensor) -> None:
+    view_fn = view_replay.view_fn_of(view)
+    if view_fn is not None:
+        view_replay.regenerate(view, base, view_fn)
+        return
     view.grad_fn = AsStridedBackward(base, view)
     view._output_nr = 0
     view.requires_grad = True

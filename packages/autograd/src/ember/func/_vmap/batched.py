@@ -81,6 +81,9 @@ _ITEM_ERROR = (
 class BatchedTensor(Tensor):
     """A batch of tensors with the logical shape of one; see the module docstring."""
 
+    # Its sizes and strides are one lane's: autograd locates its views by index or replay instead.
+    _refuses_as_strided = True
+
     def __repr__(self) -> str:
         return f"BatchedTensor(lvl={self._level}, bdim={self._bdim}, value=\n{self._value!r}\n)"
 

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from ember.core.dispatch import OpOverload, all_ops
 from ember.core.tensor import Tensor
 from ember.func._vmap.batched import BatchedTensor, front, state, wrap
+from ember.func._vmap.views import link_views
 
 RULES: dict[OpOverload, Callable] = {}
 
@@ -130,6 +131,13 @@ def run_rule(op: OpOverload, args: tuple, kwargs: dict):
             "through. Move the call out of vmap, or register a rule with ember.func._vmap.table.batch_rule."
         )
     level = state.levels[depth - 1]
+    writes_self = _writes_self(op)
+    if writes_self and type(args[0]) is BatchedTensor and "_copied_view" in args[0].__dict__:
+        raise RuntimeError(
+            f"vmap: {op} writes in place to the result of a view op whose batching rule had to copy "
+            f"({args[0]._copied_view}), so the write would not reach the tensor it was taken from. Make the "
+            "tensor contiguous before taking the view, or use the out-of-place op."
+        )
     ids: set = set()
     new_args = tuple([_unwrap(a, depth, ids, level, op) for a in args])
     new_kwargs = {k: _unwrap(v, depth, ids, level, op) for k, v in kwargs.items()} if kwargs else kwargs
@@ -140,9 +148,12 @@ def run_rule(op: OpOverload, args: tuple, kwargs: dict):
         result = rule(call)
     finally:
         state.visible = saved
-    if _writes_self(op):
+    if writes_self:
         return args[0]
-    return _rewrap(result, depth)
+    out = _rewrap(result, depth)
+    if "view" in op.tags and type(args[0]) is BatchedTensor and args[0]._level == depth:
+        link_views(op, args, kwargs, out)
+    return out
 
 
 _WRITES_SELF: dict = {}
