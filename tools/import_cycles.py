@@ -24,7 +24,7 @@ KNOWN: list[frozenset[str]] = [
         "ember.core.printing ember.core.tensor",
         "ember.core.aten.pointwise.binary ember.core.aten.pointwise.unary",
         "ember.func._vmap.batched ember.func._vmap.table",
-        "ember.autograd._saved_mutation ember.autograd.graph ember.autograd.views",
+        "ember.autograd._saved_mutation ember.autograd.graph ember.autograd.views ember.autograd.view_replay",
         "ember.autograd._function_node ember.autograd.function",
         # The package's __init__ installs what its modules use; func and autograd reach each other lazily.
         "ember.autograd ember.autograd._forward_dispatch ember.autograd._forward_rules ember.autograd.describe "

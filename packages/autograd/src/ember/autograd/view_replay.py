@@ -38,10 +38,21 @@ def _base_meta(base: Tensor) -> tuple:
     return (tuple(base._shape), base.dtype, base.device)
 
 
+# ``ember.autograd.grad``, installed by vmap's views module, which alone makes replayed views: taking
+# it from there keeps this module, which the graph imports, from importing the engine.
+_autograd_grad: Callable | None = None
+
+
+def install_grad(fn: Callable) -> None:
+    global _autograd_grad
+    _autograd_grad = fn
+
+
 def embed(grad: Tensor, base_meta: tuple, view_fn: Callable) -> Tensor:
     """``grad``, the gradient of a view, as a gradient of its base: the backward of the view ops."""
-    from ember.autograd.functional_api import grad as autograd_grad
-
+    autograd_grad = _autograd_grad
+    if autograd_grad is None:
+        raise RuntimeError("a replayed view's backward needs ember.func's vmap, which makes such views")
     shape, dtype, device = base_meta
     create_graph = is_grad_enabled()
     with enable_grad():

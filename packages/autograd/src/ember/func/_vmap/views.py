@@ -16,7 +16,6 @@ exception: it copies where one lane would copy too, so its copy is a new tensor,
 from __future__ import annotations
 
 from ember.core.dispatch import ops
-from ember.func._vmap.batched import BatchedTensor
 
 # Shares the storage but is no view for autograd, on batched tensors as on others.
 _DETACH = ops.aten.detach.default
@@ -56,8 +55,9 @@ def link_views(op, args: tuple, kwargs: dict, out) -> None:
     base = source._base if is_view else source
     parent = state["_view_fn"] if is_view else None
     several = isinstance(out, tuple | list)
+    batched = type(source)  # a view op reaches a rule through its batched first argument
     for i, o in enumerate(out if several else (out,)):
-        if type(o) is not BatchedTensor:
+        if type(o) is not batched:
             continue
         if "_copied_view" in state:
             o._copied_view = state["_copied_view"]
