@@ -77,22 +77,24 @@ class Row:
         return 100.0 * self.present / self.in_scope if self.in_scope else 100.0
 
 
-def _owner(obj: Any) -> str:
-    return getattr(obj, "__name__", "").split(".")[0] if isinstance(obj, types.ModuleType) else ""
-
-
 def public_names(namespace: Any) -> set[str]:
-    """The public names of a module or class, less the modules and typing helpers a module imports."""
+    """The public names of a module or class, less what a module only imports from elsewhere: modules
+    that are not its submodules, and classes and functions defined outside its package (``Path``,
+    ``Any``, ``urlopen``)."""
     names = {name for name in dir(namespace) if not name.startswith("_")}
     if not isinstance(namespace, types.ModuleType):
         return names
+    prefix = namespace.__name__ + "."
     root = namespace.__name__.split(".")[0]
     kept = set()
     for name in names:
         value = getattr(namespace, name, None)
-        if isinstance(value, types.ModuleType) and _owner(value) != root:
-            continue  # `import os` inside the module
-        if getattr(value, "__module__", None) in ("typing", "typing_extensions", "collections.abc", "abc"):
+        if isinstance(value, types.ModuleType):
+            if value.__name__.startswith(prefix):
+                kept.add(name)
+            continue
+        home = getattr(value, "__module__", None)
+        if isinstance(value, (type, types.FunctionType)) and isinstance(home, str) and home.split(".")[0] != root:
             continue
         kept.add(name)
     return kept

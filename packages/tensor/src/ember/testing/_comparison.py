@@ -119,7 +119,10 @@ def _tensor_message(a: np.ndarray, e: np.ndarray, matches: np.ndarray, *, rtol: 
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         abs_diff = np.abs(a - e)
         abs_diff[matches] = 0
-        rel_diff = abs_diff / np.abs(e)
+        if abs_diff.dtype.kind == "i":  # true division of integers gives the default float dtype, as in PyTorch
+            rel_diff = abs_diff.astype(np.float32) / np.abs(e).astype(np.float32)
+        else:
+            rel_diff = abs_diff / np.abs(e)
         rel_diff[matches] = 0
     abs_i, rel_i = _argmax(abs_diff), _argmax(rel_diff)
     return _mismatch_message(
