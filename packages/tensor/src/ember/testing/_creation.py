@@ -36,7 +36,7 @@ def _bounds(low, high, dtype: D.dtype, lowest: float, highest: float, default_lo
     elif high < lowest or low >= highest:
         raise ValueError(
             f"The value interval specified by `low` and `high` is [{low}, {high}), "
-            f"but {str(dtype).replace('ember.', 'torch.')} only supports [{lowest}, {highest})"
+            f"but {dtype} only supports [{lowest}, {highest})"
         )
     low, high = min(max(low, lowest), highest), min(max(high, lowest), highest)
     if dtype not in _FLOATING_OR_COMPLEX:
