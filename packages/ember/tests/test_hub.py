@@ -105,7 +105,9 @@ def test_hash_mismatch_is_refused_like_torch(server, tmp_path):
     name = _served_weights(folder, prefix_ok=False)
     digest = hashlib.sha256((folder / name).read_bytes()).hexdigest()
     with pytest.raises(RuntimeError) as want:
-        torch.hub.download_url_to_file(f"{base}/{name}", str(tmp_path / "t.pth"), hash_prefix="deadbeef", progress=False)
+        torch.hub.download_url_to_file(
+            f"{base}/{name}", str(tmp_path / "t.pth"), hash_prefix="deadbeef", progress=False
+        )
     with pytest.raises(RuntimeError) as got:
         hub.load_state_dict_from_url(f"{base}/{name}", model_dir=str(tmp_path / "m"), check_hash=True)
     assert str(got.value) == str(want.value) == f'invalid hash value (expected "deadbeef", got "{digest}")'

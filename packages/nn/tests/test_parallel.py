@@ -32,13 +32,11 @@ def test_data_parallel_matches_torch():
     # Gradients reach the wrapped module's parameters.
     out_ours.sum().backward()
     out_theirs.sum().backward()
-    np.testing.assert_allclose(
-        np.asarray(ours[0].weight.grad), theirs[0].weight.grad.numpy(), rtol=1e-5, atol=1e-6
-    )
+    np.testing.assert_allclose(np.asarray(ours[0].weight.grad), theirs[0].weight.grad.numpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_data_parallel_state_dict_round_trip():
-    ours, theirs = _pair()
+    _, theirs = _pair()
     state = torch.nn.DataParallel(theirs).state_dict()
     wrapped = nn.DataParallel(nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3)))
     wrapped.load_state_dict({k: ember.tensor(v.numpy()) for k, v in state.items()})
@@ -57,5 +55,5 @@ def test_distributed_data_parallel_points_to_ember_distributed():
     from ember.nn.parallel import DistributedDataParallel
 
     assert issubclass(DistributedDataParallel, nn.Module)
-    with pytest.raises(RuntimeError, match="ember.distributed"):
+    with pytest.raises(RuntimeError, match=r"ember\.distributed"):
         DistributedDataParallel(nn.Linear(2, 2))

@@ -158,7 +158,7 @@ class Measurement:
         n = len(values)
         unit, scale = select_unit(self.median)
         lines = [f"<{type(self).__module__}.{type(self).__qualname__} object at {hex(id(self))}>"]
-        lines += self.task_spec.summarize().splitlines()
+        lines += self.task_spec.summarize().split("\n")
         lines.append(f"  {'Median: ' if n > 1 else ''}{self.median / scale:.2f} {unit}")
         if n >= 4:
             p25, p75 = _quantile(values, 0.25) / scale, _quantile(values, 0.75) / scale
