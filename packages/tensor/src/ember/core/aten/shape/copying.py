@@ -337,9 +337,7 @@ def _type(self, dtype=None, non_blocking=False, **kwargs):
     ``dtype`` is a dtype or such a name ('torch.DoubleTensor', 'torch.cuda.FloatTensor')."""
     if dtype is None:
         return D.legacy_type_name(self.dtype, self.device.type)
-    from ember.core.legacy_types import tensortype
-
-    if isinstance(dtype, tensortype):
+    if isinstance(dtype, type) and isinstance(getattr(dtype, "dtype", None), D.dtype):  # ember.FloatTensor, ...
         return _to(self, dtype.dtype, non_blocking=non_blocking)
     if isinstance(dtype, str):
         parts = dtype.split(".")
