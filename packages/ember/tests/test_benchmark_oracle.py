@@ -75,3 +75,50 @@ def test_timer_errors():
         eb.Timer(lambda: None)
     with pytest.raises(ValueError, match="Python statements"):
         eb.Timer("x", language="c++")
+
+
+def _compare_inputs(lib):
+    spec = lib.TaskSpec
+    out = []
+    for threads in (1, 4):
+        for row, base in (("small", 1.0e-6), ("large", 4.0e-5)):
+            for col, factor in (("ember", 1.0), ("numpy", 2.3), ("slow", 11.0)):
+                times = [base * factor * (1 + 0.03 * k) for k in range(6)]
+                task = spec(stmt="f(x)", setup="pass", label="add", sub_label=row, description=col, num_threads=threads)
+                out.append(lib.Measurement(10, [t * 10 for t in times], task))
+    noisy = spec(stmt="g(x)", setup="pass", label="other", sub_label="noisy", description="ember", num_threads=1)
+    out.append(lib.Measurement(1, [1e-3, 2e-3, 1.5e-3, 4e-3, 1.1e-3], noisy))
+    # A replicate of one task: Compare merges it with the first.
+    replicate = spec(stmt="f(x)", setup="pass", label="add", sub_label="small", description="ember", num_threads=1)
+    out.append(lib.Measurement(5, [1.01e-6 * 5, 0.99e-6 * 5], replicate))
+    return out
+
+
+@pytest.mark.parametrize("options", [(), ("trim",), ("colorize",), ("rowwise",), ("highlight",), ("trim", "highlight")])
+def test_compare_matches_torch(options):
+    tables = []
+    for lib in (eb, tb):
+        compare = lib.Compare(_compare_inputs(lib))
+        if "trim" in options:
+            compare.trim_significant_figures()
+        if "colorize" in options:
+            compare.colorize()
+        if "rowwise" in options:
+            compare.colorize(rowwise=True)
+        if "highlight" in options:
+            compare.highlight_warnings()
+        tables.append(str(compare))
+    assert tables[0] == tables[1]
+
+
+def test_significant_figures_and_merge_match_torch():
+    for times in TIMES.values():
+        ours, theirs = _measurements(times, SPECS["bare"])
+        assert ours.significant_figures == theirs.significant_figures
+    merged_ours = eb.Measurement.merge(_compare_inputs(eb))
+    merged_theirs = tb.Measurement.merge(_compare_inputs(tb))
+    assert len(merged_ours) == len(merged_theirs)
+    for ours, theirs in zip(merged_ours, merged_theirs, strict=True):
+        assert ours.number_per_run == theirs.number_per_run and ours.times == pytest.approx(theirs.times)
+    with pytest.raises(ValueError, match="Expected an instance of `Measurement`"):
+        eb.Compare([1.0])

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import statistics
 import textwrap
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,6 +57,16 @@ class TaskSpec:
         return "\n".join(f"{s}\n" if "\n" in s else s for s in sections if s)
 
 
+def trim_sigfig(x: float, n: int) -> float:
+    """``x`` rounded to ``n`` significant figures (3.14159, 2 -> 3.1)."""
+    scale = 10.0 ** (math.ceil(math.log10(abs(x))) - n)
+    return round(x / scale) * scale
+
+
+def unit_to_english(unit: str) -> str:
+    return {"ns": "nanosecond", "us": "microsecond", "ms": "millisecond", "s": "second"}[unit]
+
+
 def _quantile(sorted_values: list[float], q: float) -> float:
     position = (len(sorted_values) - 1) * q
     low = math.floor(position)
@@ -97,15 +108,28 @@ class Measurement:
 
     @property
     def significant_figures(self) -> int:
-        """How many leading digits of the median the spread of the times supports (1 to 4)."""
-        n = len(self.times)
-        if n < 2:
-            return 1
-        # The half-width of a 95% interval of the median, relative to the median.
-        interval = 1.645 * statistics.stdev(self.times) / math.sqrt(n) / self.median if self.median else 0.0
-        if interval <= 0:
-            return 4
-        return max(1, min(4, int(-math.floor(math.log10(interval)))))
+        """How many leading digits of the median its spread supports (1 to 4), for ``Compare``'s trimming.
+
+        Only the middle half of the sorted times counts (the tails are skewed); the interval is
+        1.645 standard errors of that half, and never under 25 ns (the clock's resolution).
+        """
+        values = self._times_sorted()
+        n = len(values)
+        middle = values[n // 4 : math.ceil(3 * n / 4)]
+        interval = max(1.645 * statistics.pstdev(middle) / math.sqrt(len(middle)), 25e-9)
+        return min(max(math.floor(math.log10(self.median / interval)), 1), 4)
+
+    @staticmethod
+    def merge(measurements: Iterable[Measurement]) -> list[Measurement]:
+        """One measurement per task: the times of replicates, as times of one repetition each."""
+        groups: dict[TaskSpec, list[float]] = {}
+        for m in measurements:
+            groups.setdefault(m.task_spec, []).extend(m.times)
+        return [Measurement(number_per_run=1, raw_times=times, task_spec=spec) for spec, times in groups.items()]
+
+    @property
+    def as_row_name(self) -> str:
+        return self.task_spec.sub_label or self.task_spec.stmt or "[Unknown]"
 
     @property
     def title(self) -> str:
