@@ -53,7 +53,7 @@ EXCLUDED: dict[str, str] = {
     "quantized": r"quantiz|qint|quint|qscheme|int_repr|(^|_)q_",
     "sparse CSR/BSR": r"(^|_)(csr|csc|bsr|bsc)(_|$)|sparse_compressed|crow_indices|ccol_indices|(^|_)(col|row)_indices",
     "nested": r"nested|jagged",
-    "JIT": r"jit|(^|_)script|^fork$|^wait$|compiled_with_cxx11_abi|^classes$",
+    "JIT": r"jit|(^|_)script|^fork$|^wait$|compiled_with_cxx11_abi|^classes$|^FileCheck$",
     "vendor devices": r"(^|_)(xpu|mps|mtia|hpu|ipu|xla|vulkan|maia|miopen|mkldnn|cudnn|fbgemm|hip|rocm|nnpack|mkl)(_|$)",
 }
 _EXCLUDED_RE = {family: re.compile(pattern, re.IGNORECASE) for family, pattern in EXCLUDED.items()}
