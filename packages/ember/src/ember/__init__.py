@@ -51,9 +51,23 @@ _autoload_backends()
 _install_cuda_fallback()  # `import ember.cuda` works without the ember-cuda package
 
 # Imported on first use, as their start-up cost is their own: ``ember.distributed``, ``ember.func``, ``ember.fx``, ``ember.library``,
-# ``ember.nn``, ``ember.optim``, ``ember.utils``; ``ember.cuda`` is the ember-cuda package or, without it,
+# ``ember.nn``, ``ember.optim``, ``ember.utils``, ``ember.accelerator``, ``ember.hub``, ``ember.onnx``, ``ember.testing``; ``ember.cuda`` is the ember-cuda package or, without it,
 # ``ember._cuda_fallback``.
-_LAZY_SUBPACKAGES = ("amp", "cuda", "distributed", "func", "fx", "library", "nn", "optim", "utils")
+_LAZY_SUBPACKAGES = (
+    "accelerator",
+    "amp",
+    "cuda",
+    "distributed",
+    "func",
+    "fx",
+    "hub",
+    "library",
+    "nn",
+    "onnx",
+    "optim",
+    "testing",
+    "utils",
+)
 # Top-level names that live in a lazily imported package: name -> module.
 _LAZY_ATTRIBUTES = {
     name: "ember.amp.autocast_mode"

@@ -14,6 +14,7 @@ from ember.nn.modules.activation import (
     Softmin,
     Softsign,
 )
+from ember.nn.parallel import DataParallel
 from ember.nn.parameter import Buffer, Parameter
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "Softmin",
     "Softsign",
     "Buffer",
+    "DataParallel",
     "Parameter",
     "functional",
     "init",

@@ -13,6 +13,8 @@ from ember.core.devices import device, get_default_device, register_backend, set
 from ember.core.dispatch import DispatchMode, OpOverload, define, ops
 from ember.core.dtype_info import finfo, iinfo
 from ember.core.dtypes import dtype
+from ember.core.legacy_types import LEGACY_TYPES as _LEGACY_TYPES
+from ember.core.legacy_types import set_default_tensor_type, tensortype
 from ember.core.promotion import can_cast, get_default_dtype, promote_types, result_type, set_default_dtype
 from ember.core.symbolic import (
     SymBool,
@@ -36,6 +38,7 @@ from ember.core.tensor import Size, Tensor
 from ember.core.threads import get_num_threads, set_num_threads
 
 _attach_methods(Tensor)
+globals().update(_LEGACY_TYPES)
 
 __all__ = [
     "DispatchMode",
@@ -71,6 +74,7 @@ __all__ = [
     "result_type",
     "set_default_device",
     "set_default_dtype",
+    "set_default_tensor_type",
     "set_num_threads",
     "sym_float",
     "sym_int",
@@ -79,4 +83,6 @@ __all__ = [
     "sym_min",
     "sym_not",
     "tensor",
+    "tensortype",
 ]
+__all__ += list(_LEGACY_TYPES)  # FloatTensor, LongTensor, ...

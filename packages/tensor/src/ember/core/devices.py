@@ -156,3 +156,9 @@ def check_backend(d: device) -> None:
 
 def registered_backends() -> list[str]:
     return list(_backends)
+
+
+def get_backend(device_type: str) -> object | None:
+    """The plugin registered for ``device_type`` (after autoloading the entry points), or None."""
+    autoload_backends()
+    return _backends.get(device_type)

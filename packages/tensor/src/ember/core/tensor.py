@@ -155,6 +155,22 @@ class Tensor:
     def is_cuda(self) -> bool:
         return self.device.type == "cuda"
 
+    # Devices Ember has no plugin for: each flag is True only for a tensor of that device type.
+    is_xpu = property(lambda self: self.device.type == "xpu")
+    is_mps = property(lambda self: self.device.type == "mps")
+    is_xla = property(lambda self: self.device.type == "xla")
+    is_ipu = property(lambda self: self.device.type == "ipu")
+    is_hpu = property(lambda self: self.device.type == "hpu")
+    is_mtia = property(lambda self: self.device.type == "mtia")
+    is_maia = property(lambda self: self.device.type == "maia")
+    is_vulkan = property(lambda self: self.device.type == "vulkan")
+    # Layouts and kinds of tensor Ember does not have (see the package README): always False.
+    is_mkldnn = property(lambda self: False)
+    is_quantized = property(lambda self: False)
+    is_sparse = property(lambda self: False)
+    is_sparse_csr = property(lambda self: False)
+    is_nested = property(lambda self: False)
+
     @property
     def is_leaf(self) -> bool:
         return self.grad_fn is None

@@ -337,6 +337,8 @@ def _type(self, dtype=None, non_blocking=False, **kwargs):
     ``dtype`` is a dtype or such a name ('torch.DoubleTensor', 'torch.cuda.FloatTensor')."""
     if dtype is None:
         return D.legacy_type_name(self.dtype, self.device.type)
+    if isinstance(dtype, type) and isinstance(getattr(dtype, "dtype", None), D.dtype):  # ember.FloatTensor, ...
+        return _to(self, dtype.dtype, non_blocking=non_blocking)
     if isinstance(dtype, str):
         parts = dtype.split(".")
         by_name = {f"{D.SCALAR_TYPE_NAMES[d]}Tensor": d for d in D.ALL}
@@ -344,6 +346,8 @@ def _type(self, dtype=None, non_blocking=False, **kwargs):
             raise ValueError(f"invalid type: '{dtype}'")
         device = parts[1] if len(parts) == 3 else "cpu"
         return _to(self, device=device, dtype=by_name[parts[-1]], non_blocking=non_blocking)
+    if isinstance(dtype, type):
+        raise ValueError(f"invalid type: '{dtype.__name__}'")
     if not isinstance(dtype, D.dtype):
         raise TypeError("dtype must be a type, str, or dtype object")
     return _to(self, dtype, non_blocking=non_blocking)

@@ -1,0 +1,6 @@
+"""``ember.testing``: ``assert_close`` and ``make_tensor``, as ``torch.testing`` offers them."""
+
+from ember.testing._comparison import assert_close
+from ember.testing._creation import make_tensor
+
+__all__ = ["assert_close", "make_tensor"]
