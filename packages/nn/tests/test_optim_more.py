@@ -1,0 +1,174 @@
+"""Adadelta, Adamax, NAdam, RAdam, Rprop and ASGD against PyTorch's: 20 steps on the same parameters
+and gradients give the same parameters and state, on the loop and the multi-tensor (foreach) paths;
+the state dict has PyTorch's layout, resumes exactly and loads PyTorch's own; errors are PyTorch's."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+from nn_harness import assert_close, needs_torch, torch, values
+
+import ember
+import ember.optim as eoptim
+from ember.nn import Parameter
+
+SHAPES = [(3, 4), (5,), (2, 2, 3)]
+
+CASES = [
+    ("Adadelta", dict()),
+    ("Adadelta", dict(lr=0.5, rho=0.8, eps=1e-5, weight_decay=0.1)),
+    ("Adadelta", dict(lr=0.3, weight_decay=0.05, maximize=True)),
+    ("Adamax", dict()),
+    ("Adamax", dict(lr=0.01, betas=(0.8, 0.95), weight_decay=0.1)),
+    ("Adamax", dict(lr=0.01, weight_decay=0.05, maximize=True)),
+    ("NAdam", dict()),
+    ("NAdam", dict(lr=0.01, momentum_decay=0.01, weight_decay=0.1)),
+    ("NAdam", dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True, maximize=True)),
+    ("NAdam", dict(lr=0.02, betas=(0.85, 0.9), maximize=True)),
+    ("RAdam", dict()),
+    ("RAdam", dict(lr=0.01, betas=(0.8, 0.9), weight_decay=0.1)),
+    ("RAdam", dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True, maximize=True)),
+    ("Rprop", dict()),
+    ("Rprop", dict(lr=0.05, etas=(0.3, 1.5), step_sizes=(1e-3, 0.2))),
+    ("Rprop", dict(lr=0.02, maximize=True)),
+    ("ASGD", dict()),
+    ("ASGD", dict(lr=0.05, lambd=1e-3, alpha=0.6, t0=5, weight_decay=0.1)),
+    ("ASGD", dict(lr=0.05, t0=3, maximize=True)),
+    ("ASGD", dict(lr=0.05, t0=3, weight_decay=0.05, maximize=True)),
+]
+
+STEPS = 20
+
+
+def _params(rng):
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in SHAPES]
+    ours = [Parameter(ember.tensor(a)) for a in arrays]
+    theirs = [torch.nn.Parameter(torch.from_numpy(a.copy())) for a in arrays]
+    return ours, theirs
+
+
+def _set_grads(ours, theirs, rng) -> None:
+    for p, q in zip(ours, theirs, strict=True):
+        g = rng.standard_normal(tuple(q.shape)).astype(np.float32)
+        p.grad = ember.tensor(g)
+        q.grad = torch.from_numpy(g.copy())
+
+
+def _compare_state(ours_opt, theirs_opt, ours, theirs) -> None:
+    for p, q in zip(ours, theirs, strict=True):
+        mine, ref = ours_opt.state[p], theirs_opt.state[q]
+        assert list(mine) == list(ref)
+        for key in ref:
+            assert mine[key].dtype.name == str(ref[key].dtype).removeprefix("torch.")
+            assert_close(mine[key], ref[key], rtol=1e-4, atol=1e-5)
+
+
+def _run(ours_opt, theirs_opt, ours, theirs, rng, steps: int) -> None:
+    for _ in range(steps):
+        _set_grads(ours, theirs, rng)
+        ours_opt.step()
+        theirs_opt.step()
+
+
+@needs_torch
+@pytest.mark.parametrize("foreach", [False, True], ids=["loop", "foreach"])
+@pytest.mark.parametrize("name,kwargs", CASES, ids=[f"{n}-{i}" for i, (n, _) in enumerate(CASES)])
+def test_steps_match_torch(name, kwargs, foreach):
+    rng = np.random.default_rng(0)
+    ours, theirs = _params(rng)
+    ours_opt = getattr(eoptim, name)(ours, foreach=foreach, **kwargs)
+    theirs_opt = getattr(torch.optim, name)(theirs, foreach=foreach, **kwargs)
+    _run(ours_opt, theirs_opt, ours, theirs, rng, STEPS)
+    for p, q in zip(ours, theirs, strict=True):
+        assert_close(p, q, rtol=1e-5, atol=1e-5)
+        assert_close(p.grad, q.grad, rtol=0, atol=0)  # the gradients are never written
+    _compare_state(ours_opt, theirs_opt, ours, theirs)
+    assert ours_opt.state_dict()["param_groups"] == theirs_opt.state_dict()["param_groups"]
+
+
+def _to_ember_state(state_dict):
+    out = copy.deepcopy(state_dict)
+    for entry in out["state"].values():
+        for key, value in entry.items():
+            if isinstance(value, torch.Tensor):
+                entry[key] = ember.tensor(value.numpy().copy())
+    return out
+
+
+@needs_torch
+@pytest.mark.parametrize("name,kwargs", [CASES[1], CASES[4], CASES[8], CASES[11], CASES[14], CASES[17]], ids=str)
+def test_state_dict_layout_resume_and_torch_checkpoint(name, kwargs):
+    rng = np.random.default_rng(1)
+    ours, theirs = _params(rng)
+    ours_opt = getattr(eoptim, name)([{"params": ours[:2]}, {"params": ours[2:], "lr": 0.003}], **kwargs)
+    theirs_opt = getattr(torch.optim, name)([{"params": theirs[:2]}, {"params": theirs[2:], "lr": 0.003}], **kwargs)
+    _run(ours_opt, theirs_opt, ours, theirs, rng, 3)
+    mine, ref = ours_opt.state_dict(), theirs_opt.state_dict()
+    assert mine["param_groups"] == ref["param_groups"]
+    assert list(mine["state"]) == list(ref["state"])
+    for index, entry in ref["state"].items():
+        assert list(mine["state"][index]) == list(entry)
+    # A fresh optimizer loading our state continues exactly as the original; one loading PyTorch's
+    # state continues as PyTorch's does.
+    copies = [Parameter(ember.tensor(values(p).copy())) for p in ours]
+    resumed = getattr(eoptim, name)([{"params": copies[:2]}, {"params": copies[2:]}], **kwargs)
+    resumed.load_state_dict(copy.deepcopy(ours_opt.state_dict()))
+    assert resumed.param_groups[1]["lr"] == 0.003
+    from_torch_params = [Parameter(ember.tensor(q.detach().numpy().copy())) for q in theirs]
+    from_torch = getattr(eoptim, name)([{"params": from_torch_params[:2]}, {"params": from_torch_params[2:]}], **kwargs)
+    from_torch.load_state_dict(_to_ember_state(theirs_opt.state_dict()))
+    for _ in range(3):
+        _set_grads(ours, theirs, rng)
+        for p, c, f in zip(ours, copies, from_torch_params, strict=True):
+            c.grad = p.grad.clone()
+            f.grad = p.grad.clone()
+        ours_opt.step()
+        resumed.step()
+        from_torch.step()
+        theirs_opt.step()
+    for p, c, f, q in zip(ours, copies, from_torch_params, theirs, strict=True):
+        np.testing.assert_array_equal(values(p), values(c))
+        assert_close(f, q, rtol=1e-5, atol=1e-5)
+
+
+@needs_torch
+@pytest.mark.parametrize(
+    "name,kwargs",
+    [
+        ("Adadelta", dict(lr=-1.0)),
+        ("Adadelta", dict(rho=1.5)),
+        ("Adadelta", dict(eps=-1.0)),
+        ("Adadelta", dict(weight_decay=-0.1)),
+        ("Adamax", dict(betas=(1.0, 0.9))),
+        ("Adamax", dict(betas=(0.9, -0.1))),
+        ("Adamax", dict(eps=-1e-8)),
+        ("NAdam", dict(momentum_decay=-1.0)),
+        ("NAdam", dict(weight_decay=-1.0)),
+        ("RAdam", dict(lr=-0.1)),
+        ("RAdam", dict(betas=(0.9, 1.0))),
+        ("Rprop", dict(etas=(1.2, 0.5))),
+        ("Rprop", dict(etas=(0.5, 1.0))),
+        ("Rprop", dict(lr=-1.0)),
+        ("ASGD", dict(weight_decay=-1.0)),
+        ("ASGD", dict(lr=-1.0)),
+    ],
+    ids=str,
+)
+def test_bad_arguments_raise_torch_errors(name, kwargs):
+    with pytest.raises(ValueError) as theirs:
+        getattr(torch.optim, name)([torch.nn.Parameter(torch.ones(2))], **kwargs)
+    with pytest.raises(ValueError) as ours:
+        getattr(eoptim, name)([Parameter(ember.ones(2))], **kwargs)
+    assert str(ours.value) == str(theirs.value)
+
+
+@needs_torch
+@pytest.mark.parametrize("name", ["Adadelta", "Adamax", "NAdam", "RAdam", "Rprop", "ASGD"])
+def test_defaults_and_repr_match_torch(name):
+    ours = getattr(eoptim, name)([Parameter(ember.ones(2))])
+    theirs = getattr(torch.optim, name)([torch.nn.Parameter(torch.ones(2))])
+    assert ours.defaults == theirs.defaults
+    assert list(ours.defaults) == list(theirs.defaults)
+    assert repr(ours) == repr(theirs)
