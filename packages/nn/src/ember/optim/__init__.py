@@ -1,11 +1,12 @@
 """``ember.optim``: optimizers and ``lr_scheduler``, as ``torch.optim``."""
 
-from ember.optim import lr_scheduler
+from ember.optim import lr_scheduler, swa_utils
 from ember.optim.adadelta import Adadelta
 from ember.optim.adagrad import Adagrad
 from ember.optim.adam import Adam, AdamW
 from ember.optim.adamax import Adamax
 from ember.optim.asgd import ASGD
+from ember.optim.lbfgs import LBFGS
 from ember.optim.nadam import NAdam
 from ember.optim.optimizer import Optimizer
 from ember.optim.radam import RAdam
@@ -15,6 +16,7 @@ from ember.optim.sgd import SGD
 
 __all__ = [
     "ASGD",
+    "LBFGS",
     "SGD",
     "Adadelta",
     "Adagrad",
@@ -27,4 +29,5 @@ __all__ = [
     "RMSprop",
     "Rprop",
     "lr_scheduler",
+    "swa_utils",
 ]
