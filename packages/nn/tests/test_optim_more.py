@@ -37,6 +37,9 @@ CASES = [
     ("ASGD", dict(lr=0.05, lambd=1e-3, alpha=0.6, t0=5, weight_decay=0.1)),
     ("ASGD", dict(lr=0.05, t0=3, maximize=True)),
     ("ASGD", dict(lr=0.05, t0=3, weight_decay=0.05, maximize=True)),
+    ("Adafactor", dict()),
+    ("Adafactor", dict(lr=0.05, beta2_decay=-0.5, eps=(1e-20, 1e-2), d=2.0, weight_decay=0.1)),
+    ("Adafactor", dict(lr=0.02, maximize=True, weight_decay=0.05)),
 ]
 
 STEPS = 20
@@ -98,7 +101,9 @@ def _to_ember_state(state_dict):
 
 
 @needs_torch
-@pytest.mark.parametrize("name,kwargs", [CASES[1], CASES[4], CASES[8], CASES[11], CASES[14], CASES[17]], ids=str)
+@pytest.mark.parametrize(
+    "name,kwargs", [CASES[1], CASES[4], CASES[8], CASES[11], CASES[14], CASES[17], CASES[21]], ids=str
+)
 def test_state_dict_layout_resume_and_torch_checkpoint(name, kwargs):
     rng = np.random.default_rng(1)
     ours, theirs = _params(rng)
@@ -153,6 +158,15 @@ def test_state_dict_layout_resume_and_torch_checkpoint(name, kwargs):
         ("Rprop", dict(lr=-1.0)),
         ("ASGD", dict(weight_decay=-1.0)),
         ("ASGD", dict(lr=-1.0)),
+        ("Adafactor", dict(lr=-1.0)),
+        ("Adafactor", dict(beta2_decay=0.5)),
+        ("Adafactor", dict(eps=(-1.0, 1e-3))),
+        ("Adafactor", dict(eps=(None, -1e-3))),
+        ("Adafactor", dict(d=0.5)),
+        ("Adafactor", dict(weight_decay=-0.5)),
+        ("SparseAdam", dict(lr=0.0)),
+        ("SparseAdam", dict(eps=0.0)),
+        ("SparseAdam", dict(betas=(0.9, 1.0))),
     ],
     ids=str,
 )
@@ -165,10 +179,28 @@ def test_bad_arguments_raise_torch_errors(name, kwargs):
 
 
 @needs_torch
-@pytest.mark.parametrize("name", ["Adadelta", "Adamax", "NAdam", "RAdam", "Rprop", "ASGD"])
+@pytest.mark.parametrize(
+    "name", ["Adadelta", "Adamax", "NAdam", "RAdam", "Rprop", "ASGD", "Adafactor", "SparseAdam", "LBFGS"]
+)
 def test_defaults_and_repr_match_torch(name):
     ours = getattr(eoptim, name)([Parameter(ember.ones(2))])
     theirs = getattr(torch.optim, name)([torch.nn.Parameter(torch.ones(2))])
     assert ours.defaults == theirs.defaults
     assert list(ours.defaults) == list(theirs.defaults)
     assert repr(ours) == repr(theirs)
+
+
+@needs_torch
+def test_sparse_adam_refuses_dense_gradients_as_torch_does():
+    theirs = torch.nn.Parameter(torch.ones(2))
+    theirs.grad = torch.ones(2)
+    with pytest.raises(RuntimeError) as expected:
+        torch.optim.SparseAdam([theirs]).step()
+    ours = Parameter(ember.ones(2))
+    ours.grad = ember.ones(2)
+    with pytest.raises(RuntimeError) as got:
+        eoptim.SparseAdam([ours]).step()
+    assert str(got.value) == str(expected.value)
+    # Without gradients there is nothing to do, and no error.
+    ours.grad = None
+    eoptim.SparseAdam([ours]).step()

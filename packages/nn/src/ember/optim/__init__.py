@@ -1,6 +1,7 @@
 """``ember.optim``: optimizers and ``lr_scheduler``, as ``torch.optim``."""
 
 from ember.optim import lr_scheduler, swa_utils
+from ember.optim._adafactor import Adafactor
 from ember.optim.adadelta import Adadelta
 from ember.optim.adagrad import Adagrad
 from ember.optim.adam import Adam, AdamW
@@ -13,12 +14,14 @@ from ember.optim.radam import RAdam
 from ember.optim.rmsprop import RMSprop
 from ember.optim.rprop import Rprop
 from ember.optim.sgd import SGD
+from ember.optim.sparse_adam import SparseAdam
 
 __all__ = [
     "ASGD",
     "LBFGS",
     "SGD",
     "Adadelta",
+    "Adafactor",
     "Adagrad",
     "Adam",
     "AdamW",
@@ -28,6 +31,7 @@ __all__ = [
     "RAdam",
     "RMSprop",
     "Rprop",
+    "SparseAdam",
     "lr_scheduler",
     "swa_utils",
 ]
