@@ -5,6 +5,7 @@ the state dict has PyTorch's layout, resumes exactly and loads PyTorch's own; er
 from __future__ import annotations
 
 import copy
+import importlib
 
 import numpy as np
 import pytest
@@ -204,3 +205,76 @@ def test_sparse_adam_refuses_dense_gradients_as_torch_does():
     # Without gradients there is nothing to do, and no error.
     ours.grad = None
     eoptim.SparseAdam([ours]).step()
+
+
+MUON_CASES = [
+    dict(lr=0.02),
+    dict(lr=0.02, nesterov=False, adjust_lr_fn="match_rms_adamw", weight_decay=0.0),
+    dict(lr=0.05, momentum=0.8, ns_steps=3, adjust_lr_fn="original", weight_decay=0.05),
+]
+
+
+@needs_torch
+@pytest.mark.parametrize("kwargs", MUON_CASES, ids=str)
+def test_muon_matches_torch(kwargs):
+    # The Newton-Schulz iteration runs in bfloat16 on both sides; its roundings may differ by an ulp.
+    rng = np.random.default_rng(3)
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in [(4, 6), (7, 3), (5, 5)]]
+    ours = [Parameter(ember.tensor(a)) for a in arrays]
+    theirs = [torch.nn.Parameter(torch.from_numpy(a.copy())) for a in arrays]
+    ours_opt, theirs_opt = eoptim.Muon(ours, **kwargs), torch.optim.Muon(theirs, **kwargs)
+    _run(ours_opt, theirs_opt, ours, theirs, rng, STEPS)
+    for p, q in zip(ours, theirs, strict=True):
+        assert_close(p, q, rtol=1e-3, atol=1e-3)
+    _compare_state(ours_opt, theirs_opt, ours, theirs)
+    assert ours_opt.state_dict()["param_groups"] == theirs_opt.state_dict()["param_groups"]
+
+
+@needs_torch
+@pytest.mark.parametrize(
+    "kwargs", [dict(lr=-1.0), dict(momentum=-0.5), dict(weight_decay=-1.0), dict(adjust_lr_fn="other")], ids=str
+)
+def test_muon_errors_match_torch(kwargs):
+    with pytest.raises(ValueError) as theirs:
+        torch.optim.Muon([torch.nn.Parameter(torch.ones(2, 2))], **kwargs)
+    with pytest.raises(ValueError) as ours:
+        eoptim.Muon([Parameter(ember.ones(2, 2))], **kwargs)
+    assert str(ours.value) == str(theirs.value)
+    with pytest.raises(ValueError, match="Muon only supports 2D parameters"):
+        eoptim.Muon([Parameter(ember.ones(3))])
+
+
+def _hook_trace(module, make_param):
+    """The order in which the state-dict and global step hooks run, and what they can change."""
+    calls = []
+    param = make_param()
+    opt = module.SGD([param], lr=0.1)
+    opt.register_state_dict_pre_hook(lambda o: calls.append("sd-pre"))
+    opt.register_state_dict_pre_hook(lambda o: calls.append("sd-pre-first"), prepend=True)
+    opt.register_state_dict_post_hook(lambda o, sd: {**sd, "extra": 1})
+    opt.register_load_state_dict_pre_hook(lambda o, sd: calls.append(("load-pre", sorted(sd))))
+    handle = opt.register_load_state_dict_post_hook(lambda o: calls.append("load-post"))
+    saved = opt.state_dict()
+    calls.append(sorted(saved))
+    opt.load_state_dict(saved)
+    handle.remove()
+    opt.load_state_dict(saved)
+    optimizer_module = importlib.import_module(module.__name__ + ".optimizer")
+    global_pre = optimizer_module.register_optimizer_step_pre_hook(lambda o, a, k: calls.append("global-pre"))
+    global_post = optimizer_module.register_optimizer_step_post_hook(lambda o, a, k: calls.append("global-post"))
+    opt.register_step_pre_hook(lambda o, a, k: calls.append("pre"))
+    opt.register_step_post_hook(lambda o, a, k: calls.append("post"))
+    try:
+        opt.step()
+    finally:
+        global_pre.remove()
+        global_post.remove()
+    opt.step()
+    return calls
+
+
+@needs_torch
+def test_state_dict_and_global_step_hooks_run_as_torch_runs_them():
+    ours = _hook_trace(eoptim, lambda: Parameter(ember.ones(2)))
+    theirs = _hook_trace(torch.optim, lambda: torch.nn.Parameter(torch.ones(2)))
+    assert ours == theirs

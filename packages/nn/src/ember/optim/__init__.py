@@ -2,6 +2,7 @@
 
 from ember.optim import lr_scheduler, swa_utils
 from ember.optim._adafactor import Adafactor
+from ember.optim._muon import Muon
 from ember.optim.adadelta import Adadelta
 from ember.optim.adagrad import Adagrad
 from ember.optim.adam import Adam, AdamW
@@ -26,6 +27,7 @@ __all__ = [
     "Adam",
     "AdamW",
     "Adamax",
+    "Muon",
     "NAdam",
     "Optimizer",
     "RAdam",
