@@ -262,10 +262,12 @@ def _hook_trace(module, make_param):
     optimizer_module = importlib.import_module(module.__name__ + ".optimizer")
     global_pre = optimizer_module.register_optimizer_step_pre_hook(lambda o, a, k: calls.append("global-pre"))
     global_post = optimizer_module.register_optimizer_step_post_hook(lambda o, a, k: calls.append("global-post"))
-    opt.register_step_pre_hook(lambda o, a, k: calls.append("pre"))
-    opt.register_step_post_hook(lambda o, a, k: calls.append("post"))
+    opt.register_step_pre_hook(lambda o, a, k: calls.append(("pre", len(a), a[0] is o)))
+    opt.register_step_post_hook(lambda o, a, k: calls.append(("post", len(a))))
+    # A pre-hook may replace the arguments: here it supplies a closure, whose loss the step returns.
+    opt.register_step_pre_hook(lambda o, a, k: ((a[0], lambda: 5.0), k))
     try:
-        opt.step()
+        calls.append(opt.step())
     finally:
         global_pre.remove()
         global_post.remove()

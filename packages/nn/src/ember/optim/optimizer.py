@@ -82,16 +82,18 @@ def refuse_unsupported(name: str, fused: Any = None, capturable: bool = False, d
 
 def _hooked_step(step: Callable) -> Callable:
     @functools.wraps(step)
-    def wrapper(self: Optimizer, *args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        # The hooks see the step's whole argument tuple, the optimizer first, as PyTorch's do.
+        self = args[0]
         for hook in [*_global_optimizer_pre_hooks.values(), *self._optimizer_step_pre_hooks.values()]:
             result = hook(self, args, kwargs)
             if result is not None:
                 if not (isinstance(result, tuple) and len(result) == 2):
                     raise RuntimeError(
-                        f"{hook} must return None or a tuple of (new_args, new_kwargs), but got {result}."
+                        f"{step} must return None or a tuple of (new_args, new_kwargs), but got {result}."
                     )
                 args, kwargs = result
-        out = step(self, *args, **kwargs)
+        out = step(*args, **kwargs)
         self._optimizer_step_code()
         for hook in [*self._optimizer_step_post_hooks.values(), *_global_optimizer_post_hooks.values()]:
             hook(self, args, kwargs)
