@@ -280,3 +280,64 @@ def test_state_dict_and_global_step_hooks_run_as_torch_runs_them():
     ours = _hook_trace(eoptim, lambda: Parameter(ember.ones(2)))
     theirs = _hook_trace(torch.optim, lambda: torch.nn.Parameter(torch.ones(2)))
     assert ours == theirs
+
+
+def _swap_in_run(module, tensor, parameter):
+    """Step an Adam on swapped-in copies; return the swapped tensors, the live ones and the saved state."""
+    live = [parameter(tensor([1.0, 2.0])), parameter(tensor([3.0]))]
+    opt = module.optim.Adam([{"params": live[:1]}, {"params": live[1:], "lr": 0.5}], lr=0.1)
+    for p in live:
+        p.grad = tensor([0.5] * p.numel())
+    opt.step()
+    saved = copy.deepcopy(opt.state_dict())
+    saved["param_groups"][0]["lr"] = 0.01
+    others = {"a": parameter(tensor([10.0, 20.0])), "b": parameter(tensor([30.0]))}
+    for p in others.values():
+        p.grad = tensor([1.0] * p.numel())
+    original_params = opt.param_groups[0]["params"]
+    with module.optim.swap_in_optimizer_params_and_state(opt, others, saved):
+        assert opt.param_groups[0]["params"][0] is others["a"]
+        opt.step()
+    assert opt.param_groups[0]["params"] is original_params and opt.param_groups[0]["lr"] == 0.1
+    assert set(map(id, opt.state)) == set(map(id, live))
+    return (
+        [p.detach().numpy().tolist() for p in others.values()],
+        [p.detach().numpy().tolist() for p in live],
+        saved["state"][0]["exp_avg"].numpy().tolist(),
+        float(saved["state"][0]["step"]),
+    )
+
+
+@needs_torch
+def test_swap_in_optimizer_params_and_state_matches_torch():
+    ours = _swap_in_run(ember, ember.tensor, Parameter)
+    theirs = _swap_in_run(torch, torch.tensor, torch.nn.Parameter)
+    np.testing.assert_allclose(np.concatenate(ours[0]), np.concatenate(theirs[0]), rtol=1e-6)
+    assert ours[1:] == theirs[1:]
+
+
+@needs_torch
+def test_swap_in_errors_match_torch():
+    def attempt(module, tensor, parameter, mutate):
+        p = parameter(tensor([1.0]))
+        opt = module.optim.SGD([p], lr=0.1, momentum=0.9)
+        p.grad = tensor([1.0])
+        opt.step()
+        saved = opt.state_dict()
+        with (
+            pytest.raises(RuntimeError) as info,
+            module.optim.swap_in_optimizer_params_and_state(opt, {"p": parameter(tensor([2.0]))}, mutate(saved)),
+        ):
+            pass
+        return str(info.value)
+
+    mutations = [
+        lambda sd: {**sd, "state": {**sd["state"], 7: {}}},
+        lambda sd: {**sd, "param_groups": []},
+        lambda sd: {**sd, "param_groups": [{**sd["param_groups"][0], "extra": 1}]},
+        lambda sd: {**sd, "state": [1]},
+    ]
+    for mutate in mutations:
+        assert attempt(ember, ember.tensor, Parameter, mutate) == attempt(
+            torch, torch.tensor, torch.nn.Parameter, mutate
+        )

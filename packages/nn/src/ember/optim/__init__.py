@@ -3,6 +3,7 @@
 from ember.optim import lr_scheduler, swa_utils
 from ember.optim._adafactor import Adafactor
 from ember.optim._muon import Muon
+from ember.optim._stateless import swap_in_optimizer_params_and_state
 from ember.optim.adadelta import Adadelta
 from ember.optim.adagrad import Adagrad
 from ember.optim.adam import Adam, AdamW
@@ -36,4 +37,5 @@ __all__ = [
     "SparseAdam",
     "lr_scheduler",
     "swa_utils",
+    "swap_in_optimizer_params_and_state",
 ]
