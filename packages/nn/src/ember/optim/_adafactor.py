@@ -10,9 +10,11 @@ from typing import Any
 from ember.core import dtypes as D
 from ember.core.aten.factories.factories import zeros_function, zeros_like
 from ember.core.dtype_info import finfo
+from ember.core.tensor import Tensor
+from ember.optim._foreach import functional_path
 from ember.optim.optimizer import Optimizer, step_without_grad
 
-__all__ = ["Adafactor"]
+__all__ = ["Adafactor", "adafactor"]
 
 
 class Adafactor(Optimizer):
@@ -173,3 +175,21 @@ def _multi_tensor_adafactor(
         ]
         for p, u, scale in zip(g_params, updates, scales, strict=True):
             p.add_(u.mul_(scale))
+
+
+def adafactor(
+    params: list[Tensor], grads: list[Tensor], row_vars: list[Tensor | None], col_vars: list[Tensor | None],
+    variances: list[Tensor | None], state_steps: list[Tensor], foreach: bool | None = None,
+    grad_scale: Tensor | None = None, found_inf: Tensor | None = None, has_complex: bool = False, *, d: float,
+    lr: float, beta2_decay: float, weight_decay: float, eps1: float, eps2: float, maximize: bool,
+) -> None:  # fmt: skip
+    """The Adafactor update on lists of tensors, as ``torch.optim._adafactor.adafactor``."""
+    if not all(isinstance(t, Tensor) for t in state_steps):
+        raise RuntimeError("`state_steps` argument must contain a list of singleton tensors")
+    if grad_scale is not None or found_inf is not None:
+        raise AssertionError("Grad scaling should occur outside of optimizer.step()")
+    run = functional_path("adafactor", params, foreach, _single_tensor_adafactor, _multi_tensor_adafactor)
+    run(
+        params, grads, row_vars, col_vars, variances, state_steps, d=d, lr=float(lr), beta2_decay=beta2_decay,
+        weight_decay=weight_decay, eps1=eps1, eps2=eps2, maximize=maximize,
+    )  # fmt: skip

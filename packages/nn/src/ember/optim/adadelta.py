@@ -6,10 +6,11 @@ from typing import Any
 
 from ember.core import dtypes as D
 from ember.core.aten.factories.factories import zeros_function, zeros_like
-from ember.optim._foreach import group_by_device_and_dtype, prepared_grads
+from ember.core.tensor import Tensor
+from ember.optim._foreach import functional_path, group_by_device_and_dtype, prepared_grads
 from ember.optim.optimizer import Optimizer, refuse_unsupported, require_nonnegative, step_without_grad
 
-__all__ = ["Adadelta"]
+__all__ = ["Adadelta", "adadelta"]
 
 
 class Adadelta(Optimizer):
@@ -104,3 +105,19 @@ def _multi_tensor_adadelta(params, grads, square_avgs, acc_deltas, steps, *, lr,
             a.addcmul_(d, d, value=1 - rho)
         for p, d in zip(g_params, deltas, strict=True):
             p.add_(d, alpha=-lr)
+
+
+def adadelta(
+    params: list[Tensor], grads: list[Tensor], square_avgs: list[Tensor], acc_deltas: list[Tensor],
+    state_steps: list[Tensor], capturable: bool = False, foreach: bool | None = None, differentiable: bool = False,
+    has_complex: bool = False, *, lr: float, rho: float, eps: float, weight_decay: float, maximize: bool,
+) -> None:  # fmt: skip
+    """The Adadelta update on lists of tensors, as ``torch.optim.adadelta.adadelta``."""
+    run = functional_path(
+        "adadelta", params, foreach, _single_tensor_adadelta, _multi_tensor_adadelta, state_steps=state_steps,
+        differentiable=differentiable, capturable=capturable,
+    )  # fmt: skip
+    run(
+        params, grads, square_avgs, acc_deltas, state_steps, lr=float(lr), rho=rho, eps=eps,
+        weight_decay=weight_decay, maximize=maximize,
+    )  # fmt: skip

@@ -7,10 +7,11 @@ from typing import Any
 from ember.core import dtypes as D
 from ember.core.aten.factories.factories import zeros_function, zeros_like
 from ember.core.aten.pointwise.binary import maximum_function
-from ember.optim._foreach import group_by_device_and_dtype, prepared_grads
+from ember.core.tensor import Tensor
+from ember.optim._foreach import functional_path, group_by_device_and_dtype, prepared_grads
 from ember.optim.optimizer import Optimizer, refuse_unsupported, require_nonnegative, step_without_grad
 
-__all__ = ["Adamax"]
+__all__ = ["Adamax", "adamax"]
 
 
 def check_betas(betas: tuple[float, float]) -> None:
@@ -100,3 +101,20 @@ def _multi_tensor_adamax(params, grads, exp_avgs, exp_infs, steps, *, eps, beta1
         sizes = [(lr / (1 - beta1 ** s.item())) * -1 for s in g_steps]
         for p, m, u, size in zip(g_params, g_avgs, g_infs, sizes, strict=True):
             p.addcdiv_(m, u, value=size)
+
+
+def adamax(
+    params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor], exp_infs: list[Tensor],
+    state_steps: list[Tensor], foreach: bool | None = None, maximize: bool = False, differentiable: bool = False,
+    capturable: bool = False, has_complex: bool = False, *, eps: float, beta1: float, beta2: float, lr: float,
+    weight_decay: float,
+) -> None:  # fmt: skip
+    """The Adamax update on lists of tensors, as ``torch.optim.adamax.adamax``."""
+    run = functional_path(
+        "adamax", params, foreach, _single_tensor_adamax, _multi_tensor_adamax, state_steps=state_steps,
+        differentiable=differentiable, capturable=capturable,
+    )  # fmt: skip
+    run(
+        params, grads, exp_avgs, exp_infs, state_steps, eps=eps, beta1=beta1, beta2=beta2, lr=float(lr),
+        weight_decay=weight_decay, maximize=maximize,
+    )  # fmt: skip

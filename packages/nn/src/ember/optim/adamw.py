@@ -1,5 +1,5 @@
-"""``ember.optim.adamw``: PyTorch's module path for ``AdamW``, which is defined beside ``Adam``."""
+"""``ember.optim.adamw``: PyTorch's module path for ``AdamW`` and ``adamw``, which are defined beside Adam."""
 
-from ember.optim.adam import AdamW
+from ember.optim.adam import AdamW, adamw
 
-__all__ = ["AdamW"]
+__all__ = ["AdamW", "adamw"]

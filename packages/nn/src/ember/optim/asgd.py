@@ -8,10 +8,11 @@ from typing import Any
 
 from ember.core import dtypes as D
 from ember.core.aten.factories.factories import ones_function, zeros_function, zeros_like
-from ember.optim._foreach import group_by_device_and_dtype, prepared_grads
+from ember.core.tensor import Tensor
+from ember.optim._foreach import functional_path, group_by_device_and_dtype, prepared_grads
 from ember.optim.optimizer import Optimizer, refuse_unsupported, require_nonnegative, step_without_grad
 
-__all__ = ["ASGD"]
+__all__ = ["ASGD", "asgd"]
 
 
 class ASGD(Optimizer):
@@ -113,3 +114,20 @@ def _multi_tensor_asgd(params, grads, axs, mus, etas, steps, *, lambd, lr, t0, a
             e.copy_(new)
         for m, s in zip(g_mus, g_steps, strict=True):
             m.fill_(1 / max(1, s.item() - t0))
+
+
+def asgd(
+    params: list[Tensor], grads: list[Tensor], axs: list[Tensor], mus: list[Tensor], etas: list[Tensor],
+    state_steps: list[Tensor], foreach: bool | None = None, maximize: bool = False, differentiable: bool = False,
+    capturable: bool = False, has_complex: bool = False, *, lambd: float, lr: float, t0: float, alpha: float,
+    weight_decay: float,
+) -> None:  # fmt: skip
+    """The ASGD update on lists of tensors, as ``torch.optim.asgd.asgd``."""
+    run = functional_path(
+        "asgd", params, foreach, _single_tensor_asgd, _multi_tensor_asgd, state_steps=state_steps,
+        differentiable=differentiable, capturable=capturable,
+    )  # fmt: skip
+    run(
+        params, grads, axs, mus, etas, state_steps, lambd=lambd, lr=float(lr), t0=t0, alpha=alpha,
+        weight_decay=weight_decay, maximize=maximize,
+    )  # fmt: skip

@@ -10,11 +10,12 @@ from typing import Any
 
 from ember.core import dtypes as D
 from ember.core.aten.factories.factories import ones_function, zeros_function, zeros_like
-from ember.optim._foreach import group_by_device_and_dtype, prepared_grads
+from ember.core.tensor import Tensor
+from ember.optim._foreach import functional_path, group_by_device_and_dtype, prepared_grads
 from ember.optim.adamax import check_betas
 from ember.optim.optimizer import Optimizer, refuse_unsupported, require_nonnegative, step_without_grad
 
-__all__ = ["NAdam"]
+__all__ = ["NAdam", "nadam"]
 
 
 class NAdam(Optimizer):
@@ -147,3 +148,24 @@ def _multi_tensor_nadam(
             p.addcdiv_(g, r, value=size)
         for p, m, r, size in zip(g_params, g_avgs, roots, avg_sizes, strict=True):
             p.addcdiv_(m, r, value=size)
+
+
+def nadam(
+    params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor], exp_avg_sqs: list[Tensor],
+    mu_products: list[Tensor], state_steps: list[Tensor], decoupled_weight_decay: bool = False,
+    foreach: bool | None = None, capturable: bool = False, differentiable: bool = False, has_complex: bool = False,
+    maximize: bool = False, *, beta1: float, beta2: float, lr: float, weight_decay: float, momentum_decay: float,
+    eps: float,
+) -> None:  # fmt: skip
+    """The NAdam update on lists of tensors, as ``torch.optim.nadam.nadam``."""
+    if not all(isinstance(t, Tensor) for t in mu_products):
+        raise RuntimeError("API has changed, `mu_products` argument must contain a list of singleton tensors")
+    run = functional_path(
+        "nadam", params, foreach, _single_tensor_nadam, _multi_tensor_nadam, state_steps=state_steps,
+        differentiable=differentiable, capturable=capturable,
+    )  # fmt: skip
+    run(
+        params, grads, exp_avgs, exp_avg_sqs, mu_products, state_steps, beta1=beta1, beta2=beta2, lr=float(lr),
+        weight_decay=weight_decay, momentum_decay=momentum_decay, eps=eps,
+        decoupled_weight_decay=decoupled_weight_decay, maximize=maximize,
+    )  # fmt: skip

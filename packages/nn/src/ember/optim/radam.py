@@ -7,11 +7,12 @@ from typing import Any
 
 from ember.core import dtypes as D
 from ember.core.aten.factories.factories import zeros_function, zeros_like
-from ember.optim._foreach import group_by_device_and_dtype, prepared_grads
+from ember.core.tensor import Tensor
+from ember.optim._foreach import functional_path, group_by_device_and_dtype, prepared_grads
 from ember.optim.adamax import check_betas
 from ember.optim.optimizer import Optimizer, refuse_unsupported, require_nonnegative, step_without_grad
 
-__all__ = ["RAdam"]
+__all__ = ["RAdam", "radam"]
 
 
 class RAdam(Optimizer):
@@ -152,3 +153,20 @@ def _multi_tensor_radam(
             b.add_(u)
         for p, m, b in zip(g_params, g_avgs, buffers, strict=True):
             p.addcmul_(m, b)
+
+
+def radam(
+    params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor], exp_avg_sqs: list[Tensor],
+    state_steps: list[Tensor], decoupled_weight_decay: bool = False, foreach: bool | None = None,
+    differentiable: bool = False, capturable: bool = False, has_complex: bool = False, maximize: bool = False, *,
+    beta1: float, beta2: float, lr: float, weight_decay: float, eps: float,
+) -> None:  # fmt: skip
+    """The RAdam update on lists of tensors, as ``torch.optim.radam.radam``."""
+    run = functional_path(
+        "radam", params, foreach, _single_tensor_radam, _multi_tensor_radam, state_steps=state_steps,
+        differentiable=differentiable, capturable=capturable,
+    )  # fmt: skip
+    run(
+        params, grads, exp_avgs, exp_avg_sqs, state_steps, beta1=beta1, beta2=beta2, lr=float(lr),
+        weight_decay=weight_decay, eps=eps, decoupled_weight_decay=decoupled_weight_decay, maximize=maximize,
+    )  # fmt: skip

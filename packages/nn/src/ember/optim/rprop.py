@@ -9,10 +9,11 @@ from typing import Any
 from ember.core import dtypes as D
 from ember.core.aten.factories.factories import full_like, zeros_function, zeros_like
 from ember.core.aten.pointwise.ternary import where_function
-from ember.optim._foreach import group_by_device_and_dtype
+from ember.core.tensor import Tensor
+from ember.optim._foreach import functional_path, group_by_device_and_dtype
 from ember.optim.optimizer import Optimizer, refuse_unsupported, require_nonnegative, step_without_grad
 
-__all__ = ["Rprop"]
+__all__ = ["Rprop", "rprop"]
 
 
 class Rprop(Optimizer):
@@ -113,3 +114,20 @@ def _multi_tensor_rprop(
             p.copy_(where_function(f.eq(etaminus), 0, p))
         for param, p, size in zip(g_params, g_prevs, g_sizes, strict=True):
             param.addcmul_(p.sign(), size, value=-1)
+
+
+def rprop(
+    params: list[Tensor], grads: list[Tensor], prevs: list[Tensor], step_sizes: list[Tensor],
+    state_steps: list[Tensor], foreach: bool | None = None, capturable: bool = False, maximize: bool = False,
+    differentiable: bool = False, has_complex: bool = False, *, step_size_min: float, step_size_max: float,
+    etaminus: float, etaplus: float,
+) -> None:  # fmt: skip
+    """The Rprop update on lists of tensors, as ``torch.optim.rprop.rprop``."""
+    run = functional_path(
+        "rprop", params, foreach, _single_tensor_rprop, _multi_tensor_rprop, state_steps=state_steps,
+        differentiable=differentiable, capturable=capturable,
+    )  # fmt: skip
+    run(
+        params, grads, prevs, step_sizes, state_steps, step_size_min=step_size_min, step_size_max=step_size_max,
+        etaminus=etaminus, etaplus=etaplus, maximize=maximize,
+    )  # fmt: skip
