@@ -341,3 +341,32 @@ def test_swap_in_errors_match_torch():
         assert attempt(ember, ember.tensor, Parameter, mutate) == attempt(
             torch, torch.tensor, torch.nn.Parameter, mutate
         )
+
+
+ALL_OPTIMIZERS = [
+    "Adadelta", "Adafactor", "Adagrad", "Adam", "AdamW", "Adamax", "ASGD", "LBFGS", "Muon", "NAdam", "RAdam",
+    "RMSprop", "Rprop", "SGD", "SparseAdam",
+]  # fmt: skip
+
+
+@needs_torch
+@pytest.mark.parametrize("name", ALL_OPTIMIZERS)
+def test_tensor_learning_rates_as_torch(name):
+    shape = (2, 2) if name == "Muon" else (2,)
+    with pytest.raises(ValueError) as theirs:
+        getattr(torch.optim, name)([torch.nn.Parameter(torch.ones(shape))], lr=torch.tensor([0.1, 0.2]))
+    with pytest.raises(ValueError) as ours:
+        getattr(eoptim, name)([Parameter(ember.ones(shape))], lr=ember.tensor([0.1, 0.2]))
+    assert str(ours.value) == str(theirs.value)
+
+
+@needs_torch
+@pytest.mark.parametrize("name", ["Adadelta", "Adamax", "NAdam", "RAdam", "Rprop", "ASGD", "Adafactor"])
+def test_one_element_tensor_learning_rate_steps_as_a_float(name):
+    rng = np.random.default_rng(4)
+    ours, theirs = _params(rng)
+    ours_opt = getattr(eoptim, name)(ours, lr=ember.tensor(0.01))
+    theirs_opt = getattr(torch.optim, name)(theirs, lr=torch.tensor(0.01))
+    _run(ours_opt, theirs_opt, ours, theirs, rng, 5)
+    for p, q in zip(ours, theirs, strict=True):
+        assert_close(p, q, rtol=1e-5, atol=1e-6)

@@ -12,7 +12,7 @@ from ember.core.aten.factories.factories import zeros_function, zeros_like
 from ember.core.dtype_info import finfo
 from ember.core.tensor import Tensor
 from ember.optim._foreach import functional_path
-from ember.optim.optimizer import Optimizer, step_without_grad
+from ember.optim.optimizer import Optimizer, check_tensor_lr, step_without_grad
 
 __all__ = ["Adafactor", "adafactor"]
 
@@ -30,6 +30,7 @@ class Adafactor(Optimizer):
         foreach: bool | None = None,
         maximize: bool = False,
     ) -> None:
+        check_tensor_lr(lr)
         if not lr >= 0.0:
             raise ValueError(f"Learning rate should be >= 0 but is: {lr}")
         if not beta2_decay <= 0.0:

@@ -10,7 +10,7 @@ from typing import Any
 from ember.core import dtypes as D
 from ember.core.aten.factories.factories import zeros_like
 from ember.core.tensor import Tensor
-from ember.optim.optimizer import Optimizer, step_without_grad
+from ember.optim.optimizer import Optimizer, check_tensor_lr, step_without_grad
 
 __all__ = ["Muon"]
 
@@ -74,6 +74,7 @@ class Muon(Optimizer):
         ns_steps: int = DEFAULT_NS_STEPS,
         adjust_lr_fn: str | None = None,
     ) -> None:
+        check_tensor_lr(lr)
         if not lr >= 0.0:
             raise ValueError(f"Learning rate should be >= 0 but is: {lr}")
         if not momentum >= 0.0:

@@ -11,7 +11,7 @@ from ember.core import dtypes as D
 from ember.core.aten.factories.factories import full_like, zeros_function
 from ember.core.tensor import Tensor
 from ember.optim._foreach import functional_path, group_by_device_and_dtype, prepared_grads
-from ember.optim.optimizer import Optimizer, refuse_unsupported, require_nonnegative, step_without_grad
+from ember.optim.optimizer import Optimizer, check_tensor_lr, refuse_unsupported, require_nonnegative, step_without_grad
 
 __all__ = ["Adagrad", "adagrad"]
 
@@ -31,6 +31,7 @@ class Adagrad(Optimizer):
         differentiable: bool = False,
         fused: bool | None = None,
     ) -> None:
+        check_tensor_lr(lr)
         require_nonnegative(
             ("learning rate", lr),
             ("lr_decay value", lr_decay),

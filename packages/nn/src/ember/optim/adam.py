@@ -15,7 +15,7 @@ from ember.core.aten.pointwise.binary import maximum_function
 from ember.core.tensor import Tensor
 from ember.optim._adam_numpy import numpy_adam_step, qualifies
 from ember.optim._foreach import functional_path, group_by_device_and_dtype, prepared_grads
-from ember.optim.optimizer import Optimizer, refuse_unsupported, step_without_grad
+from ember.optim.optimizer import Optimizer, check_tensor_lr, refuse_unsupported, step_without_grad
 
 __all__ = ["Adam", "AdamW", "adam", "adamw"]
 
@@ -41,6 +41,7 @@ class Adam(Optimizer):
         fused: bool | None = None,
         decoupled_weight_decay: bool = False,
     ) -> None:
+        check_tensor_lr(lr)
         if not _scalar(lr) >= 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not eps >= 0.0:

@@ -9,7 +9,7 @@ from ember.core.aten.factories.factories import zeros_function, zeros_like
 from ember.core.aten.pointwise.binary import maximum_function
 from ember.core.tensor import Tensor
 from ember.optim._foreach import functional_path, group_by_device_and_dtype, prepared_grads
-from ember.optim.optimizer import Optimizer, refuse_unsupported, require_nonnegative, step_without_grad
+from ember.optim.optimizer import Optimizer, check_tensor_lr, refuse_unsupported, require_nonnegative, step_without_grad
 
 __all__ = ["Adamax", "adamax"]
 
@@ -35,6 +35,7 @@ class Adamax(Optimizer):
         differentiable: bool = False,
         capturable: bool = False,
     ) -> None:
+        check_tensor_lr(lr)
         require_nonnegative(("learning rate", lr), ("epsilon value", eps))
         check_betas(betas)
         require_nonnegative(("weight_decay value", weight_decay))

@@ -10,7 +10,7 @@ from ember.core import dtypes as D
 from ember.core.aten.factories.factories import ones_function, zeros_function, zeros_like
 from ember.core.tensor import Tensor
 from ember.optim._foreach import functional_path, group_by_device_and_dtype, prepared_grads
-from ember.optim.optimizer import Optimizer, refuse_unsupported, require_nonnegative, step_without_grad
+from ember.optim.optimizer import Optimizer, check_tensor_lr, refuse_unsupported, require_nonnegative, step_without_grad
 
 __all__ = ["ASGD", "asgd"]
 
@@ -29,6 +29,7 @@ class ASGD(Optimizer):
         differentiable: bool = False,
         capturable: bool = False,
     ) -> None:
+        check_tensor_lr(lr)
         require_nonnegative(("learning rate", lr), ("weight_decay value", weight_decay))
         refuse_unsupported("ASGD", capturable=capturable, differentiable=differentiable)
         defaults = dict(

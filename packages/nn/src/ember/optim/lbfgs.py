@@ -15,7 +15,7 @@ from typing import Any
 from ember.autograd import enable_grad
 from ember.core.aten.factories.factories import zeros_function
 from ember.core.tensor import Tensor
-from ember.optim.optimizer import Optimizer, require_nonnegative, step_without_grad
+from ember.optim.optimizer import Optimizer, check_tensor_lr, require_nonnegative, step_without_grad
 
 __all__ = ["LBFGS"]
 
@@ -126,6 +126,7 @@ class LBFGS(Optimizer):
         history_size: int = 100,
         line_search_fn: str | None = None,
     ) -> None:
+        check_tensor_lr(lr)
         require_nonnegative(("learning rate", lr))
         if max_eval is None:
             max_eval = max_iter * 5 // 4

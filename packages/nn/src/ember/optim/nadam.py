@@ -13,7 +13,7 @@ from ember.core.aten.factories.factories import ones_function, zeros_function, z
 from ember.core.tensor import Tensor
 from ember.optim._foreach import functional_path, group_by_device_and_dtype, prepared_grads
 from ember.optim.adamax import check_betas
-from ember.optim.optimizer import Optimizer, refuse_unsupported, require_nonnegative, step_without_grad
+from ember.optim.optimizer import Optimizer, check_tensor_lr, refuse_unsupported, require_nonnegative, step_without_grad
 
 __all__ = ["NAdam", "nadam"]
 
@@ -34,6 +34,7 @@ class NAdam(Optimizer):
         capturable: bool = False,
         differentiable: bool = False,
     ) -> None:
+        check_tensor_lr(lr)
         require_nonnegative(("learning rate", lr), ("epsilon value", eps))
         check_betas(betas)
         require_nonnegative(("weight_decay value", weight_decay), ("momentum_decay value", momentum_decay))

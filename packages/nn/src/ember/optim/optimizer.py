@@ -63,6 +63,12 @@ def _typename(obj: Any) -> str:
     return type(obj).__qualname__
 
 
+def check_tensor_lr(lr: Any) -> None:
+    """PyTorch's error for a learning rate given as a tensor of more than one element."""
+    if isinstance(lr, Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+
+
 def require_nonnegative(*checks: tuple[str, float]) -> None:
     """``ValueError("Invalid <what>: <value>")`` for the first value that is not >= 0 (nan included)."""
     for what, value in checks:

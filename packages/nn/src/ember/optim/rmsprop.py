@@ -9,7 +9,7 @@ from ember.core import dtypes as D
 from ember.core.aten.factories.factories import zeros_function, zeros_like
 from ember.core.tensor import Tensor
 from ember.optim._foreach import functional_path, group_by_device_and_dtype, prepared_grads
-from ember.optim.optimizer import Optimizer, refuse_unsupported, require_nonnegative, step_without_grad
+from ember.optim.optimizer import Optimizer, check_tensor_lr, refuse_unsupported, require_nonnegative, step_without_grad
 
 __all__ = ["RMSprop", "rmsprop"]
 
@@ -29,6 +29,7 @@ class RMSprop(Optimizer):
         maximize: bool = False,
         differentiable: bool = False,
     ) -> None:
+        check_tensor_lr(lr)
         require_nonnegative(
             ("learning rate", lr),
             ("epsilon value", eps),

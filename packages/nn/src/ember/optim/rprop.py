@@ -11,7 +11,7 @@ from ember.core.aten.factories.factories import full_like, zeros_function, zeros
 from ember.core.aten.pointwise.ternary import where_function
 from ember.core.tensor import Tensor
 from ember.optim._foreach import functional_path, group_by_device_and_dtype
-from ember.optim.optimizer import Optimizer, refuse_unsupported, require_nonnegative, step_without_grad
+from ember.optim.optimizer import Optimizer, check_tensor_lr, refuse_unsupported, require_nonnegative, step_without_grad
 
 __all__ = ["Rprop", "rprop"]
 
@@ -29,6 +29,7 @@ class Rprop(Optimizer):
         maximize: bool = False,
         differentiable: bool = False,
     ) -> None:
+        check_tensor_lr(lr)
         require_nonnegative(("learning rate", lr))
         if not 0.0 < etas[0] < 1.0 < etas[1]:
             raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")

@@ -6,7 +6,7 @@ from typing import Any
 
 from ember.core.tensor import Tensor
 from ember.optim._foreach import functional_path, group_by_device_and_dtype, prepared_grads
-from ember.optim.optimizer import Optimizer, refuse_unsupported, step_without_grad
+from ember.optim.optimizer import Optimizer, check_tensor_lr, refuse_unsupported, step_without_grad
 
 __all__ = ["SGD", "sgd"]
 
@@ -26,6 +26,7 @@ class SGD(Optimizer):
         differentiable: bool = False,
         fused: bool | None = None,
     ) -> None:
+        check_tensor_lr(lr)
         if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if momentum < 0.0:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ember.optim.adamax import check_betas
-from ember.optim.optimizer import Optimizer, step_without_grad
+from ember.optim.optimizer import Optimizer, check_tensor_lr, step_without_grad
 
 __all__ = ["SparseAdam"]
 
@@ -24,6 +24,7 @@ class SparseAdam(Optimizer):
         eps: float = 1e-8,
         maximize: bool = False,
     ) -> None:
+        check_tensor_lr(lr)
         if not lr > 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not eps > 0.0:
