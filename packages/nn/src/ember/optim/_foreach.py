@@ -9,7 +9,7 @@ what makes ``foreach=True`` give PyTorch's ``foreach=True`` numbers.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 
@@ -46,3 +46,28 @@ def coupled_weight_decay(params: list, grads: list, weight_decay: float, fresh: 
             g.add_(p, alpha=weight_decay)
         return grads
     return [g.add(p, alpha=weight_decay) for g, p in zip(grads, params, strict=True)]
+
+
+def functional_path(
+    name: str,
+    params: Sequence[Any],
+    foreach: bool | None,
+    single: Callable,
+    multi: Callable,
+    *,
+    state_steps: Sequence[Any] | None = None,
+    differentiable: bool = False,
+    capturable: bool = False,
+    fused: bool | None = None,
+) -> Callable:
+    """The update a functional form (``ember.optim.adam.adam``, ...) runs: PyTorch's argument checks,
+    then the multi-tensor path when ``foreach`` asks for it (by default only on CUDA), else the loop."""
+    from ember.core.tensor import Tensor
+    from ember.optim.optimizer import refuse_unsupported
+
+    if state_steps is not None and not all(isinstance(t, Tensor) for t in state_steps):
+        raise RuntimeError("API has changed, `state_steps` argument must contain a list of singleton tensors")
+    refuse_unsupported(name, fused=fused, capturable=capturable, differentiable=differentiable)
+    if foreach is None:
+        foreach = bool(params) and all(p.device.type == "cuda" for p in params)
+    return multi if foreach else single

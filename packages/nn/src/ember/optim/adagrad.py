@@ -9,10 +9,11 @@ from typing import Any
 
 from ember.core import dtypes as D
 from ember.core.aten.factories.factories import full_like, zeros_function
-from ember.optim._foreach import group_by_device_and_dtype, prepared_grads
-from ember.optim.optimizer import Optimizer, refuse_unsupported, require_nonnegative, step_without_grad
+from ember.core.tensor import Tensor
+from ember.optim._foreach import functional_path, group_by_device_and_dtype, prepared_grads
+from ember.optim.optimizer import Optimizer, check_tensor_lr, refuse_unsupported, require_nonnegative, step_without_grad
 
-__all__ = ["Adagrad"]
+__all__ = ["Adagrad", "adagrad"]
 
 
 class Adagrad(Optimizer):
@@ -30,6 +31,7 @@ class Adagrad(Optimizer):
         differentiable: bool = False,
         fused: bool | None = None,
     ) -> None:
+        check_tensor_lr(lr)
         require_nonnegative(
             ("learning rate", lr),
             ("lr_decay value", lr_decay),
@@ -98,3 +100,22 @@ def _multi_tensor_adagrad(params, grads, sums, steps, *, lr, weight_decay, lr_de
             numerators = [g.mul(c) for g, c in zip(g_grads, minus_clr, strict=True)]
         for p, n, s in zip(g_params, numerators, stds, strict=True):
             p.addcdiv_(n, s)
+
+
+def adagrad(
+    params: list[Tensor], grads: list[Tensor], state_sums: list[Tensor], state_steps: list[Tensor],
+    fused: bool | None = None, grad_scale: Tensor | None = None, found_inf: Tensor | None = None,
+    has_sparse_grad: bool = False, foreach: bool | None = None, differentiable: bool = False,
+    has_complex: bool = False, *, lr: float, weight_decay: float, lr_decay: float, eps: float, maximize: bool,
+) -> None:  # fmt: skip
+    """The Adagrad update on lists of tensors, as ``torch.optim.adagrad.adagrad``."""
+    if grad_scale is not None or found_inf is not None:
+        raise NotImplementedError("adagrad: grad_scale/found_inf (fused gradient scaling) are not supported")
+    run = functional_path(
+        "adagrad", params, foreach, _single_tensor_adagrad, _multi_tensor_adagrad, state_steps=state_steps,
+        differentiable=differentiable, fused=fused,
+    )  # fmt: skip
+    run(
+        params, grads, state_sums, state_steps, lr=float(lr), weight_decay=weight_decay, lr_decay=lr_decay, eps=eps,
+        maximize=maximize,
+    )  # fmt: skip

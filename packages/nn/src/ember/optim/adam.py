@@ -14,10 +14,10 @@ from ember.core.aten.factories.factories import zeros_function, zeros_like
 from ember.core.aten.pointwise.binary import maximum_function
 from ember.core.tensor import Tensor
 from ember.optim._adam_numpy import numpy_adam_step, qualifies
-from ember.optim._foreach import group_by_device_and_dtype, prepared_grads
-from ember.optim.optimizer import Optimizer, refuse_unsupported, step_without_grad
+from ember.optim._foreach import functional_path, group_by_device_and_dtype, prepared_grads
+from ember.optim.optimizer import Optimizer, check_tensor_lr, refuse_unsupported, step_without_grad
 
-__all__ = ["Adam", "AdamW"]
+__all__ = ["Adam", "AdamW", "adam", "adamw"]
 
 
 def _scalar(value: Any) -> float:
@@ -41,6 +41,7 @@ class Adam(Optimizer):
         fused: bool | None = None,
         decoupled_weight_decay: bool = False,
     ) -> None:
+        check_tensor_lr(lr)
         if not _scalar(lr) >= 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not eps >= 0.0:
@@ -191,3 +192,39 @@ def _multi_tensor_adam(
             d.add_(eps)
         for p, m, d, size in zip(g_params, g_avgs, denoms, step_sizes, strict=True):
             p.addcdiv_(m, d, value=size)
+
+
+def adam(
+    params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor], exp_avg_sqs: list[Tensor],
+    max_exp_avg_sqs: list[Tensor], state_steps: list[Tensor], foreach: bool | None = None, capturable: bool = False,
+    differentiable: bool = False, fused: bool | None = None, grad_scale: Tensor | None = None,
+    found_inf: Tensor | None = None, has_complex: bool = False, decoupled_weight_decay: bool = False, *,
+    amsgrad: bool, beta1: float, beta2: float, lr: float, weight_decay: float, eps: float, maximize: bool,
+) -> None:  # fmt: skip
+    """The Adam update on lists of tensors, as ``torch.optim.adam.adam``."""
+    if grad_scale is not None or found_inf is not None:
+        raise NotImplementedError("adam: grad_scale/found_inf (fused gradient scaling) are not supported")
+    run = functional_path(
+        "adam", params, foreach, _single_tensor_adam, _multi_tensor_adam, state_steps=state_steps,
+        differentiable=differentiable, capturable=capturable, fused=fused,
+    )  # fmt: skip
+    run(
+        params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, amsgrad=amsgrad, beta1=beta1,
+        beta2=beta2, lr=_scalar(lr), weight_decay=weight_decay, eps=eps, maximize=maximize,
+        decoupled_weight_decay=decoupled_weight_decay,
+    )  # fmt: skip
+
+
+def adamw(
+    params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor], exp_avg_sqs: list[Tensor],
+    max_exp_avg_sqs: list[Tensor], state_steps: list[Tensor], foreach: bool | None = None, capturable: bool = False,
+    differentiable: bool = False, fused: bool | None = None, grad_scale: Tensor | None = None,
+    found_inf: Tensor | None = None, has_complex: bool = False, *, amsgrad: bool, beta1: float, beta2: float,
+    lr: float, weight_decay: float, eps: float, maximize: bool,
+) -> None:  # fmt: skip
+    """The AdamW update on lists of tensors, as ``torch.optim.adamw.adamw``: Adam with decoupled decay."""
+    adam(
+        params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, foreach, capturable, differentiable,
+        fused, grad_scale, found_inf, has_complex, True, amsgrad=amsgrad, beta1=beta1, beta2=beta2, lr=lr,
+        weight_decay=weight_decay, eps=eps, maximize=maximize,
+    )  # fmt: skip

@@ -21,8 +21,11 @@ from typing import Any
 from ember.optim.optimizer import Optimizer
 
 __all__ = [
+    "ChainedScheduler",
     "ConstantLR",
     "CosineAnnealingLR",
+    "CosineAnnealingWarmRestarts",
+    "CyclicLR",
     "ExponentialLR",
     "LRScheduler",
     "LambdaLR",
@@ -654,3 +657,11 @@ class OneCycleLR(LRScheduler):
                 else:
                     group["momentum"] = momentum
         return lrs
+
+
+class _LRScheduler(LRScheduler):
+    """The scheduler base class's old name, kept by PyTorch for subclasses written against it."""
+
+
+# At the bottom: these subclasses import the classes above from this module.
+from ember.optim._lr_cycles import ChainedScheduler, CosineAnnealingWarmRestarts, CyclicLR  # noqa: E402

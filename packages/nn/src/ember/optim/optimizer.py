@@ -25,7 +25,26 @@ from ember.core.tensor import Tensor
 from ember.nn.modules.hooks import RemovableHandle
 from ember.nn.parameter import clear_grad
 
-__all__ = ["Optimizer", "required"]
+__all__ = ["Optimizer", "register_optimizer_step_post_hook", "register_optimizer_step_pre_hook", "required"]
+
+# Step hooks for every optimizer: the global pre-hooks run before an optimizer's own, the global
+# post-hooks after its own, as in PyTorch.
+_global_optimizer_pre_hooks: OrderedDict = OrderedDict()
+_global_optimizer_post_hooks: OrderedDict = OrderedDict()
+
+
+def register_optimizer_step_pre_hook(hook: Callable) -> RemovableHandle:
+    """``hook(optimizer, args, kwargs)`` before every optimizer's step; it may return new ``(args, kwargs)``."""
+    handle = RemovableHandle(_global_optimizer_pre_hooks)
+    _global_optimizer_pre_hooks[handle.id] = hook
+    return handle
+
+
+def register_optimizer_step_post_hook(hook: Callable) -> RemovableHandle:
+    """``hook(optimizer, args, kwargs)`` after every optimizer's step."""
+    handle = RemovableHandle(_global_optimizer_post_hooks)
+    _global_optimizer_post_hooks[handle.id] = hook
+    return handle
 
 
 class _RequiredParameter:
@@ -42,6 +61,12 @@ def _typename(obj: Any) -> str:
 
         return tensor_type_name(obj)
     return type(obj).__qualname__
+
+
+def check_tensor_lr(lr: Any) -> None:
+    """PyTorch's error for a learning rate given as a tensor of more than one element."""
+    if isinstance(lr, Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
 
 
 def require_nonnegative(*checks: tuple[str, float]) -> None:
@@ -63,18 +88,20 @@ def refuse_unsupported(name: str, fused: Any = None, capturable: bool = False, d
 
 def _hooked_step(step: Callable) -> Callable:
     @functools.wraps(step)
-    def wrapper(self: Optimizer, *args: Any, **kwargs: Any) -> Any:
-        for hook in list(self._optimizer_step_pre_hooks.values()):
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        # The hooks see the step's whole argument tuple, the optimizer first, as PyTorch's do.
+        self = args[0]
+        for hook in [*_global_optimizer_pre_hooks.values(), *self._optimizer_step_pre_hooks.values()]:
             result = hook(self, args, kwargs)
             if result is not None:
                 if not (isinstance(result, tuple) and len(result) == 2):
                     raise RuntimeError(
-                        f"{hook} must return None or a tuple of (new_args, new_kwargs), but got {result}."
+                        f"{step} must return None or a tuple of (new_args, new_kwargs), but got {result}."
                     )
                 args, kwargs = result
-        out = step(self, *args, **kwargs)
+        out = step(*args, **kwargs)
         self._optimizer_step_code()
-        for hook in list(self._optimizer_step_post_hooks.values()):
+        for hook in [*self._optimizer_step_post_hooks.values(), *_global_optimizer_post_hooks.values()]:
             hook(self, args, kwargs)
         return out
 
@@ -87,8 +114,7 @@ class Optimizer:
 
     def __init__(self, params: Iterable[Any], defaults: dict[str, Any]) -> None:
         self.defaults = defaults
-        self._optimizer_step_pre_hooks: OrderedDict = OrderedDict()
-        self._optimizer_step_post_hooks: OrderedDict = OrderedDict()
+        self._init_hook_tables()
         self._patch_step_function()
         if isinstance(params, Tensor):
             raise TypeError(
@@ -105,6 +131,21 @@ class Optimizer:
         for group in groups:
             self.add_param_group(group)
 
+    _HOOK_TABLES = (
+        "_optimizer_step_pre_hooks",
+        "_optimizer_step_post_hooks",
+        "_optimizer_state_dict_pre_hooks",
+        "_optimizer_state_dict_post_hooks",
+        "_optimizer_load_state_dict_pre_hooks",
+        "_optimizer_load_state_dict_post_hooks",
+    )
+
+    def _init_hook_tables(self) -> None:
+        # Missing ones only: an unpickled optimizer keeps none, a live one keeps its own.
+        for name in self._HOOK_TABLES:
+            if name not in self.__dict__:
+                setattr(self, name, OrderedDict())
+
     def _patch_step_function(self) -> None:
         cls = type(self)
         if not getattr(cls.step, "hooked", False):
@@ -118,10 +159,7 @@ class Optimizer:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        if "_optimizer_step_pre_hooks" not in self.__dict__:
-            self._optimizer_step_pre_hooks = OrderedDict()
-        if "_optimizer_step_post_hooks" not in self.__dict__:
-            self._optimizer_step_post_hooks = OrderedDict()
+        self._init_hook_tables()
         self._patch_step_function()
         self.defaults.setdefault("differentiable", False)
 
@@ -192,6 +230,29 @@ class Optimizer:
         self._optimizer_step_post_hooks[handle.id] = hook
         return handle
 
+    def _register(self, table: OrderedDict, hook: Callable, prepend: bool) -> RemovableHandle:
+        handle = RemovableHandle(table)
+        table[handle.id] = hook
+        if prepend:
+            table.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_state_dict_pre_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """``hook(optimizer)`` before ``state_dict()`` builds its result."""
+        return self._register(self._optimizer_state_dict_pre_hooks, hook, prepend)
+
+    def register_state_dict_post_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """``hook(optimizer, state_dict)`` after ``state_dict()``; a returned dict replaces the result."""
+        return self._register(self._optimizer_state_dict_post_hooks, hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """``hook(optimizer, state_dict)`` before loading, given a shallow copy; a returned dict is loaded instead."""
+        return self._register(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """``hook(optimizer)`` after ``load_state_dict()``."""
+        return self._register(self._optimizer_load_state_dict_post_hooks, hook, prepend)
+
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         raise NotImplementedError
 
@@ -206,6 +267,8 @@ class Optimizer:
     # -- state dicts -----------------------------------------------------------------------------
 
     def state_dict(self) -> dict[str, Any]:
+        for pre_hook in self._optimizer_state_dict_pre_hooks.values():
+            pre_hook(self)
         mapping: dict[int, int] = {}
         start = 0
 
@@ -220,7 +283,12 @@ class Optimizer:
 
         groups = [pack(g) for g in self.param_groups]
         state = {(mapping[id(k)] if isinstance(k, Tensor) else k): v for k, v in self.state.items()}
-        return {"state": state, "param_groups": groups}
+        state_dict = {"state": state, "param_groups": groups}
+        for post_hook in self._optimizer_state_dict_post_hooks.values():
+            result = post_hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        return state_dict
 
     @staticmethod
     def _cast(param: Tensor, value: Any, key: Any = None) -> Any:
@@ -238,6 +306,10 @@ class Optimizer:
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         state_dict = dict(state_dict)
+        for pre_hook in self._optimizer_load_state_dict_pre_hooks.values():
+            result = pre_hook(self, state_dict)
+            if result is not None:
+                state_dict = result
         groups = self.param_groups
         saved_groups = deepcopy(state_dict["param_groups"])
         if len(groups) != len(saved_groups):
@@ -267,6 +339,8 @@ class Optimizer:
                 saved["param_names"] = group["param_names"]
             new_groups.append(saved)
         self.__setstate__({"state": state, "param_groups": new_groups})
+        for post_hook in self._optimizer_load_state_dict_post_hooks.values():
+            post_hook(self)
 
     # -- shared by the subclasses ------------------------------------------------------------------
 

@@ -7,10 +7,11 @@ from typing import Any
 
 from ember.core import dtypes as D
 from ember.core.aten.factories.factories import zeros_function, zeros_like
-from ember.optim._foreach import group_by_device_and_dtype, prepared_grads
-from ember.optim.optimizer import Optimizer, refuse_unsupported, require_nonnegative, step_without_grad
+from ember.core.tensor import Tensor
+from ember.optim._foreach import functional_path, group_by_device_and_dtype, prepared_grads
+from ember.optim.optimizer import Optimizer, check_tensor_lr, refuse_unsupported, require_nonnegative, step_without_grad
 
-__all__ = ["RMSprop"]
+__all__ = ["RMSprop", "rmsprop"]
 
 
 class RMSprop(Optimizer):
@@ -28,6 +29,7 @@ class RMSprop(Optimizer):
         maximize: bool = False,
         differentiable: bool = False,
     ) -> None:
+        check_tensor_lr(lr)
         require_nonnegative(
             ("learning rate", lr),
             ("epsilon value", eps),
@@ -128,3 +130,20 @@ def _multi_tensor_rmsprop(
         else:
             for p, g, a in zip(g_params, g_grads, avgs, strict=True):
                 p.addcdiv_(g, a, value=-lr)
+
+
+def rmsprop(
+    params: list[Tensor], grads: list[Tensor], square_avgs: list[Tensor], grad_avgs: list[Tensor],
+    momentum_buffer_list: list[Tensor], state_steps: list[Tensor], foreach: bool | None = None,
+    maximize: bool = False, differentiable: bool = False, capturable: bool = False, has_complex: bool = False, *,
+    lr: float, alpha: float, eps: float, weight_decay: float, momentum: float, centered: bool,
+) -> None:  # fmt: skip
+    """The RMSprop update on lists of tensors, as ``torch.optim.rmsprop.rmsprop``."""
+    run = functional_path(
+        "rmsprop", params, foreach, _single_tensor_rmsprop, _multi_tensor_rmsprop, state_steps=state_steps,
+        differentiable=differentiable, capturable=capturable,
+    )  # fmt: skip
+    run(
+        params, grads, square_avgs, grad_avgs, momentum_buffer_list, state_steps, lr=float(lr), alpha=alpha, eps=eps,
+        weight_decay=weight_decay, momentum=momentum, centered=centered, maximize=maximize,
+    )  # fmt: skip

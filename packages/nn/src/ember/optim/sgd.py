@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from ember.core.tensor import Tensor
-from ember.optim._foreach import group_by_device_and_dtype, prepared_grads
-from ember.optim.optimizer import Optimizer, refuse_unsupported, step_without_grad
+from ember.optim._foreach import functional_path, group_by_device_and_dtype, prepared_grads
+from ember.optim.optimizer import Optimizer, check_tensor_lr, refuse_unsupported, step_without_grad
 
-__all__ = ["SGD"]
+__all__ = ["SGD", "sgd"]
 
 
 class SGD(Optimizer):
@@ -26,6 +26,7 @@ class SGD(Optimizer):
         differentiable: bool = False,
         fused: bool | None = None,
     ) -> None:
+        check_tensor_lr(lr)
         if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if momentum < 0.0:
@@ -110,3 +111,20 @@ def _multi_tensor_sgd(
                 group_grads = group_bufs
         for p, g in zip(group_params, group_grads, strict=True):
             p.add_(g, alpha=-lr)
+
+
+def sgd(
+    params: list[Tensor], d_p_list: list[Tensor], momentum_buffer_list: list[Tensor | None],
+    has_sparse_grad: bool = False, foreach: bool | None = None, fused: bool | None = None,
+    grad_scale: Tensor | None = None, found_inf: Tensor | None = None, *, weight_decay: float, momentum: float,
+    lr: float, dampening: float, nesterov: bool, maximize: bool,
+) -> None:  # fmt: skip
+    """The SGD update on lists of tensors, as ``torch.optim.sgd.sgd``; new momentum buffers are written
+    into ``momentum_buffer_list``."""
+    if grad_scale is not None or found_inf is not None:
+        raise NotImplementedError("sgd: grad_scale/found_inf (fused gradient scaling) are not supported")
+    run = functional_path("sgd", params, foreach, _single_tensor_sgd, _multi_tensor_sgd, fused=fused)
+    run(
+        params, d_p_list, momentum_buffer_list, weight_decay=weight_decay, momentum=momentum, lr=float(lr),
+        dampening=dampening, nesterov=nesterov, maximize=maximize,
+    )  # fmt: skip
