@@ -1,7 +1,7 @@
 """The cyclic schedulers (``CyclicLR``, ``CosineAnnealingWarmRestarts``) and ``ChainedScheduler``.
 
-They live apart from ``lr_scheduler.py`` only to keep that module short; ``lr_scheduler`` re-exports
-them, and their ``__module__`` is ``ember.optim.lr_scheduler``, PyTorch's path, so pickles match.
+They live apart from ``_lr_base`` only to keep modules short; ``lr_scheduler`` re-exports both and
+sets their ``__module__`` to its own, PyTorch's path, so pickles match.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
-from ember.optim.lr_scheduler import LRScheduler, ReduceLROnPlateau, _lrs
+from ember.optim._lr_base import LRScheduler, ReduceLROnPlateau, _lrs
 from ember.optim.optimizer import Optimizer
 
 __all__ = ["ChainedScheduler", "CosineAnnealingWarmRestarts", "CyclicLR"]
@@ -251,7 +251,3 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         for group, lr in zip(self.optimizer.param_groups, values, strict=True):
             group["lr"] = lr
         self._last_lr = _lrs(self.optimizer)
-
-
-for _cls in (ChainedScheduler, CyclicLR, CosineAnnealingWarmRestarts):
-    _cls.__module__ = "ember.optim.lr_scheduler"
