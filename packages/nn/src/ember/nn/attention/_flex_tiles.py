@@ -20,6 +20,7 @@ gets ``lse = -inf`` and an output of zeros, as PyTorch's flex_attention.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -29,6 +30,7 @@ from ember.autograd.grad_mode import enable_grad
 from ember.core.creation import from_numpy
 from ember.core.tensor import Tensor
 from ember.nn.attention._block_mask import as_bool_array, index_tensors
+from ember.nn.attention._parallel import run_rows, single_threaded_blas
 
 # Widest tile along the keys made by merging key blocks of the same status.
 MAX_TILE_KV = 512
@@ -89,44 +91,76 @@ def _modded(score_mod: Callable | None, s: np.ndarray, B: int, H: int, q0, q1, k
     return np.array(np.broadcast_to(arr, s.shape), dtype=s.dtype)
 
 
-def forward(q, k, v, score_mod, mask_mod, plan: Plan, scale: float) -> tuple[np.ndarray, np.ndarray]:
-    """out (B, Hq, L, Ev) and natural-log lse (B, Hq, L), both in q's (compute) dtype."""
+def forward(q, k, v, score_mod, mask_mod, plan: Plan, scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """out (B, Hq, L, Ev), natural-log lse and row max of the scores (B, Hq, L), in q's (compute) dtype."""
+    B, Hq, L, _ = q.shape
+    dt = q.dtype
+    out = np.empty((B, Hq, L, v.shape[3]), dtype=dt)
+    lse = np.empty((B, Hq, L), dtype=dt)
+    row_max = np.empty((B, Hq, L), dtype=dt)
+    mods = _Mods(score_mod, mask_mod)
+
+    def row(n: int) -> None:
+        _forward_row(q, k, v, mods, plan.rows[n], scale, out, lse, row_max)
+
+    with single_threaded_blas():
+        run_rows(len(plan.rows), row)
+    return out, lse, row_max
+
+
+class _Mods:
+    """score_mod and mask_mod behind one lock: ember ops run in one thread at a time, the NumPy
+    arithmetic of the tiles (which releases the GIL) in all of them."""
+
+    def __init__(self, score_mod, mask_mod) -> None:
+        self.score_mod, self.mask_mod = score_mod, mask_mod
+        self.lock = threading.Lock()
+
+    def modded(self, s, B, H, q0, q1, k0, k1):
+        if self.score_mod is None:
+            return s
+        with self.lock:
+            return _modded(self.score_mod, s, B, H, q0, q1, k0, k1)
+
+    def keep(self, st, B, H, q0, q1, k0, k1):
+        with self.lock:
+            return _tile_keep(self.mask_mod, st, B, H, q0, q1, k0, k1)
+
+
+def _forward_row(q, k, v, mods: _Mods, row, scale, out, lse, row_max) -> None:
     B, Hq, L, E = q.shape
     Hkv, Ev = k.shape[1], v.shape[3]
     G = Hq // Hkv
     dt = q.dtype
-    q5 = q.reshape(B, Hkv, G, L, E)
-    kT = k.swapaxes(-1, -2)
-    out = np.zeros((B, Hq, L, Ev), dtype=dt)
-    lse = np.empty((B, Hq, L), dtype=dt)
     ninf = dt.type(-np.inf)
-    for q0, q1, tiles in plan.rows:
-        n = q1 - q0
-        qt = (q5[:, :, :, q0:q1] * dt.type(scale)).reshape(B, Hkv, G * n, E)
-        m = np.full((B, Hq, n), ninf, dtype=dt)
-        denom = np.zeros((B, Hq, n), dtype=dt)
-        acc = np.zeros((B, Hkv, G * n, Ev), dtype=dt)
-        for k0, k1, st in tiles:
-            s = np.matmul(qt, kT[..., k0:k1]).reshape(B, Hq, n, k1 - k0)
-            s = _modded(score_mod, s, B, Hq, q0, q1, k0, k1)
-            if st is not None:
-                np.copyto(s, ninf, where=~_tile_keep(mask_mod, st, B, Hq, q0, q1, k0, k1))
-            m_new = np.maximum(m, s.max(axis=-1))
-            safe = np.where(m_new == ninf, 0, m_new)
-            s -= safe[..., None]
-            np.exp(s, out=s)
-            alpha = np.exp(m - safe)
-            denom *= alpha
-            denom += s.sum(axis=-1)
-            acc *= alpha.reshape(B, Hkv, G * n, 1)
-            acc += np.matmul(s.reshape(B, Hkv, G * n, k1 - k0), v[:, :, k0:k1])
-            m = m_new
-        empty = denom == 0
-        denom[empty] = 1
-        out[:, :, q0:q1] = acc.reshape(B, Hq, n, Ev) / denom[..., None]
-        with np.errstate(divide="ignore"):
-            lse[:, :, q0:q1] = np.where(empty, ninf, m + np.log(denom))
-    return out, lse
+    q0, q1, tiles = row
+    n = q1 - q0
+    qt = (q.reshape(B, Hkv, G, L, E)[:, :, :, q0:q1] * dt.type(scale)).reshape(B, Hkv, G * n, E)
+    kT = k.swapaxes(-1, -2)
+    m = np.full((B, Hq, n), ninf, dtype=dt)
+    denom = np.zeros((B, Hq, n), dtype=dt)
+    acc = np.zeros((B, Hkv, G * n, Ev), dtype=dt)
+    for k0, k1, st in tiles:
+        s = np.matmul(qt, kT[..., k0:k1]).reshape(B, Hq, n, k1 - k0)
+        s = mods.modded(s, B, Hq, q0, q1, k0, k1)
+        if st is not None:
+            np.copyto(s, ninf, where=~mods.keep(st, B, Hq, q0, q1, k0, k1))
+        m_new = np.maximum(m, s.max(axis=-1))
+        safe = np.where(m_new == ninf, 0, m_new)
+        s -= safe[..., None]
+        np.exp(s, out=s)
+        alpha = np.exp(m - safe)
+        denom *= alpha
+        denom += s.sum(axis=-1)
+        acc *= alpha.reshape(B, Hkv, G * n, 1)
+        acc += np.matmul(s.reshape(B, Hkv, G * n, k1 - k0), v[:, :, k0:k1])
+        m = m_new
+    empty = denom == 0
+    denom[empty] = 1
+    out[:, :, q0:q1] = acc.reshape(B, Hq, n, Ev) / denom[..., None]
+    with np.errstate(divide="ignore"):
+        lse[:, :, q0:q1] = np.where(empty, ninf, m + np.log(denom))
+    row_max[:, :, q0:q1] = m
 
 
 def backward(
@@ -148,9 +182,6 @@ def backward(
     Hkv, Ev = k.shape[1], v.shape[3]
     G = Hq // Hkv
     dt = q.dtype
-    q5 = q.reshape(B, Hkv, G, L, E)
-    kT = k.swapaxes(-1, -2)
-    do5 = grad_out.reshape(B, Hkv, G, L, Ev)
     delta = np.einsum("bhld,bhld->bhl", grad_out, out)
     if grad_lse is not None:
         delta -= grad_lse
@@ -158,6 +189,25 @@ def backward(
     dq = np.zeros((B, Hkv, G, L, E), dtype=dt)
     dk, dv = np.zeros(k.shape, dtype=dt), np.zeros(v.shape, dtype=dt)
     cap_grads: list = [None] * len(captured)
+    with single_threaded_blas():
+        _backward_rows(
+            grad_out, q, k, v, delta, lse_safe, score_mod, mask_mod, plan, scale, captured, dq, dk, dv, cap_grads
+        )
+    dq *= dt.type(scale)
+    dk *= dt.type(scale)
+    return dq.reshape(B, Hq, L, E), dk, dv, cap_grads
+
+
+def _backward_rows(
+    grad_out, q, k, v, delta, lse_safe, score_mod, mask_mod, plan, scale, captured, dq, dk, dv, cap_grads
+):
+    B, Hq, L, E = q.shape
+    Hkv, Ev = k.shape[1], v.shape[3]
+    G = Hq // Hkv
+    dt = q.dtype
+    q5 = q.reshape(B, Hkv, G, L, E)
+    kT = k.swapaxes(-1, -2)
+    do5 = grad_out.reshape(B, Hkv, G, L, Ev)
     for q0, q1, tiles in plan.rows:
         n = q1 - q0
         q4 = np.ascontiguousarray(q5[:, :, :, q0:q1]).reshape(B, Hkv, G * n, E)
@@ -189,9 +239,6 @@ def backward(
             ds4 = ds.reshape(B, Hkv, G * n, w)
             dq[:, :, :, q0:q1] += np.matmul(ds4, k[:, :, k0:k1]).reshape(B, Hkv, G, n, E)
             dk[:, :, k0:k1] += np.matmul(ds4.swapaxes(-1, -2), q4)
-    dq *= dt.type(scale)
-    dk *= dt.type(scale)
-    return dq.reshape(B, Hq, L, E), dk, dv, cap_grads
 
 
 def _score_mod_grads(mod_t: Tensor, raw: Tensor, captured, ds: np.ndarray, cap_grads: list) -> np.ndarray:

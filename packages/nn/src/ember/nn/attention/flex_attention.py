@@ -16,7 +16,7 @@ import contextlib
 import math
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -34,7 +34,17 @@ from ember.nn.attention._block_mask import (
     or_masks,
 )
 
-__all__ = ["BlockMask", "and_masks", "create_block_mask", "create_mask", "flex_attention", "noop_mask", "or_masks"]
+__all__ = [
+    "AuxOutput",
+    "AuxRequest",
+    "BlockMask",
+    "and_masks",
+    "create_block_mask",
+    "create_mask",
+    "flex_attention",
+    "noop_mask",
+    "or_masks",
+]
 
 # Tile of the computation when no BlockMask is given (query rows x key columns).
 _DENSE_TILE = (128, 512)
@@ -95,12 +105,26 @@ def _captured_tensors(fn: Callable | None) -> list[Tensor]:
     return list(found.values())
 
 
+class AuxRequest(NamedTuple):
+    """Which auxiliary outputs ``flex_attention`` returns beside the output."""
+
+    lse: bool = False
+    max_scores: bool = False
+
+
+class AuxOutput(NamedTuple):
+    """Auxiliary outputs of ``flex_attention``: None where not requested."""
+
+    lse: Tensor | None = None
+    max_scores: Tensor | None = None
+
+
 class _FlexAttentionFunction(Function):
     @staticmethod
     def forward(ctx, query, key, value, score_mod, mask_mod, plan, scale, *captured):
         dt = _compute_dtype(query.dtype)
         q, k, v = (np.asarray(t.detach().numpy(), dtype=dt) for t in (query, key, value))
-        out, lse = _flex_tiles.forward(q, k, v, score_mod, mask_mod, plan, scale)
+        out, lse, row_max = _flex_tiles.forward(q, k, v, score_mod, mask_mod, plan, scale)
         ctx.args = (score_mod, mask_mod, plan, scale)
         ctx.arrays = (q, k, v, out, lse)
         # The captured tensors themselves (with their history): backward differentiates score_mod
@@ -109,10 +133,12 @@ class _FlexAttentionFunction(Function):
         ctx.dtypes = (query.dtype, key.dtype, value.dtype)
         out_t = from_numpy(out.astype(query.dtype.np, copy=False))
         lse_t = from_numpy(lse if dt == np.float64 else lse.astype(np.float32, copy=False))
-        return out_t, lse_t
+        max_t = from_numpy(row_max if dt == np.float64 else row_max.astype(np.float32, copy=False))
+        ctx.mark_non_differentiable(max_t)
+        return out_t, lse_t, max_t
 
     @staticmethod
-    def backward(ctx, grad_out, grad_lse):
+    def backward(ctx, grad_out, grad_lse, grad_max):
         score_mod, mask_mod, plan, scale = ctx.args
         q, k, v, out, lse = ctx.arrays
         captured = ctx.captured
@@ -187,18 +213,35 @@ def flex_attention(
     enable_gqa: bool = False,
     return_lse: bool = False,
     kernel_options: dict | None = None,
-) -> Tensor | tuple[Tensor, Tensor]:
+    *,
+    return_aux: AuxRequest | None = None,
+) -> Tensor | tuple[Tensor, Tensor] | tuple[Tensor, AuxOutput]:
     """Attention of ``query`` (B, Hq, L, E) over ``key``/``value`` (B, Hkv, S, E/Ev) with a score_mod and a BlockMask.
 
     ``score_mod(score, b, h, q_idx, kv_idx)`` returns the modified score; ``block_mask`` (from
     ``create_block_mask``) says which positions are kept. ``return_lse`` also returns the natural
-    log-sum-exp (B, Hq, L) of the modded, masked scores. ``kernel_options`` is accepted and ignored.
+    log-sum-exp (B, Hq, L) of the modded, masked scores (deprecated as in PyTorch: use
+    ``return_aux=AuxRequest(lse=True)``, which can also ask for each row's ``max_scores``).
+    ``kernel_options`` is accepted and ignored: the tiles here are chosen for NumPy.
     """
+    if return_lse and return_aux is not None:
+        raise ValueError(
+            "Cannot specify both return_lse and return_aux. return_lse is deprecated, please use "
+            "return_aux=AuxRequest(lse=True) instead."
+        )
+    if return_lse:
+        warnings.warn(
+            "return_lse is deprecated and will be removed in v2.10. Please use return_aux=AuxRequest(lse=True) instead.",
+            FutureWarning,
+            stacklevel=2,
+        )
     _validate(query, key, value, enable_gqa)
     if score_mod is not None and not callable(score_mod):
         raise TypeError(f"flex_attention: score_mod must be callable, got {type(score_mod).__name__}")
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
     plan, mask_mod = _plan(block_mask, query.shape[2], key.shape[2])
     captured = _captured_tensors(score_mod)
-    out, lse = _FlexAttentionFunction.apply(query, key, value, score_mod, mask_mod, plan, scale, *captured)
+    out, lse, row_max = _FlexAttentionFunction.apply(query, key, value, score_mod, mask_mod, plan, scale, *captured)
+    if return_aux is not None:
+        return out, AuxOutput(lse if return_aux.lse else None, row_max if return_aux.max_scores else None)
     return (out, lse) if return_lse else out
