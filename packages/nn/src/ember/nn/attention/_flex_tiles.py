@@ -179,7 +179,7 @@ def backward(
 ):
     """Gradients for q, k, v (compute dtype) and for the tensors ``captured`` by score_mod (or None)."""
     B, Hq, L, E = q.shape
-    Hkv, Ev = k.shape[1], v.shape[3]
+    Hkv = k.shape[1]
     G = Hq // Hkv
     dt = q.dtype
     delta = np.einsum("bhld,bhld->bhl", grad_out, out)
