@@ -117,3 +117,15 @@ def test_causal_16k_memory_stays_o_tile():
     assert out.shape == (1, 1, n, dim)
     # A single n x n float32 score matrix would take 1 GiB; the tiles take a few MB.
     assert peak < 64 * 2**20, f"peak {peak / 2**20:.1f} MiB"
+
+
+def test_bfloat16_inputs_compute_in_float32():
+    rng = np.random.default_rng(4)
+    arrays = [rng.standard_normal((1, 2, 40, 8)) for _ in range(3)]
+    q, k, v = (ember.tensor(a, dtype=ember.bfloat16, requires_grad=True) for a in arrays)
+    out = flex_attention(q, k, v, score_mod=lambda s, b, h, qi, kv: s * 0.5)
+    assert out.dtype is ember.bfloat16
+    out.float().sum().backward()
+    assert q.grad.dtype is ember.bfloat16 and k.grad.shape == k.shape
+    ref = flex_attention(*(t.detach().float() for t in (q, k, v)), score_mod=lambda s, b, h, qi, kv: s * 0.5)
+    np.testing.assert_allclose(out.detach().float().numpy(), ref.numpy(), atol=2e-2)

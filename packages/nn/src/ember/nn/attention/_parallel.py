@@ -4,7 +4,7 @@ A tile's matmuls are small (a query block against a few hundred keys); OpenBLAS 
 them over its own threads costs more in hand-offs than it gains, and on a busy machine its spinning
 threads make it several times slower. So while the tiles run, OpenBLAS is set to one thread (through
 the library NumPy loaded, when it can be found) and the query-block rows are shared out instead:
-``get_num_threads()`` workers pull the next row until none is left. NumPy releases the GIL in its
+``get_num_threads()`` workers (the CPU kernels' pool and the caller) pull the next row until none is left. NumPy releases the GIL in its
 arithmetic, so the rows run in parallel.
 """
 
@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from ember.core.threads import get_num_threads
+from ember.core.threads import _pool, get_num_threads
 
 _blas: dict[str, object] = {}
 
@@ -87,11 +87,11 @@ def run_rows(count: int, work: Callable[[int], None]) -> None:
             except BaseException as e:
                 errors.append(e)
 
-    threads = [threading.Thread(target=loop, name="ember-flex") for _ in range(workers - 1)]
-    for t in threads:
-        t.start()
+    # The CPU kernels' pool of ``ember.core.threads``: its workers outlive the call, so a small
+    # attention pays no thread start-up.
+    futures = [_pool().submit(loop) for _ in range(workers - 1)]
     loop()
-    for t in threads:
-        t.join()
+    for future in futures:
+        future.result()
     if errors:
         raise errors[0]

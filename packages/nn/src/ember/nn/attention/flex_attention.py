@@ -123,7 +123,7 @@ class _FlexAttentionFunction(Function):
     @staticmethod
     def forward(ctx, query, key, value, score_mod, mask_mod, plan, scale, *captured):
         dt = _compute_dtype(query.dtype)
-        q, k, v = (np.asarray(t.detach().numpy(), dtype=dt) for t in (query, key, value))
+        q, k, v = (np.asarray(t.detach().numpy(force=True), dtype=dt) for t in (query, key, value))
         out, lse, row_max = _flex_tiles.forward(q, k, v, score_mod, mask_mod, plan, scale)
         ctx.args = (score_mod, mask_mod, plan, scale)
         ctx.arrays = (q, k, v, out, lse)
@@ -142,7 +142,7 @@ class _FlexAttentionFunction(Function):
         score_mod, mask_mod, plan, scale = ctx.args
         q, k, v, out, lse = ctx.arrays
         captured = ctx.captured
-        go = np.zeros_like(out) if grad_out is None else np.asarray(grad_out.detach().numpy(), dtype=q.dtype)
+        go = np.zeros_like(out) if grad_out is None else np.asarray(grad_out.detach().numpy(force=True), dtype=q.dtype)
         gl = None if grad_lse is None else np.asarray(grad_lse.detach().numpy(), dtype=q.dtype)
         dq, dk, dv, cap = _flex_tiles.backward(go, gl, q, k, v, out, lse, score_mod, mask_mod, plan, scale, captured)
         dtypes = ctx.dtypes
