@@ -129,3 +129,34 @@ def test_bfloat16_inputs_compute_in_float32():
     assert q.grad.dtype is ember.bfloat16 and k.grad.shape == k.shape
     ref = flex_attention(*(t.detach().float() for t in (q, k, v)), score_mod=lambda s, b, h, qi, kv: s * 0.5)
     np.testing.assert_allclose(out.detach().float().numpy(), ref.numpy(), atol=2e-2)
+
+
+def test_gradient_reaches_module_parameters_and_non_leaf_captures():
+    rng = np.random.default_rng(5)
+    arrays = [rng.standard_normal((1, H, 48, 8)) for _ in range(3)]
+
+    class Bias(ember.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.table = ember.nn.Parameter(ember.tensor(rng.standard_normal((H, 95))))
+
+        def score_mod(self, score, b, h, q, kv):
+            return score + self.table[h, q - kv + 47]
+
+    module = Bias()
+    base = ember.tensor(rng.standard_normal(H), requires_grad=True)
+
+    def both(score, b, h, q, kv):
+        return module.score_mod(score, b, h, q, kv) + slopes[h] * (kv - q)
+
+    grads = []
+    for flex in (True, False):
+        module.table.grad = None
+        base.grad = None
+        slopes = base * 2.0  # not a leaf: the gradient must flow on to ``base``
+        q, k, v = (ember.tensor(a) for a in arrays)
+        out = flex_attention(q, k, v, score_mod=both) if flex else _reference(q, k, v, both, None, 1)[0]
+        out.sum().backward()
+        grads.append((module.table.grad.numpy().copy(), base.grad.numpy().copy()))
+    for got, want in zip(*grads, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)

@@ -248,7 +248,15 @@ def _score_mod_grads(mod_t: Tensor, raw: Tensor, captured, ds: np.ndarray, cap_g
         g = _sum_to(ds, tuple(mod_t.shape))
     if not mod_t.requires_grad:
         return np.zeros_like(ds)
-    grads = autograd_grad(mod_t, [raw, *captured], grad_outputs=from_numpy(np.ascontiguousarray(g)), allow_unused=True)
+    grads = autograd_grad(
+        mod_t,
+        [raw, *captured],
+        grad_outputs=from_numpy(np.ascontiguousarray(g)),
+        allow_unused=True,
+        # A captured tensor with history (slopes = w * 2) is an input here; what its own graph saved
+        # must survive for the outer backward, which carries the gradient on through it.
+        retain_graph=True,
+    )
     for i, gi in enumerate(grads[1:]):
         if gi is not None:
             cap_grads[i] = gi.detach() if cap_grads[i] is None else cap_grads[i] + gi.detach()

@@ -81,12 +81,13 @@ def _captured_tensors(fn: Callable | None) -> list[Tensor]:
             visit(obj.args, depth + 1)
             visit(obj.keywords, depth + 1)
             return
+        if callable(getattr(obj, "parameters", None)) and callable(getattr(obj, "buffers", None)):  # a Module
+            for t in (*obj.parameters(), *obj.buffers()):
+                visit(t, depth + 1)
+            return
         owner = getattr(obj, "__self__", None)
-        if owner is not None and hasattr(owner, "parameters"):
-            for p in owner.parameters():
-                visit(p, depth + 1)
-            for b in getattr(owner, "buffers", list)():
-                visit(b, depth + 1)
+        if owner is not None:  # a bound method: what its object holds
+            visit(owner, depth + 1)
         code = getattr(obj, "__code__", None)
         if code is None:
             return
