@@ -1,6 +1,6 @@
 """FlexAttention speed and memory: Ember's eager ``flex_attention`` against PyTorch's, in one run.
 
-    python tools/bench/flex_attention.py [--sizes S ...] [--rounds R] [--no-compile] [--eager-max S]
+    python tools/bench/flex_attention.py [--sizes S ...] [--rounds R] [--no-compile] [--eager-max S] [--backward]
 
 CPU, float32, B=4 H=8 D=64. Three cases: ``causal`` (a BlockMask), ``sliding`` (causal with a
 256-token window, a BlockMask) and ``softcap`` (a tanh soft-capping score_mod on top of a causal
@@ -8,7 +8,8 @@ BlockMask). Each is timed for Ember's eager flex_attention, PyTorch's eager flex
 materializes the scores; run up to ``--eager-max``) and PyTorch's ``torch.compile(flex_attention)``
 (the CPU C++ template; compiled once per case, outside the timing). Sides run alternately for R
 rounds, keeping each one's best time; ratios are PyTorch's time over ours (above 1: we are faster).
-Targets: >= 0.5x the compiled one, >= 5x the eager one.
+Targets: >= 0.5x the compiled one, >= 5x the eager one. ``--backward`` also times Ember's
+forward+backward (PyTorch's flex_attention has no CPU backward to compare with).
 
 Then the memory case: a causal flex_attention at S=16384 (B=1, H=2, D=64 by default), its peak
 traced allocation above its inputs (tracemalloc, which sees NumPy's buffers); target < 256 MB.
@@ -56,7 +57,7 @@ def best_of(fns, rounds: int) -> list[float]:
     return best
 
 
-def run_case(name: str, s: int, rounds: int, compiled: bool, eager_max: int) -> None:
+def run_case(name: str, s: int, rounds: int, compiled: bool, eager_max: int, backward: bool) -> None:
     import torch
     import torch.nn.attention.flex_attention as tfa
 
@@ -91,11 +92,21 @@ def run_case(name: str, s: int, rounds: int, compiled: bool, eager_max: int) -> 
         np.testing.assert_allclose(ours().numpy(), reference.numpy(), rtol=2e-4, atol=2e-4)
         fns[2] = theirs_compiled
     t_ours, t_eager, t_comp = best_of(fns, rounds)
+    t_train = None
+    if backward:
+        gq, gk, gv = (ember.tensor(a, requires_grad=True) for a in arrays)
+
+        def ours_training():
+            efa.flex_attention(gq, gk, gv, score_mod=score_mod, block_mask=ebm).sum().backward()
+
+        (t_train,) = best_of([ours_training], rounds)
     line = f"{name:8s} S={s:5d}  ember {t_ours * 1e3:9.2f} ms"
     if fns[1] is not None:
         line += f" | torch eager {t_eager * 1e3:9.2f} ms ({t_eager / t_ours:5.2f}x)"
     if fns[2] is not None:
         line += f" | torch.compile {t_comp * 1e3:9.2f} ms ({t_comp / t_ours:5.2f}x, compile {compile_s:.0f} s)"
+    if t_train is not None:
+        line += f" | ember fwd+bwd {t_train * 1e3:9.2f} ms (PyTorch has no CPU backward)"
     print(line, flush=True)
 
 
@@ -127,6 +138,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile(flex_attention)")
     parser.add_argument("--eager-max", type=int, default=2048, help="largest S for PyTorch's eager flex_attention")
+    parser.add_argument("--backward", action="store_true", help="also time Ember's forward+backward")
     parser.add_argument("--memory-size", type=int, default=16384)
     parser.add_argument("--memory-heads", type=int, default=2)
     args = parser.parse_args()
@@ -136,7 +148,7 @@ def main() -> None:
     torch.set_grad_enabled(False)
     for s in args.sizes:
         for name in args.cases:
-            run_case(name, s, args.rounds, not args.no_compile, args.eager_max)
+            run_case(name, s, args.rounds, not args.no_compile, args.eager_max, args.backward)
     if args.memory_size:
         memory(args.memory_size, args.memory_heads)
 

@@ -161,3 +161,15 @@ def test_noop_mask_and_errors():
         efa.flex_attention(q, q, q, block_mask=bm)
     with pytest.raises(RuntimeError, match="callable"):
         efa.and_masks(1)
+
+
+@pytest.mark.parametrize("name", ["window_per_head", "document_per_batch", "or_and"])
+def test_forward_with_per_batch_and_per_head_block_masks(name):
+    rng = np.random.default_rng(2)
+    arrays = [rng.standard_normal((2, 3, 300, D)) for _ in range(3)]
+    got = []
+    for lib in (ember, torch):
+        mask_mod, b, h = _masks(lib)[name]
+        bm = tfa_like(lib).create_block_mask(mask_mod, b, h, 300, 300, device="cpu", BLOCK_SIZE=(64, 32))
+        got.append(tfa_like(lib).flex_attention(*(lib.tensor(a) for a in arrays), block_mask=bm))
+    np.testing.assert_allclose(got[0].numpy(), got[1].numpy(), rtol=1e-12, atol=1e-12)
