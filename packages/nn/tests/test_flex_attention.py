@@ -131,6 +131,14 @@ def test_block_mask_contents(name, block):
     assert repr(ours) == repr(theirs).replace("torch.Size(", "ember.Size(") or _repr_equal(ours, theirs)
     assert ours.to_string() == theirs.to_string()
     assert str(ours) == str(theirs)
+    rebuilt = efa.BlockMask.from_kv_blocks(
+        *(ember.tensor(getattr(theirs, f).numpy()) for f in ("kv_num_blocks", "kv_indices")),
+        *(ember.tensor(getattr(theirs, f).numpy()) for f in ("full_kv_num_blocks", "full_kv_indices")),
+        BLOCK_SIZE=theirs.BLOCK_SIZE,
+        seq_lengths=theirs.seq_lengths,
+    )
+    for field in ("q_num_blocks", "q_indices", "full_q_num_blocks", "full_q_indices"):
+        np.testing.assert_array_equal(getattr(rebuilt, field).numpy(), getattr(theirs, field).numpy(), err_msg=field)
     sub, tsub = ours[0], theirs[0]
     np.testing.assert_array_equal(sub.kv_indices.numpy(), tsub.kv_indices.numpy())
     np.testing.assert_array_equal(sub.q_indices.numpy(), tsub.q_indices.numpy())
