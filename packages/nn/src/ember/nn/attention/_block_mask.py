@@ -116,20 +116,28 @@ def _cdiv(a: int, b: int) -> int:
 
 
 def _block_status(mask_mod: Callable, B: int, H: int, q_len: int, kv_len: int, bq: int, bk: int) -> np.ndarray:
-    """(B, H, nq, nkv) int8: 0 empty, 1 partial, 2 full, evaluated a band of query blocks at a time."""
+    """(B, H, nq, nkv) int8: 0 empty, 1 partial, 2 full, evaluated a band of blocks at a time.
+
+    Bands hold at most ``_BAND_ELEMENTS`` positions even if the mask_mod depends on every batch and
+    head (most do not, and then the mask_mod's result is smaller still).
+    """
     nq, nkv = _cdiv(q_len, bq), _cdiv(kv_len, bk)
     status = np.zeros((B, H, nq, nkv), dtype=np.int8)
-    band = max(1, _BAND_ELEMENTS // (bq * nkv * bk))
-    for i0 in range(0, nq, band):
-        i1 = min(nq, i0 + band)
+    per_block = bq * bk * B * H
+    kv_band = max(1, min(nkv, _BAND_ELEMENTS // per_block))
+    q_band = max(1, _BAND_ELEMENTS // (per_block * nkv)) if kv_band == nkv else 1
+    for i0 in range(0, nq, q_band):
+        i1 = min(nq, i0 + q_band)
         q0, q1 = i0 * bq, min(q_len, i1 * bq)
-        keep = _eval_mask(mask_mod, B, H, q0, q1, 0, kv_len)
-        kb, kh = keep.shape[0], keep.shape[1]
-        padded = np.zeros((kb, kh, (i1 - i0) * bq, nkv * bk), dtype=np.bool_)
-        padded[:, :, : q1 - q0, :kv_len] = keep
-        count = np.count_nonzero(padded.reshape(kb, kh, i1 - i0, bq, nkv, bk), axis=(3, 5))
-        band_status = np.where(count == bq * bk, 2, np.where(count > 0, 1, 0)).astype(np.int8)
-        status[:, :, i0:i1] = band_status
+        for j0 in range(0, nkv, kv_band):
+            j1 = min(nkv, j0 + kv_band)
+            k0, k1 = j0 * bk, min(kv_len, j1 * bk)
+            keep = _eval_mask(mask_mod, B, H, q0, q1, k0, k1)
+            kb, kh = keep.shape[0], keep.shape[1]
+            padded = np.zeros((kb, kh, (i1 - i0) * bq, (j1 - j0) * bk), dtype=np.bool_)
+            padded[:, :, : q1 - q0, : k1 - k0] = keep
+            count = np.count_nonzero(padded.reshape(kb, kh, i1 - i0, bq, j1 - j0, bk), axis=(3, 5))
+            status[:, :, i0:i1, j0:j1] = np.where(count == bq * bk, 2, np.where(count > 0, 1, 0))
     return status
 
 
