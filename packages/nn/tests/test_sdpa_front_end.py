@@ -138,3 +138,33 @@ def test_argument_errors_match_pytorchs():
         TF.scaled_dot_product_attention(tq, tk.double(), tv)
     with pytest.raises(RuntimeError, match="same dtype"):
         F.scaled_dot_product_attention(q, k.to(ember.float64), v)
+
+
+@pytest.mark.parametrize("backend", ["FLASH_ATTENTION", "EFFICIENT_ATTENTION"])
+def test_a_float32_mask_beside_bfloat16_inputs(backend):
+    (q, k, v), (tq, tk, tv) = _tensors([(1, 2, 12, 8)] * 3, "bfloat16", grad=False)
+    bias = np.random.default_rng(4).standard_normal((12, 12)).astype(np.float32)
+    with sdpa_kernel(getattr(SDPBackend, backend)):
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=ember.tensor(bias))
+    tout = TF.scaled_dot_product_attention(tq, tk, tv, attn_mask=torch.tensor(bias))
+    assert out.dtype is ember.bfloat16
+    np.testing.assert_allclose(_np(out), _np(tout), rtol=3e-2, atol=3e-2)
+
+
+@pytest.mark.parametrize("backend", ["FLASH_ATTENTION", "EFFICIENT_ATTENTION"])
+def test_double_backward_through_the_kernels(backend):
+    (q, k, v), (tq, tk, tv) = _tensors([(1, 2, 6, 4)] * 3, "float64")
+    keep = np.ones((6, 6), dtype=bool)
+    keep[1, 2:] = False
+    with sdpa_kernel(getattr(SDPBackend, backend)):
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=ember.tensor(keep))
+        (gq,) = ember.autograd.grad((out**2).sum(), q, create_graph=True)
+        gq.sum().backward()
+    # PyTorch's flash CPU op has no double backward; its math path is the oracle.
+    with torch.nn.attention.sdpa_kernel(TB.MATH):
+        tout = TF.scaled_dot_product_attention(tq, tk, tv, attn_mask=torch.tensor(keep))
+        (tgq,) = torch.autograd.grad((tout**2).sum(), tq, create_graph=True)
+        tgq.sum().backward()
+    np.testing.assert_allclose(_np(gq), _np(tgq), rtol=1e-10, atol=1e-12)
+    for a, b in ((k.grad, tk.grad), (v.grad, tv.grad)):
+        np.testing.assert_allclose(_np(a), _np(b), rtol=1e-10, atol=1e-12)

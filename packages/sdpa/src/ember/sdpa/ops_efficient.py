@@ -23,7 +23,7 @@ import math
 
 import numpy as np
 
-from ember.autograd.registry import derivative
+from ember.autograd.registry import derivative, through_decomposition
 from ember.core import dtypes as D
 from ember.core import generator as _generator
 from ember.core.dispatch import define
@@ -218,6 +218,39 @@ def _decomposition(query, key, value, attn_bias, compute_log_sumexp, dropout_p=0
         bias = bias.reshape(*([1] * (4 - bias.ndim)), *bias.shape)
     out, lse = decompositions.flash_attention_for_cpu(query, key, value, 0.0, is_causal, attn_mask=bias, scale=scale)
     return out, lse, _scalar(0, query.device), _scalar(0, query.device)
+
+
+@efficient_attention_backward.register_decomposition
+def _backward_decomposition(
+    grad_out_,
+    query,
+    key,
+    value,
+    attn_bias,
+    out,
+    logsumexp,
+    philox_seed,
+    philox_offset,
+    dropout_p,
+    grad_input_mask,
+    is_causal=False,
+    *,
+    scale=None,
+):
+    if dropout_p > 0.0:
+        raise NotImplementedError(f"{_NAME}_backward with dropout has no decomposition into core ops")
+    _check_backward(query, key, value, attn_bias, dropout_p, grad_input_mask)
+    bias = _additive(attn_bias, query)
+    if bias is not None and bias.ndim != 4:
+        bias = bias.reshape(*([1] * (4 - bias.ndim)), *bias.shape)
+    grads = decompositions.flash_attention_for_cpu_backward(
+        grad_out_, query, key, value, out, logsumexp, 0.0, is_causal, attn_mask=bias, scale=scale
+    )
+    return (*grads, empty((0,), query.dtype, query.device, (1,)))
+
+
+# Double backward records the backward's parts (without dropout); without grad, modes see one op.
+through_decomposition(efficient_attention_backward)
 
 
 @derivative(
