@@ -232,3 +232,20 @@ def test_fake_tracing_records_the_kernel_op():
     gm = proxy_tensor.make_fx(f, tracing_mode="fake")(q, k, v)
     assert "_scaled_dot_product_flash_attention_for_cpu" in gm.code
     np.testing.assert_allclose(gm(q, k, v).numpy(), f(q, k, v).numpy(), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("backend", [FLASH, EFFICIENT, MATH])
+def test_vmap_batches_each_backend_and_refuses_dropout_in_error_mode(backend):
+    q = ember.tensor(np.random.default_rng(0).standard_normal((3, 2, 4, 8, 16)))
+    keep = ember.ones(8, 8, dtype=ember.bool).tril()
+
+    def f(q):
+        return F.scaled_dot_product_attention(q, q, q, attn_mask=keep)
+
+    with sdpa_kernel(backend):
+        batched = ember.func.vmap(f)(q)
+        looped = ember.stack([f(q[i]) for i in range(3)])
+        np.testing.assert_allclose(batched.numpy(), looped.numpy(), rtol=1e-12, atol=1e-12)
+        if backend is not FLASH:
+            with pytest.raises(RuntimeError, match="randomness error mode"):
+                ember.func.vmap(lambda q: F.scaled_dot_product_attention(q, q, q, dropout_p=0.5))(q)

@@ -39,7 +39,8 @@ _NAME = "_scaled_dot_product_efficient_attention"
 efficient_attention = define(
     "_scaled_dot_product_efficient_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_bias, "
     "bool compute_log_sumexp, float dropout_p=0., bool is_causal=False, *, float? scale=None) -> "
-    "(Tensor output, Tensor log_sumexp, Tensor philox_seed, Tensor philox_offset)"
+    "(Tensor output, Tensor log_sumexp, Tensor philox_seed, Tensor philox_offset)",
+    ("random",),  # it draws from the default generator, which graph capture must thread through
 )
 efficient_attention_backward = define(
     "_scaled_dot_product_efficient_attention_backward(Tensor grad_out_, Tensor query, Tensor key, Tensor value, "
