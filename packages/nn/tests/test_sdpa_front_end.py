@@ -82,9 +82,10 @@ def test_values_and_gradients_with_the_backend_forced_in_both(backend, case, dty
     _run(case, dtype, getattr(SDPBackend, backend), getattr(TB, backend))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16", "float16"])
 @pytest.mark.parametrize("case", ["plain", "bool2d", "float4d", "gqa", "causal"])
-def test_efficient_attention_against_pytorchs_default_choice(case):
-    _run(case, "float32", SDPBackend.EFFICIENT_ATTENTION, [TB.FLASH_ATTENTION, TB.MATH])
+def test_efficient_attention_against_pytorchs_default_choice(case, dtype):
+    _run(case, dtype, SDPBackend.EFFICIENT_ATTENTION, [TB.FLASH_ATTENTION, TB.MATH])
 
 
 def test_other_lengths_and_a_three_dim_broadcast_mask():
