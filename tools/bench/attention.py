@@ -8,7 +8,10 @@ choice, the dispatcher op, autograd), against ``torch.nn.functional.scaled_dot_p
 float32 (B=4, H=8, D=64), causal and not, forward and forward+backward, for S from 256 to 4096. FLOPs are 4·B·H·S²·D, halved when causal,
 times 2.5 for forward+backward (the backward's five products on top of the forward's two).
 Each case runs both sides alternately for R rounds and keeps each one's best time; the ratio is
-PyTorch's time over the front end's, so above 1 means we are faster. ``--device cuda`` hands over to the
+PyTorch's time over the front end's, so above 1 means we are faster. PyTorch and Ember each bring
+an OpenMP runtime; run alternately in one process, the idle workers of one spin on the cores the
+other needs, which costs whichever runs next (most at small S). So the CPU run sets
+``OMP_WAIT_POLICY=PASSIVE`` for both unless ``--omp-wait-policy`` says otherwise. ``--device cuda`` hands over to the
 sibling module ``attention_cuda`` (the Triton kernel against PyTorch on the GPU).
 """
 
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -97,7 +101,8 @@ def run_cpu(args: argparse.Namespace) -> None:
     from ember.sdpa.kernels import _flash_cpu
 
     print(
-        f"CPU attention, float32, B={B} H={H} D={D}; ember threads {_flash_cpu.max_threads()}, "
+        f"CPU attention, float32, B={B} H={H} D={D}; OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '')}, "
+        f"ember threads {_flash_cpu.max_threads()}, "
         f"pytorch threads {torch.get_num_threads()}; TFLOP/s of the kernel, the front end and PyTorch's SDPA; "
         "ratio = front end / pytorch (above 1: faster)"
     )
@@ -132,7 +137,17 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", help=f"sequence lengths (default {SIZES})")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds per case; the best one counts")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument(
+        "--omp-wait-policy",
+        choices=("PASSIVE", "ACTIVE", "inherit"),
+        default="PASSIVE",
+        help="OMP_WAIT_POLICY for both OpenMP runtimes (inherit: leave the environment's)",
+    )
     args = parser.parse_args()
+    if args.omp_wait_policy != "inherit":
+        if "torch" in sys.modules or "ember" in sys.modules:
+            raise SystemExit("--omp-wait-policy must be set before PyTorch and Ember are imported")
+        os.environ["OMP_WAIT_POLICY"] = args.omp_wait_policy
     (run_cuda if args.device == "cuda" else run_cpu)(args)
 
 
