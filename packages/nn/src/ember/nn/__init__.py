@@ -1,6 +1,6 @@
 """``ember.nn``: modules, parameters, ``functional``, ``init`` and ``utils``, as ``torch.nn``."""
 
-from ember.nn import functional, init, utils
+from ember.nn import attention, functional, init, utils
 from ember.nn.modules import *  # noqa: F403
 from ember.nn.modules import __all__ as _modules_all
 from ember.nn.modules.activation import (
@@ -32,6 +32,7 @@ __all__ = [
     "Buffer",
     "DataParallel",
     "Parameter",
+    "attention",
     "functional",
     "init",
     "utils",

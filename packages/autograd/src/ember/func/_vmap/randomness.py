@@ -41,11 +41,20 @@ def _first_tensor_position(op) -> int | None:
     return None
 
 
+def _draws_nothing(func, args: tuple, kwargs: dict) -> bool:
+    """A call of a random op with a ``dropout_p`` of 0 (the attention ops) draws no numbers."""
+    for i, a in enumerate(func.schema.arguments):
+        if a.name == "dropout_p":
+            value = args[i] if i < len(args) else kwargs.get("dropout_p", a.default)
+            return value == 0
+    return False
+
+
 class VmapMode(DispatchMode):
     """Sees every op while a vmap runs; handles the random ones (see the module docstring)."""
 
     def __ember_dispatch__(self, func, types, args, kwargs):
-        if "random" not in func.tags:
+        if "random" not in func.tags or _draws_nothing(func, args, kwargs):
             return NotImplemented
         level = visible_level()
         if level is None:

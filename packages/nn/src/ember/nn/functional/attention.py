@@ -1,12 +1,22 @@
-"""``scaled_dot_product_attention`` as a composite of core ops, with PyTorch's semantics.
+"""``scaled_dot_product_attention``: PyTorch's front end, choosing a backend for each call.
 
-    S = Q Kᵀ · scale (+ float mask, or -inf where a bool mask is False or ``is_causal`` hides),
-    P = softmax(S), dropout(P) with ``dropout_p``, O = P V.
+``ember.sdpa.backends.select`` picks, in priority order among the enabled backends, the first whose
+rules the call meets (``ember.nn.attention.explain`` says which and why):
 
-``enable_gqa`` lets key/value have fewer heads than the query: each key/value head serves
-``Hq / Hkv`` consecutive query heads. A query row whose keys are all masked gives zeros (and zero
-gradients), not NaN, as PyTorch's kernels do; to keep NaN out of the gradient too, such rows are
-softmaxed over zeros and then zeroed. The kernels of ``ember.sdpa`` compute the same function.
+- ``FLASH_ATTENTION``: the FlashAttention-2 kernel through PyTorch's CPU flash op
+  (``_scaled_dot_product_flash_attention_for_cpu``; a boolean mask becomes an additive one, as in
+  PyTorch), or the Triton kernel through ``_scaled_dot_product_flash_attention`` on CUDA;
+- ``EFFICIENT_ATTENTION``: the same CPU kernel through ``_scaled_dot_product_efficient_attention``,
+  which takes any broadcastable boolean or additive mask and draws dropout from the Philox stream;
+- ``MATH``: the composite below, of core ops.
+
+The ops carry meta functions and derivatives, so autograd, fake tensors and tracing see one op each.
+
+The composite: S = Q Kᵀ · scale (+ float mask, or -inf where a bool mask is False or ``is_causal``
+hides), P = softmax(S), dropout(P) with ``dropout_p``, O = P V. ``enable_gqa`` lets key/value have
+fewer heads than the query: each key/value head serves ``Hq / Hkv`` consecutive query heads. A query
+row whose keys are all masked gives zeros (and zero gradients), not NaN, as PyTorch's kernels do; to
+keep NaN out of the gradient too, such rows are softmaxed over zeros and then zeroed.
 """
 
 from __future__ import annotations
@@ -18,12 +28,22 @@ from ember.core.aten.factories.factories import ones_function
 from ember.core.aten.pointwise.ternary import where_function
 from ember.core.functional import dropout
 from ember.core.tensor import Tensor
+from ember.sdpa import backends as _backends
+from ember.sdpa.backends import SDPBackend
+from ember.sdpa.ops import flash_attention_for_cpu
+from ember.sdpa.ops_cuda import flash_attention as _flash_attention_cuda
+from ember.sdpa.ops_efficient import efficient_attention
 
 
 def _repeat_heads(t: Tensor, groups: int) -> Tensor:
     shape = list(t.shape)
     expanded = t.unsqueeze(-3).expand(*shape[:-2], groups, *shape[-2:])
     return expanded.reshape(*shape[:-3], shape[-3] * groups, *shape[-2:])
+
+
+def _additive(mask: Tensor, dtype: D.dtype) -> Tensor:
+    """A boolean mask as the additive one PyTorch's front end hands its kernels: 0 kept, -inf hidden."""
+    return where_function(mask, 0.0, float("-inf")).to(dtype)
 
 
 def scaled_dot_product_attention(
@@ -36,13 +56,27 @@ def scaled_dot_product_attention(
     scale: float | None = None,
     enable_gqa: bool = False,
 ) -> Tensor:
+    backend = _backends.select(query, key, value, attn_mask, dropout_p, is_causal, enable_gqa)
+    if backend is SDPBackend.FLASH_ATTENTION:
+        if query.device.type == "cuda":
+            return _flash_attention_cuda(query, key, value, 0.0, bool(is_causal), False, scale=scale)[0]
+        if attn_mask is not None and attn_mask.dtype is D.bool_:
+            attn_mask = _additive(attn_mask, query.dtype)
+        elif attn_mask is not None and attn_mask.dtype is not query.dtype:
+            attn_mask = attn_mask.to(query.dtype)  # a float32 mask beside bfloat16/float16 inputs
+        return flash_attention_for_cpu(query, key, value, 0.0, bool(is_causal), attn_mask=attn_mask, scale=scale)[0]
+    if backend is SDPBackend.EFFICIENT_ATTENTION:
+        if attn_mask is not None and attn_mask.dtype not in (D.bool_, query.dtype):
+            attn_mask = attn_mask.to(query.dtype)
+        return efficient_attention(query, key, value, attn_mask, False, float(dropout_p), bool(is_causal), scale=scale)[
+            0
+        ]
+    return _math(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def _math(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa) -> Tensor:
     if is_causal and attn_mask is not None:
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
-    if query.dtype is not key.dtype or query.dtype is not value.dtype:
-        raise RuntimeError(
-            "Expected query, key, and value to have the same dtype, but got query.dtype: "
-            f"{query.dtype} key.dtype: {key.dtype} and value.dtype: {value.dtype} instead."
-        )
     if enable_gqa and query.ndim >= 3 and key.shape[-3] != query.shape[-3]:
         hq, hkv = query.shape[-3], key.shape[-3]
         if hq % hkv:
