@@ -169,3 +169,31 @@ def test_double_backward_through_the_kernels(backend):
     np.testing.assert_allclose(_np(gq), _np(tgq), rtol=1e-10, atol=1e-12)
     for a, b in ((k.grad, tk.grad), (v.grad, tv.grad)):
         np.testing.assert_allclose(_np(a), _np(b), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("mask", ["none", "bool", "additive"])
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_efficient_ops_decompositions_agree_with_the_kernels(mask, is_causal):
+    """The efficient-attention op pair without dropout: its decomposition (what backends without the
+    kernel and graph lowering use) against its kernel, in float64."""
+    from ember.ops import aten
+
+    rng = np.random.default_rng(3)
+    q, k, v = (ember.tensor(rng.standard_normal((2, 3, 5, 8))) for _ in range(3))
+    bias = None
+    if mask == "bool" and not is_causal:
+        bias = ember.tensor(rng.random((5, 5)) > 0.3)
+    elif mask == "additive" and not is_causal:
+        bias = ember.tensor(rng.standard_normal((1, 3, 5, 5)))
+    op, backward = (
+        aten._scaled_dot_product_efficient_attention.default,
+        aten._scaled_dot_product_efficient_attention_backward.default,
+    )
+    out, lse, seed, offset = op(q, k, v, bias, True, 0.0, is_causal)
+    ref_out, ref_lse, _, _ = op.decompose(q, k, v, bias, True, 0.0, is_causal)
+    np.testing.assert_allclose(np.asarray(out), np.asarray(ref_out), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(lse), np.asarray(ref_lse), rtol=1e-12, atol=1e-12)
+    g = ember.tensor(rng.standard_normal((2, 3, 5, 8)))
+    args = (g, q, k, v, bias, out, lse, seed, offset, 0.0, [True, True, True, False], is_causal)
+    for ours, ref in zip(backward(*args)[:3], backward.decompose(*args)[:3], strict=True):
+        np.testing.assert_allclose(np.asarray(ours), np.asarray(ref), rtol=1e-10, atol=1e-12)

@@ -31,6 +31,10 @@ NOT_SAMPLED = {
     "aten::threshold_backward.default": "a backward op: kernel and decomposition in test_threshold_backward.py",
     "aten::nll_loss_backward.default": "a backward op: kernel and decomposition against PyTorch in "
     "test_nll_loss_backward.py",
+    "aten::_scaled_dot_product_efficient_attention.default": "attention with any mask: the decomposition "
+    "against the kernel in packages/nn/tests/test_sdpa_front_end.py",
+    "aten::_scaled_dot_product_efficient_attention_backward.default": "its backward: the decomposition "
+    "against the kernel in packages/nn/tests/test_sdpa_front_end.py",
     "aten::_scaled_dot_product_flash_attention_for_cpu.default": "attention: the decomposition against the "
     "kernel in packages/sdpa/tests/test_attention_ops.py",
     "aten::_scaled_dot_product_flash_attention_for_cpu_backward.default": "attention's backward: the "

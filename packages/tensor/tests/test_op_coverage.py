@@ -20,6 +20,10 @@ NOT_SAMPLED = {
     "aten::native_batch_norm_backward.default": _BACKWARD.format("test_batch_norm_backward.py"),
     "aten::nll_loss_backward.default": _BACKWARD.format("test_nll_loss_backward.py"),
     "aten::threshold_backward.default": _BACKWARD.format("test_threshold_backward.py"),
+    "aten::_scaled_dot_product_efficient_attention.default": "attention with any mask, against PyTorch's "
+    "(values, gradients, dropout) in packages/nn/tests/test_sdpa_front_end.py",
+    "aten::_scaled_dot_product_efficient_attention_backward.default": "its backward, through the front "
+    "end's gradients against PyTorch's in packages/nn/tests/test_sdpa_front_end.py",
     "aten::_scaled_dot_product_flash_attention_for_cpu.default": "attention, against PyTorch's op (values, "
     "meta, gradients, errors) in packages/sdpa/tests/test_attention_ops.py",
     "aten::_scaled_dot_product_flash_attention_for_cpu_backward.default": "attention's backward, against "
