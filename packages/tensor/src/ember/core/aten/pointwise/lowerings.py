@@ -190,3 +190,14 @@ def _gelu_backward(grad_output, self, *, approximate="none"):
         pdf = aten.exp.default(-0.5 * self * self) * (1 / math.sqrt(2 * math.pi))
         slope = cdf + self * pdf
     return grad_output * slope
+
+
+@pointwise(unary.OPS["angle"])
+def _angle(self):
+    if self.dtype.category == D.COMPLEX:
+        # The real and imaginary parts, read through a real-dtype view of a contiguous copy.
+        dense = aten.unsqueeze.default(aten.clone.default(self, memory_format="contiguous_format"), -1)
+        parts = aten.view.dtype(dense, self.dtype.to_real())
+        return aten.atan2.default(aten.select.int(parts, -1, 1), aten.select.int(parts, -1, 0))
+    half_turns = aten.where.self(self < 0, aten.full_like.default(self, math.pi), aten.full_like.default(self, 0.0))
+    return aten.where.self(aten.isnan.default(self), self, half_turns)
