@@ -128,6 +128,22 @@ def _op(name, samples, dtypes, inplace=True, **kw) -> OpInfo:
     )
 
 
+def _vander_samples(dtype: str, rng) -> list[Sample]:
+    out = [Sample((x,), name=f"{x}") for x in layouts_of((4,), dtype, rng, low=-3, high=4)]
+    x = make((3,), dtype, rng, low=-3, high=4)
+    for kwargs in ({"N": 2}, {"N": 0}, {"N": 1}, {"N": 5, "increasing": True}, {"increasing": True}):
+        out.append(Sample((x,), kwargs, f"{kwargs}"))
+    out.append(Sample((make((0,), dtype, rng),), name="empty"))
+    return out
+
+
+def _vander_errors() -> list[ErrorSample]:
+    return [
+        ErrorSample(Sample((_ones(2, 2),)), RuntimeError, "x must be a one-dimensional tensor"),
+        ErrorSample(Sample((_ones(2), -1)), RuntimeError, "N must be non-negative"),
+    ]
+
+
 OPS = [
     _op("addmv", _with_scalars(_addmv_samples), NUMERIC),
     _op("addr", _with_scalars(_addr_samples), ALL_REAL),
@@ -148,5 +164,6 @@ OPS = [
     OpInfo("addmv_nan_self", lambda lib, *a, **k: lib.addmv(*a, **k), ("float32",), _nan_self([(3,), (3, 4), (4,)])),
     OpInfo("addr_nan_self", lambda lib, *a, **k: lib.addr(*a, **k), ("float32",), _nan_self([(3, 4), (3,), (4,)])),
     _op("kron", _kron_samples, ALL_REAL, inplace=False),
+    OpInfo("vander", lambda lib, *a, **k: lib.vander(*a, **k), ALL_REAL, _vander_samples, _vander_errors),
     OpInfo("Tensor.kron", _method("kron"), ("float32",), _kron_samples),
 ]

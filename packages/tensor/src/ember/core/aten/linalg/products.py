@@ -1,4 +1,5 @@
-"""Products built from the matrix products: ``addmv``, ``addr``, ``addbmm`` and ``kron``.
+"""Products built from the matrix products: ``addmv``, ``addr``, ``addbmm`` and ``kron``; and ``vander``
+(running products of a column).
 
 Each is a composite, as in PyTorch: ``beta * self + alpha * product``, where ``beta == 0`` ignores
 ``self`` (nan and inf included) and a factor of 1 is not multiplied in, so bool and integer tensors
@@ -11,6 +12,7 @@ from __future__ import annotations
 from ember.core import dtypes as D
 from ember.core.api import method, public
 from ember.core.aten.linalg import matmul
+from ember.core.aten.shape.joining import cat
 from ember.core.dispatch import define
 from ember.core.pointwise import type_name
 from ember.core.reduction import fit_out
@@ -242,3 +244,31 @@ def _kron_function(input: Tensor, other: Tensor, *, out: Tensor | None = None) -
 @method("kron")
 def _kron_method(self: Tensor, other: Tensor) -> Tensor:
     return kron(self, other)
+
+
+# -- vander ------------------------------------------------------------------------------------------------
+
+vander = define("vander(Tensor x, int? N=None, bool increasing=False) -> Tensor")
+
+
+@vander.register_decomposition
+def _vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:
+    if x.ndim != 1:
+        raise RuntimeError("x must be a one-dimensional tensor.")
+    n = x._shape[0] if N is None else N
+    if n < 0:
+        raise RuntimeError("N must be non-negative.")
+    # Integers and bools widen to int64, as PyTorch promotes with long; the powers are running products.
+    dtype = x.dtype if x.dtype.category >= D.FLOATING else D.int64
+    column = x.to(dtype).unsqueeze(1)
+    ones = column.new_ones((x._shape[0], 1 if n > 0 else 0))
+    if n > 1:
+        result = cat([ones, column.expand((x._shape[0], n - 1))], 1).cumprod(1)
+    else:
+        result = ones
+    return result if increasing else result.flip([1])
+
+
+@public("vander")
+def _vander_function(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:
+    return vander(x, N, increasing)
