@@ -33,6 +33,8 @@ DYNAMIC = {
     "unique",
     "unique_consecutive",
     "F.one_hot inferred",
+    "bincount",
+    "Tensor.bincount",
     # as_strided's sizes and strides describe one lane's memory: refused with a clear error.
     "as_strided",
 }

@@ -38,6 +38,8 @@ DATA_DEPENDENT = {
         "unique",
         "unique_consecutive",
         "F.one_hot inferred",
+        "bincount",
+        "Tensor.bincount",
     )
 }
 # Entries that answer with a Python bool read from the values (allclose, equal).
