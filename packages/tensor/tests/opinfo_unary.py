@@ -148,6 +148,8 @@ OPS = [
     op("asinh"),
     op("acosh", samples=unary_samples(low=1, high=9, edges=(1.0 + 1e-3, 0.999, 1e6))),
     op("atanh", samples=UNIT),
+    op("deg2rad", dtypes=ALL_REAL),
+    op("rad2deg", dtypes=ALL_REAL),
     op("angle", dtypes=ALL_REAL, samples=unary_samples(edges=(-1e-30,)), inplace=False),
     # PyTorch lays a complex tensor's angle out row-major whatever the input's layout.
     OpInfo(

@@ -165,6 +165,16 @@ def _atanh(grad, self, **_):
     return grad * (1 / conj(1 - self.pow(2)))
 
 
+@derivative(aten.deg2rad.default, jvp="linear")
+def _deg2rad(grad, self, **_):
+    return grad * (math.pi / 180)
+
+
+@derivative(aten.rad2deg.default, jvp="linear")
+def _rad2deg(grad, self, **_):
+    return grad * (180 / math.pi)
+
+
 @derivative(aten.angle.default, save=("self",), jvp="elementwise")
 def _angle(grad, self, **_):
     # The angle of a real number is piecewise constant; of a complex one, d(angle) = Im(dz / z).

@@ -321,6 +321,12 @@ OPS["nan_to_num"] = define_pointwise(
     fast=False,
 )
 OPS["angle"] = define_pointwise("angle(Tensor self) -> Tensor", _angle, _angle_rule, inplace=False, fast=False)
+OPS["deg2rad"] = define_pointwise(
+    "deg2rad(Tensor self) -> Tensor", lambda x: x * x.dtype.type(np.pi / 180), "int_to_float", tags=("pointwise",)
+)
+OPS["rad2deg"] = define_pointwise(
+    "rad2deg(Tensor self) -> Tensor", lambda x: x * x.dtype.type(180 / np.pi), "int_to_float", tags=("pointwise",)
+)
 OPS["gelu"] = define_pointwise(
     "gelu(Tensor self, *, str approximate='none') -> Tensor", gelu.gelu, check=gelu.check_gelu, fast=False
 )
@@ -445,7 +451,7 @@ for _name in _TABLE:
     if _name != "reciprocal":
         expose(OPS[_name], _name)
 reciprocal_function = expose(OPS["reciprocal"], "reciprocal")  # binary's __rtruediv__ calls it
-for _name in ("isnan", "isinf", "isfinite", "nan_to_num", "relu", "angle"):
+for _name in ("isnan", "isinf", "isfinite", "nan_to_num", "relu", "angle", "deg2rad", "rad2deg"):
     expose(OPS[_name], _name)
 for _alias, _target in [
     ("absolute", "abs"),
