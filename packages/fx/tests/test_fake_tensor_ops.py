@@ -42,9 +42,12 @@ DATA_DEPENDENT = {
         "Tensor.bincount",
     )
 }
-# Entries that answer with a Python bool read from the values (allclose, equal).
+# Entries that answer with a Python bool read from the values (allclose, equal), or split where a
+# tensor's values say (tensor_split with a tensor of sections or indices).
 DATA_DEPENDENT.update(
-    dict.fromkeys(["allclose", "Tensor.allclose", "equal", "Tensor.equal"], DataDependentOutputException)
+    dict.fromkeys(
+        ["allclose", "Tensor.allclose", "equal", "Tensor.equal", "tensor_split_tensor"], DataDependentOutputException
+    )
 )
 # Entries whose test call reads the results' values in some samples (where indices may differ
 # among ties): on fakes that call raises.

@@ -48,6 +48,7 @@ DATA_DEPENDENT = {
     "unique_consecutive": "the number of runs is the output's size",
     "F.one_hot inferred": "without num_classes, the largest index gives the output's size",
     **dict.fromkeys(["bincount", "Tensor.bincount"], "the largest value gives the output's size"),
+    "tensor_split_tensor": "the split positions are a tensor's values",
     **dict.fromkeys(
         ["allclose", "Tensor.allclose", "equal", "Tensor.equal"], "the answer is a Python bool read from the values"
     ),

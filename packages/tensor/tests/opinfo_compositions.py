@@ -113,6 +113,58 @@ def _meshgrid_unspecified(lib, tensors):
         return lib.meshgrid(*tensors)
 
 
+def _tensor_split_samples(dtype: str, rng) -> list[Sample]:
+    out = []
+    for a in layouts_of((7, 4), dtype, rng):
+        out.append(Sample((a, 3), name=f"{a} 3 sections"))
+        out.append(Sample((a, [1, 10, 3]), name=f"{a} indices"))
+    a = make((3, 5), dtype, rng)
+    out.append(Sample((a, 2), {"dim": -1}, "dim -1"))
+    out.append(Sample((a, 8), {"dim": 1}, "more sections than elements"))
+    out.append(Sample((make((0, 2), dtype, rng), 2), name="empty"))
+    return out
+
+
+def _tensor_split_tensor_samples(dtype: str, rng) -> list[Sample]:
+    a = make((3, 5), dtype, rng)
+    return [
+        Sample((a, T(np.array(4))), {"dim": 1}, "a 0-d tensor of sections"),
+        Sample((a, T(np.array([1, 3]))), {"dim": 1}, "a tensor of indices"),
+    ]
+
+
+def _tensor_split_errors() -> list[ErrorSample]:
+    return [
+        ErrorSample(Sample((T(np.float32(1)), 2)), RuntimeError, "at least a 1-dimensional tensor"),
+        ErrorSample(Sample((_ones(3), 0)), RuntimeError, "number of sections must be larger than 0"),
+        ErrorSample(Sample((_ones(3), T(np.array([1.0, 2.0])))), RuntimeError, "dtype of long"),
+        ErrorSample(Sample((_ones(3), T(np.ones((2, 2), np.int64)))), RuntimeError, "zero-dimensional or one-dim"),
+    ]
+
+
+def _directional_samples(name: str):
+    def samples(dtype: str, rng) -> list[Sample]:
+        shape = {"hsplit": (3, 4), "vsplit": (4, 3), "dsplit": (2, 3, 4)}[name]
+        out = [Sample((a, 2), name=f"{a} halves") for a in layouts_of(shape, dtype, rng)]
+        out.append(Sample((make(shape, dtype, rng), [1, 3]), name="indices"))
+        if name == "hsplit":
+            out.append(Sample((make((6,), dtype, rng), 3), name="1-d"))
+        return out
+
+    return samples
+
+
+def _directional_errors(name: str):
+    def errors() -> list[ErrorSample]:
+        shape = {"hsplit": (3, 4), "vsplit": (4, 3), "dsplit": (2, 3, 4)}[name]
+        return [
+            ErrorSample(Sample((_ones(*shape), 3)), RuntimeError, "is not divisible by the split_size"),
+            ErrorSample(Sample((T(np.float32(1)), 2)), RuntimeError, "requires a tensor with at least"),
+        ]
+
+    return errors
+
+
 def _method(name):
     return lambda lib, self, *a, **k: getattr(self, name)(*a, **k)
 
@@ -157,4 +209,15 @@ OPS = [
     OpInfo("meshgrid_list", _call("meshgrid"), ("float32",), _meshgrid_samples),
     OpInfo("meshgrid_unspecified", _meshgrid_unspecified, ("float32", "int64"), _cartesian_samples),
     *(OpInfo(f"atleast_{n}d", _call(f"atleast_{n}d"), ALL, _atleast_samples) for n in (1, 2, 3)),
+    OpInfo("tensor_split", _call("tensor_split"), ALL, _tensor_split_samples, _tensor_split_errors),
+    OpInfo("Tensor.tensor_split", _method("tensor_split"), ("float32",), _tensor_split_samples),
+    # Sections or indices held in a tensor: read from its values, so no meta result (as in PyTorch).
+    OpInfo(
+        "tensor_split_tensor", _call("tensor_split"), ("float32", "int64"), _tensor_split_tensor_samples, meta=False
+    ),
+    *(
+        OpInfo(name, _call(name), ALL, _directional_samples(name), _directional_errors(name))
+        for name in ("hsplit", "vsplit", "dsplit")
+    ),
+    OpInfo("Tensor.hsplit", _method("hsplit"), ("float32",), _directional_samples("hsplit")),
 ]

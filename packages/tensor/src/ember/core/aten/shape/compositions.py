@@ -1,5 +1,6 @@
 """Shape composites PyTorch builds from views, flips and cat: ``broadcast_to``, ``rot90``, ``diag``,
-``block_diag``, ``meshgrid``, ``cartesian_prod`` and ``atleast_{1,2,3}d``.
+``block_diag``, ``meshgrid``, ``cartesian_prod``, ``atleast_{1,2,3}d`` and the splits ``tensor_split``,
+``hsplit``, ``vsplit``, ``dsplit`` (tuples of slices).
 
 Each is a decomposition (autograd, vmap and every mode see its parts), in PyTorch's construction so
 that strides and aliasing come out as PyTorch's do: ``broadcast_to`` and ``meshgrid`` are views,
@@ -8,6 +9,7 @@ that strides and aliasing come out as PyTorch's do: ``broadcast_to`` and ``meshg
 
 from __future__ import annotations
 
+import itertools
 import warnings
 
 from ember.core import dtypes as D
@@ -15,6 +17,7 @@ from ember.core.api import method, public
 from ember.core.aten.shape.joining import _at_least, cat, stack
 from ember.core.dispatch import define, ops
 from ember.core.layout import normalize_dim
+from ember.core.pointwise import type_name
 from ember.core.promotion import promote_types
 from ember.core.reduction import fit_out
 from ember.core.tensor import Tensor
@@ -249,3 +252,112 @@ def _atleast(n: int):
 atleast_1d, atleast_1d_sequence = _atleast(1)
 atleast_2d, atleast_2d_sequence = _atleast(2)
 atleast_3d, atleast_3d_sequence = _atleast(3)
+
+
+# -- tensor_split, hsplit, vsplit, dsplit --------------------------------------------------------------------
+
+tensor_split_sections = define("tensor_split.sections(Tensor(a -> *) self, SymInt sections, int dim=0) -> Tensor(a)[]")
+tensor_split_indices = define("tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]")
+tensor_split_tensor = define(
+    "tensor_split.tensor_indices_or_sections(Tensor(a -> *) self, Tensor tensor_indices_or_sections, int dim=0) "
+    "-> Tensor(a)[]"
+)
+
+
+def _need_dims(self: Tensor) -> None:
+    if self.ndim == 0:
+        raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims")
+
+
+def _slices(self: Tensor, dim: int, bounds: list) -> list:
+    # Each piece is self[start:end] along dim, clamped to the size as slicing clamps.
+    size = self._shape[dim]
+    pieces = []
+    for start, end in itertools.pairwise(bounds):
+        start = min(max(start, 0), size)
+        end = min(max(end, start), size)
+        pieces.append(aten.slice.Tensor(self, dim, start, end))
+    return pieces
+
+
+@tensor_split_sections.register_decomposition
+def _tensor_split_sections(self: Tensor, sections, dim: int = 0) -> list:
+    _need_dims(self)
+    if sections <= 0:
+        raise RuntimeError(f"number of sections must be larger than 0, got {sections}")
+    dim = normalize_dim(dim, self.ndim)
+    size = self._shape[dim]
+    small, extra = size // sections, size % sections
+    bounds, start = [0], 0
+    for i in range(sections):
+        start += small + (1 if i < extra else 0)
+        bounds.append(start)
+    return _slices(self, dim, bounds)
+
+
+@tensor_split_indices.register_decomposition
+def _tensor_split_indices(self: Tensor, indices, dim: int = 0) -> list:
+    _need_dims(self)
+    dim = normalize_dim(dim, self.ndim)
+    return _slices(self, dim, [0, *indices, self._shape[dim]])
+
+
+@tensor_split_tensor.register_decomposition
+def _tensor_split_tensor(self: Tensor, tensor_indices_or_sections: Tensor, dim: int = 0) -> list:
+    _need_dims(self)
+    split = tensor_indices_or_sections
+    if split.device.type != "cpu":
+        raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to be on cpu, but it's on {split.device}")
+    if split.dtype is not D.int64:
+        raise RuntimeError(
+            f"tensor_split expected tensor_indices_or_sections to have dtype of long, but got {type_name(split.dtype)}"
+        )
+    if split.ndim > 1:
+        raise RuntimeError(
+            "tensor_split expected tensor_indices_or_sections to be a zero-dimensional or one-dimensional "
+            f"tensor, but got a tensor with {split.ndim} dims"
+        )
+    if split.ndim == 0:
+        return _tensor_split_sections(self, int(split), dim)
+    return _tensor_split_indices(self, [int(i) for i in split.tolist()], dim)
+
+
+@public("tensor_split")
+def _tensor_split_function(input: Tensor, indices_or_sections, dim: int = 0) -> tuple:
+    if isinstance(indices_or_sections, Tensor):
+        return tuple(tensor_split_tensor(input, indices_or_sections, dim))
+    if isinstance(indices_or_sections, (list, tuple)):
+        return tuple(tensor_split_indices(input, list(indices_or_sections), dim))
+    return tuple(tensor_split_sections(input, indices_or_sections, dim))
+
+
+method("tensor_split")(_tensor_split_function)
+
+
+def _directional_split(name: str, dim_of, min_dims: int):
+    def function(input: Tensor, indices_or_sections) -> tuple:
+        if input.ndim < min_dims:
+            raise RuntimeError(
+                f"torch.{name} requires a tensor with at least {min_dims} dimension, but got a tensor with "
+                f"{input.ndim} dimensions!"
+            )
+        dim = dim_of(input)
+        if isinstance(indices_or_sections, (list, tuple)):
+            return tuple(tensor_split_indices(input, list(indices_or_sections), dim))
+        size = input._shape[dim]
+        sections = indices_or_sections
+        if sections == 0 or size % sections != 0:
+            raise RuntimeError(
+                f"torch.{name} attempted to split along dimension {dim}, but the size of the dimension {size} "
+                f"is not divisible by the split_size {sections}!"
+            )
+        return tuple(tensor_split_sections(input, sections, dim))
+
+    function.__name__ = function.__qualname__ = name
+    public(name)(function)
+    method(name)(function)
+
+
+_directional_split("hsplit", lambda t: 0 if t.ndim == 1 else 1, 1)
+_directional_split("vsplit", lambda t: 0, 2)
+_directional_split("dsplit", lambda t: 2, 3)
