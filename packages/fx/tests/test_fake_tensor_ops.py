@@ -46,7 +46,8 @@ DATA_DEPENDENT = {
 # tensor's values say (tensor_split with a tensor of sections or indices).
 DATA_DEPENDENT.update(
     dict.fromkeys(
-        ["allclose", "Tensor.allclose", "equal", "Tensor.equal", "tensor_split_tensor"], DataDependentOutputException
+        ["allclose", "Tensor.allclose", "equal", "Tensor.equal", "tensor_split_tensor", "cov_weighted"],
+        DataDependentOutputException,
     )
 )
 # Entries whose test call reads the results' values in some samples (where indices may differ
