@@ -182,6 +182,10 @@ OPS = [
     op("isnan", inplace=False, out=False),
     op("isinf", inplace=False, out=False),
     op("isfinite", inplace=False, out=False),
+    *(op(name, inplace=False) for name in ("isposinf", "isneginf")),
+    # Not bfloat16: PyTorch's tensors of that dtype are built here through float32, and PyTorch rounds
+    # float32's nan to a bfloat16 nan with its sign bit set, so the two libraries' inputs would differ.
+    op("signbit", dtypes=tuple(d for d in ALL if d != "bfloat16"), inplace=False),
     op(
         "nan_to_num",
         errors=_errors(([1.0], np.float16, {"out": T(np.zeros(1, np.float32))}, RuntimeError, "should be same as")),

@@ -302,6 +302,9 @@ nondifferentiable(
     aten.isnan.default,
     aten.isinf.default,
     aten.isfinite.default,
+    aten.signbit.default,
+    aten.isposinf.default,
+    aten.isneginf.default,
     aten.logical_not.default,
     aten.bitwise_not.default,
 )

@@ -243,3 +243,21 @@ def _deg2rad(self):
 @pointwise(unary.OPS["rad2deg"])
 def _rad2deg(self):
     return aten.mul.Tensor(self, 180 / math.pi)
+
+
+@pointwise(unary.OPS["signbit"])
+def _signbit(self):
+    if self.dtype.category != D.FLOATING:
+        return self < 0
+    # Below zero, or a zero whose reciprocal is -inf (-0.0). (A nan's sign bit is not seen here.)
+    return aten.logical_or.default(self < 0, aten.logical_and.default(self == 0, aten.reciprocal.default(self) < 0))
+
+
+@pointwise(unary.OPS["isposinf"])
+def _isposinf(self):
+    return self == math.inf
+
+
+@pointwise(unary.OPS["isneginf"])
+def _isneginf(self):
+    return self == -math.inf

@@ -327,6 +327,20 @@ OPS["deg2rad"] = define_pointwise(
 OPS["rad2deg"] = define_pointwise(
     "rad2deg(Tensor self) -> Tensor", lambda x: x * x.dtype.type(180 / np.pi), "int_to_float", tags=("pointwise",)
 )
+for _name, _fn, _complex_error in [
+    ("signbit", np.signbit, (NotImplementedError, "signbit is not implemented for complex tensors.")),
+    ("isposinf", np.isposinf, (RuntimeError, "isposinf does not support complex inputs.")),
+    ("isneginf", np.isneginf, (RuntimeError, "isneginf does not support complex inputs.")),
+]:
+    OPS[_name] = define_pointwise(
+        f"{_name}(Tensor self) -> Tensor",
+        _fn,
+        "bool",
+        inplace=False,
+        check=_refuse(_name, D.COMPLEX, message=_complex_error[1], error=_complex_error[0]),
+        fast=False,
+        tags=("pointwise",),
+    )
 OPS["gelu"] = define_pointwise(
     "gelu(Tensor self, *, str approximate='none') -> Tensor", gelu.gelu, check=gelu.check_gelu, fast=False
 )
@@ -452,6 +466,8 @@ for _name in _TABLE:
         expose(OPS[_name], _name)
 reciprocal_function = expose(OPS["reciprocal"], "reciprocal")  # binary's __rtruediv__ calls it
 for _name in ("isnan", "isinf", "isfinite", "nan_to_num", "relu", "angle", "deg2rad", "rad2deg"):
+    expose(OPS[_name], _name)
+for _name in ("signbit", "isposinf", "isneginf"):
     expose(OPS[_name], _name)
 for _alias, _target in [
     ("absolute", "abs"),
