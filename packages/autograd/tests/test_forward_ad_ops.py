@@ -27,7 +27,7 @@ NOT_DERIVATIVES = getattr(test_gradients, "NOT_DERIVATIVES", set())
 # and pass once it lands; any other failure (a wrong tangent) fails.
 MAY_LACK_DERIVATIVE = PENDING_GRAD | {"argsort"}
 # Ops whose forward mode PyTorch refuses (no derivative, or none yet for forward mode): ours refuse too.
-REFUSED_BY_PYTORCH = frozenset({"floor_divide", "scatter_legacy_reduce", "unique", "unique_consecutive"})
+REFUSED_BY_PYTORCH = frozenset({"floor_divide", "heaviside", "scatter_legacy_reduce", "unique", "unique_consecutive"})
 CASES = [pytest.param(op, id=op.name) for op in OPS if op.name not in RANDOM]
 
 

@@ -33,6 +33,10 @@ DYNAMIC = {
     "unique",
     "unique_consecutive",
     "F.one_hot inferred",
+    "bincount",
+    "Tensor.bincount",
+    # split where a batched tensor's values say: each lane would cut differently (refused as .item()).
+    "tensor_split_tensor",
     # as_strided's sizes and strides describe one lane's memory: refused with a clear error.
     "as_strided",
 }

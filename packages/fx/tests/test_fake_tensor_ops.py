@@ -38,8 +38,18 @@ DATA_DEPENDENT = {
         "unique",
         "unique_consecutive",
         "F.one_hot inferred",
+        "bincount",
+        "Tensor.bincount",
     )
 }
+# Entries that answer with a Python bool read from the values (allclose, equal), or split where a
+# tensor's values say (tensor_split with a tensor of sections or indices).
+DATA_DEPENDENT.update(
+    dict.fromkeys(
+        ["allclose", "Tensor.allclose", "equal", "Tensor.equal", "tensor_split_tensor", "cov_weighted"],
+        DataDependentOutputException,
+    )
+)
 # Entries whose test call reads the results' values in some samples (where indices may differ
 # among ties): on fakes that call raises.
 READS_VALUES = {"sort", "topk", "kthvalue", "median_dim", "nanmedian_dim"}

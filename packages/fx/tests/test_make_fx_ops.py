@@ -47,6 +47,12 @@ DATA_DEPENDENT = {
     "unique": "the number of distinct values is the output's size",
     "unique_consecutive": "the number of runs is the output's size",
     "F.one_hot inferred": "without num_classes, the largest index gives the output's size",
+    **dict.fromkeys(["bincount", "Tensor.bincount"], "the largest value gives the output's size"),
+    "tensor_split_tensor": "the split positions are a tensor's values",
+    "cov_weighted": "the weighted degrees of freedom are checked against zero on the host",
+    **dict.fromkeys(
+        ["allclose", "Tensor.allclose", "equal", "Tensor.equal"], "the answer is a Python bool read from the values"
+    ),
 }
 
 ENTRIES = {op.name: op for op in opinfos()}

@@ -10,7 +10,7 @@ op overloads of both libraries.
 from __future__ import annotations
 
 import numpy as np
-from opinfo import ALL, FLOATS, NP_DTYPES, ErrorSample, OpInfo, Sample, T, layouts_of, make
+from opinfo import ALL, ALL_REAL, FLOATS, NP_DTYPES, ErrorSample, OpInfo, Sample, T, layouts_of, make
 
 SHAPES = [(3, 4), (), (0,), (0, 3), (2, 3, 4)]
 # Edge values shared by every float op; each op adds the boundaries of its own domain.
@@ -145,6 +145,16 @@ OPS = [
     op("sinh", samples=unary_samples(low=-5, high=5)),
     op("cosh", samples=unary_samples(low=-5, high=5)),
     op("tanh"),
+    op("asinh"),
+    op("acosh", samples=unary_samples(low=1, high=9, edges=(1.0 + 1e-3, 0.999, 1e6))),
+    op("atanh", samples=UNIT),
+    op("deg2rad", dtypes=ALL_REAL),
+    op("rad2deg", dtypes=ALL_REAL),
+    op("angle", dtypes=ALL_REAL, samples=unary_samples(edges=(-1e-30,)), inplace=False),
+    # PyTorch lays a complex tensor's angle out row-major whatever the input's layout.
+    OpInfo(
+        "angle_complex", lambda lib, *a, **k: lib.angle(*a, **k), ("complex64",), unary_samples(), check_strides=False
+    ),
     op("sigmoid"),
     op("relu", out=False, errors=_errors(([True], np.bool_, {}, RuntimeError, "Boolean inputs"))),
     op("erf", samples=unary_samples(low=-4, high=4, edges=(5.0, -5.0, 27.0, 1e-300))),
@@ -172,6 +182,10 @@ OPS = [
     op("isnan", inplace=False, out=False),
     op("isinf", inplace=False, out=False),
     op("isfinite", inplace=False, out=False),
+    *(op(name, inplace=False) for name in ("isposinf", "isneginf")),
+    # Not bfloat16: PyTorch's tensors of that dtype are built here through float32, and PyTorch rounds
+    # float32's nan to a bfloat16 nan with its sign bit set, so the two libraries' inputs would differ.
+    op("signbit", dtypes=tuple(d for d in ALL if d != "bfloat16"), inplace=False),
     op(
         "nan_to_num",
         errors=_errors(([1.0], np.float16, {"out": T(np.zeros(1, np.float32))}, RuntimeError, "should be same as")),
@@ -187,6 +201,8 @@ OPS = [
     # PyTorch's other spellings.
     *(op(alias, dtypes=("float32", "int64")) for alias in ("absolute", "negative", "fix")),
     *(op(alias, dtypes=("float32", "int64"), samples=UNIT) for alias in ("arcsin", "arccos", "arctan")),
+    *(op(alias, dtypes=("float32", "int64"), samples=UNIT) for alias in ("arcsinh", "arctanh")),
+    op("arccosh", dtypes=("float32", "int64"), samples=unary_samples(low=1, high=9)),
     nn_op(
         "gelu",
         unary_samples(params=({}, {"approximate": "tanh"}, {"approximate": "none"})),

@@ -20,6 +20,7 @@ nondifferentiable(
     aten.bucketize.Tensor,
     aten.bucketize.Scalar,
     aten.one_hot.default,
+    aten.histc.default,
     aten.multinomial.default,
     aten.rand_like.default,
     aten.rand_like.generator,
@@ -60,3 +61,6 @@ for _op, _name in (
     (aten.unique_consecutive.default, "unique_consecutive"),
 ):
     derivative(_op, output_differentiable=(True, False, False))(_not_implemented(_name))
+
+# bincount's weighted counts require grad where the weights do, with no formula (as in PyTorch).
+derivative(aten.bincount.default)(_not_implemented("bincount"))

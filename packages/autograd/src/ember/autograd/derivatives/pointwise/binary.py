@@ -203,3 +203,31 @@ nondifferentiable(
     aten.bitwise_left_shift.Tensor,
     aten.bitwise_right_shift.Tensor,
 )
+
+
+@derivative(aten.logaddexp.default, save=("self", "other"))
+def _logaddexp(grad, self, other, needs, **_):
+    return (
+        (grad / (1 + (other - self).exp()) if needs[0] else None),
+        (grad / (1 + (self - other).exp()) if needs[1] else None),
+    )
+
+
+@derivative(aten.logaddexp2.default, save=("self", "other"))
+def _logaddexp2(grad, self, other, needs, **_):
+    return (
+        (grad / (1 + (other - self).exp2()) if needs[0] else None),
+        (grad / (1 + (self - other).exp2()) if needs[1] else None),
+    )
+
+
+@derivative(aten.copysign.Tensor, save=("self", "result"))
+def _copysign(grad, self, result, needs, **_):
+    # d/dself is the sign ratio (0 where self is 0); the sign source gets a zero gradient.
+    ratio = where(self == 0, 0.0, result / self)
+    return (grad * ratio if needs[0] else None), (zeros(grad) if needs[1] else None)
+
+
+@derivative(aten.heaviside.default)
+def _heaviside(grad, **_):
+    not_implemented("heaviside")

@@ -150,6 +150,39 @@ def _tanh(grad, self, result, **_):
     return grad * conj(1 - y * y)
 
 
+@derivative(aten.asinh.default, save=("self",), jvp="elementwise")
+def _asinh(grad, self, **_):
+    return grad * conj((self.pow(2) + 1).rsqrt())
+
+
+@derivative(aten.acosh.default, save=("self",), jvp="elementwise")
+def _acosh(grad, self, **_):
+    return grad * conj((self.pow(2) - 1).rsqrt())
+
+
+@derivative(aten.atanh.default, save=("self",), jvp="elementwise")
+def _atanh(grad, self, **_):
+    return grad * (1 / conj(1 - self.pow(2)))
+
+
+@derivative(aten.deg2rad.default, jvp="linear")
+def _deg2rad(grad, self, **_):
+    return grad * (math.pi / 180)
+
+
+@derivative(aten.rad2deg.default, jvp="linear")
+def _rad2deg(grad, self, **_):
+    return grad * (180 / math.pi)
+
+
+@derivative(aten.angle.default, save=("self",), jvp="elementwise")
+def _angle(grad, self, **_):
+    # The angle of a real number is piecewise constant; of a complex one, d(angle) = Im(dz / z).
+    if self.dtype.category != D.COMPLEX:
+        return zeros(grad)
+    return where(self == 0, zeros(self), grad * self / self.abs().pow(2) * 1j)
+
+
 @derivative(aten.sigmoid.default, save=("result",), jvp="elementwise")
 def _sigmoid(grad, self, result, **_):
     grad, y = _opmath(grad, result, (D.bfloat16,))  # PyTorch's float16 kernel computes in float16
@@ -269,6 +302,9 @@ nondifferentiable(
     aten.isnan.default,
     aten.isinf.default,
     aten.isfinite.default,
+    aten.signbit.default,
+    aten.isposinf.default,
+    aten.isneginf.default,
     aten.logical_not.default,
     aten.bitwise_not.default,
 )

@@ -7,7 +7,7 @@ dim first, and restore the kept dims after when ``keepdim`` asks for them.
 
 from __future__ import annotations
 
-from ember.func._vmap.common import Bound, aten, shift
+from ember.func._vmap.common import DYNAMIC_SHAPE, Bound, aten, loop, shift, unsupported
 from ember.func._vmap.rules.shape import dims_rule
 from ember.func._vmap.table import register
 
@@ -152,3 +152,9 @@ def _count_nonzero(call):
 
 
 register(_count_nonzero, aten.count_nonzero.default)
+
+
+# bincount's length depends on each lane's values (refused, as PyTorch refuses it); histc's range may
+# be each lane's own extremes, so it runs once per lane.
+register(unsupported(DYNAMIC_SHAPE), aten.bincount.default)
+register(loop, aten.histc.default)

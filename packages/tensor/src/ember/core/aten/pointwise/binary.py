@@ -243,6 +243,64 @@ def _check_hypot(p, inputs, params) -> None:
 hypot = define_pointwise("hypot(Tensor self, Tensor other) -> Tensor", np.hypot, n_inputs=2, check=_check_hypot)
 
 
+def _floats_only(name: str):
+    def check(p, inputs, params) -> None:
+        if p.compute.category != D.FLOATING:
+            raise unsupported(name, p.compute)
+
+    return check
+
+
+NOT_CORE = ("pointwise",)  # PyTorch's core set leaves these out: pointwise/lowerings.py decomposes them
+logaddexp = define_pointwise(
+    "logaddexp(Tensor self, Tensor other) -> Tensor",
+    np.logaddexp,
+    n_inputs=2,
+    inplace=False,
+    check=_floats_only("logaddexp"),
+    tags=NOT_CORE,
+)
+logaddexp2 = define_pointwise(
+    "logaddexp2(Tensor self, Tensor other) -> Tensor",
+    np.logaddexp2,
+    n_inputs=2,
+    inplace=False,
+    check=_floats_only("logaddexp2"),
+    tags=NOT_CORE,
+)
+copysign = define_pointwise(
+    "copysign.Tensor(Tensor self, Tensor other) -> Tensor",
+    np.copysign,
+    "int_to_float",
+    n_inputs=2,
+    check=_real_only("copysign"),
+    tags=NOT_CORE,
+)
+
+
+def _heaviside(x: np.ndarray, values: np.ndarray) -> np.ndarray:
+    # 0 below zero, 1 above, ``values`` at zero; nan is neither above zero nor zero, so 0.
+    return np.where(x == 0, values, x > 0).astype(np.result_type(x, values))
+
+
+def _check_heaviside(p, inputs, params) -> None:
+    if p.compute.category == D.COMPLEX:
+        raise unsupported("heaviside", p.compute)
+    dtypes = [x.dtype for x in inputs if isinstance(x, Tensor)]
+    if len(set(dtypes)) > 1:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
+
+
+heaviside = define_pointwise(
+    "heaviside(Tensor self, Tensor values) -> Tensor",
+    _heaviside,
+    n_inputs=2,
+    check=_check_heaviside,
+    fast=False,
+    tags=NOT_CORE,
+)
+
+
 # -- comparisons and logic -------------------------------------------------------------------------
 
 
@@ -358,6 +416,9 @@ for _ops, _name in [
     (fmin, "fmin"),
     (atan2, "atan2"),
     (hypot, "hypot"),
+    (logaddexp, "logaddexp"),
+    (logaddexp2, "logaddexp2"),
+    (heaviside, "heaviside"),
     (logical_and, "logical_and"),
     (logical_or, "logical_or"),
     (logical_xor, "logical_xor"),
@@ -376,6 +437,7 @@ for _alias, _target in [
 ]:
     expose(_target, _alias)
 expose(atan2, "arctan2", tensors_only=True)
+expose(copysign, "copysign")
 
 
 @public("div", "divide", "true_divide")

@@ -190,3 +190,74 @@ def _gelu_backward(grad_output, self, *, approximate="none"):
         pdf = aten.exp.default(-0.5 * self * self) * (1 / math.sqrt(2 * math.pi))
         slope = cdf + self * pdf
     return grad_output * slope
+
+
+@pointwise(unary.OPS["angle"])
+def _angle(self):
+    if self.dtype.category == D.COMPLEX:
+        # The real and imaginary parts, read through a real-dtype view of a contiguous copy.
+        dense = aten.unsqueeze.default(aten.clone.default(self, memory_format="contiguous_format"), -1)
+        parts = aten.view.dtype(dense, self.dtype.to_real())
+        return aten.atan2.default(aten.select.int(parts, -1, 1), aten.select.int(parts, -1, 0))
+    half_turns = aten.where.self(self < 0, aten.full_like.default(self, math.pi), aten.full_like.default(self, 0.0))
+    return aten.where.self(aten.isnan.default(self), self, half_turns)
+
+
+def _logaddexp_with(exp, log1p_scale: float):
+    def decomposition(self, other):
+        # The larger plus log(1 + exp(-|difference|)); equal infinities are their own answer.
+        big = aten.maximum.default(self, other)
+        diff = aten.abs.default(aten.sub.Tensor(self, other))
+        tail = aten.mul.Tensor(aten.log1p.default(exp(aten.neg.default(diff))), log1p_scale)
+        same_inf = aten.logical_and.default(aten.isinf.default(big), aten.eq.Tensor(self, other))
+        return aten.where.self(same_inf, self, aten.add.Tensor(big, tail))
+
+    return decomposition
+
+
+pointwise(binary.logaddexp)(_logaddexp_with(aten.exp.default, 1.0))
+pointwise(binary.logaddexp2)(_logaddexp_with(aten.exp2.default, 1.0 / math.log(2.0)))
+
+
+@pointwise(binary.copysign)
+def _copysign(self, other):
+    magnitude = aten.abs.default(self)
+    # other's sign bit: below zero, or a zero whose reciprocal is -inf (-0.0).
+    negative = aten.logical_or.default(
+        other < 0, aten.logical_and.default(other == 0, aten.reciprocal.default(other) < 0)
+    )
+    return aten.where.self(negative, aten.neg.default(magnitude), magnitude)
+
+
+@pointwise(binary.heaviside)
+def _heaviside(self, values):
+    step = aten._to_copy.default(self > 0, dtype=self.dtype)
+    return aten.where.self(self == 0, values, step)
+
+
+@pointwise(unary.OPS["deg2rad"])
+def _deg2rad(self):
+    return aten.mul.Tensor(self, math.pi / 180)
+
+
+@pointwise(unary.OPS["rad2deg"])
+def _rad2deg(self):
+    return aten.mul.Tensor(self, 180 / math.pi)
+
+
+@pointwise(unary.OPS["signbit"])
+def _signbit(self):
+    if self.dtype.category != D.FLOATING:
+        return self < 0
+    # Below zero, or a zero whose reciprocal is -inf (-0.0). (A nan's sign bit is not seen here.)
+    return aten.logical_or.default(self < 0, aten.logical_and.default(self == 0, aten.reciprocal.default(self) < 0))
+
+
+@pointwise(unary.OPS["isposinf"])
+def _isposinf(self):
+    return self == math.inf
+
+
+@pointwise(unary.OPS["isneginf"])
+def _isneginf(self):
+    return self == -math.inf

@@ -23,9 +23,26 @@ from ember.core.aten.pointwise import gelu
 from ember.core.bitselect import select
 from ember.core.dispatch import define
 from ember.core.pointwise import define_pointwise, expose, unsupported
+from ember.core.promotion import get_default_dtype
 from ember.core.special import erf as _erf_f64
 from ember.core.special import erfinv as _erfinv_f64
 from ember.core.tensor import Tensor
+
+
+def _angle(x: np.ndarray) -> np.ndarray:
+    # A real number's angle is pi below zero and 0 elsewhere (-0.0 included); nan stays nan.
+    if np.iscomplexobj(x):
+        return np.angle(x)
+    return np.where(np.isnan(x), x, np.where(x < 0, np.pi, 0.0)).astype(x.dtype)
+
+
+def _angle_rule(inputs: tuple) -> tuple[D.dtype, D.dtype]:
+    # Complex gives its real dtype, integers and bools the default float dtype, floats their own.
+    d = inputs[0].dtype
+    out = d.to_real() if d.category == D.COMPLEX else (d if d.category >= D.FLOATING else get_default_dtype())
+    compute = D.float32 if out in (D.float16, D.bfloat16) else out
+    return out, (d if d.category == D.COMPLEX else compute)
+
 
 # -- checks ---------------------------------------------------------------------------------------
 
@@ -240,6 +257,9 @@ _TABLE = {
     "sinh": (np.sinh, "int_to_float", None, True),
     "cosh": (np.cosh, "int_to_float", None, True),
     "tanh": (np.tanh, "int_to_float", None, True),
+    "asinh": (np.arcsinh, "int_to_float", None, True),
+    "acosh": (np.arccosh, "int_to_float", None, True),
+    "atanh": (np.arctanh, "int_to_float", None, True),
     "sigmoid": (_sigmoid, "int_to_float", None, True),
     "reciprocal": (_reciprocal, "int_to_float", None, True),
     "erf": (_erf, "int_to_float", _refuse("erf_vml", D.COMPLEX), True),
@@ -300,6 +320,27 @@ OPS["nan_to_num"] = define_pointwise(
     check=_check_nan_to_num,
     fast=False,
 )
+OPS["angle"] = define_pointwise("angle(Tensor self) -> Tensor", _angle, _angle_rule, inplace=False, fast=False)
+OPS["deg2rad"] = define_pointwise(
+    "deg2rad(Tensor self) -> Tensor", lambda x: x * x.dtype.type(np.pi / 180), "int_to_float", tags=("pointwise",)
+)
+OPS["rad2deg"] = define_pointwise(
+    "rad2deg(Tensor self) -> Tensor", lambda x: x * x.dtype.type(180 / np.pi), "int_to_float", tags=("pointwise",)
+)
+for _name, _fn, _complex_error in [
+    ("signbit", np.signbit, (NotImplementedError, "signbit is not implemented for complex tensors.")),
+    ("isposinf", np.isposinf, (RuntimeError, "isposinf does not support complex inputs.")),
+    ("isneginf", np.isneginf, (RuntimeError, "isneginf does not support complex inputs.")),
+]:
+    OPS[_name] = define_pointwise(
+        f"{_name}(Tensor self) -> Tensor",
+        _fn,
+        "bool",
+        inplace=False,
+        check=_refuse(_name, D.COMPLEX, message=_complex_error[1], error=_complex_error[0]),
+        fast=False,
+        tags=("pointwise",),
+    )
 OPS["gelu"] = define_pointwise(
     "gelu(Tensor self, *, str approximate='none') -> Tensor", gelu.gelu, check=gelu.check_gelu, fast=False
 )
@@ -424,7 +465,9 @@ for _name in _TABLE:
     if _name != "reciprocal":
         expose(OPS[_name], _name)
 reciprocal_function = expose(OPS["reciprocal"], "reciprocal")  # binary's __rtruediv__ calls it
-for _name in ("isnan", "isinf", "isfinite", "nan_to_num", "relu"):
+for _name in ("isnan", "isinf", "isfinite", "nan_to_num", "relu", "angle", "deg2rad", "rad2deg"):
+    expose(OPS[_name], _name)
+for _name in ("signbit", "isposinf", "isneginf"):
     expose(OPS[_name], _name)
 for _alias, _target in [
     ("absolute", "abs"),
@@ -432,6 +475,9 @@ for _alias, _target in [
     ("arcsin", "asin"),
     ("arccos", "acos"),
     ("arctan", "atan"),
+    ("arcsinh", "asinh"),
+    ("arccosh", "acosh"),
+    ("arctanh", "atanh"),
     ("fix", "trunc"),
 ]:
     expose(OPS[_target], _alias)

@@ -7,7 +7,7 @@ import math
 
 from ember.core import dtypes as D
 from ember.core.aten.lowering import lowered
-from ember.core.aten.reductions import extrema, norms, reductions, statistics  # noqa: F401  (defines the ops)
+from ember.core.aten.reductions import counting, extrema, norms, reductions, statistics  # noqa: F401  (defines the ops)
 from ember.core.dispatch import ops
 from ember.core.pointwise import type_name
 
@@ -159,3 +159,53 @@ def _nuclear_norm(self, dim, keepdim=False):
         first, second = sorted(d % self.ndim for d in dim)
         total = aten.unsqueeze.default(aten.unsqueeze.default(total, first), second)
     return total
+
+
+def _counts(index, bins: int, weights=None, keep=None):
+    """How many of ``index`` fall on each of ``0..bins-1`` (weighted, or where ``keep``), by comparison."""
+    hits = aten.eq.Tensor(
+        aten.unsqueeze.default(index, 1), aten.arange.start_step(0, bins, 1, dtype=D.int64, device=index.device)
+    )
+    if keep is not None:
+        hits = aten.logical_and.default(hits, aten.unsqueeze.default(keep, 1))
+    if weights is None:
+        return aten.sum.dim_IntList(hits, [0])
+    zero = aten.zeros.default([], dtype=weights.dtype, device=weights.device)
+    return aten.sum.dim_IntList(aten.where.self(hits, aten.unsqueeze.default(weights, 1), zero), [0])
+
+
+@lowered(aten.bincount.default)
+def _bincount(self, weights=None, minlength=0):
+    dtype = counting._check_bincount(self, weights, minlength)
+    n = minlength
+    if self.numel() > 0:  # the length is read from the values: a data-dependent size
+        if int(aten.min.default(self)) < 0:
+            raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+        n = max(int(aten.max.default(self)) + 1, minlength)
+    index = aten._to_copy.default(self, dtype=D.int64)
+    w = None if weights is None else aten._to_copy.default(weights, dtype=dtype)
+    return _counts(index, n, w)
+
+
+@lowered(aten.histc.default)
+def _histc(self, bins=100, min=0, max=0):
+    counting._check_histc(self, bins, min, max)
+    x = aten.view.default(aten.clone.default(self, memory_format="contiguous_format"), [-1])
+    low, high = float(min), float(max)
+    if low == high and x.numel() > 0:  # the range is read from the values
+        low, high = float(aten.min.default(x)), float(aten.max.default(x))
+        if math.isnan(low) or math.isnan(high):
+            low = high = math.nan
+    if low == high:
+        low, high = low - 1, high + 1
+    if not (math.isfinite(low) and math.isfinite(high)):
+        raise RuntimeError(f"torch.histc: range of [{counting._fmt(low)}, {counting._fmt(high)}] is not finite")
+
+    def scalar(v):
+        return aten.full.default([], v, dtype=self.dtype, device=self.device)
+
+    lo, hi = scalar(low), scalar(high)
+    keep = aten.logical_and.default(aten.ge.Tensor(x, lo), aten.le.Tensor(x, hi))
+    position = aten.div.Tensor(aten.mul.Tensor(aten.sub.Tensor(x, lo), scalar(bins)), aten.sub.Tensor(hi, lo))
+    index = aten.clamp_max.default(aten._to_copy.default(position, dtype=D.int64), bins - 1)
+    return aten._to_copy.default(_counts(index, bins, keep=keep), dtype=self.dtype)
