@@ -43,6 +43,8 @@ DATA_DEPENDENT = {
     ),
     "unique": "the number of distinct values is the output's size",
     "unique_consecutive": "the number of runs is the output's size",
+    "tensor_split_tensor": "the split positions are a tensor's values",
+    "cov_weighted": "the weighted degrees of freedom are checked against zero on the host",
 }
 # Entries that write into inputs that require grad, which AOT autograd refuses by name.
 MUTATES_INPUTS = {"F.embedding max_norm": "max_norm renormalizes rows of the weight in place"}

@@ -9,6 +9,8 @@ Autograd and vmap reach the parts.
 
 from __future__ import annotations
 
+import functools
+
 from ember.core import dtypes as D
 from ember.core.api import method, public
 from ember.core.aten.linalg import matmul
@@ -46,13 +48,13 @@ def _combine(self: Tensor, product: Tensor, beta, alpha) -> Tensor:
 def _wide(fn):
     """float16 and bfloat16 compute in float32 and round once, as PyTorch's kernels accumulate."""
 
+    @functools.wraps(fn)  # the schema's argument names, for the signature check and for keywords
     def run(self: Tensor, a: Tensor, b: Tensor, *, beta=1, alpha=1) -> Tensor:
         if self.dtype in (D.float16, D.bfloat16) and a.dtype is self.dtype and b.dtype is self.dtype:
             wide = fn(self.float(), a.float(), b.float(), beta=beta, alpha=alpha)
             return wide.to(self.dtype)
         return fn(self, a, b, beta=beta, alpha=alpha)
 
-    run.__name__ = fn.__name__
     return run
 
 
@@ -185,10 +187,14 @@ addbmm.register_decomposition(_addbmm)
 
 
 addbmm_.register_decomposition(
-    lambda self, b1, b2, *, beta=1, alpha=1: _inplace(self, _addbmm(self, b1, b2, beta=beta, alpha=alpha), "addbmm_")
+    lambda self, batch1, batch2, *, beta=1, alpha=1: _inplace(
+        self, _addbmm(self, batch1, batch2, beta=beta, alpha=alpha), "addbmm_"
+    )
 )
 addbmm_out.register_decomposition(
-    lambda self, b1, b2, *, beta=1, alpha=1, out: _write(out, _addbmm(self, b1, b2, beta=beta, alpha=alpha))
+    lambda self, batch1, batch2, *, beta=1, alpha=1, out: _write(
+        out, _addbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+    )
 )
 
 
