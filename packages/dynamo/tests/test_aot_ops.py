@@ -43,7 +43,6 @@ DATA_DEPENDENT = {
     ),
     "unique": "the number of distinct values is the output's size",
     "unique_consecutive": "the number of runs is the output's size",
-    "tensor_split_tensor": "the split positions are a tensor's values",
     "cov_weighted": "the weighted degrees of freedom are checked against zero on the host",
 }
 # Entries that write into inputs that require grad, which AOT autograd refuses by name.
