@@ -36,7 +36,7 @@ from typing import Any
 
 from ember.core.devices import check_backend, get_default_device, to_device
 from ember.core.schema import FunctionSchema, parse_schema
-from ember.core.symbolic import SymInt
+from ember.core.symbolic import INT_LIKE
 
 # ``data_dependent_output``: the output's shape depends on the input's values (nonzero, unique,
 # masked_select), so no meta function can give it without the data.
@@ -485,13 +485,13 @@ def _fits(schema: FunctionSchema, args: tuple, kwargs: dict) -> bool:
                 return False
         elif t.is_list:
             if not isinstance(value, list | tuple) and not (
-                t.base in ("int", "SymInt") and isinstance(value, int | SymInt)
+                t.base in ("int", "SymInt") and isinstance(value, INT_LIKE)
             ):
                 return False
         elif (
             (t.base == "Tensor" and not isinstance(value, Tensor))
             or (t.base == "Scalar" and isinstance(value, Tensor) and value.ndim != 0)
-            or (t.base in ("int", "SymInt") and not isinstance(value, int | SymInt))
+            or (t.base in ("int", "SymInt") and not isinstance(value, INT_LIKE))
         ):
             return False
     return True

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 __all__ = [
+    "INT_LIKE",
     "GuardOnDataDependentSymNode",
     "SymBool",
     "SymFloat",
@@ -90,13 +91,13 @@ def _binary(name: str):
 
 def _float_binary(name: str):
     def forward(self, other):
-        node = _node_of(self.node, sym_float(other) if isinstance(other, int | SymInt) else other)
+        node = _node_of(self.node, sym_float(other) if isinstance(other, INT_LIKE) else other)
         if node is None:
             return NotImplemented
         return _wrap(getattr(self.node, name)(node))
 
     def reflected(self, other):
-        node = _node_of(self.node, sym_float(other) if isinstance(other, int | SymInt) else other)
+        node = _node_of(self.node, sym_float(other) if isinstance(other, INT_LIKE) else other)
         if node is None:
             return NotImplemented
         return _wrap(getattr(node, name)(self.node))
@@ -109,7 +110,7 @@ def _comparison(name: str):
     def compare(self, other):
         if isinstance(self, SymInt) and isinstance(other, float | SymFloat):
             return getattr(sym_float(self), f"__{name}__")(other)
-        if isinstance(self, SymFloat) and isinstance(other, int | SymInt) and not isinstance(other, bool):
+        if isinstance(self, SymFloat) and isinstance(other, INT_LIKE) and not isinstance(other, bool):
             other = sym_float(other)
         node = _node_of(self.node, other)
         if node is None:
@@ -223,6 +224,11 @@ class SymInt:
 
     def _sympy_(self):
         return self.node.expr
+
+
+# ``isinstance(x, INT_LIKE)``: an int or a SymInt. A tuple made once: ``int | SymInt`` in a call
+# would build a union object every time, on paths eager calls take.
+INT_LIKE = (int, SymInt)
 
 
 class SymFloat:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ember.core.aten.nn.convolution import conv1d, conv2d, conv_transpose2d
 from ember.core.aten.nn.padding import pad_op
-from ember.core.symbolic import SymInt
+from ember.core.symbolic import INT_LIKE
 from ember.core.tensor import Tensor
 
 __all__ = ["conv1d", "conv2d", "conv_transpose2d", "pad"]
@@ -15,7 +15,7 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
         raise TypeError(f"pad(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
     pad = list(pad)
     for i, p in enumerate(pad):
-        if not isinstance(p, int | SymInt) or isinstance(p, bool):
+        if not isinstance(p, INT_LIKE) or isinstance(p, bool):
             raise TypeError(
                 f"pad(): argument 'pad' (position 2) must be tuple of ints, but found element of type "
                 f"{type(p).__name__} at pos {i}"

@@ -23,7 +23,7 @@ from ember.core.dispatch import define
 from ember.core.layout import contiguous_strides
 from ember.core.pointwise import unsupported
 from ember.core.promotion import default_complex_dtype, get_default_dtype, scalar_dtype
-from ember.core.symbolic import SymInt, sym_max
+from ember.core.symbolic import INT_LIKE, sym_max
 from ember.core.tensor import Tensor, from_array
 from ember.core.tensor import empty as allocate
 
@@ -44,7 +44,7 @@ def _dtype(dtype, default=None):
 def _check_sizes(size) -> tuple:
     size = tuple(size)
     for s in size:
-        if not isinstance(s, int | SymInt) or isinstance(s, bool):
+        if not isinstance(s, INT_LIKE) or isinstance(s, bool):
             raise TypeError(
                 f"empty(): argument 'size' must be a tuple of ints, but found element of type {type(s).__name__}"
             )
@@ -177,12 +177,12 @@ def _arange_plan(start, end, step, dtype) -> tuple:
     dtype = _dtype(dtype, _arange_dtype(start, end, step))
     for _name, v in (("start", start), ("end", end)):
         # An int is finite; asking a symbolic one (float() of it) would specialize it.
-        if not isinstance(v, int | SymInt) and not math.isfinite(v):
+        if not isinstance(v, INT_LIKE) and not math.isfinite(v):
             raise RuntimeError(f"unsupported range: {start} -> {end}")
     if dtype is D.bool_:
         raise unsupported("arange", dtype)
     integral = dtype.category <= D.INTEGRAL
-    if integral and dtype is D.int64 and not all(isinstance(v, int | SymInt) for v in (start, end, step)):
+    if integral and dtype is D.int64 and not all(isinstance(v, INT_LIKE) for v in (start, end, step)):
         # PyTorch reads int64 bounds as int64 first (truncating), so a fractional step can vanish.
         if step != 0 and int(step) == 0:
             raise ValueError("step must be nonzero")
@@ -191,7 +191,7 @@ def _arange_plan(start, end, step, dtype) -> tuple:
         raise RuntimeError("step must be nonzero")
     if (step > 0 and end < start) or (step < 0 and end > start):
         raise RuntimeError("upper bound and larger bound inconsistent with step sign")
-    if all(isinstance(v, int | SymInt) for v in (start, end, step)):
+    if all(isinstance(v, INT_LIKE) for v in (start, end, step)):
         n = sym_max(0, -((start - end) // step))
     else:
         n = max(0, math.ceil((end - start) / step))

@@ -15,7 +15,7 @@ from ember.core.api import method
 from ember.core.aten.factories import factories
 from ember.core.creation import tensor as tensor_from_data
 from ember.core.dispatch import define
-from ember.core.symbolic import SymInt
+from ember.core.symbolic import INT_LIKE
 from ember.core.tensor import Tensor
 
 _OPTIONS = "ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None"
@@ -68,7 +68,7 @@ def _size(name: str, size) -> tuple:
     if len(size) == 1 and isinstance(size[0], list | tuple):
         size = tuple(size[0])
     for s in size:
-        if not isinstance(s, int | SymInt) or isinstance(s, bool):
+        if not isinstance(s, INT_LIKE) or isinstance(s, bool):
             raise TypeError(
                 f"{name}(): argument 'size' must be tuple of ints, but found element of type {type(s).__name__}"
             )

@@ -22,7 +22,7 @@ from ember.core.devices import CPU
 from ember.core.dispatch import define
 from ember.core.layout import broadcast_shapes
 from ember.core.pointwise import check_no_internal_overlap
-from ember.core.symbolic import SymInt
+from ember.core.symbolic import INT_LIKE
 from ember.core.tensor import Tensor, empty, from_array
 
 # -- masked_fill --------------------------------------------------------------------------------------
@@ -215,7 +215,7 @@ def _nonzero_numpy(self: Tensor) -> list[Tensor]:
 
 
 def _check_static(self: Tensor, size) -> None:
-    if not isinstance(size, int | SymInt) or size < 0:
+    if not isinstance(size, INT_LIKE) or size < 0:
         raise RuntimeError("nonzero_static: 'size' must be an non-negative integer")
 
 

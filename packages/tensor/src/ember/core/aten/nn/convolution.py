@@ -32,7 +32,7 @@ from ember.core.dispatch import define
 from ember.core.layout import numel
 from ember.core.pointwise import type_name
 from ember.core.quiet import restore, silence
-from ember.core.symbolic import SymInt
+from ember.core.symbolic import INT_LIKE
 from ember.core.tensor import Tensor, empty
 
 convolution = define(
@@ -43,7 +43,7 @@ convolution = define(
 
 
 def _expand_param(name: str, value, k: int) -> tuple:
-    values = (value,) if isinstance(value, int | SymInt) else tuple(value)
+    values = (value,) if isinstance(value, INT_LIKE) else tuple(value)
     if len(values) == 1:
         return values * k
     if len(values) != k:
@@ -354,7 +354,7 @@ def _conv_nd(name: str, k: int, input, weight, bias, stride, padding, dilation, 
 
 
 def _ints(value) -> list:
-    return [value] if isinstance(value, int | SymInt) else list(value)
+    return [value] if isinstance(value, INT_LIKE) else list(value)
 
 
 def _check_tensors(name: str, input, weight, bias) -> None:

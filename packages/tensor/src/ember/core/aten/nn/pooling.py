@@ -27,7 +27,7 @@ from ember.core.dispatch import define
 from ember.core.layout import numel
 from ember.core.pointwise import type_name
 from ember.core.quiet import restore, silence
-from ember.core.symbolic import SymInt
+from ember.core.symbolic import INT_LIKE
 from ember.core.tensor import Tensor, empty
 
 max_pool2d_with_indices = define(
@@ -49,7 +49,7 @@ adaptive_avg_pool2d_op = define("adaptive_avg_pool2d(Tensor self, SymInt[2] outp
 
 
 def _pair(value, name: str, what: str, allow_empty: bool = False) -> tuple:
-    if isinstance(value, int | SymInt):
+    if isinstance(value, INT_LIKE):
         return (value, value)
     value = tuple(value)
     if allow_empty and not value:
@@ -422,7 +422,7 @@ def avg_pool2d(
 
 
 def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
-    if isinstance(output_size, int | SymInt):
+    if isinstance(output_size, INT_LIKE):
         output_size = (output_size, output_size)
     sizes = tuple(output_size)
     if len(sizes) == 2:

@@ -30,7 +30,7 @@ from ember.core.dispatch import define
 from ember.core.generator import reserve
 from ember.core.layout import contiguous_strides, dense_strides_like
 from ember.core.pointwise import resize_out
-from ember.core.symbolic import SymInt
+from ember.core.symbolic import INT_LIKE, SymInt
 from ember.core.tensor import Tensor
 from ember.core.tensor import empty as allocate
 
@@ -49,7 +49,7 @@ def _sizes(size) -> tuple:
         if s < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
     # Only NumPy integers are converted: a Python int (or, later, a symbolic size) stays as given.
-    return tuple(s if isinstance(s, int | SymInt) else int(s) for s in size)
+    return tuple(s if isinstance(s, INT_LIKE) else int(s) for s in size)
 
 
 def _register(ops, meta, cpu) -> None:

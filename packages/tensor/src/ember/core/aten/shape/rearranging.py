@@ -22,7 +22,7 @@ from ember.core.aten.shape.joining import cat, memory_format_of, memory_format_s
 from ember.core.dispatch import define
 from ember.core.layout import contiguous_strides, dense_strides_like, normalize_dim, normalize_dims, numel
 from ember.core.pointwise import resize_out, type_name
-from ember.core.symbolic import SymInt
+from ember.core.symbolic import INT_LIKE
 from ember.core.tensor import Tensor, empty
 
 # -- flip -----------------------------------------------------------------------------------------------
@@ -74,10 +74,10 @@ roll = define("roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor")  
 
 
 def _int_list(name: str, value) -> tuple:
-    if isinstance(value, int | SymInt) and not isinstance(value, bool):
+    if isinstance(value, INT_LIKE) and not isinstance(value, bool):
         return (value,)
     if not isinstance(value, list | tuple) or not all(
-        isinstance(v, int | SymInt) and not isinstance(v, bool) for v in value
+        isinstance(v, INT_LIKE) and not isinstance(v, bool) for v in value
     ):
         raise TypeError(f"roll(): argument '{name}' must be tuple of ints, not {type(value).__name__}")
     return tuple(value)
@@ -354,7 +354,7 @@ def _sequence(name: str, arg: str, value) -> tuple:
 def _sizes(name: str, arg: str, values) -> tuple:
     values = _dims_arg(values)
     for v in values:
-        if not isinstance(v, int | SymInt) or isinstance(v, bool):
+        if not isinstance(v, INT_LIKE) or isinstance(v, bool):
             raise TypeError(
                 f"{name}(): argument '{arg}' must be tuple of ints, but found element of type {type(v).__name__}"
             )

@@ -12,7 +12,7 @@ from ember.core.api import method, public
 from ember.core.aten.shape.copying import _clone as clone_function
 from ember.core.dispatch import define
 from ember.core.layout import broadcast_shapes, contiguous_strides, normalize_dim, normalize_dims, numel
-from ember.core.symbolic import SymInt
+from ember.core.symbolic import INT_LIKE
 from ember.core.tensor import Tensor, _array_view, _new, make_view
 
 VIEW = ("view", "core")
@@ -35,7 +35,7 @@ def _sizes(args, name: str = "view", what: str = "size") -> tuple:
     if len(args) == 1 and isinstance(args[0], list | tuple):
         args = tuple(args[0])
     for a in args:
-        if not isinstance(a, int | SymInt):
+        if not isinstance(a, INT_LIKE):
             raise TypeError(f"sizes must be ints, got {type(a).__name__}")
     return tuple(args)
 
@@ -500,9 +500,9 @@ def _broadcast_shapes(*shapes):
 
     normalized = []
     for shape in shapes:
-        shape = (shape,) if isinstance(shape, int | SymInt) else tuple(shape)
+        shape = (shape,) if isinstance(shape, INT_LIKE) else tuple(shape)
         for size in shape:
-            if not isinstance(size, int | SymInt) or isinstance(size, bool):
+            if not isinstance(size, INT_LIKE) or isinstance(size, bool):
                 raise TypeError(f"broadcast_shapes: sizes must be ints, got {type(size).__name__}")
             if size < 0:
                 raise ValueError(f"Attempting to broadcast a dimension with negative length: {list(shape)}")
@@ -545,7 +545,7 @@ def _permute_function(input, dims):
 def _squeeze(input, dim=None):
     if dim is None:
         return squeeze(input)
-    if isinstance(dim, int | SymInt):
+    if isinstance(dim, INT_LIKE):
         return squeeze_dim(input, dim)
     return squeeze_dims(input, tuple(dim))
 
@@ -553,7 +553,7 @@ def _squeeze(input, dim=None):
 @method("split")
 @public("split")
 def _split(tensor, split_size_or_sections, dim: int = 0):
-    if isinstance(split_size_or_sections, int | SymInt):
+    if isinstance(split_size_or_sections, INT_LIKE):
         return tuple(split(tensor, split_size_or_sections, dim))
     return tuple(split_with_sizes(tensor, list(split_size_or_sections), dim))
 
