@@ -374,7 +374,26 @@ class CosineAnnealingLR(LRScheduler):
         ]
 
 
-class SequentialLR(LRScheduler):
+class _HoldsSchedulers(LRScheduler):
+    """A scheduler made of others: its state is its own attributes and each inner scheduler's."""
+
+    # Whether a saved state must name as many schedulers as this one holds.
+    _same_count = True
+
+    def state_dict(self) -> dict[str, Any]:
+        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return state
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        schedulers = state_dict.pop("_schedulers")
+        self.__dict__.update(state_dict)
+        state_dict["_schedulers"] = schedulers
+        for scheduler, saved in zip(self._schedulers, schedulers, strict=self._same_count):
+            scheduler.load_state_dict(saved)
+
+
+class SequentialLR(_HoldsSchedulers):
     """Run ``schedulers[i]`` from ``milestones[i - 1]`` on; each starts over from the initial rate."""
 
     def __init__(
@@ -431,18 +450,6 @@ class SequentialLR(LRScheduler):
         else:
             scheduler.step()
         self._last_lr = scheduler.get_last_lr()
-
-    def state_dict(self) -> dict[str, Any]:
-        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
-        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return state
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        schedulers = state_dict.pop("_schedulers")
-        self.__dict__.update(state_dict)
-        state_dict["_schedulers"] = schedulers
-        for scheduler, saved in zip(self._schedulers, schedulers, strict=True):
-            scheduler.load_state_dict(saved)
 
 
 class ReduceLROnPlateau(LRScheduler):

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
-from ember.optim._lr_base import LRScheduler, ReduceLROnPlateau, _lrs
+from ember.optim._lr_base import LRScheduler, ReduceLROnPlateau, _HoldsSchedulers, _lrs
 from ember.optim.optimizer import Optimizer
 
 __all__ = ["ChainedScheduler", "CosineAnnealingWarmRestarts", "CyclicLR"]
@@ -29,8 +29,10 @@ def _per_group(name: str, optimizer: Optimizer, value: Any) -> list[Any]:
     return [value] * len(optimizer.param_groups)
 
 
-class ChainedScheduler(LRScheduler):
+class ChainedScheduler(_HoldsSchedulers):
     """Step every scheduler in ``schedulers`` at once; their changes to the rate compose."""
+
+    _same_count = False  # PyTorch loads what the saved state has
 
     def __init__(self, schedulers: Sequence[LRScheduler], optimizer: Optimizer | None = None) -> None:
         if len(schedulers) < 1:
@@ -61,18 +63,6 @@ class ChainedScheduler(LRScheduler):
         for scheduler in self._schedulers:
             scheduler.step()
         self._last_lr = _lrs(self._schedulers[-1].optimizer)
-
-    def state_dict(self) -> dict[str, Any]:
-        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
-        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return state
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        schedulers = state_dict.pop("_schedulers")
-        self.__dict__.update(state_dict)
-        state_dict["_schedulers"] = schedulers
-        for scheduler, saved in zip(self._schedulers, schedulers, strict=False):
-            scheduler.load_state_dict(saved)
 
 
 class CyclicLR(LRScheduler):
