@@ -1,28 +1,77 @@
-"""Every module class of ``ember.nn``, one concept per file."""
+"""Every module class of ``ember.nn``, one concept per file, in the files PyTorch names them in."""
 
 from ember.nn.modules.activation import (
+    CELU,
     ELU,
     GELU,
+    GLU,
+    SELU,
+    Hardshrink,
+    Hardsigmoid,
+    Hardswish,
     Hardtanh,
     LeakyReLU,
+    LogSigmoid,
     LogSoftmax,
     Mish,
+    PReLU,
     ReLU,
     ReLU6,
+    RReLU,
     Sigmoid,
     SiLU,
     Softmax,
+    Softmax2d,
+    Softmin,
     Softplus,
+    Softshrink,
+    Softsign,
     Tanh,
+    Tanhshrink,
+    Threshold,
 )
-from ember.nn.modules.attention import MultiheadAttention
-from ember.nn.modules.batchnorm import BatchNorm1d, BatchNorm2d
-from ember.nn.modules.container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
-from ember.nn.modules.conv import Conv1d, Conv2d, ConvTranspose2d
-from ember.nn.modules.dropout import Dropout
-from ember.nn.modules.embedding_bag import EmbeddingBag
-from ember.nn.modules.flatten import Flatten, Unflatten
-from ember.nn.modules.linear import Bilinear, Identity, Linear
+from ember.nn.modules.attention import (
+    MultiheadAttention,
+)
+from ember.nn.modules.batchnorm import (
+    BatchNorm1d,
+    BatchNorm2d,
+)
+from ember.nn.modules.container import (
+    ModuleDict,
+    ModuleList,
+    ParameterDict,
+    ParameterList,
+    Sequential,
+)
+from ember.nn.modules.conv import (
+    Conv1d,
+    Conv2d,
+    Conv3d,
+    ConvTranspose1d,
+    ConvTranspose2d,
+    ConvTranspose3d,
+)
+from ember.nn.modules.dropout import (
+    AlphaDropout,
+    Dropout,
+    Dropout1d,
+    Dropout2d,
+    Dropout3d,
+    FeatureAlphaDropout,
+)
+from ember.nn.modules.embedding_bag import (
+    EmbeddingBag,
+)
+from ember.nn.modules.flatten import (
+    Flatten,
+    Unflatten,
+)
+from ember.nn.modules.linear import (
+    Bilinear,
+    Identity,
+    Linear,
+)
 from ember.nn.modules.loss import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -34,18 +83,45 @@ from ember.nn.modules.loss import (
     NLLLoss,
     SmoothL1Loss,
 )
-from ember.nn.modules.module import Module
-from ember.nn.modules.normalization import GroupNorm, LayerNorm, RMSNorm
+from ember.nn.modules.module import (
+    Module,
+)
+from ember.nn.modules.normalization import (
+    GroupNorm,
+    LayerNorm,
+    RMSNorm,
+)
 from ember.nn.modules.pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
+    AdaptiveAvgPool3d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d,
+    AdaptiveMaxPool3d,
     AvgPool1d,
     AvgPool2d,
+    AvgPool3d,
+    FractionalMaxPool2d,
+    FractionalMaxPool3d,
+    LPPool1d,
+    LPPool2d,
+    LPPool3d,
     MaxPool1d,
     MaxPool2d,
+    MaxPool3d,
+    MaxUnpool1d,
+    MaxUnpool2d,
+    MaxUnpool3d,
 )
-from ember.nn.modules.rnn import GRU, LSTM, RNN, RNNBase
-from ember.nn.modules.sparse import Embedding
+from ember.nn.modules.rnn import (
+    GRU,
+    LSTM,
+    RNN,
+    RNNBase,
+)
+from ember.nn.modules.sparse import (
+    Embedding,
+)
 from ember.nn.modules.transformer import (
     Transformer,
     TransformerDecoder,
@@ -53,18 +129,29 @@ from ember.nn.modules.transformer import (
     TransformerEncoder,
     TransformerEncoderLayer,
 )
-from ember.nn.modules.upsampling import Upsample
+from ember.nn.modules.upsampling import (
+    Upsample,
+)
 
 __all__ = [
+    "CELU",
     "ELU",
     "GELU",
+    "GLU",
     "GRU",
     "LSTM",
     "RNN",
+    "SELU",
     "AdaptiveAvgPool1d",
     "AdaptiveAvgPool2d",
+    "AdaptiveAvgPool3d",
+    "AdaptiveMaxPool1d",
+    "AdaptiveMaxPool2d",
+    "AdaptiveMaxPool3d",
+    "AlphaDropout",
     "AvgPool1d",
     "AvgPool2d",
+    "AvgPool3d",
     "BCELoss",
     "BCEWithLogitsLoss",
     "BatchNorm1d",
@@ -72,35 +159,57 @@ __all__ = [
     "Bilinear",
     "Conv1d",
     "Conv2d",
+    "Conv3d",
+    "ConvTranspose1d",
     "ConvTranspose2d",
+    "ConvTranspose3d",
     "CrossEntropyLoss",
     "Dropout",
+    "Dropout1d",
+    "Dropout2d",
+    "Dropout3d",
     "Embedding",
     "EmbeddingBag",
+    "FeatureAlphaDropout",
     "Flatten",
+    "FractionalMaxPool2d",
+    "FractionalMaxPool3d",
     "GroupNorm",
+    "Hardshrink",
+    "Hardsigmoid",
+    "Hardswish",
     "Hardtanh",
     "HuberLoss",
     "Identity",
     "KLDivLoss",
     "L1Loss",
+    "LPPool1d",
+    "LPPool2d",
+    "LPPool3d",
     "LayerNorm",
     "LeakyReLU",
     "Linear",
+    "LogSigmoid",
     "LogSoftmax",
     "MSELoss",
     "MaxPool1d",
     "MaxPool2d",
+    "MaxPool3d",
+    "MaxUnpool1d",
+    "MaxUnpool2d",
+    "MaxUnpool3d",
     "Mish",
     "Module",
     "ModuleDict",
     "ModuleList",
     "MultiheadAttention",
     "NLLLoss",
+    "PReLU",
     "ParameterDict",
     "ParameterList",
     "RMSNorm",
     "RNNBase",
+    "RReLU",
     "ReLU",
     "ReLU6",
     "Sequential",
@@ -108,8 +217,14 @@ __all__ = [
     "Sigmoid",
     "SmoothL1Loss",
     "Softmax",
+    "Softmax2d",
+    "Softmin",
     "Softplus",
+    "Softshrink",
+    "Softsign",
     "Tanh",
+    "Tanhshrink",
+    "Threshold",
     "Transformer",
     "TransformerDecoder",
     "TransformerDecoderLayer",

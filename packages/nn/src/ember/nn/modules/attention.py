@@ -9,6 +9,8 @@ from ember.nn.modules.linear import Linear
 from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 
+__all__ = ["MultiheadAttention"]
+
 
 class NonDynamicallyQuantizableLinear(Linear):
     """The output projection: a ``Linear`` under the name PyTorch's printing shows."""

@@ -1,4 +1,4 @@
-"""``Conv1d``, ``Conv2d`` and ``ConvTranspose2d`` over the core's convolution ops.
+"""``Conv1d/2d/3d`` and ``ConvTranspose1d/2d/3d`` over ``ember.nn.functional``'s convolutions.
 
 A non-zero ``padding_mode`` pads the input with ``F.pad`` first and convolves without padding, as
 PyTorch does; ``padding='same'`` splits the total padding with the extra element on the right.
@@ -16,7 +16,7 @@ from ember.nn import init
 from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
 _PADDING_MODES = {"zeros", "reflect", "replicate", "circular"}
 
@@ -166,8 +166,16 @@ class Conv2d(_PlainConvNd):
     _functional = staticmethod(F.conv2d)
 
 
-class ConvTranspose2d(_ConvNd):
-    _dims = 2
+class Conv3d(_PlainConvNd):
+    _dims = 3
+    _functional = staticmethod(F.conv3d)
+
+
+class _ConvTransposeNd(_ConvNd):
+    """The transposed convolutions: ``forward(input, output_size=None)`` picks the output padding
+    that gives ``output_size``."""
+
+    _functional = None
 
     def __init__(
         self,
@@ -224,6 +232,21 @@ class ConvTranspose2d(_ConvNd):
 
     def forward(self, input: Tensor, output_size: Any = None) -> Tensor:
         output_padding = self._output_padding(input, output_size)
-        return F.conv_transpose2d(
+        return type(self)._functional(
             input, self.weight, self.bias, self.stride, self.padding, output_padding, self.groups, self.dilation
         )
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    _dims = 1
+    _functional = staticmethod(F.conv_transpose1d)
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    _dims = 2
+    _functional = staticmethod(F.conv_transpose2d)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    _dims = 3
+    _functional = staticmethod(F.conv_transpose3d)

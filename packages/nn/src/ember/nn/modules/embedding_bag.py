@@ -8,6 +8,8 @@ from ember.nn.functional.embedding_bag import embedding_bag
 from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 
+__all__ = ["EmbeddingBag"]
+
 
 class EmbeddingBag(Module):
     def __init__(

@@ -17,6 +17,8 @@ from ember.nn._ops import ops
 from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 
+__all__ = ["GRU", "LSTM", "RNN", "RNNBase"]
+
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
 

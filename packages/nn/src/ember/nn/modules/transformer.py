@@ -17,6 +17,14 @@ from ember.nn.modules.linear import Linear
 from ember.nn.modules.module import Module
 from ember.nn.modules.normalization import LayerNorm
 
+__all__ = [
+    "Transformer",
+    "TransformerDecoder",
+    "TransformerDecoderLayer",
+    "TransformerEncoder",
+    "TransformerEncoderLayer",
+]
+
 _ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
 
 
