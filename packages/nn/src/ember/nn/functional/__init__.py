@@ -46,6 +46,10 @@ from ember.nn.functional.activation import (
 from ember.nn.functional.attention import scaled_dot_product_attention
 from ember.nn.functional.bilinear_form import bilinear
 from ember.nn.functional.convolution3d import conv3d, conv_tbc, conv_transpose1d, conv_transpose3d
+from ember.nn.functional.distance import (
+    pairwise_distance,
+    pdist,
+)
 from ember.nn.functional.embedding_bag import embedding_bag
 from ember.nn.functional.feature_dropout import (
     alpha_dropout,
@@ -56,6 +60,10 @@ from ember.nn.functional.feature_dropout import (
 )
 from ember.nn.functional.loss import huber_loss
 from ember.nn.functional.multi_head_attention import multi_head_attention_forward
+from ember.nn.functional.normalization_more import (
+    instance_norm,
+    local_response_norm,
+)
 from ember.nn.functional.pooling1d import adaptive_avg_pool1d, avg_pool1d, max_pool1d
 from ember.nn.functional.pooling_nd import (
     adaptive_avg_pool3d,
@@ -80,9 +88,37 @@ from ember.nn.functional.pooling_nd import (
     max_unpool2d,
     max_unpool3d,
 )
+from ember.nn.functional.resampling import (
+    interpolate,
+    upsample,
+    upsample_bilinear,
+    upsample_nearest,
+)
+from ember.nn.functional.vision import (
+    channel_shuffle,
+    fold,
+    native_channel_shuffle,
+    pixel_shuffle,
+    pixel_unshuffle,
+    unfold,
+)
 
 __all__ = [
     *_core_all,
+    "pairwise_distance",
+    "pdist",
+    "instance_norm",
+    "local_response_norm",
+    "interpolate",
+    "upsample",
+    "upsample_bilinear",
+    "upsample_nearest",
+    "channel_shuffle",
+    "fold",
+    "native_channel_shuffle",
+    "pixel_shuffle",
+    "pixel_unshuffle",
+    "unfold",
     "adaptive_avg_pool3d",
     "adaptive_max_pool1d",
     "adaptive_max_pool1d_with_indices",

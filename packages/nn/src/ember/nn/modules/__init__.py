@@ -36,6 +36,10 @@ from ember.nn.modules.attention import (
 from ember.nn.modules.batchnorm import (
     BatchNorm1d,
     BatchNorm2d,
+    BatchNorm3d,
+)
+from ember.nn.modules.channelshuffle import (
+    ChannelShuffle,
 )
 from ember.nn.modules.container import (
     ModuleDict,
@@ -52,6 +56,10 @@ from ember.nn.modules.conv import (
     ConvTranspose2d,
     ConvTranspose3d,
 )
+from ember.nn.modules.distance import (
+    CosineSimilarity,
+    PairwiseDistance,
+)
 from ember.nn.modules.dropout import (
     AlphaDropout,
     Dropout,
@@ -66,6 +74,15 @@ from ember.nn.modules.embedding_bag import (
 from ember.nn.modules.flatten import (
     Flatten,
     Unflatten,
+)
+from ember.nn.modules.fold import (
+    Fold,
+    Unfold,
+)
+from ember.nn.modules.instancenorm import (
+    InstanceNorm1d,
+    InstanceNorm2d,
+    InstanceNorm3d,
 )
 from ember.nn.modules.linear import (
     Bilinear,
@@ -87,9 +104,32 @@ from ember.nn.modules.module import (
     Module,
 )
 from ember.nn.modules.normalization import (
+    CrossMapLRN2d,
     GroupNorm,
     LayerNorm,
+    LocalResponseNorm,
     RMSNorm,
+)
+from ember.nn.modules.padding import (
+    CircularPad1d,
+    CircularPad2d,
+    CircularPad3d,
+    ConstantPad1d,
+    ConstantPad2d,
+    ConstantPad3d,
+    ReflectionPad1d,
+    ReflectionPad2d,
+    ReflectionPad3d,
+    ReplicationPad1d,
+    ReplicationPad2d,
+    ReplicationPad3d,
+    ZeroPad1d,
+    ZeroPad2d,
+    ZeroPad3d,
+)
+from ember.nn.modules.pixelshuffle import (
+    PixelShuffle,
+    PixelUnshuffle,
 )
 from ember.nn.modules.pooling import (
     AdaptiveAvgPool1d,
@@ -131,6 +171,8 @@ from ember.nn.modules.transformer import (
 )
 from ember.nn.modules.upsampling import (
     Upsample,
+    UpsamplingBilinear2d,
+    UpsamplingNearest2d,
 )
 
 __all__ = [
@@ -156,14 +198,24 @@ __all__ = [
     "BCEWithLogitsLoss",
     "BatchNorm1d",
     "BatchNorm2d",
+    "BatchNorm3d",
     "Bilinear",
+    "ChannelShuffle",
+    "CircularPad1d",
+    "CircularPad2d",
+    "CircularPad3d",
+    "ConstantPad1d",
+    "ConstantPad2d",
+    "ConstantPad3d",
     "Conv1d",
     "Conv2d",
     "Conv3d",
     "ConvTranspose1d",
     "ConvTranspose2d",
     "ConvTranspose3d",
+    "CosineSimilarity",
     "CrossEntropyLoss",
+    "CrossMapLRN2d",
     "Dropout",
     "Dropout1d",
     "Dropout2d",
@@ -172,6 +224,7 @@ __all__ = [
     "EmbeddingBag",
     "FeatureAlphaDropout",
     "Flatten",
+    "Fold",
     "FractionalMaxPool2d",
     "FractionalMaxPool3d",
     "GroupNorm",
@@ -181,6 +234,9 @@ __all__ = [
     "Hardtanh",
     "HuberLoss",
     "Identity",
+    "InstanceNorm1d",
+    "InstanceNorm2d",
+    "InstanceNorm3d",
     "KLDivLoss",
     "L1Loss",
     "LPPool1d",
@@ -189,6 +245,7 @@ __all__ = [
     "LayerNorm",
     "LeakyReLU",
     "Linear",
+    "LocalResponseNorm",
     "LogSigmoid",
     "LogSoftmax",
     "MSELoss",
@@ -205,13 +262,22 @@ __all__ = [
     "MultiheadAttention",
     "NLLLoss",
     "PReLU",
+    "PairwiseDistance",
     "ParameterDict",
     "ParameterList",
+    "PixelShuffle",
+    "PixelUnshuffle",
     "RMSNorm",
     "RNNBase",
     "RReLU",
     "ReLU",
     "ReLU6",
+    "ReflectionPad1d",
+    "ReflectionPad2d",
+    "ReflectionPad3d",
+    "ReplicationPad1d",
+    "ReplicationPad2d",
+    "ReplicationPad3d",
     "Sequential",
     "SiLU",
     "Sigmoid",
@@ -231,5 +297,11 @@ __all__ = [
     "TransformerEncoder",
     "TransformerEncoderLayer",
     "Unflatten",
+    "Unfold",
     "Upsample",
+    "UpsamplingBilinear2d",
+    "UpsamplingNearest2d",
+    "ZeroPad1d",
+    "ZeroPad2d",
+    "ZeroPad3d",
 ]

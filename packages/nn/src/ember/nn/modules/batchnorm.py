@@ -1,4 +1,4 @@
-"""``BatchNorm1d`` and ``BatchNorm2d``: normalize over every dimension but the channels.
+"""``BatchNorm1d``, ``BatchNorm2d`` and ``BatchNorm3d``: normalize over every dimension but the channels.
 
 In training the batch statistics normalize and the running statistics move towards them by
 ``momentum`` (a cumulative average when ``momentum=None``); in eval the running statistics
@@ -16,7 +16,7 @@ from ember.nn import init
 from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 
-__all__ = ["BatchNorm1d", "BatchNorm2d"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
 
 
 class _BatchNorm(Module):
@@ -124,3 +124,9 @@ class BatchNorm2d(_BatchNorm):
     def _check_input_dim(self, input: Tensor) -> None:
         if input.dim() != 4:
             raise ValueError(f"expected 4D input (got {input.dim()}D input)")
+
+
+class BatchNorm3d(_BatchNorm):
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.dim() != 5:
+            raise ValueError(f"expected 5D input (got {input.dim()}D input)")

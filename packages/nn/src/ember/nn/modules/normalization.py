@@ -1,17 +1,21 @@
-"""``LayerNorm``, ``RMSNorm`` and ``GroupNorm``, with unit weights and zero biases to start."""
+"""``LayerNorm``, ``RMSNorm`` and ``GroupNorm`` (unit weights and zero biases to start), and the
+local response normalizations ``LocalResponseNorm`` and the legacy ``CrossMapLRN2d``."""
 
 from __future__ import annotations
 
 import numbers
 
+import numpy as np
+
 from ember.core.aten.factories.factories import empty_function
+from ember.core.creation import tensor as make_tensor
 from ember.core.tensor import Tensor
 from ember.nn import functional as F
 from ember.nn import init
 from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 
-__all__ = ["GroupNorm", "LayerNorm", "RMSNorm"]
+__all__ = ["CrossMapLRN2d", "GroupNorm", "LayerNorm", "LocalResponseNorm", "RMSNorm"]
 
 
 def _shape(normalized_shape) -> tuple[int, ...]:
@@ -117,3 +121,41 @@ class GroupNorm(Module):
             f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
             f"bias={self.bias is not None}"
         )
+
+
+class LocalResponseNorm(Module):
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> None:
+        super().__init__()
+        self.size = size
+        self.alpha = alpha
+        self.beta = beta
+        self.k = k
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+class CrossMapLRN2d(LocalResponseNorm):
+    """The legacy Lua-Torch form of local response normalization over 4-D input: the sum of squares
+    over a window of channels, scaled by ``alpha / size``. Its window is PyTorch's, which never
+    drops channel 0 from the running sum once it is in (a quirk kept so the numbers agree)."""
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1) -> None:
+        super().__init__(size, alpha, beta, k)
+
+    def forward(self, input: Tensor) -> Tensor:
+        if input.dim() != 4:
+            raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead.")
+        channels = input.shape[1]
+        pre_pad = int((self.size - 1) / 2 + 1)
+        window = np.zeros((channels, channels))
+        for c in range(channels):
+            window[c, : min(c + pre_pad, channels)] = 1
+            window[c, 1 : max(c - pre_pad + 1, 1)] = 0
+        squares = (input * input).reshape(input.shape[0], channels, -1)
+        sums = make_tensor(window, dtype=input.dtype).matmul(squares).reshape(input.shape)
+        scale = sums * (self.alpha / self.size) + self.k
+        return input * scale.pow(-self.beta)

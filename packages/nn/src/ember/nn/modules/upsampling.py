@@ -1,4 +1,5 @@
-"""``Upsample``: ``F.interpolate`` with the options fixed at construction."""
+"""``Upsample`` (``F.interpolate`` with the options fixed at construction) and its two fixed-mode
+forms, ``UpsamplingNearest2d`` and ``UpsamplingBilinear2d`` (corners aligned)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from ember.core.tensor import Tensor
 from ember.nn import functional as F
 from ember.nn.modules.module import Module
 
-__all__ = ["Upsample"]
+__all__ = ["Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d"]
 
 
 class Upsample(Module):
@@ -38,3 +39,13 @@ class Upsample(Module):
         else:
             info = "size=" + repr(self.size)
         return info + ", mode=" + repr(self.mode)
+
+
+class UpsamplingNearest2d(Upsample):
+    def __init__(self, size: Any = None, scale_factor: Any = None) -> None:
+        super().__init__(size, scale_factor, mode="nearest")
+
+
+class UpsamplingBilinear2d(Upsample):
+    def __init__(self, size: Any = None, scale_factor: Any = None) -> None:
+        super().__init__(size, scale_factor, mode="bilinear", align_corners=True)

@@ -1,0 +1,96 @@
+"""``interpolate`` for the modes and ranks the core has no op for, and the deprecated ``upsample*``.
+
+Linear and nearest resampling are separable: a 1-D linear resize is the core's bilinear one over a
+unit height, and a 3-D (trilinear or nearest) resize is two 2-D ones, first over (H, W) with the
+depth folded into the channels, then over depth with (H x W) flattened into one axis that keeps its
+size (a resize to the same size with scale 1 reads each element exactly). ``area`` is an adaptive
+average pool. Other calls go to the core's ``interpolate`` unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any
+
+from ember.core.aten.nn.resampling import interpolate as _core_interpolate
+from ember.core.tensor import Tensor
+
+__all__ = ["interpolate", "upsample", "upsample_bilinear", "upsample_nearest"]
+
+
+def _per_dim(value: Any, k: int) -> list | None:
+    if value is None:
+        return None
+    return list(value) if isinstance(value, (list, tuple)) else [value] * k
+
+
+def interpolate(
+    input: Tensor, size: Any = None, scale_factor: Any = None, mode: str = "nearest", align_corners: bool | None = None,
+    recompute_scale_factor: bool | None = None, antialias: bool = False,
+) -> Tensor:  # fmt: skip
+    k = input.ndim - 2
+    separable = (mode == "linear" and k == 1) or (mode in ("trilinear", "nearest", "nearest-exact") and k == 3)
+    if not separable and not (mode == "area" and k in (1, 3)):
+        return _core_interpolate(input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias)
+    if mode in ("nearest", "area", "nearest-exact") and align_corners is not None:
+        raise ValueError(
+            "align_corners option can only be set with the interpolating modes: linear | bilinear | bicubic | trilinear"
+        )
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is None and scale_factor is None:
+        raise ValueError("either size or scale_factor should be defined")
+    sizes, scales = _per_dim(size, k), _per_dim(scale_factor, k)
+    if (sizes is not None and len(sizes) != k) or (scales is not None and len(scales) != k):
+        raise ValueError(
+            f"Input and output must have the same number of spatial dimensions, but got input with spatial dimensions "
+            f"of {list(input.shape[2:])} and output size of {size if size is not None else scale_factor}. Please "
+            "provide input tensor in (N, C, d1, d2, ...,dK) format and output size in (o1, o2, ...,oK) format."
+        )
+    if mode == "area":
+        from ember.nn.functional.pooling1d import adaptive_avg_pool1d
+        from ember.nn.functional.pooling_nd import adaptive_avg_pool3d
+
+        if sizes is None:
+            sizes = [math.floor(n * float(s)) for n, s in zip(input.shape[2:], scales, strict=True)]
+        return (adaptive_avg_pool1d if k == 1 else adaptive_avg_pool3d)(input, sizes)
+    plane = "bilinear" if mode in ("linear", "trilinear") else mode
+    corners = align_corners if plane == "bilinear" else None
+    if k == 1:
+        out = _core_interpolate(
+            input.unsqueeze(-2), None if sizes is None else [1, sizes[0]], None if scales is None else [1.0, scales[0]],
+            plane, corners, recompute_scale_factor,
+        )  # fmt: skip
+        return out.squeeze(-2)
+    n, c, d, h, w = input.shape
+    step = _core_interpolate(
+        input.reshape(n, c * d, h, w), None if sizes is None else sizes[1:], None if scales is None else scales[1:],
+        plane, corners, recompute_scale_factor,
+    )  # fmt: skip
+    h2, w2 = step.shape[2], step.shape[3]
+    out = _core_interpolate(
+        step.reshape(n, c, d, h2 * w2), None if sizes is None else [sizes[0], h2 * w2],
+        None if scales is None else [scales[0], 1.0], plane, corners, recompute_scale_factor,
+    )  # fmt: skip
+    return out.reshape(n, c, out.shape[2], h2, w2)
+
+
+def upsample(
+    input: Tensor, size: Any = None, scale_factor: Any = None, mode: str = "nearest", align_corners: bool | None = None
+) -> Tensor:
+    """Deprecated: ``interpolate``."""
+    warnings.warn("nn.functional.upsample is deprecated. Use nn.functional.interpolate instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input: Tensor, size: Any = None, scale_factor: Any = None) -> Tensor:
+    """Deprecated: ``interpolate(..., mode='nearest')``."""
+    warnings.warn("nn.functional.upsample_nearest is deprecated. Use nn.functional.interpolate instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input: Tensor, size: Any = None, scale_factor: Any = None) -> Tensor:
+    """Deprecated: ``interpolate(..., mode='bilinear', align_corners=True)``."""
+    warnings.warn("nn.functional.upsample_bilinear is deprecated. Use nn.functional.interpolate instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
