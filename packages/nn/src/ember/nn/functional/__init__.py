@@ -46,6 +46,9 @@ from ember.nn.functional.activation import (
 from ember.nn.functional.attention import scaled_dot_product_attention
 from ember.nn.functional.bilinear_form import bilinear
 from ember.nn.functional.convolution3d import conv3d, conv_tbc, conv_transpose1d, conv_transpose3d
+from ember.nn.functional.ctc import (
+    ctc_loss,
+)
 from ember.nn.functional.distance import (
     pairwise_distance,
     pdist,
@@ -59,6 +62,19 @@ from ember.nn.functional.feature_dropout import (
     feature_alpha_dropout,
 )
 from ember.nn.functional.loss import huber_loss
+from ember.nn.functional.margin_losses import (
+    cosine_embedding_loss,
+    gaussian_nll_loss,
+    hinge_embedding_loss,
+    margin_ranking_loss,
+    multi_margin_loss,
+    multilabel_margin_loss,
+    multilabel_soft_margin_loss,
+    poisson_nll_loss,
+    soft_margin_loss,
+    triplet_margin_loss,
+    triplet_margin_with_distance_loss,
+)
 from ember.nn.functional.multi_head_attention import multi_head_attention_forward
 from ember.nn.functional.normalization_more import (
     instance_norm,
@@ -105,6 +121,18 @@ from ember.nn.functional.vision import (
 
 __all__ = [
     *_core_all,
+    "ctc_loss",
+    "cosine_embedding_loss",
+    "gaussian_nll_loss",
+    "hinge_embedding_loss",
+    "margin_ranking_loss",
+    "multi_margin_loss",
+    "multilabel_margin_loss",
+    "multilabel_soft_margin_loss",
+    "poisson_nll_loss",
+    "soft_margin_loss",
+    "triplet_margin_loss",
+    "triplet_margin_with_distance_loss",
     "pairwise_distance",
     "pdist",
     "instance_norm",
