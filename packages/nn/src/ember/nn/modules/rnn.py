@@ -4,6 +4,10 @@ Each layer and direction projects the whole input sequence at once (one matrix p
 steps through time with the hidden-to-hidden product only. Parameter names, shapes, gate orders
 (LSTM: input, forget, cell, output; GRU: reset, update, new) and initialization are PyTorch's, so
 state dicts load across.
+
+A ``PackedSequence`` input runs padded in the caller's batch order, with each sequence's state held
+still past its own length (so the reverse direction starts at each sequence's own end); the output
+is packed back in the input's layout and the final states are those at each sequence's end.
 """
 
 from __future__ import annotations
@@ -11,13 +15,17 @@ from __future__ import annotations
 import math
 import numbers
 
+import numpy as np
+
+from ember.core.creation import tensor as make_tensor
 from ember.nn import functional as F
 from ember.nn import init
 from ember.nn._ops import ops
 from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
+from ember.nn.utils.rnn import PackedSequence, pack_like, pad_packed_sequence
 
-__all__ = ["GRU", "LSTM", "RNN", "RNNBase"]
+__all__ = ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell", "RNNCellBase"]
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
@@ -125,6 +133,15 @@ class RNNBase(Module):
         return get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh"), get("weight_hr")
 
     def _prepare(self, input, hx, names: str):
+        if isinstance(input, PackedSequence):
+            padded, lengths = pad_packed_sequence(input)
+            if padded.shape[-1] != self.input_size:
+                raise RuntimeError(
+                    f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got {padded.shape[-1]}"
+                )
+            self._lengths = np.asarray(lengths.numpy(), dtype=np.int64)
+            return padded, True
+        self._lengths = None
         if not isinstance(input, ops.Tensor):
             raise TypeError(f"{type(self).__name__}: expected input to be a Tensor, got {type(input).__name__}")
         if input.dim() not in (2, 3):
@@ -143,6 +160,7 @@ class RNNBase(Module):
     def _run(self, input, initial: list, cell):
         """``input`` (T, N, H_in); ``initial`` holds one state tuple per layer and direction."""
         directions = 2 if self.bidirectional else 1
+        lengths = self._lengths
         finals = []
         layer_input = input
         for layer in range(self.num_layers):
@@ -154,7 +172,11 @@ class RNNBase(Module):
                 steps = range(projected.shape[0] - 1, -1, -1) if direction == 1 else range(projected.shape[0])
                 seq = [None] * projected.shape[0]
                 for t in steps:
-                    state = cell(projected[t], state, w_hh, b_hh, w_hr)
+                    new = cell(projected[t], state, w_hh, b_hh, w_hr)
+                    if lengths is not None and (lengths <= t).any():
+                        running = make_tensor((t < lengths)[:, None])
+                        new = tuple(ops.where(running, a, b) for a, b in zip(new, state, strict=True))
+                    state = new
                     seq[t] = state[0]
                 finals.append(state)
                 outputs.append(ops.stack(seq) if seq else projected.new_empty((0, *state[0].shape)))
@@ -207,6 +229,7 @@ class RNN(RNNBase):
         return s if self.nonlinearity == "tanh" else s + f", nonlinearity={self.nonlinearity}"
 
     def forward(self, input, hx=None):
+        packed = input
         input, batched = self._prepare(input, hx, "RNN")
         hx = self._initial_hidden(input, hx, batched)
         act = ops.tanh if self.mode == "RNN_TANH" else ops.relu
@@ -216,7 +239,7 @@ class RNN(RNNBase):
 
         output, finals = self._run(input, [(hx[i],) for i in range(hx.shape[0])], cell)
         h_n = ops.stack([s[0] for s in finals])
-        return _finish(self, output, batched), (h_n if batched else h_n.squeeze(1))
+        return _finish(self, output, batched, packed), (h_n if batched else h_n.squeeze(1))
 
 
 class GRU(RNNBase):
@@ -228,6 +251,7 @@ class GRU(RNNBase):
         super().__init__("GRU", *args, **kwargs)
 
     def forward(self, input, hx=None):
+        packed = input
         input, batched = self._prepare(input, hx, "GRU")
         hx = self._initial_hidden(input, hx, batched)
 
@@ -243,7 +267,7 @@ class GRU(RNNBase):
 
         output, finals = self._run(input, [(hx[i],) for i in range(hx.shape[0])], cell)
         h_n = ops.stack([s[0] for s in finals])
-        return _finish(self, output, batched), (h_n if batched else h_n.squeeze(1))
+        return _finish(self, output, batched, packed), (h_n if batched else h_n.squeeze(1))
 
 
 class LSTM(RNNBase):
@@ -253,6 +277,7 @@ class LSTM(RNNBase):
         super().__init__("LSTM", *args, **kwargs)
 
     def forward(self, input, hx=None):
+        packed = input
         input, batched = self._prepare(input, hx, "LSTM")
         directions = 2 if self.bidirectional else 1
         batch = input.shape[1]
@@ -295,10 +320,123 @@ class LSTM(RNNBase):
         c_n = ops.stack([s[1] for s in finals])
         if not batched:
             h_n, c_n = h_n.squeeze(1), c_n.squeeze(1)
-        return _finish(self, output, batched), (h_n, c_n)
+        return _finish(self, output, batched, packed), (h_n, c_n)
 
 
-def _finish(module: RNNBase, output, batched: bool):
+def _finish(module: RNNBase, output, batched: bool, packed=None):
+    if isinstance(packed, PackedSequence):
+        return pack_like(output, packed)
     if not batched:
         return output.squeeze(1)
     return output.transpose(0, 1) if module.batch_first else output
+
+
+class RNNCellBase(Module):
+    """One step of a recurrent layer: ``weight_ih`` ``(gates * hidden, input)``, ``weight_hh``
+    ``(gates * hidden, hidden)`` and their biases, initialized uniform in ``±1/sqrt(hidden)``."""
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool, num_chunks: int, device=None, dtype=None) -> None:
+        super().__init__()
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.bias = bias
+        self.weight_ih = Parameter(ops.empty((num_chunks * hidden_size, input_size), device=device, dtype=dtype))
+        self.weight_hh = Parameter(ops.empty((num_chunks * hidden_size, hidden_size), device=device, dtype=dtype))
+        if bias:
+            self.bias_ih = Parameter(ops.empty(num_chunks * hidden_size, device=device, dtype=dtype))
+            self.bias_hh = Parameter(ops.empty(num_chunks * hidden_size, device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias_ih", None)
+            self.register_parameter("bias_hh", None)
+        self.reset_parameters()
+
+    def extra_repr(self) -> str:
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.bias is not True:
+            s += f", bias={self.bias}"
+        nonlinearity = getattr(self, "nonlinearity", "tanh")
+        if nonlinearity != "tanh":
+            s += f", nonlinearity={nonlinearity}"
+        return s
+
+    def reset_parameters(self) -> None:
+        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for weight in self.parameters():
+            init.uniform_(weight, -stdv, stdv)
+
+    def _batched(self, input, hx, name: str):
+        if input.dim() not in (1, 2):
+            raise ValueError(f"{name}: Expected input to be 1D or 2D, got {input.dim()}D instead")
+        for h in hx if isinstance(hx, tuple) else (hx,):
+            if h is not None and h.dim() not in (1, 2):
+                raise ValueError(f"{name}: Expected hidden to be 1D or 2D, got {h.dim()}D instead")
+        return input.dim() == 2
+
+    def _zeros(self, input):
+        return ops.zeros((input.shape[0], self.hidden_size), dtype=input.dtype, device=input.device)
+
+
+class RNNCell(RNNCellBase):
+    """``h' = tanh(W_ih x + b_ih + W_hh h + b_hh)`` (or relu)."""
+
+    def __init__(
+        self, input_size: int, hidden_size: int, bias: bool = True, nonlinearity: str = "tanh", device=None,
+        dtype=None,
+    ) -> None:  # fmt: skip
+        super().__init__(input_size, hidden_size, bias, 1, device, dtype)
+        self.nonlinearity = nonlinearity
+
+    def forward(self, input, hx=None):
+        batched = self._batched(input, hx, "RNNCell")
+        if not batched:
+            input = input.unsqueeze(0)
+        hx = self._zeros(input) if hx is None else (hx if batched else hx.unsqueeze(0))
+        pre = F.linear(input, self.weight_ih, self.bias_ih) + F.linear(hx, self.weight_hh, self.bias_hh)
+        if self.nonlinearity == "tanh":
+            out = ops.tanh(pre)
+        elif self.nonlinearity == "relu":
+            out = ops.relu(pre)
+        else:
+            raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
+        return out if batched else out.squeeze(0)
+
+
+class LSTMCell(RNNCellBase):
+    """One LSTM step; gates input, forget, cell, output; returns ``(h', c')``."""
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None, dtype=None) -> None:
+        super().__init__(input_size, hidden_size, bias, 4, device, dtype)
+
+    def forward(self, input, hx=None):
+        batched = self._batched(input, hx, "LSTMCell")
+        if not batched:
+            input = input.unsqueeze(0)
+        if hx is None:
+            h, c = self._zeros(input), self._zeros(input)
+        else:
+            h, c = hx if batched else (hx[0].unsqueeze(0), hx[1].unsqueeze(0))
+        gates = F.linear(input, self.weight_ih, self.bias_ih) + F.linear(h, self.weight_hh, self.bias_hh)
+        i, f, g, o = gates.chunk(4, dim=1)
+        c = ops.sigmoid(f) * c + ops.sigmoid(i) * ops.tanh(g)
+        h = ops.sigmoid(o) * ops.tanh(c)
+        return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
+
+
+class GRUCell(RNNCellBase):
+    """One GRU step; gates reset, update, new."""
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None, dtype=None) -> None:
+        super().__init__(input_size, hidden_size, bias, 3, device, dtype)
+
+    def forward(self, input, hx=None):
+        batched = self._batched(input, hx, "GRUCell")
+        if not batched:
+            input = input.unsqueeze(0)
+        h = self._zeros(input) if hx is None else (hx if batched else hx.unsqueeze(0))
+        x_r, x_z, x_n = F.linear(input, self.weight_ih, self.bias_ih).chunk(3, dim=1)
+        h_r, h_z, h_n = F.linear(h, self.weight_hh, self.bias_hh).chunk(3, dim=1)
+        r = ops.sigmoid(x_r + h_r)
+        z = ops.sigmoid(x_z + h_z)
+        n = ops.tanh(x_n + r * h_n)
+        out = (1 - z) * n + z * h
+        return out if batched else out.squeeze(0)
