@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
+from typing import Any, Literal
 
 import numpy as np
 
@@ -17,18 +19,31 @@ from ember.core.creation import tensor as make_tensor
 from ember.core.tensor import Tensor
 
 __all__ = [
+    "Literal",
     "calculate_gain",
+    "constant",
     "constant_",
+    "dirac",
     "dirac_",
+    "eye",
     "eye_",
+    "kaiming_normal",
     "kaiming_normal_",
+    "kaiming_uniform",
     "kaiming_uniform_",
+    "normal",
     "normal_",
     "ones_",
+    "orthogonal",
     "orthogonal_",
+    "sparse",
+    "sparse_",
     "trunc_normal_",
+    "uniform",
     "uniform_",
+    "xavier_normal",
     "xavier_normal_",
+    "xavier_uniform",
     "xavier_uniform_",
     "zeros_",
 ]
@@ -66,7 +81,10 @@ def _calculate_fan_in_and_fan_out(tensor: Tensor) -> tuple[int, int]:
     return tensor.shape[1] * receptive, tensor.shape[0] * receptive
 
 
-def _calculate_correct_fan(tensor: Tensor, mode: str) -> int:
+_FanMode = Literal["fan_in", "fan_out"]
+
+
+def _calculate_correct_fan(tensor: Tensor, mode: _FanMode) -> int:
     mode = mode.lower()
     if mode not in ("fan_in", "fan_out"):
         raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
@@ -171,7 +189,7 @@ def _kaiming_std(tensor: Tensor, a: float, mode: str, nonlinearity: str) -> floa
 
 
 def kaiming_uniform_(
-    tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu", generator=None
+    tensor: Tensor, a: float = 0, mode: _FanMode = "fan_in", nonlinearity: str = "leaky_relu", generator=None
 ) -> Tensor:
     std = _kaiming_std(tensor, a, mode, nonlinearity)
     if 0 in tensor.shape:
@@ -181,7 +199,7 @@ def kaiming_uniform_(
 
 
 def kaiming_normal_(
-    tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu", generator=None
+    tensor: Tensor, a: float = 0, mode: _FanMode = "fan_in", nonlinearity: str = "leaky_relu", generator=None
 ) -> Tensor:
     std = _kaiming_std(tensor, a, mode, nonlinearity)
     if 0 in tensor.shape:
@@ -209,3 +227,49 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
             q = q.T
         tensor.copy_(make_tensor(q.reshape(tuple(tensor.shape)) * gain, dtype=tensor.dtype).to(tensor.device))
     return tensor
+
+
+def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) -> Tensor:
+    """A 2-D tensor drawn from Normal(0, std) with ``ceil(sparsity * rows)`` zeros in each column, at
+    rows chosen at random."""
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    if tensor.device.type == "meta":
+        return tensor
+    rows, cols = tensor.shape
+    zeros = math.ceil(sparsity * rows)
+    with no_grad():
+        tensor.normal_(0, std, generator=generator)
+        for col in range(cols):
+            picked = tensor.new_empty(rows).uniform_(generator=generator).argsort()[:zeros]
+            tensor[picked, col] = 0
+    return tensor
+
+
+def _deprecated(method: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    new_name = method.__name__
+    old_name = new_name[:-1]
+
+    def deprecated_init(*args: Any, **kwargs: Any) -> Tensor:
+        warnings.warn(
+            f"`nn.init.{old_name}` is now deprecated in favor of `nn.init.{new_name}`.", FutureWarning, stacklevel=2
+        )
+        return method(*args, **kwargs)
+
+    deprecated_init.__name__ = deprecated_init.__qualname__ = old_name
+    deprecated_init.__doc__ = f"Deprecated: ``nn.init.{new_name}``."
+    return deprecated_init
+
+
+# The names without the trailing underscore, kept by PyTorch for old code.
+uniform = _deprecated(uniform_)
+normal = _deprecated(normal_)
+constant = _deprecated(constant_)
+eye = _deprecated(eye_)
+dirac = _deprecated(dirac_)
+xavier_uniform = _deprecated(xavier_uniform_)
+xavier_normal = _deprecated(xavier_normal_)
+kaiming_uniform = _deprecated(kaiming_uniform_)
+kaiming_normal = _deprecated(kaiming_normal_)
+orthogonal = _deprecated(orthogonal_)
+sparse = _deprecated(sparse_)

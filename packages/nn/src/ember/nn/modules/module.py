@@ -352,6 +352,13 @@ class Module:
     def to(self, *args: Any, **kwargs: Any) -> Module:
         return module_state.to(self, *args, **kwargs)
 
+    def to_empty(self, *, device: Any, recurse: bool = True) -> Module:
+        """Move the parameters and buffers to ``device`` as new uninitialized tensors (for modules built on
+        the meta device)."""
+        from ember.core.aten.factories.factories import empty_like
+
+        return self._apply(lambda t: empty_like(t, device=device), recurse=recurse)
+
     def cpu(self) -> Module:
         return self._apply(lambda t: t.cpu())
 

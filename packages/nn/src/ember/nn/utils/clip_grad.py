@@ -4,6 +4,7 @@ or clamp each gradient element into ``[-clip_value, clip_value]``."""
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Iterable
 
 from ember.autograd import no_grad
@@ -14,7 +15,7 @@ from ember.core.tensor import Tensor
 
 _vector_norm = ops.aten.linalg_vector_norm.default
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "get_total_norm"]
+__all__ = ["clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm"]
 
 
 def _as_list(parameters: Tensor | Iterable[Tensor]) -> list[Tensor]:
@@ -52,13 +53,34 @@ def clip_grad_norm_(
     parameters = _as_list(parameters)
     grads = [p.grad for p in parameters if p.grad is not None]
     total = get_total_norm(grads, norm_type, error_if_nonfinite, foreach)
+    clip_grads_with_norm_(parameters, max_norm, total, foreach)
+    return total
+
+
+def clip_grads_with_norm_(
+    parameters: Tensor | Iterable[Tensor], max_norm: float, total_norm: Tensor, foreach=None
+) -> None:
+    """Scale the gradients in place by ``min(1, max_norm / (total_norm + 1e-6))`` for a given total norm."""
+    grads = [p.grad for p in _as_list(parameters) if p.grad is not None]
     if not grads:
-        return total
+        return
     with no_grad():
-        coef = (float(max_norm) / (total + 1e-6)).clamp_max(1.0)
+        coef = (float(max_norm) / (total_norm + 1e-6)).clamp_max(1.0)
         for g in grads:
             g.mul_(coef.to(dtype=g.dtype) if g.dtype is not coef.dtype else coef)
-    return total
+
+
+def clip_grad_norm(
+    parameters: Tensor | Iterable[Tensor], max_norm: float, norm_type: float = 2.0, error_if_nonfinite: bool = False,
+    foreach=None,
+) -> Tensor:  # fmt: skip
+    """Deprecated: ``clip_grad_norm_``."""
+    warnings.warn(
+        "`torch.nn.utils.clip_grad_norm` is now deprecated in favor of `torch.nn.utils.clip_grad_norm_`.",
+        FutureWarning,
+        stacklevel=2,
+    )
+    return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
 
 
 def clip_grad_value_(parameters: Tensor | Iterable[Tensor], clip_value: float, foreach=None) -> None:
