@@ -16,7 +16,7 @@ from ember.core.aten.factories.factories import empty_function
 from ember.core.serialization import register_parameter_class
 from ember.core.tensor import Tensor, _new
 
-__all__ = ["Buffer", "Parameter", "swap_payload"]
+__all__ = ["Buffer", "Parameter", "UninitializedBuffer", "UninitializedParameter", "swap_payload"]
 
 
 def _plain(data: Tensor) -> Tensor:
@@ -111,6 +111,66 @@ def swap_payload(target: Tensor, source: Tensor) -> None:
     target.device = source.device
     target._array = source._array
     target._contig = None
+
+
+class UninitializedTensorMixin:
+    """A parameter or buffer whose shape is not known yet: a lazy module gives it one on its first
+    call (``materialize``), and it becomes a plain ``Parameter`` or ``Tensor`` in place."""
+
+    __slots__ = ()
+    cls_to_become: type = Tensor
+
+    def materialize(self, shape, device=None, dtype=None) -> None:
+        """Give the tensor ``shape`` (uninitialized storage) and its final class."""
+        device = self.device if device is None else device
+        dtype = self.dtype if dtype is None else dtype
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        swap_payload(self, empty_function(*shape, device=device, dtype=dtype))
+        self.__class__ = self.cls_to_become
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}>"
+
+    def __reduce_ex__(self, protocol):
+        raise RuntimeError(
+            f"'{type(self).__name__}' and its subclasses cannot be serialized: call forward once to initialize the "
+            "parameters first."
+        )
+
+
+class UninitializedParameter(UninitializedTensorMixin, Parameter):
+    """A ``Parameter`` of a lazy module before its first call."""
+
+    cls_to_become = Parameter
+
+    def __new__(cls, requires_grad: bool = True, device=None, dtype=None):
+        return Parameter.__new__(cls, empty_function(0, device=device, dtype=dtype), requires_grad)
+
+    def __init__(self, requires_grad: bool = True, device=None, dtype=None) -> None:
+        pass
+
+
+class UninitializedBuffer(UninitializedTensorMixin, Tensor):
+    """A buffer of a lazy module before its first call."""
+
+    __slots__ = ()
+    cls_to_become = Tensor
+
+    def __new__(cls, requires_grad: bool = False, device=None, dtype=None, persistent: bool = True):
+        data = empty_function(0, device=device, dtype=dtype)
+        out = _new(cls, data._storage, data._shape, data._stride, data._offset, data.dtype, data._array)
+        if requires_grad:
+            out.requires_grad_(True)
+        out._is_buffer = True
+        out.persistent = persistent
+        return out
+
+    def __init__(self, requires_grad: bool = False, device=None, dtype=None, persistent: bool = True) -> None:
+        pass
+
+
+def is_lazy(value: object) -> bool:
+    return isinstance(value, UninitializedTensorMixin)
 
 
 register_parameter_class(Parameter)  # checkpoints save and load it as torch.nn.Parameter

@@ -37,6 +37,9 @@ from ember.nn.modules.batchnorm import (
     BatchNorm1d,
     BatchNorm2d,
     BatchNorm3d,
+    LazyBatchNorm1d,
+    LazyBatchNorm2d,
+    LazyBatchNorm3d,
 )
 from ember.nn.modules.channelshuffle import (
     ChannelShuffle,
@@ -55,6 +58,12 @@ from ember.nn.modules.conv import (
     ConvTranspose1d,
     ConvTranspose2d,
     ConvTranspose3d,
+    LazyConv1d,
+    LazyConv2d,
+    LazyConv3d,
+    LazyConvTranspose1d,
+    LazyConvTranspose2d,
+    LazyConvTranspose3d,
 )
 from ember.nn.modules.distance import (
     CosineSimilarity,
@@ -83,10 +92,17 @@ from ember.nn.modules.instancenorm import (
     InstanceNorm1d,
     InstanceNorm2d,
     InstanceNorm3d,
+    LazyInstanceNorm1d,
+    LazyInstanceNorm2d,
+    LazyInstanceNorm3d,
+)
+from ember.nn.modules.lazy import (
+    LazyModuleMixin,
 )
 from ember.nn.modules.linear import (
     Bilinear,
     Identity,
+    LazyLinear,
     Linear,
 )
 from ember.nn.modules.loss import (
@@ -266,6 +282,20 @@ __all__ = [
     "LPPool3d",
     "LSTMCell",
     "LayerNorm",
+    "LazyBatchNorm1d",
+    "LazyBatchNorm2d",
+    "LazyBatchNorm3d",
+    "LazyConv1d",
+    "LazyConv2d",
+    "LazyConv3d",
+    "LazyConvTranspose1d",
+    "LazyConvTranspose2d",
+    "LazyConvTranspose3d",
+    "LazyInstanceNorm1d",
+    "LazyInstanceNorm2d",
+    "LazyInstanceNorm3d",
+    "LazyLinear",
+    "LazyModuleMixin",
     "LeakyReLU",
     "Linear",
     "LocalResponseNorm",

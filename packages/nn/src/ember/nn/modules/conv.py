@@ -9,14 +9,29 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ember.autograd import no_grad
 from ember.core.aten.factories.factories import empty_function
 from ember.core.tensor import Tensor
 from ember.nn import functional as F
 from ember.nn import init
+from ember.nn.modules.lazy import LazyModuleMixin
 from ember.nn.modules.module import Module
-from ember.nn.parameter import Parameter
+from ember.nn.parameter import Parameter, UninitializedParameter
 
-__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
+__all__ = [
+    "Conv1d",
+    "Conv2d",
+    "Conv3d",
+    "ConvTranspose1d",
+    "ConvTranspose2d",
+    "ConvTranspose3d",
+    "LazyConv1d",
+    "LazyConv2d",
+    "LazyConv3d",
+    "LazyConvTranspose1d",
+    "LazyConvTranspose2d",
+    "LazyConvTranspose3d",
+]
 
 _PADDING_MODES = {"zeros", "reflect", "replicate", "circular"}
 
@@ -250,3 +265,81 @@ class ConvTranspose2d(_ConvTransposeNd):
 class ConvTranspose3d(_ConvTransposeNd):
     _dims = 3
     _functional = staticmethod(F.conv_transpose3d)
+
+
+class _LazyConvXdMixin(LazyModuleMixin):
+    """The lazy convolutions: ``in_channels`` is read from the first input."""
+
+    def _lazy_parameters(self, out_channels: int, bias: bool, device, dtype) -> None:
+        self.weight = UninitializedParameter(device=device, dtype=dtype)
+        self.out_channels = out_channels
+        if bias:
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
+
+    def reset_parameters(self) -> None:
+        if not self.has_uninitialized_params() and self.in_channels != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input: Tensor, *args: Any, **kwargs: Any) -> None:
+        if not self.has_uninitialized_params():
+            return
+        n = self._dims
+        if input.dim() not in (n + 1, n + 2):
+            raise RuntimeError(
+                f"Expected {n + 1}D (unbatched) or {n + 2}D (batched) input to {self._get_name()}, but got input of "
+                f"size: {list(input.shape)}"
+            )
+        self.in_channels = input.shape[1] if input.dim() == n + 2 else input.shape[0]
+        if self.in_channels % self.groups != 0:
+            raise ValueError("in_channels must be divisible by groups")
+        with no_grad():
+            if self.transposed:
+                shape = (self.in_channels, self.out_channels // self.groups, *self.kernel_size)
+            else:
+                shape = (self.out_channels, self.in_channels // self.groups, *self.kernel_size)
+            self.weight.materialize(shape)
+            if self.bias is not None:
+                self.bias.materialize((self.out_channels,))
+            self.reset_parameters()
+
+
+class _LazyPlainConv(_LazyConvXdMixin):
+    def __init__(
+        self, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0, dilation: Any = 1,
+        groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device=None, dtype=None,
+    ) -> None:  # fmt: skip
+        super().__init__(0, 0, kernel_size, stride, padding, dilation, groups, False, padding_mode)
+        self._lazy_parameters(out_channels, bias, device, dtype)
+
+
+class _LazyTransposedConv(_LazyConvXdMixin):
+    def __init__(
+        self, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0, output_padding: Any = 0,
+        groups: int = 1, bias: bool = True, dilation: Any = 1, padding_mode: str = "zeros", device=None, dtype=None,
+    ) -> None:  # fmt: skip
+        super().__init__(0, 0, kernel_size, stride, padding, output_padding, groups, False, dilation, padding_mode)
+        self._lazy_parameters(out_channels, bias, device, dtype)
+
+
+class LazyConv1d(_LazyPlainConv, Conv1d):
+    cls_to_become = Conv1d
+
+
+class LazyConv2d(_LazyPlainConv, Conv2d):
+    cls_to_become = Conv2d
+
+
+class LazyConv3d(_LazyPlainConv, Conv3d):
+    cls_to_become = Conv3d
+
+
+class LazyConvTranspose1d(_LazyTransposedConv, ConvTranspose1d):
+    cls_to_become = ConvTranspose1d
+
+
+class LazyConvTranspose2d(_LazyTransposedConv, ConvTranspose2d):
+    cls_to_become = ConvTranspose2d
+
+
+class LazyConvTranspose3d(_LazyTransposedConv, ConvTranspose3d):
+    cls_to_become = ConvTranspose3d

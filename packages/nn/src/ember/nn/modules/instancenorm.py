@@ -11,9 +11,16 @@ import warnings
 
 from ember.core.tensor import Tensor
 from ember.nn import functional as F
-from ember.nn.modules.batchnorm import _BatchNorm
+from ember.nn.modules.batchnorm import _BatchNorm, _LazyNormBase
 
-__all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
+__all__ = [
+    "InstanceNorm1d",
+    "InstanceNorm2d",
+    "InstanceNorm3d",
+    "LazyInstanceNorm1d",
+    "LazyInstanceNorm2d",
+    "LazyInstanceNorm3d",
+]
 
 
 class _InstanceNorm(_BatchNorm):
@@ -88,3 +95,15 @@ class InstanceNorm2d(_InstanceNorm):
 
 class InstanceNorm3d(_InstanceNorm):
     _spatial = 3
+
+
+class LazyInstanceNorm1d(_LazyNormBase, InstanceNorm1d):
+    cls_to_become = InstanceNorm1d
+
+
+class LazyInstanceNorm2d(_LazyNormBase, InstanceNorm2d):
+    cls_to_become = InstanceNorm2d
+
+
+class LazyInstanceNorm3d(_LazyNormBase, InstanceNorm3d):
+    cls_to_become = InstanceNorm3d
