@@ -61,6 +61,13 @@ from ember.nn.functional.feature_dropout import (
     dropout3d,
     feature_alpha_dropout,
 )
+from ember.nn.functional.grid_sampling import (
+    GRID_SAMPLE_INTERPOLATION_MODES,
+    GRID_SAMPLE_PADDING_MODES,
+    affine_grid,
+    grid_sample,
+)
+from ember.nn.functional.helpers import Tensor, assert_int_or_pair, boolean_dispatch
 from ember.nn.functional.loss import huber_loss
 from ember.nn.functional.margin_losses import (
     cosine_embedding_loss,
@@ -121,6 +128,13 @@ from ember.nn.functional.vision import (
 
 __all__ = [
     *_core_all,
+    "Tensor",
+    "assert_int_or_pair",
+    "boolean_dispatch",
+    "GRID_SAMPLE_INTERPOLATION_MODES",
+    "GRID_SAMPLE_PADDING_MODES",
+    "affine_grid",
+    "grid_sample",
     "ctc_loss",
     "cosine_embedding_loss",
     "gaussian_nll_loss",

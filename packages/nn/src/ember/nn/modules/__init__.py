@@ -30,6 +30,9 @@ from ember.nn.modules.activation import (
     Tanhshrink,
     Threshold,
 )
+from ember.nn.modules.adaptive import (
+    AdaptiveLogSoftmaxWithLoss,
+)
 from ember.nn.modules.attention import (
     MultiheadAttention,
 )
@@ -40,11 +43,13 @@ from ember.nn.modules.batchnorm import (
     LazyBatchNorm1d,
     LazyBatchNorm2d,
     LazyBatchNorm3d,
+    SyncBatchNorm,
 )
 from ember.nn.modules.channelshuffle import (
     ChannelShuffle,
 )
 from ember.nn.modules.container import (
+    Container,
     ModuleDict,
     ModuleList,
     ParameterDict,
@@ -220,6 +225,7 @@ __all__ = [
     "AdaptiveAvgPool1d",
     "AdaptiveAvgPool2d",
     "AdaptiveAvgPool3d",
+    "AdaptiveLogSoftmaxWithLoss",
     "AdaptiveMaxPool1d",
     "AdaptiveMaxPool2d",
     "AdaptiveMaxPool3d",
@@ -241,6 +247,7 @@ __all__ = [
     "ConstantPad1d",
     "ConstantPad2d",
     "ConstantPad3d",
+    "Container",
     "Conv1d",
     "Conv2d",
     "Conv3d",
@@ -350,6 +357,7 @@ __all__ = [
     "Softplus",
     "Softshrink",
     "Softsign",
+    "SyncBatchNorm",
     "Tanh",
     "Tanhshrink",
     "Threshold",

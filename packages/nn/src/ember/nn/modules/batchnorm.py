@@ -7,6 +7,8 @@ normalize, unless the module does not track them.
 
 from __future__ import annotations
 
+import sys
+
 from ember.autograd import no_grad
 from ember.core import dtypes as D
 from ember.core.aten.factories.factories import empty_function, ones_function, zeros_function
@@ -18,7 +20,15 @@ from ember.nn.modules.lazy import LazyModuleMixin
 from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter, UninitializedBuffer, UninitializedParameter
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d"]
+__all__ = [
+    "BatchNorm1d",
+    "BatchNorm2d",
+    "BatchNorm3d",
+    "LazyBatchNorm1d",
+    "LazyBatchNorm2d",
+    "LazyBatchNorm3d",
+    "SyncBatchNorm",
+]
 
 
 class _BatchNorm(Module):
@@ -180,3 +190,55 @@ class LazyBatchNorm2d(_LazyNormBase, BatchNorm2d):
 
 class LazyBatchNorm3d(_LazyNormBase, BatchNorm3d):
     cls_to_become = BatchNorm3d
+
+
+class SyncBatchNorm(_BatchNorm):
+    """Batch norm whose statistics would be computed across a process group in training. Within
+    one process it is ``BatchNorm``; synchronizing across processes is not implemented and raises."""
+
+    def __init__(
+        self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
+        track_running_stats: bool = True, process_group=None, device=None, dtype=None,
+    ) -> None:  # fmt: skip
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+        self.process_group = process_group
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.dim() < 2:
+            raise ValueError(f"expected at least 2D input (got {input.dim()}D input)")
+
+    def forward(self, input: Tensor) -> Tensor:
+        self._check_input_dim(input)
+        if input.size(1) == 0:
+            raise ValueError("SyncBatchNorm number of input channels should be non-zero")
+        # ember.distributed sits above this package: ask it only if the program has loaded it.
+        distributed = sys.modules.get("ember.distributed")
+        if (
+            self.training
+            and distributed is not None
+            and distributed.is_initialized()
+            and distributed.get_world_size(self.process_group) > 1
+        ):
+            raise NotImplementedError("SyncBatchNorm across several processes is not implemented in ember")
+        return super().forward(input)
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module: Module, process_group=None) -> Module:
+        """``module`` with every batch norm layer in it replaced by a ``SyncBatchNorm`` holding its state."""
+        output = module
+        if isinstance(module, _BatchNorm) and not isinstance(module, SyncBatchNorm):
+            output = SyncBatchNorm(
+                module.num_features, module.eps, module.momentum, module.affine, module.track_running_stats,
+                process_group,
+            )  # fmt: skip
+            if module.affine:
+                with no_grad():
+                    output.weight = module.weight
+                    output.bias = module.bias
+            output.running_mean = module.running_mean
+            output.running_var = module.running_var
+            output.num_batches_tracked = module.num_batches_tracked
+            output.training = module.training
+        for name, child in module.named_children():
+            output.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        return output

@@ -8,6 +8,7 @@ list renumbers the rest, as PyTorch does, so that keys stay '0'..'n-1'.
 from __future__ import annotations
 
 import operator
+import warnings
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from itertools import chain, islice
@@ -18,7 +19,7 @@ from ember.nn.modules.module import Module, _addindent
 from ember.nn.modules.module_state import tensor_type_name
 from ember.nn.parameter import Parameter
 
-__all__ = ["ModuleDict", "ModuleList", "ParameterDict", "ParameterList", "Sequential"]
+__all__ = ["Container", "ModuleDict", "ModuleList", "ParameterDict", "ParameterList", "Sequential"]
 
 
 def _index(idx: int, size: int, kind: str) -> int:
@@ -26,6 +27,21 @@ def _index(idx: int, size: int, kind: str) -> int:
     if not -size <= idx < size:
         raise IndexError(f"index {idx} is out of range")
     return idx % size
+
+
+class Container(Module):
+    """Deprecated: a module holding the modules given as keyword arguments (subclass ``Module`` instead)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        warnings.warn(
+            "`nn.Container` is deprecated. All of its functionality is now implemented in `nn.Module`. Subclass "
+            "that instead.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        super().__init__()
+        for key, value in kwargs.items():
+            self.add_module(key, value)
 
 
 class Sequential(Module):

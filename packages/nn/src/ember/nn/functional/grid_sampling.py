@@ -1,0 +1,159 @@
+"""``affine_grid`` and ``grid_sample`` (2-D, bilinear or nearest, with zeros, border or reflection
+padding), composed from the core's ops.
+
+``grid_sample`` unnormalizes the grid's ``[-1, 1]`` coordinates to pixel positions (corner pixels'
+centres or edges, by ``align_corners``), folds them back by the padding mode, and gathers the
+neighbouring pixels from the flattened input; taps outside the input count zero. The gradient with
+respect to the grid comes from the interpolation weights, as PyTorch's kernel computes it.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from ember.core import dtypes as D
+from ember.core.aten.factories.factories import linspace_function, ones_function
+from ember.core.aten.pointwise.ternary import where_function as _where
+from ember.core.aten.shape.joining import stack
+from ember.core.tensor import Tensor
+
+__all__ = ["GRID_SAMPLE_INTERPOLATION_MODES", "GRID_SAMPLE_PADDING_MODES", "affine_grid", "grid_sample"]
+
+GRID_SAMPLE_INTERPOLATION_MODES = {"bilinear": 0, "nearest": 1, "bicubic": 2}
+GRID_SAMPLE_PADDING_MODES = {"zeros": 0, "border": 1, "reflection": 2}
+
+_DEFAULT_CORNERS_WARNING = (
+    "Default grid_sample and affine_grid behavior has changed to align_corners=False since 1.3.0. Please specify "
+    "align_corners=True if the old behavior is desired. See the documentation of grid_sample for details."
+)
+
+
+def _base(steps: int, align_corners: bool, like: Tensor) -> Tensor:
+    if steps <= 1:
+        return like.new_zeros(max(steps, 0))
+    line = linspace_function(-1, 1, steps, dtype=like.dtype, device=like.device)
+    return line if align_corners else line * ((steps - 1) / steps)
+
+
+def affine_grid(theta: Tensor, size: Any, align_corners: bool | None = None) -> Tensor:
+    """The sampling grid ``(N, H, W, 2)`` (or ``(N, D, H, W, 3)``) of the affine maps ``theta``."""
+    if align_corners is None:
+        warnings.warn(_DEFAULT_CORNERS_WARNING, stacklevel=2)
+        align_corners = False
+    if not theta.is_floating_point():
+        raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+    size = list(size)
+    if len(size) == 4:
+        if theta.dim() != 3 or theta.shape[-2] != 2 or theta.shape[-1] != 3:
+            raise ValueError(
+                f"Expected a batch of 2D affine matrices of shape Nx2x3 for size {size}. Got {list(theta.shape)}."
+            )
+        spatial = size[-2:]
+    elif len(size) == 5:
+        if theta.dim() != 3 or theta.shape[-2] != 3 or theta.shape[-1] != 4:
+            raise ValueError(
+                f"Expected a batch of 3D affine matrices of shape Nx3x4 for size {size}. Got {list(theta.shape)}."
+            )
+        spatial = size[-3:]
+    else:
+        raise NotImplementedError(
+            f"affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, respectively. Got size {size}."
+        )
+    if min(size) <= 0:
+        raise ValueError(f"Expected non-zero, positive output size. Got {size}")
+    n = size[0]
+    # Coordinates in (x, y[, z]) order, the last spatial dim varying fastest, then a column of ones.
+    lines = [_base(s, align_corners, theta) for s in reversed(spatial)]
+    k = len(spatial)
+    shape = tuple(spatial)
+    axes = []
+    for i, line in enumerate(lines):
+        view = [1] * k
+        view[k - 1 - i] = line.shape[0]
+        axes.append(line.reshape(view).expand(*shape))
+    axes.append(ones_function(*shape, dtype=theta.dtype, device=theta.device))
+    base = stack(axes, -1).reshape(1, -1, k + 1)
+    grid = base.matmul(theta.transpose(1, 2))
+    return grid.reshape(n, *shape, k)
+
+
+def _reflect(coord: Tensor, twice_low: int, twice_high: int) -> Tensor:
+    if twice_low == twice_high:
+        return coord * 0
+    low = twice_low / 2
+    span = (twice_high - twice_low) / 2
+    coord = (coord - low).abs()
+    extra = coord.fmod(span)
+    flips = (coord / span).floor()
+    even = flips.fmod(2) == 0
+    return _where(even, extra + low, span - extra + low)
+
+
+def _source(coord: Tensor, size: int, padding_mode: str, align_corners: bool) -> Tensor:
+    coord = (coord + 1) / 2 * (size - 1) if align_corners else ((coord + 1) * size - 1) / 2
+    if padding_mode == "border":
+        coord = coord.clamp(0, size - 1)
+    elif padding_mode == "reflection":
+        coord = _reflect(coord, 0, 2 * (size - 1)) if align_corners else _reflect(coord, -1, 2 * size - 1)
+        coord = coord.clamp(0, size - 1)
+    return coord
+
+
+def _tap(flat: Tensor, xs: Tensor, ys: Tensor, width: int, height: int) -> tuple[Tensor, Tensor]:
+    """The input values at integer positions ``(xs, ys)`` ``(N, P)``, and 1 where they lie inside."""
+    inside = (xs >= 0) & (xs <= width - 1) & (ys >= 0) & (ys <= height - 1)
+    index = (ys.clamp(0, height - 1) * width + xs.clamp(0, width - 1)).to(D.int64)
+    n, c = flat.shape[0], flat.shape[1]
+    values = flat.gather(2, index.unsqueeze(1).expand(n, c, index.shape[1]))
+    return values, inside.unsqueeze(1).to(flat.dtype)
+
+
+def grid_sample(
+    input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mode: str = "zeros", align_corners: bool | None = None
+) -> Tensor:
+    """Sample ``input`` ``(N, C, H, W)`` at the grid's ``(x, y)`` positions ``(N, Ho, Wo, 2)`` in ``[-1, 1]``."""
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError(
+            f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', but got: '{mode}'"
+        )
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError(
+            "nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or 'reflection', but got: "
+            f"'{padding_mode}'"
+        )
+    if align_corners is None:
+        warnings.warn(_DEFAULT_CORNERS_WARNING, stacklevel=2)
+        align_corners = False
+    if input.dim() == 5:
+        raise NotImplementedError("grid_sample of 5-D (volumetric) input is not implemented in ember")
+    if mode == "bicubic":
+        raise NotImplementedError("grid_sample(mode='bicubic') is not implemented in ember")
+    if input.dim() != 4 or grid.dim() != 4 or grid.shape[-1] != 2:
+        raise RuntimeError(
+            f"grid_sampler(): expected 4D input and grid with same number of dimensions, but got input with sizes "
+            f"{list(input.shape)} and grid with sizes {list(grid.shape)}"
+        )
+    if input.shape[0] != grid.shape[0]:
+        raise RuntimeError(
+            f"grid_sampler(): expected grid and input to have same batch size, but got input with sizes "
+            f"{list(input.shape)} and grid with sizes {list(grid.shape)}"
+        )
+    n, c, height, width = input.shape
+    out_h, out_w = grid.shape[1], grid.shape[2]
+    flat = input.reshape(n, c, height * width)
+    gx = _source(grid[..., 0].reshape(n, -1), width, padding_mode, align_corners)
+    gy = _source(grid[..., 1].reshape(n, -1), height, padding_mode, align_corners)
+    if mode == "nearest":
+        values, inside = _tap(flat, gx.round(), gy.round(), width, height)
+        return (values * inside).reshape(n, c, out_h, out_w)
+    x0, y0 = gx.floor(), gy.floor()
+    x1, y1 = x0 + 1, y0 + 1
+    wx1, wy1 = gx - x0, gy - y0
+    wx0, wy0 = 1 - wx1, 1 - wy1
+    out = None
+    for xs, ys, weight in ((x0, y0, wx0 * wy0), (x1, y0, wx1 * wy0), (x0, y1, wx0 * wy1), (x1, y1, wx1 * wy1)):
+        values, inside = _tap(flat, xs, ys, width, height)
+        term = values * inside * weight.unsqueeze(1)
+        out = term if out is None else out + term
+    return out.reshape(n, c, out_h, out_w)
