@@ -4,7 +4,9 @@ Linear and nearest resampling are separable: a 1-D linear resize is the core's b
 unit height, and a 3-D (trilinear or nearest) resize is two 2-D ones, first over (H, W) with the
 depth folded into the channels, then over depth with (H x W) flattened into one axis that keeps its
 size (a resize to the same size with scale 1 reads each element exactly). ``area`` is an adaptive
-average pool. Other calls go to the core's ``interpolate`` unchanged.
+average pool. ``bicubic`` (4-D) is separable too: one matrix of cubic-convolution weights per
+axis (PyTorch's ``A = -0.75``, taps clamped at the border), applied as two matrix products. Other
+calls go to the core's ``interpolate`` unchanged.
 """
 
 from __future__ import annotations
@@ -13,7 +15,10 @@ import math
 import warnings
 from typing import Any
 
+import numpy as np
+
 from ember.core.aten.nn.resampling import interpolate as _core_interpolate
+from ember.core.creation import tensor as make_tensor
 from ember.core.tensor import Tensor
 
 __all__ = ["interpolate", "upsample", "upsample_bilinear", "upsample_nearest"]
@@ -30,6 +35,8 @@ def interpolate(
     recompute_scale_factor: bool | None = None, antialias: bool = False,
 ) -> Tensor:  # fmt: skip
     k = input.ndim - 2
+    if mode == "bicubic" and k == 2 and not antialias:
+        return _bicubic(input, size, scale_factor, align_corners, recompute_scale_factor)
     separable = (mode == "linear" and k == 1) or (mode in ("trilinear", "nearest", "nearest-exact") and k == 3)
     if not separable and not (mode == "area" and k in (1, 3)):
         return _core_interpolate(input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias)
@@ -74,6 +81,56 @@ def interpolate(
         None if scales is None else [scales[0], 1.0], plane, corners, recompute_scale_factor,
     )  # fmt: skip
     return out.reshape(n, c, out.shape[2], h2, w2)
+
+
+_A = -0.75
+
+
+def _cubic_weights(t: np.ndarray) -> np.ndarray:
+    """The four cubic-convolution weights of taps ``-1, 0, 1, 2`` at fractional offsets ``t``."""
+
+    def near(x):  # |x| <= 1
+        return ((_A + 2) * x - (_A + 3)) * x * x + 1
+
+    def far(x):  # 1 < |x| < 2
+        return ((_A * x - 5 * _A) * x + 8 * _A) * x - 4 * _A
+
+    return np.stack([far(t + 1), near(t), near(1 - t), far(2 - t)], -1)
+
+
+def _cubic_matrix(size: int, out: int, align_corners: bool, scale: float | None) -> np.ndarray:
+    """``(out, size)``: row ``i`` holds the weights of output ``i`` over the input positions."""
+    if align_corners:
+        ratio = (size - 1) / (out - 1) if out > 1 else 0.0
+        source = np.arange(out) * ratio
+    else:
+        ratio = 1.0 / scale if scale is not None and scale > 0 else size / out
+        source = (np.arange(out) + 0.5) * ratio - 0.5
+    base = np.floor(source)
+    weights = _cubic_weights(source - base)
+    matrix = np.zeros((out, size))
+    for tap in range(4):
+        np.add.at(matrix, (np.arange(out), np.clip(base.astype(np.int64) - 1 + tap, 0, size - 1)), weights[:, tap])
+    return matrix
+
+
+def _bicubic(input: Tensor, size: Any, scale_factor: Any, align_corners: bool | None, recompute: bool | None):
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is None and scale_factor is None:
+        raise ValueError("either size or scale_factor should be defined")
+    align_corners = bool(align_corners)
+    height, width = input.shape[2], input.shape[3]
+    scales = _per_dim(scale_factor, 2)
+    if size is not None:
+        outs, scales = _per_dim(size, 2), [None, None]
+    else:
+        outs = [math.floor(n * float(s)) for n, s in zip((height, width), scales, strict=True)]
+        if recompute:
+            scales = [None, None]
+    rows = make_tensor(_cubic_matrix(height, outs[0], align_corners, scales[0]), dtype=input.dtype)
+    cols = make_tensor(_cubic_matrix(width, outs[1], align_corners, scales[1]), dtype=input.dtype)
+    return rows.matmul(input).matmul(cols.t())
 
 
 def upsample(
