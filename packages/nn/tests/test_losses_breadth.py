@@ -150,3 +150,19 @@ def test_loss_errors_match_torch():
         with pytest.raises(error) as ours:
             fn(ember)
         assert str(ours.value) == str(theirs.value).replace("torch.", "ember.")
+
+
+LINEAR_CE = [
+    ("LinearCrossEntropyLoss", lambda nn: nn.LinearCrossEntropyLoss(4, 5, bias=True, label_smoothing=0.1),
+     _inputs(_normal(3, 4), _classes(5, 3))),
+    ("LinearCrossEntropyLoss-k-dim", lambda nn: nn.LinearCrossEntropyLoss(4, 5, out_features=(2,), reduction="sum"),
+     _inputs(_normal(3, 4), _classes(5, 3, 2))),
+    ("LinearCrossEntropyLoss-ignore", lambda nn: nn.LinearCrossEntropyLoss(4, 5, ignore_index=1, reduction="none"),
+     _inputs(_normal(6, 4), _classes(5, 6))),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name,build,inputs", LINEAR_CE, ids=[spec[0] for spec in LINEAR_CE])
+def test_linear_cross_entropy_matches_torch(name, build, inputs, dtype):
+    check_layer(build, inputs, dtype, grads=(0,))

@@ -68,6 +68,7 @@ from ember.nn.functional.grid_sampling import (
     grid_sample,
 )
 from ember.nn.functional.helpers import Tensor, assert_int_or_pair, boolean_dispatch
+from ember.nn.functional.linear_cross_entropy import linear_cross_entropy
 from ember.nn.functional.loss import huber_loss
 from ember.nn.functional.margin_losses import (
     cosine_embedding_loss,
@@ -128,6 +129,7 @@ from ember.nn.functional.vision import (
 
 __all__ = [
     *_core_all,
+    "linear_cross_entropy",
     "Tensor",
     "assert_int_or_pair",
     "boolean_dispatch",

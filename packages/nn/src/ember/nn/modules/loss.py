@@ -3,12 +3,14 @@ fixed at construction; class weights are buffers, so they follow ``to()`` and ``
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from ember.core.functional._reduction import legacy_get_string
 from ember.core.tensor import Tensor
 from ember.nn import functional as F
 from ember.nn.modules.distance import PairwiseDistance
+from ember.nn.modules.linear import Linear
 from ember.nn.modules.module import Module
 
 __all__ = [
@@ -22,6 +24,7 @@ __all__ = [
     "HuberLoss",
     "KLDivLoss",
     "L1Loss",
+    "LinearCrossEntropyLoss",
     "MSELoss",
     "MarginRankingLoss",
     "MultiLabelMarginLoss",
@@ -275,4 +278,43 @@ class CTCLoss(_Loss):
     def forward(self, log_probs: Tensor, targets: Tensor, input_lengths, target_lengths) -> Tensor:
         return F.ctc_loss(
             log_probs, targets, input_lengths, target_lengths, self.blank, self.reduction, self.zero_infinity
+        )
+
+
+class LinearCrossEntropyLoss(_WeightedLoss):
+    """A linear layer to ``num_classes`` (times ``out_features``) followed by the cross entropy."""
+
+    def __init__(
+        self, in_features: int, num_classes: int, *, out_features: tuple[int, ...] = (), bias: bool = False,
+        device=None, dtype=None, reduction: str = "mean", weight: Tensor | None = None,
+        ignore_index: int | None = None, label_smoothing: float = 0.0, options=None,
+    ) -> None:  # fmt: skip
+        if weight is not None and tuple(weight.shape) != (num_classes,):
+            raise RuntimeError(f"expected weight shape to be {(num_classes,)}, got {tuple(weight.shape)}")
+        if label_smoothing < 0 or label_smoothing > 1.0:
+            raise RuntimeError(f"expected label_smoothing to be in range [0, 1], got {label_smoothing}")
+        super().__init__(weight, None, None, reduction)
+        self.num_classes = num_classes
+        self.out_features = out_features
+        self.ignore_index = ignore_index
+        self.label_smoothing = label_smoothing
+        # Kept two-dimensional, as Linear's weight; reshaped to (C, *out_features, in) in forward.
+        self.linear = Linear(
+            in_features, math.prod(out_features, start=num_classes), bias=bias, device=device, dtype=dtype
+        )
+        self.options = options
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        weight = self.linear.weight.reshape(self.num_classes, *self.out_features, self.linear.in_features)
+        bias = self.linear.bias.reshape(self.num_classes, *self.out_features) if self.linear.bias is not None else None
+        return F.linear_cross_entropy(
+            input, weight, target, linear_bias=bias, weight=self.weight, reduction=self.reduction,
+            ignore_index=self.ignore_index, label_smoothing=self.label_smoothing, options=self.options,
+        )  # fmt: skip
+
+    def extra_repr(self) -> str:
+        return (
+            f"in_features={self.linear.in_features}, num_classes={self.num_classes}, "
+            f"out_features={self.out_features}, bias={self.linear.bias is not None}, reduction={self.reduction}, "
+            f"ignore_index={self.ignore_index}, label_smoothing={self.label_smoothing}, options={self.options}"
         )
