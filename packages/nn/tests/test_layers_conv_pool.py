@@ -117,3 +117,11 @@ def test_pool_and_conv_errors_match_torch():
         ember.nn.functional.conv3d(ember.randn(2, 3), ember.randn(1, 1, 1, 1, 1))
     with pytest.raises(ValueError, match="in_channels must be divisible by groups"):
         ember.nn.Conv3d(3, 4, 2, groups=2)
+
+
+def test_conv_tbc_matches_torch():
+    rng = np.random.default_rng(0)
+    x, w, b = rng.standard_normal((9, 2, 4)), rng.standard_normal((3, 4, 5)), rng.standard_normal(5)
+    check_function(
+        lambda x, w, b: ember.nn.functional.conv_tbc(x, w, b, 1), lambda x, w, b: torch.conv_tbc(x, w, b, 1), [x, w, b]
+    )

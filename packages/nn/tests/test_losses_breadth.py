@@ -75,7 +75,7 @@ LOSSES = [
 ]  # fmt: skip
 
 
-@pytest.mark.filterwarnings("ignore:NLLLoss2d has been deprecated")
+@pytest.mark.filterwarnings("ignore:`NLLLoss2d` has been deprecated")
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("name,build,inputs", LOSSES, ids=[spec[0] for spec in LOSSES])
 def test_loss_matches_torch(name, build, inputs, dtype):

@@ -111,3 +111,14 @@ def test_packing_errors_match_torch():
         with pytest.raises(error) as ours:
             fn(ember.nn.utils.rnn, ember)
         assert str(ours.value) == str(theirs.value)
+
+
+def test_lstm_on_a_sorted_packed_sequence_matches_torch():
+    def call(module, x):
+        lib = torch if isinstance(module, torch.nn.Module) else ember
+        packed = lib.nn.utils.rnn.pack_padded_sequence(x, [4, 4, 2], enforce_sorted=True)
+        assert packed.sorted_indices is None
+        out, (h, c) = module(packed)
+        return out.data, h, c
+
+    check_layer(lambda nn: nn.LSTM(3, 2, bidirectional=True), _x((4, 3, 3)), "float64", call=call)

@@ -4,6 +4,7 @@ fixed at construction; class weights are buffers, so they follow ``to()`` and ``
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 
 from ember.core.functional._reduction import legacy_get_string
@@ -142,6 +143,18 @@ class BCEWithLogitsLoss(_Loss):
 
 class NLLLoss2d(NLLLoss):
     """Deprecated: ``NLLLoss``, which takes inputs of any number of dimensions."""
+
+    def __init__(
+        self, weight: Tensor | None = None, size_average=None, ignore_index: int = -100, reduce=None,
+        reduction: str = "mean",
+    ) -> None:  # fmt: skip
+        warnings.warn(
+            "`NLLLoss2d` has been deprecated. Please use `NLLLoss` instead as a drop-in replacement and see "
+            "https://pytorch.org/docs/main/nn.html#torch.nn.NLLLoss for more details.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        super().__init__(weight, size_average, ignore_index, reduce, reduction)
 
 
 class PoissonNLLLoss(_Loss):
