@@ -91,9 +91,48 @@ def test_custom_parametrization_chain_and_cache():
         P.register_parametrization(layer, "nothing", Scale())
 
 
-def test_orthogonal_says_what_it_needs():
-    with pytest.raises(NotImplementedError, match=r"linalg\.matrix_exp"):
-        ember.nn.utils.parametrizations.orthogonal(ember.nn.Linear(3, 3))
+ORTHOGONAL = [((4, 4), {}), ((5, 3), {}), ((3, 5), {}), ((4, 4), {"orthogonal_map": "householder"}),
+              ((5, 3), {"orthogonal_map": "matrix_exp"})]  # fmt: skip
+
+
+@pytest.mark.parametrize("shape,kwargs", ORTHOGONAL, ids=[f"{s[0]}x{s[1]}-{k}" for s, k in ORTHOGONAL])
+def test_orthogonal_matches_torch(shape, kwargs):
+    def build(nn):
+        layer = nn.Linear(shape[1], shape[0], bias=False)
+        return nn.utils.parametrizations.orthogonal(layer, **kwargs)
+
+    torch.manual_seed(0)
+    theirs = build(torch.nn).double()
+    with torch.no_grad():  # away from the identity, so the map's gradient is not trivial
+        theirs.parametrizations.weight.original.add_(torch.randn(shape, dtype=torch.float64) * 0.3)
+    ours = build(ember.nn).double()
+    state = theirs.state_dict()
+    assert list(ours.state_dict()) == list(state)
+    ours.load_state_dict({k: ember.tensor(v.numpy()) for k, v in state.items()})
+    x = np.random.default_rng(0).standard_normal((2, shape[1]))
+    t_out, e_out = theirs(torch.tensor(x)), ours(ember.tensor(x))
+    np.testing.assert_allclose(e_out.detach().numpy(), t_out.detach().numpy(), rtol=1e-10, atol=1e-12)
+    t_out.sum().backward()
+    e_out.sum().backward()
+    np.testing.assert_allclose(
+        ours.parametrizations.weight.original.grad.numpy(), theirs.parametrizations.weight.original.grad.numpy(),
+        rtol=1e-10, atol=1e-12,
+    )  # fmt: skip
+
+
+def test_orthogonal_assignment_orthogonalizes_like_torch():
+    q = np.random.default_rng(0).standard_normal((4, 4))
+    weights = []
+    for lib in (torch, ember):
+        layer = lib.nn.utils.parametrizations.orthogonal(lib.nn.Linear(4, 4, bias=False).double())
+        with lib.no_grad():
+            layer.weight = lib.tensor(q)
+        weights.append(layer.weight.detach().numpy())
+    np.testing.assert_allclose(weights[1], weights[0], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(weights[1].T @ weights[1], np.eye(4), atol=1e-12)
+    cayley = ember.nn.utils.parametrizations.orthogonal(ember.nn.Linear(3, 3), orthogonal_map="cayley")
+    with pytest.raises(NotImplementedError, match=r"linalg\.solve"):
+        cayley.weight  # noqa: B018
 
 
 OLD_STYLE = [

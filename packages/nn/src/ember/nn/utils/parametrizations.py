@@ -6,8 +6,8 @@ parametrizations (``nn.utils.parametrize``), with PyTorch's originals, buffers a
 - ``spectral_norm``: ``weight / sigma`` with ``sigma`` the largest singular value of the weight
   (reshaped to a matrix with ``dim`` first), estimated by power iteration on the buffers ``_u`` and
   ``_v``, one step (or ``n_power_iterations``) per forward in training.
-- ``orthogonal``: needs the matrix exponential, QR and solve ops of ``ember.linalg``; it raises a
-  ``NotImplementedError`` that names what is missing while those are absent.
+- ``orthogonal``: ``base @ map(original)``, with the matrix exponential (square) or Householder
+  (tall) map of ``nn.utils.orthogonal``; assigning a matrix stores its orthogonalization in ``base``.
 """
 
 from __future__ import annotations
@@ -119,11 +119,15 @@ def orthogonal(
         raise ValueError(f"Module '{module}' has no parameter or buffer with name '{name}'")
     if weight.ndim < 2:
         raise ValueError(f"Expected a matrix or batch of matrices. Got a tensor of {weight.ndim} dimensions.")
-    if orthogonal_map not in (None, "matrix_exp", "cayley", "householder"):
+    if orthogonal_map is None:
+        orthogonal_map = "matrix_exp" if weight.shape[-2] == weight.shape[-1] else "householder"
+    if orthogonal_map not in ("matrix_exp", "cayley", "householder"):
         raise ValueError(
             f'orthogonal_map has to be one of "matrix_exp", "cayley", "householder". Got: {orthogonal_map}'
         )
-    raise NotImplementedError(
-        "nn.utils.parametrizations.orthogonal needs linalg.matrix_exp, linalg.qr, linalg.solve and "
-        "linalg.householder_product with derivatives, which ember.linalg does not have yet"
+    from ember.nn.utils.orthogonal import _Orthogonal
+
+    parametrize.register_parametrization(
+        module, name, _Orthogonal(weight, orthogonal_map, use_trivialization=use_trivialization), unsafe=True
     )
+    return module
