@@ -139,9 +139,7 @@ class RNNBase(Module):
                 raise RuntimeError(
                     f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got {padded.shape[-1]}"
                 )
-            self._lengths = np.asarray(lengths.numpy(), dtype=np.int64)
-            return padded, True
-        self._lengths = None
+            return padded, True, np.asarray(lengths.numpy(), dtype=np.int64)
         if not isinstance(input, ops.Tensor):
             raise TypeError(f"{type(self).__name__}: expected input to be a Tensor, got {type(input).__name__}")
         if input.dim() not in (2, 3):
@@ -155,12 +153,12 @@ class RNNBase(Module):
             input = input.unsqueeze(1)
         elif self.batch_first:
             input = input.transpose(0, 1)
-        return input, batched
+        return input, batched, None
 
-    def _run(self, input, initial: list, cell):
-        """``input`` (T, N, H_in); ``initial`` holds one state tuple per layer and direction."""
+    def _run(self, input, initial: list, cell, lengths=None):
+        """``input`` (T, N, H_in); ``initial`` holds one state tuple per layer and direction; ``lengths``,
+        each sequence's length for a packed input."""
         directions = 2 if self.bidirectional else 1
-        lengths = self._lengths
         finals = []
         layer_input = input
         for layer in range(self.num_layers):
@@ -230,14 +228,14 @@ class RNN(RNNBase):
 
     def forward(self, input, hx=None):
         packed = input
-        input, batched = self._prepare(input, hx, "RNN")
+        input, batched, lengths = self._prepare(input, hx, "RNN")
         hx = self._initial_hidden(input, hx, batched)
         act = ops.tanh if self.mode == "RNN_TANH" else ops.relu
 
         def cell(x_proj, state, w_hh, b_hh, _):
             return (act(x_proj + F.linear(state[0], w_hh, b_hh)),)
 
-        output, finals = self._run(input, [(hx[i],) for i in range(hx.shape[0])], cell)
+        output, finals = self._run(input, [(hx[i],) for i in range(hx.shape[0])], cell, lengths)
         h_n = ops.stack([s[0] for s in finals])
         return _finish(self, output, batched, packed), (h_n if batched else h_n.squeeze(1))
 
@@ -252,7 +250,7 @@ class GRU(RNNBase):
 
     def forward(self, input, hx=None):
         packed = input
-        input, batched = self._prepare(input, hx, "GRU")
+        input, batched, lengths = self._prepare(input, hx, "GRU")
         hx = self._initial_hidden(input, hx, batched)
 
         def cell(x_proj, state, w_hh, b_hh, _):
@@ -265,7 +263,7 @@ class GRU(RNNBase):
             n = ops.tanh(x_n + r * h_n)
             return ((1 - z) * n + z * h,)
 
-        output, finals = self._run(input, [(hx[i],) for i in range(hx.shape[0])], cell)
+        output, finals = self._run(input, [(hx[i],) for i in range(hx.shape[0])], cell, lengths)
         h_n = ops.stack([s[0] for s in finals])
         return _finish(self, output, batched, packed), (h_n if batched else h_n.squeeze(1))
 
@@ -278,7 +276,7 @@ class LSTM(RNNBase):
 
     def forward(self, input, hx=None):
         packed = input
-        input, batched = self._prepare(input, hx, "LSTM")
+        input, batched, lengths = self._prepare(input, hx, "LSTM")
         directions = 2 if self.bidirectional else 1
         batch = input.shape[1]
         real_hidden = self.proj_size if self.proj_size > 0 else self.hidden_size
@@ -315,7 +313,7 @@ class LSTM(RNNBase):
             return h, c
 
         initial = [(h0[i], c0[i]) for i in range(h0.shape[0])]
-        output, finals = self._run(input, initial, cell)
+        output, finals = self._run(input, initial, cell, lengths)
         h_n = ops.stack([s[0] for s in finals])
         c_n = ops.stack([s[1] for s in finals])
         if not batched:
