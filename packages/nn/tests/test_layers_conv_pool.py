@@ -100,6 +100,23 @@ def test_fractional_max_pool_without_samples_draws_windows():
     assert tuple(out.shape) == (1, 2, 3, 3) and int(indices.max()) < 64
 
 
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda lib: lib.nn.functional.max_pool3d(lib.ones(1, 1, 1, 4, 4), 2),
+        lambda lib: lib.nn.functional.max_pool3d(lib.ones(2, 3, 1, 4, 4), 2),
+        lambda lib: lib.nn.functional.avg_pool3d(lib.ones(1, 1, 1, 4, 4), 2),
+        lambda lib: lib.nn.functional.max_pool3d(lib.ones(1, 1, 4, 4, 4), 2, padding=2),
+    ],
+)
+def test_pool_size_errors_are_torch_messages(call):
+    with pytest.raises(RuntimeError) as theirs:
+        call(torch)
+    with pytest.raises(RuntimeError) as ours:
+        call(ember)
+    assert str(ours.value) == str(theirs.value)
+
+
 def test_pool_and_conv_errors_match_torch():
     with pytest.raises(RuntimeError, match="pad should be at most half of effective kernel size"):
         ember.nn.functional.max_pool3d(ember.randn(1, 1, 4, 4, 4), 2, padding=2)

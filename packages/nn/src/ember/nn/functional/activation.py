@@ -9,6 +9,8 @@ meet an infinity and become NaN. ``inplace=True`` writes the result into the inp
 
 from __future__ import annotations
 
+import numpy as np
+
 from ember.autograd import no_grad
 from ember.core.aten.factories.factories import empty_like
 from ember.core.aten.pointwise.ternary import where_function as _where
@@ -170,7 +172,12 @@ def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """``input`` moved ``lambd`` toward zero, and zero within ``[-lambd, lambd]``."""
     if lambd < 0:
-        raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
+        names = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16"}
+        kind = str(input.dtype).split(".")[-1]
+        top = float(np.finfo(np.float32 if kind == "bfloat16" else kind).max) if kind in names else float("inf")
+        raise RuntimeError(
+            f"lambda must be in range [0, {top:g}] for input dtype {names.get(kind, kind)}, but found {lambd:g}"
+        )
     shrunk = _where(input > lambd, input - lambd, _where(input < -lambd, input + lambd, 0.0))
     return shrunk.to(input.dtype)
 

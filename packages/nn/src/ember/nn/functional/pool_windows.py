@@ -44,7 +44,14 @@ def pooled_size(size: int, kernel: int, stride: int, pad: int, dilation: int, ce
 
 
 def fixed_windows(
-    name: str, sizes: tuple, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple, ceil_mode: bool
+    name: str,
+    sizes: tuple,
+    kernel: tuple,
+    stride: tuple,
+    padding: tuple,
+    dilation: tuple,
+    ceil_mode: bool,
+    channels: int | None = None,
 ) -> tuple[tuple, list[np.ndarray]]:
     """Per dimension, the input coordinates (``-1`` for padding) of every window: ``(out, kernel)``."""
     outs, coords = [], []
@@ -58,10 +65,13 @@ def fixed_windows(
             )
         out = pooled_size(size, k, s, p, d, ceil_mode)
         if out < 1:
+            outs_all = [
+                pooled_size(*params, ceil_mode) for params in zip(sizes, kernel, stride, padding, dilation, strict=True)
+            ]
+            lead = [] if channels is None else [channels]
             raise RuntimeError(
-                f"Given input size: ({'x'.join(map(str, sizes))}). Calculated output size: "
-                f"({'x'.join(str(pooled_size(n, kk, ss, pp, dd, ceil_mode)) for n, kk, ss, pp, dd in zip(sizes, kernel, stride, padding, dilation, strict=True))}). "
-                "Output size is too small"
+                f"Given input size: ({'x'.join(map(str, [*lead, *sizes]))}). Calculated output size: "
+                f"({'x'.join(map(str, [*lead, *outs_all]))}). Output size is too small"
             )
         c = np.arange(out)[:, None] * s - p + np.arange(k)[None, :] * d
         coords.append(np.where((c >= 0) & (c < size), c, -1))

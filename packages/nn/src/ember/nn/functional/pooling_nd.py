@@ -85,8 +85,9 @@ def _max_pool_nd(name, k, input, kernel_size, stride, padding, dilation, ceil_mo
     strides = W.expand("stride", _stride(stride, kernel_size), k)
     sizes = tuple(x.shape[2:])
     outs, coords = W.fixed_windows(
-        name, sizes, kernel, strides, W.expand("padding", padding, k), W.expand("dilation", dilation, k), ceil_mode
-    )
+        name, sizes, kernel, strides, W.expand("padding", padding, k), W.expand("dilation", dilation, k), ceil_mode,
+        x.shape[1],
+    )  # fmt: skip
     out = W.max_over_windows(x, k, W.table(sizes, coords), outs, return_indices)
     return _unbatch(out, batched)
 
@@ -103,7 +104,12 @@ def avg_pool3d(
     strides = W.expand("stride", _stride(stride, kernel_size), 3)
     pads = W.expand("padding", padding, 3)
     sizes = tuple(x.shape[2:])
-    outs, coords = W.fixed_windows("avg_pool3d", sizes, kernel, strides, pads, (1, 1, 1), ceil_mode)
+    if any(n + 2 * p < kk for n, p, kk in zip(sizes, pads, kernel, strict=True)):
+        raise RuntimeError(
+            f"input image (T: {sizes[0]} H: {sizes[1]} W: {sizes[2]}) smaller than kernel size "
+            f"(kT: {kernel[0]} kH: {kernel[1]} kW: {kernel[2]})"
+        )
+    outs, coords = W.fixed_windows("avg_pool3d", sizes, kernel, strides, pads, (1, 1, 1), ceil_mode, x.shape[1])
     sums = W.gather_windows(x, 3, W.table(sizes, coords), 0.0).sum(-1)
     if divisor_override is not None:
         result = sums / divisor_override
