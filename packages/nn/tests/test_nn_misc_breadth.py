@@ -109,3 +109,33 @@ def test_container_and_factory_kwargs_match_torch():
     for lib in (torch, ember):
         with pytest.raises(TypeError, match="unexpected kwargs"):
             lib.nn.factory_kwargs({"size": 3})
+
+
+ERRORS = [
+    lambda L: L.nn.functional.conv3d(L.ones(1, 3, 4, 4, 4), L.ones(2, 2, 2, 2, 2)),
+    lambda L: L.nn.functional.conv_transpose3d(L.ones(1, 3, 4, 4, 4), L.ones(2, 2, 2, 2, 2)),
+    lambda L: L.nn.functional.conv_transpose1d(L.ones(1, 3, 4, 4), L.ones(3, 2, 2)),
+    lambda L: L.nn.functional.multi_margin_loss(L.ones(2, 3), L.tensor([0, 3])),
+    lambda L: L.nn.functional.multilabel_margin_loss(L.ones(2, 3), L.tensor([[0, 1]])),
+    lambda L: L.nn.functional.max_unpool2d(L.ones(1, 1, 2, 2), L.zeros(1, 1, 2, 3, dtype=L.int64), 2),
+    lambda L: L.nn.functional.lp_pool2d(L.ones(1, 1, 1, 1), 2, 3),
+    lambda L: L.nn.functional.interpolate(L.ones(1, 1, 2, 2), scale_factor=2, mode="trilinear"),
+    lambda L: L.nn.functional.affine_grid(L.ones(1, 3, 3), (1, 1, 2, 2), align_corners=False),
+    lambda L: L.nn.functional.fractional_max_pool2d(L.ones(1, 1, 5, 4), (1, 3), output_size=3),
+    lambda L: L.nn.functional.fractional_max_pool3d(L.ones(1, 1, 4, 4, 4), 3, output_size=3),
+    lambda L: L.nn.functional.instance_norm(L.ones(2, 3, 4), use_input_stats=False),
+    lambda L: L.nn.LSTMCell(2, 3)(L.ones(4, 3)),
+    lambda L: L.nn.GRUCell(2, 3)(L.ones(4, 2), L.ones(3, 3)),
+    lambda L: L.nn.RNNCell(2, 3)(L.ones(4, 2), L.ones(4, 2)),
+    lambda L: L.nn.functional.avg_pool3d(L.ones(1, 1, 2, 2, 2), 2, divisor_override=0),
+]
+
+
+@pytest.mark.parametrize("call", ERRORS)
+def test_errors_are_torch_errors(call):
+    with pytest.raises(Exception) as theirs:
+        call(torch)
+    with pytest.raises(Exception) as ours:
+        call(ember)
+    assert type(ours.value) is type(theirs.value)
+    assert str(ours.value) == str(theirs.value).replace("torch.", "ember.")

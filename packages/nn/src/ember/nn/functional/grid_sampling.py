@@ -47,13 +47,13 @@ def affine_grid(theta: Tensor, size: Any, align_corners: bool | None = None) -> 
     if len(size) == 4:
         if theta.dim() != 3 or theta.shape[-2] != 2 or theta.shape[-1] != 3:
             raise ValueError(
-                f"Expected a batch of 2D affine matrices of shape Nx2x3 for size {size}. Got {list(theta.shape)}."
+                f"Expected a batch of 2D affine matrices of shape Nx2x3 for size {tuple(size)}. Got {theta.size()}."
             )
         spatial = size[-2:]
     elif len(size) == 5:
         if theta.dim() != 3 or theta.shape[-2] != 3 or theta.shape[-1] != 4:
             raise ValueError(
-                f"Expected a batch of 3D affine matrices of shape Nx3x4 for size {size}. Got {list(theta.shape)}."
+                f"Expected a batch of 3D affine matrices of shape Nx3x4 for size {tuple(size)}. Got {theta.size()}."
             )
         spatial = size[-3:]
     else:

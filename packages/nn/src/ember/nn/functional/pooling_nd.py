@@ -234,9 +234,15 @@ def _fractional(
         outs = tuple(int(n * r) for n, r in zip(sizes, ratio, strict=True))
     else:
         outs = W.expand("output_size", output_size, k)
-    for size, out, kk in zip(sizes, outs, kernel, strict=True):
-        if out + kk - 1 > size:
-            raise RuntimeError(f"{name}(): pool size {kk} too large relative to input size {size} for output {out}")
+    names = ("time", "height", "width")[3 - k :]
+    prefix = "fractional_max_pool3d_out()" if k == 3 else f"{name}()"
+    # PyTorch checks the last dimension first for 2-D pools and the first for 3-D ones.
+    order = range(k) if k == 3 else reversed(range(k))
+    for d in order:
+        if outs[d] + kernel[d] - 1 > sizes[d]:
+            raise RuntimeError(
+                f"{prefix}: pool {names[d]} {kernel[d]} too large relative to input {names[d]} {sizes[d]}"
+            )
     n, c = x.shape[0], x.shape[1]
     if samples is None:
         from ember.core.aten.factories.factories import empty_function

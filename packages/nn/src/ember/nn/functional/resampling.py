@@ -35,6 +35,9 @@ def interpolate(
     recompute_scale_factor: bool | None = None, antialias: bool = False,
 ) -> Tensor:  # fmt: skip
     k = input.ndim - 2
+    needs = {"linear": 3, "bilinear": 4, "bicubic": 4, "trilinear": 5}.get(mode)
+    if needs is not None and input.ndim in (3, 4, 5) and input.ndim != needs:
+        raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {needs}D input")
     if mode == "bicubic" and k == 2 and not antialias:
         return _bicubic(input, size, scale_factor, align_corners, recompute_scale_factor)
     separable = (mode == "linear" and k == 1) or (mode in ("trilinear", "nearest", "nearest-exact") and k == 3)

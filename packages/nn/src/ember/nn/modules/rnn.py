@@ -370,6 +370,18 @@ class RNNCellBase(Module):
                 raise ValueError(f"{name}: Expected hidden to be 1D or 2D, got {h.dim()}D instead")
         return input.dim() == 2
 
+    def _check_sizes(self, input, hidden, name: str) -> None:
+        if input.shape[1] != self.input_size:
+            raise RuntimeError(f"input has inconsistent input_size: got {input.shape[1]} expected {self.input_size}")
+        if hidden is None:
+            return
+        if input.shape[0] != hidden.shape[0]:
+            raise RuntimeError(f"Input batch size {input.shape[0]} doesn't match {name} batch size {hidden.shape[0]}")
+        if hidden.shape[1] != self.hidden_size:
+            raise RuntimeError(
+                f"{name} has inconsistent hidden_size: got {hidden.shape[1]}, expected {self.hidden_size}"
+            )
+
     def _zeros(self, input):
         return ops.zeros((input.shape[0], self.hidden_size), dtype=input.dtype, device=input.device)
 
@@ -389,6 +401,7 @@ class RNNCell(RNNCellBase):
         if not batched:
             input = input.unsqueeze(0)
         hx = self._zeros(input) if hx is None else (hx if batched else hx.unsqueeze(0))
+        self._check_sizes(input, hx, "hidden0")
         pre = F.linear(input, self.weight_ih, self.bias_ih) + F.linear(hx, self.weight_hh, self.bias_hh)
         if self.nonlinearity == "tanh":
             out = ops.tanh(pre)
@@ -413,6 +426,8 @@ class LSTMCell(RNNCellBase):
             h, c = self._zeros(input), self._zeros(input)
         else:
             h, c = hx if batched else (hx[0].unsqueeze(0), hx[1].unsqueeze(0))
+        self._check_sizes(input, h, "hidden0")
+        self._check_sizes(input, c, "hidden1")
         gates = F.linear(input, self.weight_ih, self.bias_ih) + F.linear(h, self.weight_hh, self.bias_hh)
         i, f, g, o = gates.chunk(4, dim=1)
         c = ops.sigmoid(f) * c + ops.sigmoid(i) * ops.tanh(g)
@@ -431,6 +446,7 @@ class GRUCell(RNNCellBase):
         if not batched:
             input = input.unsqueeze(0)
         h = self._zeros(input) if hx is None else (hx if batched else hx.unsqueeze(0))
+        self._check_sizes(input, h, "hidden0")
         x_r, x_z, x_n = F.linear(input, self.weight_ih, self.bias_ih).chunk(3, dim=1)
         h_r, h_z, h_n = F.linear(h, self.weight_hh, self.bias_hh).chunk(3, dim=1)
         r = ops.sigmoid(x_r + h_r)
