@@ -89,38 +89,42 @@ def ctc_loss(
     extended[:, 1::2] = labels
     skip = np.zeros((batch, width), dtype=bool)
     skip[:, 2:] = (extended[:, 2:] != blank) & (extended[:, 2:] != extended[:, :-2])
-    emissions = lp.gather(2, make_tensor(extended, dtype=D.int64).unsqueeze(0).expand(frames, batch, width))
+    emissions = lp.gather(
+        2, make_tensor(extended, dtype=D.int64, device=lp.device).unsqueeze(0).expand(frames, batch, width)
+    )
     fill = lp.new_full((batch, width), _UNREACHABLE)
     start = np.zeros((batch, width), dtype=bool)
     start[:, 0] = True
     start[:, 1] = tg_len > 0
-    alpha = _where(make_tensor(start), emissions[0], fill)
-    skip_mask = make_tensor(skip)
+    alpha = _where(make_tensor(start, device=lp.device), emissions[0], fill)
+    skip_mask = make_tensor(skip, device=lp.device)
     pad1 = lp.new_full((batch, 1), _UNREACHABLE)
     pad2 = lp.new_full((batch, 2), _UNREACHABLE)
     for t in range(1, frames):
         shifted1 = _cat_right(pad1, alpha[:, :-1])
         shifted2 = _where(skip_mask, _cat_right(pad2, alpha[:, :-2]), fill) if width > 2 else fill
         step = stack([alpha, shifted1, shifted2], 0).logsumexp(0) + emissions[t]
-        running = make_tensor((t < in_len)[:, None])
+        running = make_tensor((t < in_len)[:, None], device=lp.device)
         alpha = _where(running, step, alpha)
-    last = make_tensor(2 * tg_len, dtype=D.int64).unsqueeze(1)
-    before = make_tensor(np.maximum(2 * tg_len - 1, 0), dtype=D.int64).unsqueeze(1)
+    last = make_tensor(2 * tg_len, dtype=D.int64, device=lp.device).unsqueeze(1)
+    before = make_tensor(np.maximum(2 * tg_len - 1, 0), dtype=D.int64, device=lp.device).unsqueeze(1)
     end = alpha.gather(1, last).squeeze(1)
     end_before = _where(
-        make_tensor(tg_len > 0), alpha.gather(1, before).squeeze(1), lp.new_full((batch,), _UNREACHABLE)
+        make_tensor(tg_len > 0, device=lp.device),
+        alpha.gather(1, before).squeeze(1),
+        lp.new_full((batch,), _UNREACHABLE),
     )
     total = stack([end, end_before], 0).logsumexp(0)
-    impossible = (total < _UNREACHABLE / 2) | make_tensor(in_len == 0)
+    impossible = (total < _UNREACHABLE / 2) | make_tensor(in_len == 0, device=lp.device)
     losses = _where(impossible, lp.new_full((batch,), float("inf")), -total)
     if lp.requires_grad:
-        frames_in = make_tensor((np.arange(frames)[:, None] < in_len[None, :])[:, :, None])
+        frames_in = make_tensor((np.arange(frames)[:, None] < in_len[None, :])[:, :, None], device=lp.device)
         probs = lp.exp()
         losses = losses + _where(frames_in, probs - probs.detach(), lp.new_zeros(())).sum((0, 2))
     if zero_infinity:
         losses = _where(impossible, lp.new_zeros((batch,)), losses)
     if enum == 1:
-        losses = (losses / make_tensor(np.maximum(tg_len, 1)).to(losses.dtype)).mean()
+        losses = (losses / make_tensor(np.maximum(tg_len, 1), device=lp.device).to(losses.dtype)).mean()
     elif enum == 2:
         losses = losses.sum()
     elif not batched:

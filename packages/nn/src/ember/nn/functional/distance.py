@@ -28,6 +28,6 @@ def pdist(input: Tensor, p: float = 2.0) -> Tensor:
     if not input.is_floating_point():
         raise RuntimeError(f"pdist only supports floating-point dtypes, but got: {input.dtype}")
     rows, cols = np.triu_indices(input.shape[0], 1)
-    first = input.index_select(0, make_tensor(rows, dtype=D.int64))
-    second = input.index_select(0, make_tensor(cols, dtype=D.int64))
+    first = input.index_select(0, make_tensor(rows, dtype=D.int64, device=input.device))
+    second = input.index_select(0, make_tensor(cols, dtype=D.int64, device=input.device))
     return (first - second).norm(p, 1)

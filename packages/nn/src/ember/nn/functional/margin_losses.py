@@ -201,7 +201,7 @@ def multi_margin_loss(
         terms = terms * terms
     if weight is not None:
         terms = terms * weight.index_select(0, y).unsqueeze(1)
-    others = make_tensor(np.arange(classes)[None, :] != values[:, None])
+    others = make_tensor(np.arange(classes)[None, :] != values[:, None], device=rows.device)
     loss = (terms * others.to(terms.dtype)).sum(1) / classes
     if input.dim() <= 1:
         loss = loss.reshape(())
@@ -229,10 +229,10 @@ def multilabel_margin_loss(
                 raise RuntimeError(f"Expected 0 <= target < {classes}, but got target = {label}")
             valid[r, j] = True
             is_target[r, label] = True
-    index = make_tensor(np.where(valid, labels, 0), dtype=D.int64)
+    index = make_tensor(np.where(valid, labels, 0), dtype=D.int64, device=rows.device)
     picked = rows.gather(1, index)  # (N, C): x at each listed target
     pairs = (1 - picked.unsqueeze(2) + rows.unsqueeze(1)).clamp_min(0)
-    mask = make_tensor(valid[:, :, None] & ~is_target[:, None, :]).to(rows.dtype)
+    mask = make_tensor(valid[:, :, None] & ~is_target[:, None, :], device=rows.device).to(rows.dtype)
     loss = (pairs * mask).sum((1, 2)) / classes
     if input.dim() <= 1:
         loss = loss.reshape(())

@@ -118,7 +118,9 @@ def gather_windows(input: Tensor, k: int, index: np.ndarray, fill: float) -> Ten
     pad = full_function((*lead, 1), fill, dtype=input.dtype, device=input.device)
     flat = cat([flat, pad], -1)
     rows, width = index.shape[-2], index.shape[-1]
-    idx = make_tensor(np.ascontiguousarray(index.reshape(*index.shape[:-2], rows * width)), dtype=D.int64)
+    idx = make_tensor(
+        np.ascontiguousarray(index.reshape(*index.shape[:-2], rows * width)), dtype=D.int64, device=input.device
+    )
     if idx.ndim == 1:
         idx = idx.expand(*lead, rows * width)
     return flat.gather(-1, idx).reshape(*lead, rows, width)
@@ -131,7 +133,7 @@ def max_over_windows(input: Tensor, k: int, index: np.ndarray, outs: tuple, retu
     values = values.reshape(*lead, *outs)
     if not return_indices:
         return values
-    idx = make_tensor(np.ascontiguousarray(index), dtype=D.int64)
+    idx = make_tensor(np.ascontiguousarray(index), dtype=D.int64, device=input.device)
     if idx.ndim == 2:
         idx = idx.expand(*lead, *idx.shape)
     positions = idx.gather(-1, arg.unsqueeze(-1)).squeeze(-1)

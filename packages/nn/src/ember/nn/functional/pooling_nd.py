@@ -120,7 +120,7 @@ def avg_pool3d(
             end = np.minimum(start + kk, size + p)
             inside = np.minimum(end, size) - np.maximum(start, 0)
             counts.append((end - start) if count_include_pad else inside)
-        divisor = make_tensor(W.windows_product(*counts), dtype=x.dtype)
+        divisor = make_tensor(W.windows_product(*counts), dtype=x.dtype, device=x.device)
         result = sums / divisor
     return _unbatch(result.reshape(*x.shape[:2], *outs), batched)
 
@@ -179,7 +179,7 @@ def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
     coords = W.adaptive_windows(sizes, outs)
     sums = W.gather_windows(x, 3, W.table(sizes, coords), 0.0).sum(-1)
     counts = W.windows_product(*[(c >= 0).sum(1) for c in coords])
-    result = sums / make_tensor(counts, dtype=x.dtype)
+    result = sums / make_tensor(counts, dtype=x.dtype, device=x.device)
     return _unbatch(result.reshape(*x.shape[:2], *outs), batched)
 
 

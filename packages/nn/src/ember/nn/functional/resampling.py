@@ -131,8 +131,8 @@ def _bicubic(input: Tensor, size: Any, scale_factor: Any, align_corners: bool | 
         outs = [math.floor(n * float(s)) for n, s in zip((height, width), scales, strict=True)]
         if recompute:
             scales = [None, None]
-    rows = make_tensor(_cubic_matrix(height, outs[0], align_corners, scales[0]), dtype=input.dtype)
-    cols = make_tensor(_cubic_matrix(width, outs[1], align_corners, scales[1]), dtype=input.dtype)
+    rows = make_tensor(_cubic_matrix(height, outs[0], align_corners, scales[0]), dtype=input.dtype, device=input.device)
+    cols = make_tensor(_cubic_matrix(width, outs[1], align_corners, scales[1]), dtype=input.dtype, device=input.device)
     return rows.matmul(input).matmul(cols.t())
 
 

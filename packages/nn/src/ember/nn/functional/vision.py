@@ -149,7 +149,9 @@ def fold(
         )
     c = ck // window
     index = W.table(padded, coords)  # (L, kh kw) flat positions in the padded image
-    idx = make_tensor(np.ascontiguousarray(index.T.reshape(-1)), dtype=D.int64).expand(n, c, window * length)
+    idx = make_tensor(np.ascontiguousarray(index.T.reshape(-1)), dtype=D.int64, device=x.device).expand(
+        n, c, window * length
+    )
     values = x.reshape(n, c, window * length)
     image = x.new_zeros((n, c, padded[0] * padded[1])).scatter_add(-1, idx, values)
     image = image.reshape(n, c, *padded)[:, :, pad[0] : pad[0] + sizes[0], pad[1] : pad[1] + sizes[1]]

@@ -106,11 +106,11 @@ class AdaptiveLogSoftmaxWithLoss(Module):
             if i == 0:
                 head_index[rows] = labels[rows]
             else:
-                row_index = make_tensor(rows, dtype=D.int64)
+                row_index = make_tensor(rows, dtype=D.int64, device=input.device)
                 cluster = self.tail[i - 1](input.index_select(0, row_index))
                 head_index[rows] = self.shortlist_size + i - 1
                 local = F.log_softmax(cluster, dim=1).gather(
-                    1, make_tensor(labels[rows] - low, dtype=D.int64).unsqueeze(1)
+                    1, make_tensor(labels[rows] - low, dtype=D.int64, device=input.device).unsqueeze(1)
                 )
                 output = output.index_add(0, row_index, local.squeeze(1))
             used += rows.size
@@ -120,7 +120,9 @@ class AdaptiveLogSoftmaxWithLoss(Module):
                 f"{labels.max()}] were found. "
             )
         head_logprob = F.log_softmax(self.head(input), dim=1)
-        output = output + head_logprob.gather(1, make_tensor(head_index, dtype=D.int64).unsqueeze(1)).squeeze(1)
+        output = output + head_logprob.gather(
+            1, make_tensor(head_index, dtype=D.int64, device=input.device).unsqueeze(1)
+        ).squeeze(1)
         loss = (-output).mean()
         if not batched:
             output = output.squeeze(0)

@@ -156,6 +156,6 @@ class CrossMapLRN2d(LocalResponseNorm):
             window[c, : min(c + pre_pad, channels)] = 1
             window[c, 1 : max(c - pre_pad + 1, 1)] = 0
         squares = (input * input).reshape(input.shape[0], channels, -1)
-        sums = make_tensor(window, dtype=input.dtype).matmul(squares).reshape(input.shape)
+        sums = make_tensor(window, dtype=input.dtype, device=input.device).matmul(squares).reshape(input.shape)
         scale = sums * (self.alpha / self.size) + self.k
         return input * scale.pow(-self.beta)

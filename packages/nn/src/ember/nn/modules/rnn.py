@@ -172,7 +172,7 @@ class RNNBase(Module):
                 for t in steps:
                     new = cell(projected[t], state, w_hh, b_hh, w_hr)
                     if lengths is not None and (lengths <= t).any():
-                        running = make_tensor((t < lengths)[:, None])
+                        running = make_tensor((t < lengths)[:, None], device=input.device)
                         new = tuple(ops.where(running, a, b) for a, b in zip(new, state, strict=True))
                     state = new
                     seq[t] = state[0]

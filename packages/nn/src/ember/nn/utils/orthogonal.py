@@ -51,8 +51,8 @@ def householder_product(a: Tensor, tau: Tensor) -> Tensor:
     q = eye_function(n, dtype=a.dtype, device=a.device)[:, :k].expand(*a.shape[:-2], n, k)
     rows = np.arange(n)
     for i in range(k - 1, -1, -1):
-        below = make_tensor((rows > i).astype(np.float64), dtype=a.dtype)
-        unit = make_tensor((rows == i).astype(np.float64), dtype=a.dtype)
+        below = make_tensor((rows > i).astype(np.float64), dtype=a.dtype, device=a.device)
+        unit = make_tensor((rows == i).astype(np.float64), dtype=a.dtype, device=a.device)
         v = (a[..., :, i] * below + unit).unsqueeze(-1)
         q = q - tau[..., i].unsqueeze(-1).unsqueeze(-1) * v.matmul(v.transpose(-2, -1).matmul(q))
     return q
@@ -64,7 +64,7 @@ def _make_orthogonal(a: Tensor) -> Tensor:
     q, r = np.linalg.qr(values)
     signs = np.sign(np.diagonal(r, axis1=-2, axis2=-1))
     signs[signs == 0] = 1
-    return make_tensor(q * signs[..., None, :], dtype=a.dtype)
+    return make_tensor(q * signs[..., None, :], dtype=a.dtype, device=a.device)
 
 
 def _is_orthogonal(q: Tensor) -> bool:

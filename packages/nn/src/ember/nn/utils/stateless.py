@@ -5,8 +5,6 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from ember.func import functional_call as _functional_call
-
 __all__ = ["functional_call"]
 
 
@@ -21,4 +19,8 @@ def functional_call(
         FutureWarning,
         stacklevel=2,
     )
+    # Imported here: ember.func defines vmap's dispatching tensor subclass, which takes every op off the
+    # dispatcher's fast path once defined, so importing ember.nn must not load it.
+    from ember.func import functional_call as _functional_call
+
     return _functional_call(module, parameters_and_buffers, args, kwargs, tie_weights=tie_weights, strict=strict)
