@@ -1,5 +1,5 @@
-"""``affine_grid`` and ``grid_sample`` (2-D, bilinear or nearest, with zeros, border or reflection
-padding), composed from the core's ops.
+"""``affine_grid`` and ``grid_sample`` (2-D and 3-D, bilinear or nearest, with zeros, border or
+reflection padding), composed from the core's ops.
 
 ``grid_sample`` unnormalizes the grid's ``[-1, 1]`` coordinates to pixel positions (corner pixels'
 centres or edges, by ``align_corners``), folds them back by the padding mode, and gathers the
@@ -100,10 +100,18 @@ def _source(coord: Tensor, size: int, padding_mode: str, align_corners: bool) ->
     return coord
 
 
-def _tap(flat: Tensor, xs: Tensor, ys: Tensor, width: int, height: int) -> tuple[Tensor, Tensor]:
-    """The input values at integer positions ``(xs, ys)`` ``(N, P)``, and 1 where they lie inside."""
-    inside = (xs >= 0) & (xs <= width - 1) & (ys >= 0) & (ys <= height - 1)
-    index = (ys.clamp(0, height - 1) * width + xs.clamp(0, width - 1)).to(D.int64)
+def _tap(flat: Tensor, coords: list[Tensor], sizes: list[int]) -> tuple[Tensor, Tensor]:
+    """The input values at integer positions ``coords`` (x, y[, z], each ``(N, P)``), and 1 where they lie inside."""
+    inside = None
+    index = None
+    stride = 1
+    for coord, size in zip(coords, sizes, strict=True):
+        ok = (coord >= 0) & (coord <= size - 1)
+        inside = ok if inside is None else inside & ok
+        part = coord.clamp(0, size - 1) * stride
+        index = part if index is None else index + part
+        stride *= size
+    index = index.to(D.int64)
     n, c = flat.shape[0], flat.shape[1]
     values = flat.gather(2, index.unsqueeze(1).expand(n, c, index.shape[1]))
     return values, inside.unsqueeze(1).to(flat.dtype)
@@ -112,7 +120,8 @@ def _tap(flat: Tensor, xs: Tensor, ys: Tensor, width: int, height: int) -> tuple
 def grid_sample(
     input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mode: str = "zeros", align_corners: bool | None = None
 ) -> Tensor:
-    """Sample ``input`` ``(N, C, H, W)`` at the grid's ``(x, y)`` positions ``(N, Ho, Wo, 2)`` in ``[-1, 1]``."""
+    """Sample ``input`` ``(N, C, H, W)`` (or ``(N, C, D, H, W)``) at the grid's ``(x, y[, z])`` positions
+    ``(N, Ho, Wo, 2)`` (or ``(N, Do, Ho, Wo, 3)``) in ``[-1, 1]``."""
     if mode not in ("bilinear", "nearest", "bicubic"):
         raise ValueError(
             f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', but got: '{mode}'"
@@ -125,35 +134,38 @@ def grid_sample(
     if align_corners is None:
         warnings.warn(_DEFAULT_CORNERS_WARNING, stacklevel=2)
         align_corners = False
-    if input.dim() == 5:
-        raise NotImplementedError("grid_sample of 5-D (volumetric) input is not implemented in ember")
     if mode == "bicubic":
         raise NotImplementedError("grid_sample(mode='bicubic') is not implemented in ember")
-    if input.dim() != 4 or grid.dim() != 4 or grid.shape[-1] != 2:
+    if input.dim() not in (4, 5) or grid.dim() != input.dim() or grid.shape[-1] != input.dim() - 2:
         raise RuntimeError(
-            f"grid_sampler(): expected 4D input and grid with same number of dimensions, but got input with sizes "
-            f"{list(input.shape)} and grid with sizes {list(grid.shape)}"
+            f"grid_sampler(): expected 4D or 5D input and grid with same number of dimensions, but got input with "
+            f"sizes {list(input.shape)} and grid with sizes {list(grid.shape)}"
         )
     if input.shape[0] != grid.shape[0]:
         raise RuntimeError(
             f"grid_sampler(): expected grid and input to have same batch size, but got input with sizes "
             f"{list(input.shape)} and grid with sizes {list(grid.shape)}"
         )
-    n, c, height, width = input.shape
-    out_h, out_w = grid.shape[1], grid.shape[2]
-    flat = input.reshape(n, c, height * width)
-    gx = _source(grid[..., 0].reshape(n, -1), width, padding_mode, align_corners)
-    gy = _source(grid[..., 1].reshape(n, -1), height, padding_mode, align_corners)
+    n, c = input.shape[0], input.shape[1]
+    k = input.dim() - 2
+    sizes = list(reversed(input.shape[2:]))  # (W, H[, D]): the grid's coordinate order
+    out_shape = tuple(grid.shape[1:-1])
+    flat = input.reshape(n, c, -1)
+    coords = [_source(grid[..., i].reshape(n, -1), sizes[i], padding_mode, align_corners) for i in range(k)]
     if mode == "nearest":
-        values, inside = _tap(flat, gx.round(), gy.round(), width, height)
-        return (values * inside).reshape(n, c, out_h, out_w)
-    x0, y0 = gx.floor(), gy.floor()
-    x1, y1 = x0 + 1, y0 + 1
-    wx1, wy1 = gx - x0, gy - y0
-    wx0, wy0 = 1 - wx1, 1 - wy1
+        values, inside = _tap(flat, [coord.round() for coord in coords], sizes)
+        return (values * inside).reshape(n, c, *out_shape)
+    lows = [coord.floor() for coord in coords]
+    fractions = [coord - low for coord, low in zip(coords, lows, strict=True)]
     out = None
-    for xs, ys, weight in ((x0, y0, wx0 * wy0), (x1, y0, wx1 * wy0), (x0, y1, wx0 * wy1), (x1, y1, wx1 * wy1)):
-        values, inside = _tap(flat, xs, ys, width, height)
+    for corner in range(2**k):
+        taps, weight = [], None
+        for i in range(k):
+            upper = (corner >> i) & 1
+            taps.append(lows[i] + upper)
+            w = fractions[i] if upper else 1 - fractions[i]
+            weight = w if weight is None else weight * w
+        values, inside = _tap(flat, taps, sizes)
         term = values * inside * weight.unsqueeze(1)
         out = term if out is None else out + term
-    return out.reshape(n, c, out_h, out_w)
+    return out.reshape(n, c, *out_shape)
