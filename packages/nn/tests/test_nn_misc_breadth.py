@@ -69,20 +69,20 @@ def test_grid_sample_matches_torch(padding_mode, align_corners):
 
 
 @pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
-def test_volumetric_grid_sample_matches_torch(padding_mode):
+@pytest.mark.parametrize("align_corners", [True, False])
+def test_volumetric_grid_sample_matches_torch(padding_mode, align_corners):
     rng = np.random.default_rng(2)
     x, grid = rng.standard_normal((2, 3, 4, 5, 6)), rng.uniform(-1.3, 1.3, (2, 3, 4, 2, 3))
-    for align_corners in (True, False):
-        check_function(
-            lambda a, g: ember.nn.functional.grid_sample(a, g, "bilinear", padding_mode, align_corners),
-            lambda a, g: torch.nn.functional.grid_sample(a, g, "bilinear", padding_mode, align_corners),
-            [x, grid],
-        )
-        check_function(
-            lambda a: ember.nn.functional.grid_sample(a, ember.tensor(grid), "nearest", padding_mode, align_corners),
-            lambda a: torch.nn.functional.grid_sample(a, torch.tensor(grid), "nearest", padding_mode, align_corners),
-            [x],
-        )
+    check_function(
+        lambda a, g: ember.nn.functional.grid_sample(a, g, "bilinear", padding_mode, align_corners),
+        lambda a, g: torch.nn.functional.grid_sample(a, g, "bilinear", padding_mode, align_corners),
+        [x, grid],
+    )
+    check_function(
+        lambda a: ember.nn.functional.grid_sample(a, ember.tensor(grid), "nearest", padding_mode, align_corners),
+        lambda a: torch.nn.functional.grid_sample(a, torch.tensor(grid), "nearest", padding_mode, align_corners),
+        [x],
+    )
 
 
 @pytest.mark.parametrize("k", [1, 2, 3])
