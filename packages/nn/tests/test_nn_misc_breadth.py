@@ -156,3 +156,19 @@ def test_errors_are_torch_errors(call):
         call(ember)
     assert type(ours.value) is type(theirs.value)
     assert str(ours.value) == str(theirs.value).replace("torch.", "ember.")
+
+
+def test_set_submodule_and_state_dict_pre_hooks_match_torch():
+    results = []
+    for lib in (torch, ember):
+        net = lib.nn.Sequential(lib.nn.Linear(2, 2), lib.nn.Sequential(lib.nn.ReLU()))
+        net.set_submodule("1.0", lib.nn.Tanh())
+        net.set_submodule("1.extra", lib.nn.Identity())
+        with pytest.raises(AttributeError, match="has no attribute `missing`"):
+            net.set_submodule("1.missing", lib.nn.Identity(), strict=True)
+        calls = []
+        net.register_state_dict_pre_hook(lambda module, prefix, keep_vars, calls=calls: calls.append(prefix))
+        net[1].register_state_dict_pre_hook(lambda module, prefix, keep_vars, calls=calls: calls.append(prefix))
+        net.state_dict()
+        results.append((repr(net), calls))
+    assert results[0] == results[1]

@@ -55,6 +55,8 @@ class Module:
     training: bool
     _version: int = 1
     call_super_init: bool = False
+    # PyTorch's flag for saving a module's source with it; Ember never does.
+    dump_patches: bool = False
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         if not self.call_super_init and kwargs:
@@ -78,6 +80,7 @@ class Module:
         setattr_("_forward_hooks_with_kwargs", OrderedDict())
         setattr_("_forward_hooks_always_called", OrderedDict())
         setattr_("_state_dict_hooks", OrderedDict())
+        setattr_("_state_dict_pre_hooks", OrderedDict())
         setattr_("_load_state_dict_pre_hooks", OrderedDict())
         setattr_("_load_state_dict_post_hooks", OrderedDict())
         if self.call_super_init:
@@ -147,6 +150,20 @@ class Module:
             if not isinstance(mod, Module):
                 raise AttributeError("`" + item + "` is not an nn.Module")
         return mod
+
+    def set_submodule(self, target: str, module: Module, strict: bool = False) -> None:
+        """Set (or, unless ``strict``, create) the submodule at the dotted path ``target``."""
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        atoms = target.split(".")
+        if not isinstance(module, Module):
+            raise ValueError("`" + "module" + f"` is not an nn.Module, found {type(module)}")
+        parent = self if len(atoms) == 1 else self.get_submodule(".".join(atoms[:-1]))
+        if strict and not hasattr(parent, atoms[-1]):
+            raise AttributeError(parent._get_name() + " has no attribute `" + atoms[-1] + "`")
+        if hasattr(parent, atoms[-1]) and not isinstance(getattr(parent, atoms[-1]), Module):
+            raise AttributeError("`" + atoms[-1] + "` is not an nn.Module")
+        setattr(parent, atoms[-1], module)
 
     def get_parameter(self, target: str) -> Parameter:
         module_path, _, name = target.rpartition(".")
@@ -250,6 +267,8 @@ class Module:
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
+        # Modules pickled before a hook table existed get an empty one.
+        self.__dict__.setdefault("_state_dict_pre_hooks", OrderedDict())
 
     # -- iteration -------------------------------------------------------------------------------
 
@@ -408,6 +427,12 @@ class Module:
     def register_state_dict_post_hook(self, hook: Callable) -> RemovableHandle:
         handle = RemovableHandle(self._state_dict_hooks)
         self._state_dict_hooks[handle.id] = hook
+        return handle
+
+    def register_state_dict_pre_hook(self, hook: Callable) -> RemovableHandle:
+        """``hook(module, prefix, keep_vars)`` runs before the module's entries go into a state dict."""
+        handle = RemovableHandle(self._state_dict_pre_hooks)
+        self._state_dict_pre_hooks[handle.id] = hook
         return handle
 
     def register_load_state_dict_pre_hook(self, hook: Callable) -> RemovableHandle:

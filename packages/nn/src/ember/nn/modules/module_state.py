@@ -134,6 +134,8 @@ def state_dict(module: Module, *args: Any, destination: Any = None, prefix: str 
     metadata = getattr(destination, "_metadata", None)
     if metadata is not None:
         metadata[prefix[:-1]] = {"version": module._version}
+    for hook in module.__dict__.get("_state_dict_pre_hooks", {}).values():
+        hook(module, prefix, keep_vars)
     module._save_to_state_dict(destination, prefix, keep_vars)
     for name, child in module._modules.items():
         if child is not None:
