@@ -155,3 +155,16 @@ def test_shape_layer_errors_match_torch():
         with pytest.raises(error) as ours:
             fn(ember)
         assert str(ours.value) == str(theirs.value).replace("torch.", "ember.")
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize(
+    "kwargs", [{"size": (5, 6)}, {"scale_factor": 0.37}, {"size": (20, 9)}, {"size": (4, 7), "align_corners": True}]
+)
+def test_antialiased_interpolate_matches_torch(mode, kwargs):
+    x = np.random.default_rng(0).standard_normal((2, 3, 13, 17))
+    check_function(
+        lambda t: F.interpolate(t, mode=mode, antialias=True, **kwargs),
+        lambda t: torch.nn.functional.interpolate(t, mode=mode, antialias=True, **kwargs),
+        [x],
+    )

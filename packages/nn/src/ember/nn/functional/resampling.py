@@ -6,7 +6,9 @@ depth folded into the channels, then over depth with (H x W) flattened into one 
 size (a resize to the same size with scale 1 reads each element exactly). ``area`` is an adaptive
 average pool. ``bicubic`` (4-D) is separable too: one matrix of cubic-convolution weights per
 axis (PyTorch's ``A = -0.75``, taps clamped at the border), applied as two matrix products. Other
-calls go to the core's ``interpolate`` unchanged.
+calls go to the core's ``interpolate`` unchanged. ``antialias=True`` (bilinear and bicubic) widens
+each axis's filter by the downscaling factor (a triangle, or a cubic with ``A = -0.5``, normalized
+per output), again one weight matrix per axis.
 """
 
 from __future__ import annotations
@@ -38,8 +40,10 @@ def interpolate(
     needs = {"linear": 3, "bilinear": 4, "bicubic": 4, "trilinear": 5}.get(mode)
     if needs is not None and input.ndim in (3, 4, 5) and input.ndim != needs:
         raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {needs}D input")
-    if mode == "bicubic" and k == 2 and not antialias:
-        return _bicubic(input, size, scale_factor, align_corners, recompute_scale_factor)
+    if mode in ("bilinear", "bicubic") and k == 2 and antialias:
+        return _separable(input, size, scale_factor, align_corners, recompute_scale_factor, _antialias_matrix(mode))
+    if mode == "bicubic" and k == 2:
+        return _separable(input, size, scale_factor, align_corners, recompute_scale_factor, _cubic_matrix)
     separable = (mode == "linear" and k == 1) or (mode in ("trilinear", "nearest", "nearest-exact") and k == 3)
     if not separable and not (mode == "area" and k in (1, 3)):
         return _core_interpolate(input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias)
@@ -117,7 +121,43 @@ def _cubic_matrix(size: int, out: int, align_corners: bool, scale: float | None)
     return matrix
 
 
-def _bicubic(input: Tensor, size: Any, scale_factor: Any, align_corners: bool | None, recompute: bool | None):
+def _antialias_matrix(mode: str):
+    """PyTorch's antialiased weights: the filter stretched by the downscaling factor, normalized per output."""
+    half_width = 1.0 if mode == "bilinear" else 2.0
+
+    def kernel(x: np.ndarray) -> np.ndarray:
+        x = np.abs(x)
+        if mode == "bilinear":
+            return np.where(x < 1, 1 - x, 0.0)
+        a = -0.5
+        near = ((a + 2) * x - (a + 3)) * x * x + 1
+        far = ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+        return np.where(x < 1, near, np.where(x < 2, far, 0.0))
+
+    def matrix(size: int, out: int, align_corners: bool, scale: float | None) -> np.ndarray:
+        if align_corners:
+            ratio = (size - 1) / (out - 1) if out > 1 else 0.0
+        else:
+            ratio = 1.0 / scale if scale is not None and scale > 0 else size / out
+        support = half_width * ratio if ratio >= 1.0 else half_width
+        inverse = 1.0 / ratio if ratio >= 1.0 else 1.0
+        weights = np.zeros((out, size))
+        for i in range(out):
+            center = ratio * (i + 0.5)
+            low = max(int(center - support + 0.5), 0)
+            high = min(int(center + support + 0.5), size)
+            w = kernel((np.arange(low, high) - center + 0.5) * inverse)
+            total = w.sum()
+            weights[i, low:high] = w / total if total != 0 else w
+        return weights
+
+    return matrix
+
+
+def _separable(
+    input: Tensor, size: Any, scale_factor: Any, align_corners: bool | None, recompute: bool | None, matrix
+) -> Tensor:
+    """Resize the last two dimensions by one weight matrix each, ``matrix(in, out, align_corners, scale)``."""
     if size is not None and scale_factor is not None:
         raise ValueError("only one of size or scale_factor should be defined")
     if size is None and scale_factor is None:
@@ -131,8 +171,8 @@ def _bicubic(input: Tensor, size: Any, scale_factor: Any, align_corners: bool | 
         outs = [math.floor(n * float(s)) for n, s in zip((height, width), scales, strict=True)]
         if recompute:
             scales = [None, None]
-    rows = make_tensor(_cubic_matrix(height, outs[0], align_corners, scales[0]), dtype=input.dtype, device=input.device)
-    cols = make_tensor(_cubic_matrix(width, outs[1], align_corners, scales[1]), dtype=input.dtype, device=input.device)
+    rows = make_tensor(matrix(height, outs[0], align_corners, scales[0]), dtype=input.dtype, device=input.device)
+    cols = make_tensor(matrix(width, outs[1], align_corners, scales[1]), dtype=input.dtype, device=input.device)
     return rows.matmul(input).matmul(cols.t())
 
 
