@@ -66,6 +66,11 @@ def test_grid_sample_matches_torch(padding_mode, align_corners):
         lambda a: torch.nn.functional.grid_sample(a, torch.tensor(grid), "nearest", padding_mode, align_corners),
         [x],
     )
+    check_function(
+        lambda a, g: ember.nn.functional.grid_sample(a, g, "bicubic", padding_mode, align_corners),
+        lambda a, g: torch.nn.functional.grid_sample(a, g, "bicubic", padding_mode, align_corners),
+        [x, grid],
+    )
 
 
 @pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])

@@ -90,14 +90,53 @@ def _reflect(coord: Tensor, twice_low: int, twice_high: int) -> Tensor:
     return _where(even, extra + low, span - extra + low)
 
 
-def _source(coord: Tensor, size: int, padding_mode: str, align_corners: bool) -> Tensor:
-    coord = (coord + 1) / 2 * (size - 1) if align_corners else ((coord + 1) * size - 1) / 2
+def _unnormalize(coord: Tensor, size: int, align_corners: bool) -> Tensor:
+    return (coord + 1) / 2 * (size - 1) if align_corners else ((coord + 1) * size - 1) / 2
+
+
+def _fold(coord: Tensor, size: int, padding_mode: str, align_corners: bool) -> Tensor:
+    """A pixel position brought inside the input by the padding mode (unchanged for zeros)."""
     if padding_mode == "border":
         coord = coord.clamp(0, size - 1)
     elif padding_mode == "reflection":
         coord = _reflect(coord, 0, 2 * (size - 1)) if align_corners else _reflect(coord, -1, 2 * size - 1)
         coord = coord.clamp(0, size - 1)
     return coord
+
+
+def _source(coord: Tensor, size: int, padding_mode: str, align_corners: bool) -> Tensor:
+    return _fold(_unnormalize(coord, size, align_corners), size, padding_mode, align_corners)
+
+
+_A = -0.75
+
+
+def _cubic_coefficients(t: Tensor) -> list[Tensor]:
+    """The weights of taps ``-1, 0, 1, 2`` at fractional offsets ``t`` (PyTorch's ``A = -0.75``)."""
+
+    def near(x: Tensor) -> Tensor:
+        return ((_A + 2) * x - (_A + 3)) * x * x + 1
+
+    def far(x: Tensor) -> Tensor:
+        return ((_A * x - 5 * _A) * x + 8 * _A) * x - 4 * _A
+
+    return [far(t + 1), near(t), near(1 - t), far(2 - t)]
+
+
+def _bicubic(flat: Tensor, grid: Tensor, sizes: list[int], padding_mode: str, align_corners: bool) -> Tensor:
+    n = grid.shape[0]
+    coords = [_unnormalize(grid[..., i].reshape(n, -1), sizes[i], align_corners) for i in range(2)]
+    lows = [coord.floor() for coord in coords]
+    weights = [_cubic_coefficients(coord - low) for coord, low in zip(coords, lows, strict=True)]
+    out = None
+    for j in range(4):
+        y = _fold(lows[1] + (j - 1), sizes[1], padding_mode, align_corners)
+        for i in range(4):
+            x = _fold(lows[0] + (i - 1), sizes[0], padding_mode, align_corners)
+            values, inside = _tap(flat, [x, y], sizes)
+            term = values * inside * (weights[0][i] * weights[1][j]).unsqueeze(1)
+            out = term if out is None else out + term
+    return out
 
 
 def _tap(flat: Tensor, coords: list[Tensor], sizes: list[int]) -> tuple[Tensor, Tensor]:
@@ -134,8 +173,8 @@ def grid_sample(
     if align_corners is None:
         warnings.warn(_DEFAULT_CORNERS_WARNING, stacklevel=2)
         align_corners = False
-    if mode == "bicubic":
-        raise NotImplementedError("grid_sample(mode='bicubic') is not implemented in ember")
+    if mode == "bicubic" and input.dim() == 5:
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
     if input.dim() not in (4, 5) or grid.dim() != input.dim() or grid.shape[-1] != input.dim() - 2:
         raise RuntimeError(
             f"grid_sampler(): expected 4D or 5D input and grid with same number of dimensions, but got input with "
@@ -152,6 +191,8 @@ def grid_sample(
     out_shape = tuple(grid.shape[1:-1])
     flat = input.reshape(n, c, -1)
     coords = [_source(grid[..., i].reshape(n, -1), sizes[i], padding_mode, align_corners) for i in range(k)]
+    if mode == "bicubic":
+        return _bicubic(flat, grid, sizes, padding_mode, align_corners).reshape(n, c, *out_shape)
     if mode == "nearest":
         values, inside = _tap(flat, [coord.round() for coord in coords], sizes)
         return (values * inside).reshape(n, c, *out_shape)
