@@ -177,3 +177,29 @@ def test_set_submodule_and_state_dict_pre_hooks_match_torch():
         net.state_dict()
         results.append((repr(net), calls))
     assert results[0] == results[1]
+
+
+def test_every_layer_is_importable_from_torchs_module_path():
+    import importlib
+    import inspect
+    import pkgutil
+
+    import torch.nn.modules
+
+    missing = []
+    for info in pkgutil.iter_modules(torch.nn.modules.__path__):
+        if info.name.startswith("_"):
+            continue
+        theirs = importlib.import_module(f"torch.nn.modules.{info.name}")
+        for name, obj in vars(theirs).items():
+            if name.startswith("_") or not inspect.isclass(obj) or obj.__module__ != theirs.__name__:
+                continue
+            if not hasattr(ember.nn, name):
+                continue  # a class ember.nn lacks is api_coverage's business
+            try:
+                ours = importlib.import_module(f"ember.nn.modules.{info.name}")
+            except ImportError:
+                ours = None
+            if getattr(ours, name, None) is not getattr(ember.nn, name):
+                missing.append(f"ember.nn.modules.{info.name}.{name}")
+    assert not missing
