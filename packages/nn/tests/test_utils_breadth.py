@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import copy
+import pickle
 import warnings
 
 import numpy as np
@@ -60,6 +62,14 @@ def test_parametrized_module_layout_state_dict_and_removal_match_torch():
         ours.weight = ours.weight * 2
     for key, value in theirs.state_dict().items():
         np.testing.assert_allclose(ours.state_dict()[key].numpy(), value.numpy(), rtol=1e-6, err_msg=key)
+    replica = copy.deepcopy(ours)
+    assert (
+        type(replica) is type(ours)
+        and replica.parametrizations.weight.original0 is not ours.parametrizations.weight.original0
+    )
+    np.testing.assert_allclose(replica.weight.detach().numpy(), ours.weight.detach().numpy())
+    with pytest.raises(RuntimeError, match="only supported through state_dict"):
+        pickle.dumps(ours)
     TP.remove_parametrizations(theirs, "weight")
     P.remove_parametrizations(ours, "weight")
     assert type(ours) is ember.nn.Linear and list(ours.state_dict()) == list(theirs.state_dict())

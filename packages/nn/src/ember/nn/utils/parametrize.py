@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import collections.abc
 import contextlib
+import copy
 from contextlib import contextmanager
 
 from ember.autograd import no_grad
@@ -162,7 +163,20 @@ def _inject_new_class(module: Module) -> None:
             "#saving-loading-a-general-checkpoint-for-inference-and-or-resuming-training"
         )
 
-    module.__class__ = type(f"Parametrized{cls.__name__}", (cls,), {"__getstate__": getstate})
+    def default_deepcopy(self, memo):
+        # __getstate__ refuses pickling, which deepcopy would otherwise go through.
+        replica = memo.get(id(self))
+        if replica is not None:
+            return replica
+        replica = self.__new__(self.__class__)
+        memo[id(self)] = replica
+        replica.__dict__ = copy.deepcopy(self.__dict__, memo)
+        return replica
+
+    namespace = {"__getstate__": getstate}
+    if not hasattr(cls, "__deepcopy__"):
+        namespace["__deepcopy__"] = default_deepcopy
+    module.__class__ = type(f"Parametrized{cls.__name__}", (cls,), namespace)
 
 
 def _inject_property(module: Module, tensor_name: str) -> None:
