@@ -33,8 +33,8 @@ def _load(directory: Path) -> dict[int, dict[str, Any]]:
     return dumps
 
 
-def _signature(entry: dict[str, Any]) -> tuple[Any, ...]:
-    return (entry["op"], entry["input_sizes"], entry["input_dtypes"], entry["output_sizes"])
+def _signature(entry: dict[str, Any]) -> str:
+    return json.dumps([entry["op"], entry["input_sizes"], entry["input_dtypes"]])
 
 
 def analyze(directory: Path) -> tuple[str, bool]:
@@ -83,12 +83,13 @@ def _group_problem(name: str, ranks: list[int], dumps: dict[int, dict[str, Any]]
             if frame:
                 out.append(f"  the others called it from {frame}")
             return out
-        signatures: dict[tuple[Any, ...], list[int]] = {}
+        signatures: dict[str, list[int]] = {}
         for r, entry in present.items():
             signatures.setdefault(_signature(entry), []).append(r)
         if len(signatures) > 1:
             out = [f"CULPRIT: the ranks disagree on collective #{seq} of group {name}:"]
-            for (op, sizes, dtypes, _), members in sorted(signatures.items(), key=lambda kv: len(kv[1])):
+            for signature, members in sorted(signatures.items(), key=lambda kv: len(kv[1])):
+                op, sizes, dtypes = json.loads(signature)
                 frame = _user_frame(present[members[0]]["frames"]) or "?"
                 out.append(f"  rank(s) {members}: {op} sizes={sizes} dtypes={dtypes} at {frame}")
             return out

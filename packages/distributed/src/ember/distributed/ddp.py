@@ -136,7 +136,7 @@ class DistributedDataParallel(Module):
         buckets: list[_Bucket] = []
         current: list[Tensor] = []
         size = 0
-        cap = _DEFAULT_FIRST_BUCKET_BYTES
+        cap = min(_DEFAULT_FIRST_BUCKET_BYTES, self.bucket_bytes_cap)
         for p in reversed(self._params):
             nbytes = p.numel() * p.element_size()
             if current and (size + nbytes > cap or p.dtype is not current[0].dtype):

@@ -1,0 +1,62 @@
+"""The launcher: torchrun's variables, a rank that fails stops the job within seconds with its
+traceback, and nothing is left behind."""
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mpi4py", reason="the MPI backend needs mpi4py")
+
+
+def _mpich_segments() -> set[str]:
+    return {p.name for p in Path("/dev/shm").glob("mpich_*")} if Path("/dev/shm").is_dir() else set()
+
+
+def test_environment_of_each_rank(jobs, tmp_path):
+    before = _mpich_segments()
+    out = jobs.check(jobs.launch("environment.py", 2, str(tmp_path)))
+    seen = [json.loads((tmp_path / f"{r}.json").read_text()) for r in range(2)]
+    for r, env in enumerate(seen):
+        assert env["RANK"] == str(r) and env["LOCAL_RANK"] == str(r)
+        assert env["WORLD_SIZE"] == env["LOCAL_WORLD_SIZE"] == "2"
+        assert env["MASTER_ADDR"] == "127.0.0.1" and env["MASTER_PORT"].isdigit()
+        assert env["TORCHELASTIC_RUN_ID"] and env["argv"] == ["environment.py", str(tmp_path)]
+    assert seen[0]["MASTER_PORT"] == seen[1]["MASTER_PORT"]
+    assert "ranks agree" in out
+    assert _mpich_segments() <= before, "MPICH's shared memory was left in /dev/shm"
+
+
+def test_a_failing_rank_stops_the_job_with_its_traceback(jobs):
+    before = _mpich_segments()
+    started = time.monotonic()
+    result = jobs.launch("faults.py", 2, "raise", "1", timeout=60)
+    assert result.returncode == 1, result.stderr
+    assert time.monotonic() - started < 30  # the waiting rank did not wait for its timeout
+    assert "rank 1 (local rank 1" in result.stderr and "failed with exit code 1" in result.stderr
+    assert "[rank1]: ValueError: rank 1 gives up" in result.stderr
+    assert "faults.py" in result.stderr and "finished" not in result.stdout
+    assert _mpich_segments() <= before
+
+
+def test_bad_arguments():
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-m", "ember.distributed.run", "--nproc-per-node", "2",
+                             "--max-restarts", "3", "x.py"], capture_output=True, text=True)  # fmt: skip
+    assert result.returncode == 2 and "restarting" in result.stderr
+
+
+def test_module_and_cli_entry(jobs, tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "hello.py"
+    script.write_text("import os, sys\nprint('hello', os.environ['RANK'], sys.argv[1:])\n")
+    ember = [sys.executable, "-m", "ember", "run", "--nproc-per-node", "2", str(script), "--flag", "1"]
+    result = subprocess.run(ember, capture_output=True, text=True, timeout=60, env=dict(os.environ))
+    assert result.returncode == 0, result.stderr
+    assert sorted(result.stdout.split("\n")[:2]) == ["hello 0 ['--flag', '1']", "hello 1 ['--flag', '1']"]
