@@ -97,7 +97,7 @@ class FlightRecorder:
         entry.state = "scheduled"
         entry.time_created_ns = time.time_ns()
         entry.time_completed_ns = None
-        entry.frames = _capture_frames(3)
+        entry.frames = _capture_frames(4)  # from the caller of the public collective on
         if self.enabled:
             self.entries.append(entry)
         return entry
