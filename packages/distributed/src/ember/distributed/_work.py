@@ -2,7 +2,8 @@
 
 A backend hands ``Work`` a list of pending MPI requests and a ``finish`` callback (copy results
 back, convert dtypes, divide an average). ``wait`` polls the requests, yielding the CPU between
-polls, until they complete or the group's timeout passes; MPI's own blocking wait has no timeout.
+polls and then sleeping a little longer each time, until they complete or the group's timeout
+passes; MPI's own blocking wait has no timeout (and spins, which starves ranks that share a core).
 """
 
 from __future__ import annotations
@@ -14,6 +15,10 @@ from datetime import timedelta
 from typing import Any
 
 __all__ = ["Future", "Work"]
+
+# How long a wait polls (yielding between polls) before it starts sleeping, and the longest sleep.
+_SPIN_S = 1e-3
+_MAX_SLEEP_S = 1e-4
 
 
 class Future:
@@ -128,17 +133,24 @@ class Work:
         if self._outputs is None and self._error is None:
             limit = self._timeout if timeout is None else timeout.total_seconds()
             deadline = self._started + limit
-            polls = 0
+            spin_until = time.monotonic() + _SPIN_S
+            sleep = 0.0
             while not self._poll():
-                polls += 1
-                if polls & 255 == 0 and time.monotonic() > deadline:
+                now = time.monotonic()
+                if now < spin_until:
+                    os.sched_yield()  # MPI progresses only inside its calls: poll again soon
+                    continue
+                if now > deadline:
                     self._error = (
-                        self._on_timeout(time.monotonic() - self._started)
+                        self._on_timeout(now - self._started)
                         if self._on_timeout is not None
                         else RuntimeError(f"collective timed out after {limit:.1f} s")
                     )
                     raise self._error
-                os.sched_yield()  # MPI progresses only inside its calls; let another rank on this core run
+                # A long wait: the peers are late, or share this core. Sleep a little longer each
+                # time, so that ranks waiting on a busy machine leave the cores to those working.
+                sleep = min(_MAX_SLEEP_S, sleep + 5e-6)
+                time.sleep(sleep)
             self._complete()
         if self._error is not None:
             raise self._error
