@@ -60,3 +60,76 @@ def test_module_and_cli_entry(jobs, tmp_path):
     result = subprocess.run(ember, capture_output=True, text=True, timeout=60, env=dict(os.environ))
     assert result.returncode == 0, result.stderr
     assert sorted(result.stdout.split("\n")[:2]) == ["hello 0 ['--flag', '1']", "hello 1 ['--flag', '1']"]
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_ranks_started_without_the_launcher(jobs):
+    """torchrun's variables alone (another launcher, or none): each rank serves MPI's start-up from a
+    helper process; rank 0's helper serves their store, as rank 0's own store thread stops in MPI_Init."""
+    import subprocess
+    import sys
+
+    port = _free_port()
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(jobs.ranks / "tiny.py")],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=dict(
+                os.environ,
+                MASTER_ADDR="127.0.0.1",
+                MASTER_PORT=str(port),
+                RANK=str(r),
+                WORLD_SIZE="2",
+                LOCAL_WORLD_SIZE="1",
+                LOCAL_RANK="0",
+            ),
+        )
+        for r in range(2)
+    ]  # LOCAL_WORLD_SIZE=1: MPI takes them for two hosts and connects them over its network module
+    outs = [p.communicate(timeout=90) for p in procs]
+    for r, (p, (out, err)) in enumerate(zip(procs, outs, strict=True)):
+        assert p.returncode == 0, err
+        assert f"rank {r} of 2: ok" in out
+
+
+@pytest.mark.skipif(not os.environ.get("EMBER_DISTRIBUTED_LONG"), reason="long: run `nox -s distributed`")
+def test_two_nodes_of_two(jobs):
+    import subprocess
+    import sys
+
+    port = str(_free_port())
+    nodes = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "ember.distributed.run",
+                "--nnodes",
+                "2",
+                "--node-rank",
+                str(n),
+                "--nproc-per-node",
+                "2",
+                "--master-port",
+                port,
+                str(jobs.ranks / "tiny.py"),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(2)
+    ]
+    outs = [p.communicate(timeout=120) for p in nodes]
+    text = "".join(out for out, _ in outs)
+    assert all(p.returncode == 0 for p in nodes), outs
+    assert sorted(line for line in text.splitlines() if "ok" in line) == [f"rank {r} of 4: ok" for r in range(4)]

@@ -17,6 +17,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -46,32 +47,54 @@ def mpi() -> Any:
     return module
 
 
-def _store_address(store: Store) -> tuple[str, int, str]:
-    """Host, port and nested prefixes (joined by NUL) of a ``TCPStore``, maybe under ``PrefixStore``s."""
-    prefixes: list[str] = []
+def _host_of(store: Store) -> str:
     while isinstance(store, PrefixStore):
-        prefixes.append(store._prefix[:-1])
         store = store.underlying_store
-    if not isinstance(store, TCPStore):
-        raise RuntimeError(
-            f"starting MPI ranks needs a TCPStore that a helper process can reach, got {type(store).__name__}; "
-            "launch with `ember run` (or pass a TCPStore)"
-        )
-    return store.host, store.port, "\0".join(reversed(prefixes))
+    return store.host if isinstance(store, TCPStore) else "127.0.0.1"
 
 
-def _serve_from_helper(store: Store, world_size: int, local_world_size: int, timeout: timedelta) -> None:
-    host, port, prefix = _store_address(store)
+def _serve_from_helper(store: Store, rank: int, world_size: int, local_world_size: int, timeout: timedelta) -> None:
+    """Starts this rank's PMI helper; rank 0's also serves the helpers' store, whose address the
+    ranks share through the job's store before anyone enters ``MPI_Init``."""
     ours, theirs = socket.socketpair()
+    if rank == 0:
+        host, port = _host_of(store), "0"
+    else:
+        host, _, port = store.get("pmi/helper_store").decode().rpartition(":")
     helper = subprocess.Popen(
-        [sys.executable, "-m", "ember.distributed._pmi", str(theirs.fileno()), host, str(port), prefix,
-         str(world_size), str(local_world_size), str(timeout.total_seconds())],
+        [sys.executable, "-m", "ember.distributed._pmi", str(theirs.fileno()), host, port, str(world_size),
+         str(local_world_size), str(timeout.total_seconds())],
         pass_fds=[theirs.fileno()],
         stdin=subprocess.DEVNULL,
     )  # fmt: skip
     theirs.close()
+    if rank == 0:
+        port = _read_line(ours, timeout)
+        store.set("pmi/helper_store", f"{host}:{port}")
+    if store.add("pmi/helpers_started", 1) == world_size:
+        store.set("pmi/all_started", "1")
+    store.wait(["pmi/all_started"])
+    # Rank 0's store answers from a thread of rank 0, which stops inside MPI_Init: rank 0 goes in
+    # only once every other rank has had its last answer from that store.
+    if rank != 0:
+        store.add("pmi/past_start", 1)
+    else:
+        while store.add("pmi/past_start", 0) < world_size - 1:
+            time.sleep(0.001)
     _state["helper"] = (helper, ours)  # the socket must stay open for as long as MPI runs
     os.environ["PMI_FD"] = str(ours.fileno())
+
+
+def _read_line(sock: socket.socket, timeout: timedelta) -> str:
+    sock.settimeout(timeout.total_seconds())
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = sock.recv(64)
+        if not chunk:
+            raise RuntimeError("the MPI start-up helper process exited before serving its store")
+        data += chunk
+    sock.settimeout(None)
+    return data.decode().strip()
 
 
 def init_mpi(store: Store, rank: int, world_size: int, timeout: timedelta) -> Any:
@@ -88,7 +111,7 @@ def init_mpi(store: Store, rank: int, world_size: int, timeout: timedelta) -> An
     local_world = int(os.environ.get("LOCAL_WORLD_SIZE", world_size))
     local_rank = int(os.environ.get("LOCAL_RANK", rank % max(local_world, 1)))
     if world_size > 1 and "PMI_FD" not in os.environ:
-        _serve_from_helper(store, world_size, local_world, timeout)
+        _serve_from_helper(store, rank, world_size, local_world, timeout)
     if "PMI_FD" in os.environ:
         os.environ.update(
             PMI_RANK=str(rank),

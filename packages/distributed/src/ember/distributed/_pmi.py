@@ -13,8 +13,8 @@ own server) share one key space:
 
 The server must not run in a thread of a rank: ``mpi4py`` holds the GIL during ``MPI_Init_thread``.
 The launcher (``ember run``) serves its local ranks from its own process; a rank started some other
-way (``init_process_group`` with ``env://`` under another launcher) starts one helper process with
-``python -m ember.distributed._pmi`` that serves it alone.
+way (several nodes, or another launcher) starts one helper process with ``python -m
+ember.distributed._pmi`` that serves it alone; rank 0's helper also serves the store the helpers share.
 """
 
 from __future__ import annotations
@@ -162,21 +162,24 @@ class PMIServer:
         self.waiting.clear()
 
 
-def _store_from_args(host: str, port: int, prefix: str, timeout_s: float) -> Store:
-    from ember.distributed.prefix_store import PrefixStore
+def main(argv: list[str]) -> None:
+    """``python -m ember.distributed._pmi FD HOST PORT WORLD LOCAL_WORLD TIMEOUT``: serve one rank.
+
+    With ``PORT`` 0 this helper also serves the job's PMI store (a ``TCPStore`` master in this
+    process, whose port it writes to the rank as the first line on ``FD``); the other ranks' helpers
+    connect to it. The job's own store cannot serve start-up: rank 0 serves it from a thread, and
+    that thread stops while rank 0 is inside ``MPI_Init``.
+    """
     from ember.distributed.tcp_store import TCPStore
 
-    store: Store = TCPStore(host, port, timeout=timedelta(seconds=timeout_s))
-    for part in filter(None, prefix.split("\0")):
-        store = PrefixStore(part, store)
-    return store
-
-
-def main(argv: list[str]) -> None:
-    """``python -m ember.distributed._pmi FD HOST PORT PREFIX WORLD LOCAL_WORLD TIMEOUT``: serve one rank."""
-    fd, host, port, prefix, world, local_world, timeout_s = argv
+    fd, host, port, world, local_world, timeout_s = argv
     sock = socket.socket(fileno=int(fd))
-    store = _store_from_args(host, int(port), prefix, float(timeout_s))
+    timeout = timedelta(seconds=float(timeout_s))
+    if int(port) == 0:
+        store = TCPStore(host, 0, is_master=True, wait_for_workers=False, timeout=timeout)
+        sock.sendall(f"{store.port}\n".encode())
+    else:
+        store = TCPStore(host, int(port), timeout=timeout)
     server = PMIServer(store, int(world), int(local_world), PMIServer.new_kvsname(store))
     server.add(sock)
     try:
