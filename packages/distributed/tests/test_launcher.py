@@ -17,7 +17,8 @@ def _mpich_segments() -> set[str]:
 
 def test_environment_of_each_rank(jobs, tmp_path):
     before = _mpich_segments()
-    out = jobs.check(jobs.launch("environment.py", 2, str(tmp_path)))
+    result = jobs.launch("environment.py", 2, str(tmp_path), env={"EMBER_LOGS": "collectives"})
+    out = jobs.check(result)
     seen = [json.loads((tmp_path / f"{r}.json").read_text()) for r in range(2)]
     for r, env in enumerate(seen):
         assert env["RANK"] == str(r) and env["LOCAL_RANK"] == str(r)
@@ -26,6 +27,9 @@ def test_environment_of_each_rank(jobs, tmp_path):
         assert env["TORCHELASTIC_RUN_ID"] and env["argv"] == ["environment.py", str(tmp_path)]
     assert seen[0]["MASTER_PORT"] == seen[1]["MASTER_PORT"]
     assert "ranks agree" in out
+    for r in range(2):  # EMBER_LOGS=collectives: each collective, in each rank's prefixed records
+        assert any(line.startswith(f"[rank{r}]:") and "[collectives] all_reduce group=0 seq=1 sizes=[[1]]" in line
+                   for line in result.stderr.splitlines()), result.stderr  # fmt: skip
     assert _mpich_segments() <= before, "MPICH's shared memory was left in /dev/shm"
 
 

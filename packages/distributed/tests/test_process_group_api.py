@@ -96,6 +96,31 @@ def test_one_rank_group(one_rank):
     dist.destroy_process_group(sub)
 
 
+def test_a_registered_backend_runs_the_collectives(monkeypatch):
+    calls = []
+
+    class Recording:
+        def __init__(self, store, rank, size, timeout):
+            self.size = size
+
+        def all_reduce(self, tensor, op):
+            calls.append(("all_reduce", tuple(tensor.shape), op))
+            return dist.Work([], lambda: [tensor], timedelta(seconds=5))
+
+    monkeypatch.setattr(Backend, "backend_list", list(Backend.backend_list))
+    monkeypatch.setattr(Backend, "backend_capability", dict(Backend.backend_capability))
+    monkeypatch.setattr(Backend, "_plugins", dict(Backend._plugins))
+    Backend.register_backend("recording", Recording, devices=["cpu"])
+    try:
+        dist.init_process_group("recording", store=HashStore(), rank=0, world_size=1)
+        assert dist.get_backend() == "recording"
+        dist.all_reduce(ember.ones(2, 3), op=ReduceOp.MAX)
+        assert calls == [("all_reduce", (2, 3), ReduceOp.MAX)]
+        dist.destroy_process_group()
+    finally:
+        delattr(Backend, "RECORDING")
+
+
 def test_flight_recorder_dump(one_rank):
     t = ember.ones(3, dtype=ember.float16)
     dist.all_reduce(t)
