@@ -75,24 +75,20 @@ def _free_port() -> int:
 
 
 def test_ranks_started_without_the_launcher(jobs):
-    """torchrun's variables alone (another launcher, or none): each rank serves MPI's start-up from a
-    helper process; rank 0's helper serves their store, as rank 0's own store thread stops in MPI_Init."""
+    """Ranks started by hand (tcp://): each rank serves MPI's start-up from a helper process; rank
+    0's helper serves their store, as rank 0's own store thread stops inside MPI_Init."""
     import subprocess
     import sys
 
     port = _free_port()
     procs = [
         subprocess.Popen(
-            [sys.executable, str(jobs.ranks / "tiny.py")],
+            [sys.executable, str(jobs.ranks / "tiny.py"), f"tcp://127.0.0.1:{port}", str(r), "2"],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
             env=dict(
                 os.environ,
-                MASTER_ADDR="127.0.0.1",
-                MASTER_PORT=str(port),
-                RANK=str(r),
-                WORLD_SIZE="2",
                 LOCAL_WORLD_SIZE="1",
                 LOCAL_RANK="0",
             ),
