@@ -26,6 +26,11 @@ class RedOpType(enum.IntEnum):
     PREMUL_SUM = 8
     UNUSED = 9
 
+    def __str__(self) -> str:
+        return f"RedOpType.{self.name}"
+
+    __repr__ = __str__
+
 
 class ReduceOp:
     """How a reduction combines the ranks' values (``torch.distributed.ReduceOp``).

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import os
 import warnings
 from datetime import timedelta
@@ -30,6 +31,8 @@ from ember.distributed.prefix_store import PrefixStore
 from ember.distributed.store import Store
 from ember.distributed.tcp_store import TCPStore
 from ember.logs import set_rank
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "Backend", "GroupMember", "ProcessGroup", "ReduceOp", "_make_nccl_premul_sum", "default_pg_timeout",
@@ -197,6 +200,7 @@ def init_process_group(
     flight_recorder.recorder.job = os.environ.get("EMBER_RUN_ID") or os.environ.get("MASTER_PORT") or "job"
     flight_recorder.install_signal_handlers(terminate_too=os.environ.get("EMBER_RUN_ID") is not None)
     start_watchdog(prefixed, rank)
+    log.info("default process group: rank %d of %d, backends %s, timeout %s", rank, world_size, devices, timeout)
 
 
 def _group(group: ProcessGroup | None) -> ProcessGroup:
@@ -299,6 +303,7 @@ def new_group(
                              _make_backend(device, backend_name, store, pg.rank(), pg.size(), timeout, comm))  # fmt: skip
     pg.bound_device_id = device_id
     register_group(pg)
+    log.info("process group %s (%s): ranks %s, backends %s", name, pg.group_desc, members, devices)
     return pg
 
 
