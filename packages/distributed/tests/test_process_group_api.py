@@ -136,6 +136,21 @@ def test_flight_recorder_dump(one_rank):
     assert data["entries"][-1]["frames"][0]["file"] == __file__
 
 
+def test_flight_recorder_dumps_on_sigusr1(one_rank):
+    import os
+    import signal
+    import time
+
+    dist.barrier()
+    os.kill(os.getpid(), signal.SIGUSR1)
+    deadline = time.monotonic() + 10
+    while not (one_rank / "rank_0.json").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    data = json.loads((one_rank / "rank_0.json").read_text())
+    assert data["reason"] == "signal SIGUSR1" and data["entries"][-1]["op"] == "barrier"
+    assert any(frame["name"] == "test_flight_recorder_dumps_on_sigusr1" for frame in data["stack"])
+
+
 def _dump(directory, rank, entries, stack_line=7):
     record = {
         "rank": rank, "world_size": 2, "groups": {"0": {"desc": "default_pg", "ranks": [0, 1]}},
