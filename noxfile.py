@@ -126,6 +126,16 @@ def bench(session: nox.Session) -> None:
     session.run("python", "tools/bench/optim.py")
     session.run("python", "tools/bench/autograd.py")
     session.run("python", "tools/bench/train.py")
+    session.run("python", "tools/bench/collectives.py")
+
+
+@nox.session(python="3.11")
+def distributed(session: nox.Session) -> None:
+    """ember.distributed's tests on 2 and 4 MPI ranks, the long fault tests (a hanging rank of four,
+    a rank that skips a collective) included; the default runs leave those out."""
+    install_ember(session)
+    install_test_deps(session)
+    session.run("pytest", "packages/distributed/tests", "-q", *session.posargs, env={"EMBER_DISTRIBUTED_LONG": "1"})
 
 
 # What the `portable` session switches off, computed in its environment: NumPy's dispatch targets

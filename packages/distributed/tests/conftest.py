@@ -1,5 +1,9 @@
+import os
+import subprocess
+import sys
 import time
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
@@ -60,3 +64,35 @@ def store(request, master) -> Store:
 @pytest.fixture(params=KINDS)
 def pair(request, master) -> tuple[Store, Store]:
     return _pair(request.param, master.port)
+
+
+# -- jobs of several ranks, started through the launcher as a user would ---------------------------
+
+RANKS = Path(__file__).parent / "ranks"
+
+
+def _launch(script: str, nproc: int, *args: str, timeout: float = 120, env: dict[str, str] | None = None,
+           launcher_args: tuple[str, ...] = ()) -> subprocess.CompletedProcess:  # fmt: skip
+    command = [sys.executable, "-m", "ember.distributed.run", "--nproc-per-node", str(nproc), *launcher_args,
+               str(RANKS / script), *args]  # fmt: skip
+    full_env = dict(os.environ, **(env or {}))
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=full_env)
+
+
+def _check(result: subprocess.CompletedProcess) -> str:
+    if result.returncode != 0:
+        raise AssertionError(f"the job failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
+    return result.stdout
+
+
+class Jobs:
+    launch = staticmethod(_launch)
+    check = staticmethod(_check)
+    ranks = RANKS
+
+
+@pytest.fixture
+def jobs() -> Jobs:
+    """``jobs.launch(script, nproc, *args)`` runs ``tests/ranks/script`` on ``nproc`` ranks;
+    ``jobs.check(result)`` fails with the job's output unless it succeeded."""
+    return Jobs()

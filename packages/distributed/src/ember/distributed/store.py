@@ -19,7 +19,7 @@ import threading
 from collections.abc import Sequence
 from datetime import timedelta
 
-__all__ = ["DistError", "DistNetworkError", "DistStoreError", "Store"]
+__all__ = ["DistBackendError", "DistError", "DistNetworkError", "DistStoreError", "Store"]
 
 DEFAULT_TIMEOUT = timedelta(seconds=300)
 INT64_MIN = -(2**63)
@@ -28,6 +28,10 @@ INT64_MAX = 2**63 - 1
 
 class DistError(RuntimeError):
     """Base of the errors raised by ``ember.distributed`` (``torch.distributed.DistError``)."""
+
+
+class DistBackendError(DistError):
+    """A collective failed or did not finish in time (``torch.distributed.DistBackendError``)."""
 
 
 class DistStoreError(DistError):

@@ -1,5 +1,7 @@
 """The ``ember`` command. Packages add subcommands through the ``ember.cli`` entry point group:
-an entry point names either a ``typer.Typer`` (added as a group) or a function (added as a command).
+an entry point names either a ``typer.Typer`` (added as a group) or a function (added as a command;
+a function may carry ``__ember_cli__``, a dict of ``typer.Typer.command`` keyword arguments, e.g. to
+pass every argument through to its own parser as ``ember run`` does).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ def _add_plugins(app: typer.Typer) -> None:
         if isinstance(target, typer.Typer):
             app.add_typer(target, name=entry.name)
         elif callable(target):
-            app.command(entry.name)(target)
+            app.command(entry.name, **getattr(target, "__ember_cli__", {}))(target)
         else:
             print(f"ember: entry point {entry.name!r} is neither a Typer app nor a function", file=sys.stderr)
 

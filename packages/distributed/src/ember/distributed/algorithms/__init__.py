@@ -1,0 +1,1 @@
+"""``ember.distributed.algorithms``: DDP communication hooks (``ddp_comm_hooks``)."""
