@@ -529,6 +529,7 @@ def _run_and_record(plan, args, kwargs, call_below, stored, stored_kw, edges, me
             _save_result(node, (target,))
         return result
 
+    gains_history = target is not None and not target.requires_grad
     result = call_below(args, kwargs)
     if plan.saved_written:
         _resync_written(node, plan)
@@ -544,8 +545,11 @@ def _run_and_record(plan, args, kwargs, call_below, stored, stored_kw, edges, me
             result.requires_grad = True
         if save_result:
             _save_result(node, (result,))
-        return result
-    return _mark_outputs(node, entry, result, args, target)
+    else:
+        result = _mark_outputs(node, entry, result, args, target)
+    if gains_history and target.requires_grad and target._views is not None:
+        views.follow_base(target)  # the views taken before it required grad follow it, as in PyTorch
+    return result
 
 
 def _mark_outputs(node: OpNode, entry, result, args: tuple, target):
