@@ -74,20 +74,7 @@ def test_vmap_functionalize_grad(program, shape):
     )
 
 
-_INDEX_PUT_JVP = pytest.mark.xfail(
-    strict=True,
-    raises=RuntimeError,
-    reason="forward AD of index_put_ under vmap refuses (batched tangent, unbatched self)",
-)
-FORWARD = [
-    pytest.param(p, shape, marks=_INDEX_PUT_JVP)
-    if p.__name__ in ("setitem_index_tensor", "setitem_mask")
-    else (p, shape)
-    for p, shape in PROGRAMS
-]
-
-
-@pytest.mark.parametrize(("program", "shape"), FORWARD, ids=IDS)
+@pytest.mark.parametrize(("program", "shape"), PROGRAMS, ids=IDS)
 def test_vmap_jvp_and_jvp_of_vmap(program, shape):
     (ours, theirs), (t_ours, t_theirs) = _pair((BATCH, *shape)), _pair((BATCH, *shape), seed=1)
     expected = tfunc.vmap(lambda x, t: tfunc.jvp(lambda y: program(torch, y), (x,), (t,))[1])(theirs, t_theirs)

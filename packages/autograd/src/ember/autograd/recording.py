@@ -335,6 +335,7 @@ def _mark_no_grad_views(result) -> None:
         if base is not None and base.requires_grad and out.dtype.category >= _FLOATING:
             out.requires_grad = True
             out._no_grad_view = True
+            out._view_version = out._storage.version  # a later write makes it unusable (views.edge)
 
 
 def _check_inplace_target(t: Tensor) -> None:

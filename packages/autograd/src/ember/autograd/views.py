@@ -33,6 +33,12 @@ from ember.core.aten.factories.factories import empty_strided_function
 from ember.core.tensor import Tensor
 
 _FLOATING = D.FLOATING
+_NO_GRAD_VIEW_WRITTEN = (
+    "A view was created in no_grad mode and its base or another view of its base has been modified inplace with "
+    "grad mode enabled. Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your "
+    "code by moving both the view and the inplace either both inside the no_grad block (if you don't want the "
+    "inplace to be tracked) or both outside (if you want the inplace to be tracked)."
+)
 
 
 def _geometry(t: Tensor) -> tuple:
@@ -135,11 +141,14 @@ def _regenerate(view: Tensor, base: Tensor) -> None:
 
 def edge(t: Tensor) -> tuple:
     """``gradient_edge`` of ``t``, after regenerating a view's history made stale by an in-place write.
-    A view taken under no_grad (``recording._mark_no_grad_views``) has none: gradients stop there."""
+    A view taken under no_grad (``recording._mark_no_grad_views``) has none: gradients stop there;
+    once its storage has been written in place since, it cannot be used at all, as in PyTorch."""
     base = t._base
     if base is not None:
         state = t.__dict__
         if "_no_grad_view" in state and t.grad_fn is None:  # autograd.Function outputs get a grad_fn
+            if state.get("_view_version") != t._storage.version:
+                raise RuntimeError(_NO_GRAD_VIEW_WRITTEN)
             return (None, 0)
         if state.get("_view_version") != t._storage.version and base.requires_grad:
             _regenerate(t, base)
