@@ -268,3 +268,25 @@ def test_functionalized_against_pytorch(program):
             _close(grad_e, through_functionalize)
     else:
         _close_to_one(grad_e, [through_functionalize, as_it_is])
+
+
+def _write_through_expand(lib, x, whole: bool):
+    r = x.clone()
+    e = r.unsqueeze(0).expand(4, 6)
+    if whole:
+        e.mul_(x)  # refused in eager; functionalized, every row's change adds up in r
+    else:
+        e[2].mul_(x)  # one row of the expand is all of r
+    return r * r
+
+
+@pytest.mark.parametrize("whole", [False, True], ids=["one row", "whole expand"])
+@pytest.mark.parametrize("remove", ["mutations", "mutations_and_views"])
+def test_write_through_expand_functionalized_and_traced(whole, remove):
+    from ember.fx.experimental.proxy_tensor import make_fx
+
+    array = np.random.default_rng(3).standard_normal(6)
+    expected = torch.func.functionalize(lambda x: _write_through_expand(torch, x, whole))(torch.tensor(array))
+    program = ember.func.functionalize(lambda x: _write_through_expand(ember, x, whole), remove=remove)
+    _close(program(ember.tensor(array)), expected)
+    _close(make_fx(program)(ember.tensor(array))(ember.tensor(array)), expected)
