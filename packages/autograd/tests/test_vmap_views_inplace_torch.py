@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from vmap_view_programs import FORWARD_ONLY, IDS, PROGRAMS, view_taken_before_base_needs_grad
+from vmap_view_programs import IDS, PROGRAMS, view_taken_before_base_needs_grad
 
 import ember
 import ember.func as func
@@ -64,17 +64,7 @@ def test_nested_vmap_grad(program, shape):
     )
 
 
-_FUNCTIONALIZE_EXPAND = pytest.mark.xfail(
-    strict=True,
-    reason="ember.func.functionalize alone gets a write through one row of an expand of a base wrong (fx package)",
-)
-FUNCTIONALIZED = [
-    pytest.param(p, shape, marks=_FUNCTIONALIZE_EXPAND) if p.__name__ == "expand_of_clone" else (p, shape)
-    for p, shape in PROGRAMS
-]
-
-
-@pytest.mark.parametrize(("program", "shape"), FUNCTIONALIZED, ids=IDS)
+@pytest.mark.parametrize(("program", "shape"), PROGRAMS, ids=IDS)
 def test_vmap_functionalize_grad(program, shape):
     ours, theirs = _pair((BATCH, *shape))
     _close(
@@ -84,20 +74,7 @@ def test_vmap_functionalize_grad(program, shape):
     )
 
 
-_INDEX_PUT_JVP = pytest.mark.xfail(
-    strict=True,
-    raises=RuntimeError,
-    reason="forward AD of index_put_ under vmap refuses (batched tangent, unbatched self)",
-)
-FORWARD = [
-    pytest.param(p, shape, marks=_INDEX_PUT_JVP)
-    if p.__name__ in ("setitem_index_tensor", "setitem_mask")
-    else (p, shape)
-    for p, shape in PROGRAMS
-] + FORWARD_ONLY
-
-
-@pytest.mark.parametrize(("program", "shape"), FORWARD, ids=IDS + [p.__name__ for p, _ in FORWARD_ONLY])
+@pytest.mark.parametrize(("program", "shape"), PROGRAMS, ids=IDS)
 def test_vmap_jvp_and_jvp_of_vmap(program, shape):
     (ours, theirs), (t_ours, t_theirs) = _pair((BATCH, *shape)), _pair((BATCH, *shape), seed=1)
     expected = tfunc.vmap(lambda x, t: tfunc.jvp(lambda y: program(torch, y), (x,), (t,))[1])(theirs, t_theirs)
@@ -142,7 +119,6 @@ def test_saved_view_overwritten_raises_as_in_pytorch():
         func.vmap(func.grad(lambda x: program(ember, x)))(ours)
 
 
-@pytest.mark.xfail(strict=True, reason="a view taken before its base requires grad keeps requires_grad=False (eager)")
 def test_view_taken_before_its_base_requires_grad_without_transforms():
     ours, theirs = _pair((6,))
     ours.requires_grad_()

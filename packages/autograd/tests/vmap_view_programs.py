@@ -137,11 +137,9 @@ VECTOR = [
     stale_view,
     two_overlapping_writes,
     write_into_no_grad_base,
+    view_taken_before_base_needs_grad,
     view_of_view_written_base_read,
 ]
 SQUARE = [transpose_row, diagonal_mul, transpose_diagonal_add]
 PROGRAMS = [(p, (6,)) for p in VECTOR] + [(p, (3, 3)) for p in SQUARE]
 IDS = [p.__name__ for p, _ in PROGRAMS]
-# Forward mode only: in reverse mode a view taken before its base requires grad keeps
-# ``requires_grad=False`` even for plain tensors without any transform (see the test modules).
-FORWARD_ONLY = [(view_taken_before_base_needs_grad, (6,))]

@@ -352,11 +352,12 @@ def _rebase_dirty(ctx, out: Tensor, i: int, n: int, is_input: bool, inputs: dict
         k = inputs.get(id(out), 0)
         views.rebase(out, ctx if k == 0 else _InputFirst(ctx, k))
         return
+    gains_history = not out.requires_grad
     out.grad_fn = ctx
     out._output_nr = i
     out.requires_grad = True
-    if out._base is not None:
-        out._view_version = out._storage.version
+    if gains_history and out._views is not None:
+        views.follow_base(out)  # its views taken before follow it, as in PyTorch
 
 
 class _InputFirst(Node):

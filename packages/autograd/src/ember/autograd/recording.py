@@ -335,6 +335,7 @@ def _mark_no_grad_views(result) -> None:
         if base is not None and base.requires_grad and out.dtype.category >= _FLOATING:
             out.requires_grad = True
             out._no_grad_view = True
+            out._view_version = out._storage.version  # a later write makes it unusable (views.edge)
 
 
 def _check_inplace_target(t: Tensor) -> None:
@@ -529,6 +530,7 @@ def _run_and_record(plan, args, kwargs, call_below, stored, stored_kw, edges, me
             _save_result(node, (target,))
         return result
 
+    gains_history = target is not None and not target.requires_grad
     result = call_below(args, kwargs)
     if plan.saved_written:
         _resync_written(node, plan)
@@ -544,8 +546,11 @@ def _run_and_record(plan, args, kwargs, call_below, stored, stored_kw, edges, me
             result.requires_grad = True
         if save_result:
             _save_result(node, (result,))
-        return result
-    return _mark_outputs(node, entry, result, args, target)
+    else:
+        result = _mark_outputs(node, entry, result, args, target)
+    if gains_history and target.requires_grad and target._views is not None:
+        views.follow_base(target)  # the views taken before it required grad follow it, as in PyTorch
+    return result
 
 
 def _mark_outputs(node: OpNode, entry, result, args: tuple, target):

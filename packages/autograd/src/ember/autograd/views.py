@@ -11,6 +11,11 @@ Any other view of the same storage is stale once the storage has been written in
 the storage version at that moment (``_view_version``), and ``edge`` regenerates its history from
 the base's on its next use.
 
+A view taken while its base did not require grad does not require grad; when the base gains a
+history through an in-place op (on itself or through another view), ``follow_base`` gives each of
+its views still alive (``Tensor._views``) an ``AsStridedBackward`` into that history, as PyTorch's
+views follow their base. The views are found then, not checked each time an op runs.
+
 Geometry is absolute within the storage, so a view's region within a gradient laid out like the
 base is an ``as_strided`` of it, and reading a view's gradient back into its base is the gradient
 of that ``as_strided`` (``ember.autograd.as_strided``), which also serves bases with gaps between
@@ -23,8 +28,17 @@ from __future__ import annotations
 from ember.autograd import view_replay
 from ember.autograd.as_strided import as_strided_backward, overlaps_exactly
 from ember.autograd.graph import Node, gradient_edge
+from ember.core import dtypes as D
 from ember.core.aten.factories.factories import empty_strided_function
 from ember.core.tensor import Tensor
+
+_FLOATING = D.FLOATING
+_NO_GRAD_VIEW_WRITTEN = (
+    "A view was created in no_grad mode and its base or another view of its base has been modified inplace with "
+    "grad mode enabled. Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your "
+    "code by moving both the view and the inplace either both inside the no_grad block (if you don't want the "
+    "inplace to be tracked) or both outside (if you want the inplace to be tracked)."
+)
 
 
 def _geometry(t: Tensor) -> tuple:
@@ -93,10 +107,25 @@ def rebase(view: Tensor, fn: Node) -> None:
     base = view._base
     view_fn = view_replay.view_fn_of(view)
     node = CopySlices(base, view, fn) if view_fn is None else view_replay.ReplayedCopySlices(base, view_fn, fn)
+    gains_history = not base.requires_grad
     base.grad_fn = node
     base._output_nr = 0
     base.requires_grad = True
     _regenerate(view, base)
+    if gains_history:
+        follow_base(base)
+
+
+def follow_base(base: Tensor) -> None:
+    """``base`` has just gained a history through an in-place op: its views that did not require grad
+    read theirs out of it (see the module docstring)."""
+    refs = base._views
+    if refs is None:
+        return
+    for view in refs.alive():
+        # detach() makes its output through make_view, then drops _base: not a view for autograd.
+        if view._base is base and not view.requires_grad and view.dtype.category >= _FLOATING:
+            _regenerate(view, base)
 
 
 def _regenerate(view: Tensor, base: Tensor) -> None:
@@ -112,11 +141,14 @@ def _regenerate(view: Tensor, base: Tensor) -> None:
 
 def edge(t: Tensor) -> tuple:
     """``gradient_edge`` of ``t``, after regenerating a view's history made stale by an in-place write.
-    A view taken under no_grad (``recording._mark_no_grad_views``) has none: gradients stop there."""
+    A view taken under no_grad (``recording._mark_no_grad_views``) has none: gradients stop there;
+    once its storage has been written in place since, it cannot be used at all, as in PyTorch."""
     base = t._base
     if base is not None:
         state = t.__dict__
         if "_no_grad_view" in state and t.grad_fn is None:  # autograd.Function outputs get a grad_fn
+            if state.get("_view_version") != t._storage.version:
+                raise RuntimeError(_NO_GRAD_VIEW_WRITTEN)
             return (None, 0)
         if state.get("_view_version") != t._storage.version and base.requires_grad:
             _regenerate(t, base)

@@ -38,7 +38,7 @@ from ember.core import dispatch
 from ember.core.devices import META
 from ember.core.dispatch import OpOverload, ops
 from ember.core.storage import Storage
-from ember.core.tensor import Tensor, _new, make_wrapper_subclass
+from ember.core.tensor import Tensor, _new, make_wrapper_subclass, note_view
 
 aten = ops.aten
 
@@ -384,7 +384,8 @@ def _view(level: _Level, op: OpOverload, args: tuple, kwargs: dict) -> Any:
 
     def view(value: Tensor, index: int | None) -> FunctionalTensor:
         t = _wrap(value, storage, [*self._metas, ViewMeta(op, rest, kwargs, index, level.reapply_views)], level)
-        t._base = base
+        if base is not None:
+            note_view(t, base)
         if reference is not None:
             ref = reference if index is None else reference[index]
             t._shape, t._stride, t._offset = ref._shape, ref._stride, ref._offset

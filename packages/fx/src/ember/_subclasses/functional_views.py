@@ -5,7 +5,8 @@ a (newer) base: the view op itself when views are kept (``remove="mutations"``),
 when they are removed. ``reverse(base, mutated)`` gives the base in which the view's region holds
 ``mutated``: the inverse view where the view is a bijection (``view``, ``transpose``, ``permute``,
 ``unsqueeze``...), a scatter where it selects a region (``slice_scatter``, ``select_scatter``,
-``diagonal_scatter``, ``as_strided_scatter``), a sum where it broadcast (``expand``). These are
+``diagonal_scatter``, ``as_strided_scatter``), the base plus the summed changes where it broadcast
+(``expand``). These are
 PyTorch's view inverses, so the graphs functionalization makes have PyTorch's ops.
 
 Both run the ops through ``call``, which the functionalization level gives: ops called there reach
@@ -113,14 +114,18 @@ def _permute_inverse(f: _Inverse, base, mutated, meta):
 
 
 def _expand_inverse(f: _Inverse, base, mutated, meta):
-    # Sum the broadcast dimensions back (PyTorch's sum_to): the leading new ones, and those of size 1.
+    # PyTorch's inverse: ``base + sum_to(mutated - base)``. Summing ``mutated`` alone would add every
+    # copy of each element (a write through one row of the expand would count the other rows again);
+    # summing the changes keeps the elements that were not written, and matches PyTorch's graphs.
     shape = tuple(base.shape)
+    delta = f(aten.sub.Tensor, mutated, base)
     lead = mutated.ndim - len(shape)
     dims = list(range(lead)) + [lead + i for i, n in enumerate(shape) if n == 1 and mutated.shape[lead + i] != 1]
-    if not dims:
-        return mutated if f.reapply else f(aten.clone.default, mutated)
-    summed = f(aten.sum.dim_IntList, mutated, dims, True)
-    return f.view(aten.view.default, summed, list(shape)) if lead else summed
+    if dims:
+        delta = f(aten.sum.dim_IntList, delta, dims, True)
+        if lead:
+            delta = f.view(aten.view.default, delta, list(shape))
+    return f(aten.add.Tensor, base, delta)
 
 
 def _squeeze_inverse(f: _Inverse, base, mutated, meta):

@@ -141,7 +141,7 @@ def type_name(d: D.dtype) -> str:
 def check_no_internal_overlap(t: Tensor) -> None:
     """Writing into a tensor whose elements share memory (an expanded one) is refused, as in PyTorch."""
     for size, stride in zip(t._shape, t._stride, strict=True):
-        if stride == 0 and size > 1:
+        if stride == 0 and size > 1 and 0 not in t._shape:  # an empty tensor has no elements to share memory
             raise RuntimeError(
                 "unsupported operation: more than one element of the written-to tensor refers to a single memory "
                 "location. Please clone() the tensor before performing the operation."

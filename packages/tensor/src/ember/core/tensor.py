@@ -8,6 +8,7 @@ module holds what a tensor is, not what it does.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import numpy as np
@@ -69,6 +70,7 @@ class Tensor:
     grad = None
     grad_fn = None
     _base = None
+    _views = None  # a ViewRefs once a view of this tensor is taken (see make_view)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -440,17 +442,77 @@ def share_numpy(array: np.ndarray) -> Tensor:
     return _new(Tensor, storage, shape, stride, 0, dtype, array)
 
 
+class ViewRefs(list):
+    """Weak references to the views of one base tensor (``base._views``).
+
+    A view taken while its base does not require grad does not require grad either; when the base
+    later gains a history through an in-place op, PyTorch's views follow it (their ``requires_grad``
+    and ``grad_fn`` come from their base). Autograd reads this list at that moment, which is rare,
+    so that nothing is checked when ops run. References to dead views are dropped whenever the list
+    grows past twice the length it had after the last such pass.
+    """
+
+    __slots__ = ("limit",)
+
+    def prune(self) -> None:
+        self[:] = [r for r in self if r() is not None]
+        self.limit = max(16, 2 * len(self))
+
+    def alive(self) -> list:
+        return [v for v in (r() for r in self) if v is not None]
+
+
+_ref = weakref.ref
+
+
+def note_view(view: Tensor, base: Tensor) -> None:
+    """Make ``view`` a view of ``base`` for autograd (``view._base``), remembered by ``base`` (see ``ViewRefs``).
+
+    ``base`` must not be a view itself. Tensor subclasses that make their own views call this.
+    """
+    view._base = base
+    refs = base._views
+    if refs is None:
+        base._views = refs = ViewRefs()
+        refs.limit = 16
+    refs.append(_ref(view))
+    if len(refs) > refs.limit:
+        refs.prune()
+
+
 def make_view(base: Tensor, shape: tuple, stride: tuple, offset: int) -> Tensor:
     """A tensor sharing ``base``'s storage with new sizes, strides and offset."""
     storage = base._storage
     dtype = base.dtype
-    t = _new(Tensor, storage, shape, stride, offset, dtype, None)
-    if type(storage.data) is np.ndarray:
+    # ``_new`` inlined, and ``numel`` only for an offset: every view op pays for this function.
+    t = object.__new__(Tensor)
+    t._storage = storage
+    t._shape = shape
+    t._stride = stride
+    t._offset = offset
+    t.dtype = dtype
+    t.device = storage.device
+    t._contig = None
+    data = storage.data
+    if type(data) is np.ndarray:
         size = dtype.itemsize
         # An empty view reads nothing; NumPy refuses an offset past the end of an empty buffer.
-        start = offset * size if numel(shape) else 0
-        t._array = np.ndarray(shape, dtype.np, storage.data, start, [s * size for s in stride])
-    t._base = base if base._base is None else base._base
+        start = offset * size if offset and numel(shape) else 0
+        t._array = np.ndarray(shape, dtype.np, data, start, [s * size for s in stride])
+    else:
+        t._array = None
+    root = base._base
+    if root is None:
+        root = base
+    # note_view, inlined for the same reason.
+    t._base = root
+    refs = root._views
+    if refs is None:
+        root._views = refs = ViewRefs()
+        refs.limit = 16
+    refs.append(_ref(t))
+    if len(refs) > refs.limit:
+        refs.prune()
     return t
 
 

@@ -16,6 +16,7 @@ exception: it copies where one lane would copy too, so its copy is a new tensor,
 from __future__ import annotations
 
 from ember.core.dispatch import ops
+from ember.core.tensor import note_view
 
 # Shares the storage but is no view for autograd, on batched tensors as on others.
 _DETACH = ops.aten.detach.default
@@ -65,5 +66,5 @@ def link_views(op, args: tuple, kwargs: dict, out) -> None:
             if op not in _MAY_COPY:
                 o._copied_view = f"{op} on a batched tensor"
         else:
-            o._base = base
+            note_view(o, base)
             o._view_fn = _ViewFn(op, args[1:], kwargs, parent, i if several else None)

@@ -13,11 +13,16 @@ from ember.autograd.registry import derivative
 from ember.core.aten.factories.factories import zeros_function
 from ember.core.aten.sorting.unique import unique_function
 from ember.core.dispatch import ops
+from ember.core.tensor import Tensor
 
 aten = ops.aten
 
 
 def _zeros(shape, like):
+    # ``like.new_zeros``, as PyTorch's formulas write it: under vmap the zeros are batched like the
+    # gradient, so that writing the batched gradient into them is no in-place op of a batch into one lane.
+    if type(like) is not Tensor:
+        return like.new_zeros(tuple(shape))
     return zeros_function(tuple(shape), dtype=like.dtype, device=like.device)
 
 

@@ -20,9 +20,10 @@ def _to_copy(grad, self, **_):
 
 @derivative(aten.copy_.default, aten.copy.default, jvp="linear")
 def _copy(grad, self, src, **_):
-    return None, grad
+    # Zeros, not None, for the overwritten tensor: its history still gets a gradient (x.grad is zeros), as in PyTorch.
+    return grad.new_zeros(grad.shape), grad
 
 
 @derivative(aten.fill_.Scalar, aten.zero_.default, aten.fill.Scalar, aten.zero.default, jvp="linear")
 def _fill(grad, self, **_):
-    return None
+    return grad.new_zeros(grad.shape)

@@ -13,7 +13,7 @@ from ember.core.aten.shape.copying import _clone as clone_function
 from ember.core.dispatch import define
 from ember.core.layout import broadcast_shapes, contiguous_strides, normalize_dim, normalize_dims, numel
 from ember.core.symbolic import INT_LIKE
-from ember.core.tensor import Tensor, _array_view, _new, make_view
+from ember.core.tensor import Tensor, _array_view, _new, make_view, note_view
 
 VIEW = ("view", "core")
 
@@ -472,7 +472,7 @@ def view_dtype(self: Tensor, dtype) -> Tensor:
             offset *= ratio
     out = _new(Tensor, self._storage, shape, stride, offset, dtype, None)
     out._array = _array_view(self._storage, shape, stride, offset, dtype)
-    out._base = self._base if self._base is not None else self
+    note_view(out, self._base if self._base is not None else self)
     return out
 
 
