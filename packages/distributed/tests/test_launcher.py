@@ -59,7 +59,9 @@ def test_module_and_cli_entry(jobs, tmp_path):
     import sys
 
     script = tmp_path / "hello.py"
-    script.write_text("import os, sys\nprint('hello', os.environ['RANK'], sys.argv[1:])\n")
+    # One write per rank: the ranks share the launcher's stdout, unbuffered, so print()'s separate
+    # writes of its arguments could interleave.
+    script.write_text("import os, sys\nsys.stdout.write(f\"hello {os.environ['RANK']} {sys.argv[1:]}\\n\")\n")
     ember = [sys.executable, "-m", "ember", "run", "--nproc-per-node", "2", str(script), "--flag", "1"]
     result = subprocess.run(ember, capture_output=True, text=True, timeout=60, env=dict(os.environ))
     assert result.returncode == 0, result.stderr

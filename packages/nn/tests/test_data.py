@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import collections.abc
+import sys
 import warnings
 
 import numpy as np
@@ -373,5 +374,11 @@ def test_distributed_sampler_errors():
     from torch.utils.data.distributed import DistributedSampler as TorchSampler
 
     assert error_of(lambda: data.DistributedSampler(range(4), 2, 2)) == error_of(lambda: TorchSampler(range(4), 2, 2))
+    # No default process group: the distributed package says so, as PyTorch's does.
+    assert error_of(lambda: data.DistributedSampler(range(4))) == error_of(lambda: TorchSampler(range(4)))
+
+
+def test_distributed_sampler_without_the_distributed_package(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ember.distributed", None)  # what an import finds when it is not installed
     with pytest.raises(RuntimeError, match="Requires distributed package to be available"):
         data.DistributedSampler(range(4))

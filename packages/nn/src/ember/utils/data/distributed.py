@@ -2,15 +2,15 @@
 dataset, the shares padded (or cut, with ``drop_last``) to one length so that every rank runs the
 same number of steps.
 
-Without ``num_replicas`` or ``rank`` the sampler asks the default process group, through
-``ember.distributed`` if the program has imported it: this package sits below ``ember.distributed``
-in the layering and must not import it.
+Without ``num_replicas`` or ``rank`` the sampler asks the default process group of
+``ember.distributed`` when that package is installed. It sits above this one in the layering, so it
+is looked up when the sampler needs it, never imported when this module is.
 """
 
 from __future__ import annotations
 
+import importlib
 import math
-import sys
 from collections.abc import Iterator
 
 from ember.core.aten.random.random_factories import randperm
@@ -22,13 +22,13 @@ __all__ = ["DistributedSampler"]
 
 
 def _from_process_group(what: str) -> int:
-    getter = getattr(sys.modules.get("ember.distributed"), f"get_{what}", None)
-    if getter is None:
+    try:
+        distributed = importlib.import_module("ember.distributed")
+    except ImportError:
         raise RuntimeError(
-            "Requires distributed package to be available "
-            "(pass num_replicas and rank, or initialize ember.distributed's default process group)"
-        )
-    return getter()
+            "Requires distributed package to be available (pass num_replicas and rank, or install ember-distributed)"
+        ) from None
+    return getattr(distributed, f"get_{what}")()
 
 
 class DistributedSampler(Sampler[int]):
