@@ -296,6 +296,21 @@ def forward_over_reverse_case(op, sample, lib, seed: int) -> list:
 # them from an input that has a tangent, as it does for double backward.
 FORWARD_OVER_REVERSE_GAPS = frozenset({"F.layer_norm", "aten.layer_norm.default"})
 _GAP = pytest.mark.xfail(strict=True, reason="the backward formula reads saved statistics without tangents")
+# Ops whose gradients PyTorch computes without their tangents (or with wrong ones) unless asked for
+# create_graph: ours are checked against finite differences in test_linalg_autograd.py.
+ORACLE_DROPS_TANGENTS = frozenset(
+    {
+        "linalg.det",
+        "det",
+        "Tensor.det",
+        "linalg.slogdet",
+        "logdet",
+        "slogdet",
+        "linalg.solve",
+        "linalg.solve_ex",
+        "triangular_solve",
+    }
+)
 
 
 @needs_torch
@@ -304,6 +319,8 @@ _GAP = pytest.mark.xfail(strict=True, reason="the backward formula reads saved s
 )
 def test_forward_over_reverse_matches_pytorch(op):
     """Gradients computed inside a dual level carry the tangents of the gradients (``jvp(grad(f))``)."""
+    if op.name in ORACLE_DROPS_TANGENTS:
+        pytest.skip(f"{op.name}: PyTorch's gradient carries no correct tangent here")
     compared = 0
     samples = [s for s in _unique_gradient_samples(op) if _has_float((s.args, s.kwargs))]
     for sample in samples[:1]:

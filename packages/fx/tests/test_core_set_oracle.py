@@ -96,6 +96,26 @@ OURS_ONLY = {
     "unfold.default": "an overlapping-window view: only as_strided expresses it, which passes cannot reason about",
     "view.dtype": "a reinterpretation of the bits: no arithmetic gives it",
     "_linalg_svd.default": "a LAPACK kernel the code generator calls externally (as matmul-like ops)",
+    **dict.fromkeys(
+        [
+            f"{name}.default"
+            for name in (
+                "_linalg_eigh",
+                "linalg_cholesky_ex",
+                "linalg_det",
+                "linalg_eig",
+                "linalg_inv_ex",
+                "linalg_lstsq",
+                "linalg_lu_factor_ex",
+                "linalg_matrix_exp",
+                "linalg_qr",
+                "linalg_slogdet",
+                "linalg_solve_ex",
+                "linalg_solve_triangular",
+            )
+        ],
+        "a LAPACK kernel the code generator calls externally (as matmul-like ops)",
+    ),
     "diagonal_scatter.default": "the inverse of diagonal that functionalization writes: a strided write, as "
     "slice_scatter (which PyTorch lists) is",
     "as_strided_scatter.default": "the inverse of as_strided that functionalization writes: no other core op "

@@ -19,6 +19,23 @@ _FIELDS = {
     "median": ("values", "indices"),
     "nanmedian": ("values", "indices"),
     "linalg_svd": ("U", "S", "Vh"),
+    "linalg_inv_ex": ("inverse", "info"),
+    "linalg_cholesky_ex": ("L", "info"),
+    "linalg_qr": ("Q", "R"),
+    "qr": ("Q", "R"),
+    "linalg_eigh": ("eigenvalues", "eigenvectors"),
+    "linalg_eig": ("eigenvalues", "eigenvectors"),
+    "linalg_lu_factor_ex": ("LU", "pivots", "info"),
+    "linalg_lu_factor": ("LU", "pivots"),
+    "linalg_lu": ("P", "L", "U"),
+    "lu_unpack": ("P", "L", "U"),
+    "linalg_solve_ex": ("result", "info"),
+    "linalg_slogdet": ("sign", "logabsdet"),
+    "slogdet": ("sign", "logabsdet"),
+    "linalg_lstsq": ("solution", "residuals", "rank", "singular_values"),
+    "svd": ("U", "S", "V"),
+    "triangular_solve": ("solution", "cloned_coefficient"),
+    "geqrf": ("a", "tau"),
 }
 
 

@@ -1,0 +1,171 @@
+"""The top-level linear-algebra names (``ember.det``, ``ember.svd``, ``ember.triangular_solve``, ...)
+and their ``Tensor`` methods, each in PyTorch's older convention over ``ember.linalg``'s functions:
+``svd`` returns ``V`` rather than ``Vh`` and takes ``some``/``compute_uv``, ``qr`` takes ``some``,
+``triangular_solve`` takes ``(b, A)`` and returns the coefficient's copy too, ``lu`` returns the
+packed factorization.
+"""
+
+from __future__ import annotations
+
+from ember.core import return_types
+from ember.core.api import method, public
+from ember.core.aten.linalg import factorizations as F
+from ember.core.aten.linalg import linalg_functions as L
+from ember.core.aten.linalg import solvers as S
+from ember.core.aten.linalg.svd import svd as _linalg_svd
+from ember.core.aten.linalg.svd import svdvals
+from ember.core.tensor import Tensor
+
+
+@public("det")
+@method("det")
+def det(input: Tensor) -> Tensor:
+    return S.det_op(input)
+
+
+@public("logdet")
+@method("logdet")
+def logdet(input: Tensor) -> Tensor:
+    """``log(det)``: -inf for a singular matrix and nan for a negative determinant, as in PyTorch."""
+    sign, logabs = S.slogdet_op(input)
+    return logabs + sign.log()
+
+
+@public("slogdet")
+@method("slogdet")
+def slogdet(input: Tensor, *, out=None):
+    return L.write_out(return_types.slogdet(*S.slogdet_op(input)), out)
+
+
+@public("inverse")
+@method("inverse")
+def inverse(input: Tensor, *, out=None) -> Tensor:
+    return L.inv(input, out=out)
+
+
+@public("cholesky")
+@method("cholesky")
+def cholesky(input: Tensor, upper: bool = False, *, out=None) -> Tensor:
+    return L.cholesky(input, upper=upper, out=out)
+
+
+@public("cholesky_solve")
+@method("cholesky_solve")
+def cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False, *, out=None) -> Tensor:
+    """``X`` with ``A X = B`` for ``A = L L^H`` (``U^H U`` with ``upper``), ``input`` being ``B``."""
+    if input.ndim < 2 or input2.ndim < 2:
+        raise RuntimeError("b should have at least 2 dimensions, but has 1 dimensions instead")
+    factor = input2
+    y = S.solve_triangular(L.mh(factor) if upper else factor, input, upper=False)
+    x = S.solve_triangular(factor if upper else L.mh(factor), y, upper=True)
+    return L.write_out(x, out)
+
+
+@public("cholesky_inverse")
+@method("cholesky_inverse")
+def cholesky_inverse(input: Tensor, upper: bool = False, *, out=None) -> Tensor:
+    eye = L._eye_like(input, input.shape[-1]).expand(input.shape)
+    return cholesky_solve(eye, input, upper, out=out)
+
+
+@public("svd")
+@method("svd")
+def svd(input: Tensor, some: bool = True, compute_uv: bool = True, *, out=None):
+    if compute_uv:
+        U, values, Vh = _linalg_svd(input, full_matrices=not some)
+        result = return_types.svd(U, values, L.mh(Vh))
+    else:
+        # Without the vectors, U and V are zero-filled square matrices, as PyTorch returns them.
+        m, n = input.shape[-2], input.shape[-1]
+        values = svdvals(input)
+        batch = tuple(input.shape[:-2])
+        result = return_types.svd(input.new_zeros((*batch, m, m)), values, input.new_zeros((*batch, n, n)))
+    return L.write_out(result, out)
+
+
+@public("pinverse")
+@method("pinverse")
+def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:
+    return L.pinv(input, rtol=rcond)
+
+
+@public("matrix_exp")
+@method("matrix_exp")
+def matrix_exp(input: Tensor) -> Tensor:
+    return S.matrix_exp_op(input)
+
+
+@public("matrix_power")
+@method("matrix_power")
+def matrix_power(input: Tensor, n: int) -> Tensor:
+    return L.matrix_power(input, n)
+
+
+@public("qr")
+@method("qr")
+def qr(input: Tensor, some: bool = True, *, out=None):
+    Q, R = F.qr_op(input, "reduced" if some else "complete")
+    return L.write_out(return_types.qr(Q, R), out)
+
+
+@public("triangular_solve")
+@method("triangular_solve")
+def triangular_solve(
+    input: Tensor, A: Tensor, upper: bool = True, transpose: bool = False, unitriangular: bool = False, *, out=None
+):
+    """``X`` with ``op(A) X = input`` for ``op`` the identity or (``transpose``) the transpose, and a copy of ``A``."""
+    if input.ndim < 2:
+        raise RuntimeError(
+            f"torch.triangular_solve: Expected b to have at least 2 dimensions, but it has {input.ndim} dimensions instead"
+        )
+    if A.ndim < 2:
+        raise RuntimeError(
+            f"torch.triangular_solve: Expected A to have at least 2 dimensions, but it has {A.ndim} dimensions instead"
+        )
+    coefficient = A.mT if transpose else A
+    x = S.solve_triangular(coefficient, input, upper=upper != transpose, unitriangular=unitriangular)
+    return L.write_out(return_types.triangular_solve(x, A.mT.contiguous().mT), out)
+
+
+@public("lu")
+@method("lu")
+def lu(A: Tensor, pivot: bool = True, get_infos: bool = False, out=None):
+    LU, pivots, infos = F.lu_factor_ex(A, pivot=pivot, check_errors=not get_infos)
+    result = (LU, pivots, infos) if get_infos else (LU, pivots)
+    return L.write_out(result, out)
+
+
+@public("lu_solve")
+@method("lu_solve")
+def lu_solve(input: Tensor, LU_data: Tensor, LU_pivots: Tensor, *, out=None) -> Tensor:
+    return L.lu_solve(LU_data, LU_pivots, input, out=out)
+
+
+@public("lu_unpack")
+def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True, unpack_pivots: bool = True, *, out=None):
+    return L.lu_unpack(LU_data, LU_pivots, unpack_data, unpack_pivots, out=out)
+
+
+@public("chain_matmul")
+def chain_matmul(*matrices: Tensor, out=None) -> Tensor:
+    if len(matrices) == 1:
+        return L.write_out(matrices[0].clone(), out)
+    return L.multi_dot(matrices, out=out)
+
+
+@public("orgqr")
+@method("orgqr")
+def orgqr(input: Tensor, input2: Tensor) -> Tensor:
+    return L.householder_product(input, input2)
+
+
+@public("cross")
+@method("cross")
+def cross(input: Tensor, other: Tensor, dim: int | None = None, *, out=None) -> Tensor:
+    """With no ``dim``, the first dim of size 3 (PyTorch's old default)."""
+    if dim is None:
+        shape = S.batch_shape("cross", tuple(input.shape), tuple(other.shape))
+        dim = next((i for i, size in enumerate(shape) if size == 3), None)
+        if dim is None:
+            raise RuntimeError("no dimension of size 3 in input")
+    return L.cross(input, other, dim=dim, out=out)
