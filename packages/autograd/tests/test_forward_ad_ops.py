@@ -309,6 +309,7 @@ ORACLE_DROPS_TANGENTS = frozenset(
         "linalg.solve",
         "linalg.solve_ex",
         "triangular_solve",
+        "linalg.tensorsolve",
     }
 )
 

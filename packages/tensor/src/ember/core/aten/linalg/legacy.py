@@ -79,7 +79,8 @@ def svd(input: Tensor, some: bool = True, compute_uv: bool = True, *, out=None):
         m, n = input.shape[-2], input.shape[-1]
         values = svdvals(input)
         batch = tuple(input.shape[:-2])
-        result = return_types.svd(input.new_zeros((*batch, m, m)), values, input.new_zeros((*batch, n, n)))
+        U, V = input.new_zeros((*batch, m, m)), input.new_zeros((*batch, n, n)).mT  # V = Vh^H, as PyTorch lays it
+        result = return_types.svd(U, values, V)
     return L.write_out(result, out)
 
 

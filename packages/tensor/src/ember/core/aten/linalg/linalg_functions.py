@@ -206,7 +206,7 @@ def householder_product(A: Tensor, tau: Tensor, *, out=None) -> Tensor:
     for i in reversed(range(tau.shape[-1])):
         v = A[..., :, i : i + 1] * (rows > i).to(A.dtype).unsqueeze(-1) + (rows == i).to(A.dtype).unsqueeze(-1)
         Q = Q - tau[..., i : i + 1].unsqueeze(-1) * v.matmul(mh(v).matmul(Q))
-    return write_out(Q, out)
+    return write_out(Q.mT.contiguous().mT, out)  # column-major, as LAPACK's orgqr leaves it
 
 
 # -- norms ----------------------------------------------------------------------------------------
@@ -348,7 +348,8 @@ def matrix_power(A: Tensor, n: int, *, out=None) -> Tensor:
     if not isinstance(n, int) or isinstance(n, bool):
         raise TypeError(f"matrix_power(): argument 'n' must be int, not {type(n).__name__}")
     if n == 0:
-        result = _eye_like(A, A.shape[-1]).expand(A.shape).clone()
+        # A copy of A overwritten with the identity: connected to A (with a zero gradient), as in PyTorch.
+        result = A.contiguous().clone().copy_(_eye_like(A, A.shape[-1]).expand(A.shape))
     else:
         base = F.inv_ex(A, check_errors=True)[0] if n < 0 else A
         n = abs(n)
@@ -359,7 +360,8 @@ def matrix_power(A: Tensor, n: int, *, out=None) -> Tensor:
             n >>= 1
             if n:
                 base = base.matmul(base)
-        result = result.clone() if result is A else result.contiguous()
+        # A power of one is a copy; the inverse keeps its column-major layout, as PyTorch's does.
+        result = A.contiguous().clone() if result is A else result
     return write_out(result, out)
 
 
@@ -375,15 +377,12 @@ def cross(input: Tensor, other: Tensor, *, dim: int = -1, out=None) -> Tensor:
         raise RuntimeError(
             f"linalg.cross: inputs dimension {dim} must have length 3. Got {input.shape[dim]} and {other.shape[dim]}"
         )
-    from ember.core.aten.factories.factories import tensor_function
+    from ember.core.aten.shape.joining import cat
 
     shape = _broadcast(tuple(input.shape), tuple(other.shape))
-    a, b = input.expand(shape), other.expand(shape)
-    first = tensor_function([1, 2, 0], device=input.device)
-    second = tensor_function([2, 0, 1], device=input.device)
-    result = a.index_select(dim, first) * b.index_select(dim, second) - a.index_select(dim, second) * b.index_select(
-        dim, first
-    )
+    a = [input.expand(shape).narrow(dim, i, 1) for i in range(3)]
+    b = [other.expand(shape).narrow(dim, i, 1) for i in range(3)]
+    result = cat([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]], dim)
     return write_out(result, out)
 
 
