@@ -116,6 +116,7 @@ OURS_ONLY = {
         ],
         "a LAPACK kernel the code generator calls externally (as matmul-like ops)",
     ),
+    "_fft_c2c.default": "an FFT kernel the code generator calls externally, as PyTorch's _fft_r2c and _fft_c2r",
     "diagonal_scatter.default": "the inverse of diagonal that functionalization writes: a strided write, as "
     "slice_scatter (which PyTorch lists) is",
     "as_strided_scatter.default": "the inverse of as_strided that functionalization writes: no other core op "

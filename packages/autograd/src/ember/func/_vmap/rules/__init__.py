@@ -3,6 +3,7 @@
 every rule."""
 
 from ember.func._vmap.rules import (  # noqa: F401
+    fft,
     indexing,
     linalg,
     linalg_factorizations,
