@@ -261,6 +261,41 @@ OPS = [
         tolerances=TOL,
     ),
     OpInfo(
+        "geqrf",
+        lambda lib, A: lib.geqrf(A),
+        FLOATS,
+        lambda d, r: [Sample((matrix(s, d, r, shift=False),)) for s in [(4, 3), (3, 5), (2, 3, 3)]],
+        tolerances=TOL,
+    ),
+    OpInfo(
+        "ormqr",
+        lambda lib, A, C, **k: lib.ormqr(*lib.geqrf(A), C, **k),
+        FLOATS,
+        lambda d, r: (
+            [Sample((matrix((4, 3), d, r, shift=False), matrix((4, 2), d, r)), k) for k in ({}, {"transpose": True})]
+            + [Sample((matrix((4, 3), d, r, shift=False), matrix((2, 4), d, r)), {"left": False})]
+        ),
+        tolerances=TOL,
+        transforms=False,  # PyTorch has no derivative of geqrf
+    ),
+    OpInfo(
+        "frobenius_norm",
+        lambda lib, A, *a: lib.frobenius_norm(A, *a),
+        FLOATS,
+        lambda d, r: [Sample((matrix((2, 3, 4), d, r), (1, 2))), Sample((matrix((2, 3), d, r), (0,), True))],
+        tolerances=NORM_TOL,
+    ),
+    OpInfo(
+        "nuclear_norm",
+        lambda lib, A, *a: lib.nuclear_norm(A, *a),
+        FLOATS,
+        lambda d, r: [
+            Sample((matrix((3, 4), d, r, shift=False),)),
+            Sample((matrix((2, 3, 4), d, r, shift=False), (0, 2))),
+        ],
+        tolerances=NORM_TOL,
+    ),
+    OpInfo(
         "matrix_exp",
         lambda lib, A: lib.matrix_exp(A),
         ("float64",),

@@ -87,6 +87,7 @@ register(
     aten.linalg_det.default,
     aten.linalg_slogdet.default,
     aten.linalg_matrix_exp.default,
+    aten.geqrf.default,
 )
 register(_solve_ex, aten.linalg_solve_ex.default)
 register(_two_operands, aten.linalg_solve_triangular.default)

@@ -273,3 +273,41 @@ def _lu_factor_ex_cpu(A: Tensor, *, pivot: bool = True, check_errors: bool = Fal
         R.computed((*batch, min(m, n)), D.int32, lambda: pivots),
         R.computed(tuple(batch), D.int32, lambda: info),
     )
+
+
+# -- Householder QR (LAPACK's raw form) -----------------------------------------------------------
+
+geqrf_op = define("geqrf(Tensor self) -> (Tensor a, Tensor tau)", ("core",))
+
+
+def _geqrf_check(self: Tensor) -> None:
+    if self.ndim < 2:
+        raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")
+    check_matrix(self, "torch.geqrf", square=False, half="geqrf")
+
+
+@geqrf_op.register_meta
+def _geqrf_meta(self: Tensor):
+    _geqrf_check(self)
+    *batch, m, n = self._shape
+    return return_types.geqrf(
+        _matrix(self._shape, self.dtype, self.device), empty((*batch, min(m, n)), self.dtype, self.device)
+    )
+
+
+@geqrf_op.register_kernel("cpu")
+def _geqrf_cpu(self: Tensor):
+    _geqrf_check(self)
+    *batch, m, n = self._shape
+    a = R.values(self)
+    flat = a.reshape((-1, m, n))
+    reflectors = np.zeros_like(flat)
+    taus = np.zeros((flat.shape[0], min(m, n)), a.dtype)
+    for i, matrix in enumerate(flat):
+        if matrix.size:
+            h, tau = np.linalg.qr(matrix, mode="raw")  # h is LAPACK's array, transposed
+            reflectors[i], taus[i] = h.T, tau
+    return return_types.geqrf(
+        R.computed(self._shape, self.dtype, lambda: reflectors, column_major(self._shape)),
+        R.computed((*batch, min(m, n)), self.dtype, lambda: taus),
+    )

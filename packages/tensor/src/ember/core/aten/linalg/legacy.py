@@ -170,3 +170,52 @@ def cross(input: Tensor, other: Tensor, dim: int | None = None, *, out=None) -> 
         if dim is None:
             raise RuntimeError("no dimension of size 3 in input")
     return L.cross(input, other, dim=dim, out=out)
+
+
+@public("geqrf")
+@method("geqrf")
+def geqrf(input: Tensor, *, out=None):
+    return L.write_out(F.geqrf_op(input), out)
+
+
+@public("ormqr")
+@method("ormqr")
+def ormqr(input: Tensor, input2: Tensor, input3: Tensor, left: bool = True, transpose: bool = False, *, out=None):
+    """``op(Q) @ input3`` (``input3 @ op(Q)`` with ``left=False``) for the ``Q`` of ``geqrf``'s
+    reflectors ``(input, input2)``, ``op`` the transpose where ``transpose``."""
+    m = input.shape[-2]
+    missing = m - input.shape[-1]
+    reflectors = input
+    if missing > 0:  # the full m x m Q: reflectors padded with zero columns (no reflection)
+        reflectors = L.householder_product_pad(input, missing)
+    Q = L.householder_product(reflectors, input2)
+    Q = L.mh(Q) if transpose else Q
+    result = Q.matmul(input3) if left else input3.matmul(Q)
+    return L.write_out(result.mT.contiguous().mT, out)  # column-major, as LAPACK's ormqr leaves it
+
+
+def _removed(name: str, advice: str):
+    def removed(*args, **kwargs):
+        raise RuntimeError(f"This function was deprecated since version 1.9 and is now removed. {advice}")
+
+    removed.__name__ = name
+    public(name)(removed)
+
+
+_removed("solve", "`torch.solve` is deprecated in favor of `torch.linalg.solve`.")
+_removed("lstsq", "`torch.lstsq` is deprecated in favor of `torch.linalg.lstsq`.")
+_removed("eig", "`torch.linalg.eig` returns complex tensors: use `torch.linalg.eig` or `torch.linalg.eigvals`.")
+_removed("symeig", "Use `torch.linalg.eigh` or `torch.linalg.eigvalsh` (the lower triangle by default).")
+_removed("matrix_rank", "Please use the `torch.linalg.matrix_rank` function instead.")
+
+
+@public("frobenius_norm")
+def frobenius_norm(input: Tensor, dim=(-2, -1), keepdim: bool = False, *, out=None) -> Tensor:
+    return L.write_out(L.vector_norm(input, 2, dim, keepdim), out)
+
+
+@public("nuclear_norm")
+def nuclear_norm(input: Tensor, dim=None, keepdim: bool = False, *, out=None) -> Tensor:
+    if isinstance(dim, bool):  # nuclear_norm(input, keepdim)
+        dim, keepdim = None, dim
+    return L.matrix_norm(input, "nuc", (-2, -1) if dim is None else dim, keepdim, out=out)

@@ -186,6 +186,13 @@ def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True, adjoin
     return write_out(x, out)
 
 
+def householder_product_pad(A: Tensor, columns: int) -> Tensor:
+    """``A`` with ``columns`` zero columns appended (reflectors that reflect nothing)."""
+    from ember.core.aten.shape.joining import cat
+
+    return cat([A, A.new_zeros((*A.shape[:-1], columns))], -1)
+
+
 def householder_product(A: Tensor, tau: Tensor, *, out=None) -> Tensor:
     """The first n columns of ``H_1 ... H_k`` with ``H_i = I - tau_i v_i v_i^H`` (LAPACK's orgqr);
     ``v_i`` is column i of ``A`` below the diagonal, with a 1 on it."""

@@ -181,3 +181,31 @@ def _write(result, out):
     from ember.core.reduction import write_out
 
     return write_out(out, result)
+
+
+@method("polygamma_")
+def _polygamma_inplace(self, n: int):
+    return self.copy_(polygamma(n, self))
+
+
+@method("mvlgamma_")
+def _mvlgamma_inplace(self, p: int):
+    return self.copy_(mvlgamma(self, p))
+
+
+# igamma and igammac: PyTorch's top-level names of gammainc and gammaincc.
+for _name, _op in (("igamma", "special_gammainc"), ("igammac", "special_gammaincc")):
+    _function = expose(OPS[_op], _name)
+    method(f"{_name}_")(lambda self, other, _f=_function: self.copy_(_f(self, other)))
+
+
+def _inplace_function(name: str):
+    def fn(input, *args, **kwargs):
+        return getattr(input, f"{name}_")(*args, **kwargs)
+
+    fn.__name__ = f"{name}_"
+    public(f"{name}_")(fn)
+
+
+for _name in ("erfc", "i0", "sinc", "logit", "xlogy"):
+    _inplace_function(_name)
