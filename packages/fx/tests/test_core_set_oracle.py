@@ -112,6 +112,7 @@ OURS_ONLY = {
                 "linalg_slogdet",
                 "linalg_solve_ex",
                 "linalg_solve_triangular",
+                "geqrf",
             )
         ],
         "a LAPACK kernel the code generator calls externally (as matmul-like ops)",
