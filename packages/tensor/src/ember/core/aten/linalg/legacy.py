@@ -200,6 +200,8 @@ def _removed(name: str, advice: str):
 
     removed.__name__ = name
     public(name)(removed)
+    if name != "matrix_rank":  # the Tensor methods PyTorch keeps, raising the same
+        method(name)(removed)
 
 
 _removed("solve", "`torch.solve` is deprecated in favor of `torch.linalg.solve`.")
