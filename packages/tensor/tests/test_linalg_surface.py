@@ -61,8 +61,3 @@ def test_matrix_power_zero_is_the_identity_and_keeps_a_gradient_path():
     result = ember.linalg.matrix_power(A, 0)
     assert result.requires_grad
     np.testing.assert_array_equal(result.detach().numpy(), np.eye(2))
-
-
-def test_hermitian_fft_family_says_it_is_missing():
-    with pytest.raises(NotImplementedError, match="complex conjugate"):
-        ember.fft.hfft(ember.ones(4))

@@ -4,8 +4,9 @@ it), ``dim`` and ``norm`` (``"backward"``, the default, scales the inverse by ``
 both ways by ``1/sqrt(n)``; ``"forward"`` the forward by ``1/n``). Integer and bool inputs become the
 default floating dtype first, as in PyTorch.
 
-The Hermitian family (``hfft``, ``ihfft`` and their 2-D and n-D forms) needs the complex conjugate,
-which Ember does not have: they raise ``NotImplementedError``.
+The Hermitian family (``hfft``, ``ihfft`` and their 2-D and n-D forms) is written with the other
+direction's transform and a reindexing ``k -> -k``, which for these signals does what the complex
+conjugate (which Ember does not have) does in PyTorch's.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ember.core import dtypes as D
+from ember.core.api import method, public
 from ember.core.aten.fft import transforms as T
 from ember.core.dispatch import ops
 from ember.core.pointwise import type_name
@@ -175,19 +177,59 @@ def irfft2(input: Tensor, s=None, dim=(-2, -1), norm: str | None = None, *, out=
     return irfftn(input, s, dim, norm, out=out)
 
 
-def _hermitian(name: str):
-    def refuse(*args, **kwargs):
-        raise NotImplementedError(
-            f"torch.fft.{name} needs the complex conjugate, which Ember does not have; it is not available"
-        )
+def _negated(x: Tensor, dims: Sequence[int]) -> Tensor:
+    """``x`` at the indices ``-k mod n`` along each of ``dims``: a transform the other way round.
+    With no complex conjugate at hand, a real signal's transforms in the two directions differ by
+    this reindexing alone."""
+    from ember.core.aten.shape.joining import cat
 
-    refuse.__name__ = name
-    return refuse
+    for d in dims:
+        n = x.shape[d]
+        if n > 1:
+            x = cat([x.narrow(d, 0, 1), x.narrow(d, 1, n - 1).flip([d])], d)
+    return x
 
 
-hfft, ihfft, hfft2, ihfft2, hfftn, ihfftn = (
-    _hermitian(name) for name in ("hfft", "ihfft", "hfft2", "ihfft2", "hfftn", "ihfftn")
-)
+def hfftn(input: Tensor, s=None, dim=None, norm: str | None = None, *, out=None) -> Tensor:
+    """The forward transform of a Hermitian signal (given by its first half): real."""
+    x = _complex(input)
+    dims, sizes = _plan(x, s, dim, "hfftn")
+    last = 2 * (x.shape[dims[-1]] - 1) if s is None or s[-1] == -1 else sizes[-1]
+    if last < 1:
+        raise RuntimeError(f"Invalid number of data points ({last}) specified")
+    x = _resized(x, dims, [*sizes[:-1], last // 2 + 1])
+    return _out(_negated(T.c2r(x, dims, _code(norm, True), last), dims), out)
+
+
+def ihfftn(input: Tensor, s=None, dim=None, norm: str | None = None, *, out=None) -> Tensor:
+    """The inverse transform of a real signal, one-sided along the last of ``dim``."""
+    x = _floating(input)
+    if x.dtype.category == D.COMPLEX:
+        raise RuntimeError(f"ihfftn expects a real-valued input tensor, but got {type_name(x.dtype)}")
+    dims, sizes = _plan(x, s, dim, "ihfftn")
+    x = _resized(x, dims, sizes)
+    full = _negated(T.r2c(x, dims, _code(norm, False), False), dims)
+    half = full.narrow(dims[-1], 0, x.shape[dims[-1]] // 2 + 1)
+    # Laid out as PyTorch's one-sided transforms are: the transformed dims innermost.
+    order = [d for d in range(half.ndim) if d not in dims] + list(dims)
+    inverse = [order.index(d) for d in range(half.ndim)]
+    return _out(half.permute(order).contiguous().permute(inverse), out)
+
+
+def hfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None, *, out=None) -> Tensor:
+    return hfftn(input, None if n is None else [n], [dim], norm, out=out)
+
+
+def ihfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None, *, out=None) -> Tensor:
+    return ihfftn(input, None if n is None else [n], [dim], norm, out=out)
+
+
+def hfft2(input: Tensor, s=None, dim=(-2, -1), norm: str | None = None, *, out=None) -> Tensor:
+    return hfftn(input, s, dim, norm, out=out)
+
+
+def ihfft2(input: Tensor, s=None, dim=(-2, -1), norm: str | None = None, *, out=None) -> Tensor:
+    return ihfftn(input, s, dim, norm, out=out)
 
 
 def fftfreq(
@@ -227,3 +269,32 @@ def fftshift(input: Tensor, dim=None) -> Tensor:
 def ifftshift(input: Tensor, dim=None) -> Tensor:
     dims = _shift_dims(input, dim)
     return input.roll([(input.shape[d] + 1) // 2 for d in dims], dims)
+
+
+# -- conjugation bits -----------------------------------------------------------------------------
+# PyTorch marks some results (ifft of a real signal, ...) as lazily conjugated or negated views.
+# Ember computes every value eagerly: no tensor carries either bit, and resolving one is the identity.
+
+
+@public("resolve_conj")
+@method("resolve_conj")
+def resolve_conj(input: Tensor) -> Tensor:
+    return input
+
+
+@public("resolve_neg")
+@method("resolve_neg")
+def resolve_neg(input: Tensor) -> Tensor:
+    return input
+
+
+@public("is_conj")
+@method("is_conj")
+def is_conj(input: Tensor) -> bool:
+    return False
+
+
+@public("is_neg")
+@method("is_neg")
+def is_neg(input: Tensor) -> bool:
+    return False
