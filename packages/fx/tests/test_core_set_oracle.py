@@ -113,6 +113,8 @@ OURS_ONLY = {
                 "linalg_solve_ex",
                 "linalg_solve_triangular",
                 "geqrf",
+                "linalg_ldl_factor_ex",
+                "linalg_ldl_solve",
             )
         ],
         "a LAPACK kernel the code generator calls externally (as matmul-like ops)",

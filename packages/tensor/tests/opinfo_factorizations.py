@@ -299,6 +299,33 @@ OPS = [
         lambda d, r: [Sample((matrix((3, 2), d, r), matrix((3, 3), d, r)), k) for k in ({}, {"upper": False})],
         tolerances=TOL,
     ),
+    OpInfo(
+        "linalg.ldl_factor",
+        lambda lib, A, **k: lib.linalg.ldl_factor(_sym(lib, A), **k),
+        FLOATS,
+        lambda d, r: (
+            [Sample((a,), name=repr(a)) for a in squares(d, r, [(3, 3), (2, 4, 4)], shift=False)]
+            + [Sample((matrix((3, 3), d, r),), {"hermitian": True}, name="hermitian")]
+        ),
+        tolerances=TOL,
+    ),
+    OpInfo(
+        "linalg.ldl_factor_ex",
+        lambda lib, A: lib.linalg.ldl_factor_ex(_sym(lib, A)),
+        FLOATS,
+        lambda d, r: [Sample((a,), name=repr(a)) for a in squares(d, r, [(4, 4)], shift=False)],
+        tolerances=TOL,
+    ),
+    OpInfo(
+        "linalg.ldl_solve",
+        lambda lib, A, B: lib.linalg.ldl_solve(*lib.linalg.ldl_factor(_sym(lib, A)), B),
+        FLOATS,
+        lambda d, r: [
+            Sample((matrix((3, 3), d, r), matrix((3, 2), d, r))),
+            Sample((matrix((2, 4, 4), d, r), matrix((4, 1), d, r)), name="broadcast"),
+        ],
+        tolerances=LOOSE,
+    ),
     OpInfo("linalg.lstsq", _lstsq, FLOATS, _lstsq_samples, tolerances=LOOSE),
     OpInfo(
         "linalg.matrix_exp",

@@ -36,6 +36,8 @@ _FIELDS = {
     "svd": ("U", "S", "V"),
     "triangular_solve": ("solution", "cloned_coefficient"),
     "geqrf": ("a", "tau"),
+    "linalg_ldl_factor": ("LD", "pivots"),
+    "linalg_ldl_factor_ex": ("LD", "pivots", "info"),
 }
 
 

@@ -88,7 +88,19 @@ register(
     aten.linalg_slogdet.default,
     aten.linalg_matrix_exp.default,
     aten.geqrf.default,
+    aten.linalg_ldl_factor_ex.default,
 )
+
+
+def _ldl_solve(call):
+    LD, pivots, B = call.args[:3]
+    cores = ((LD, 2), (pivots, 1), (B, 2))
+    batch = max(len(_shape(call, t)) - core for t, core in cores)
+    LD, pivots, B = (pad_to(call, call.expand(t), batch + core) for t, core in cores)
+    return call.op(LD, pivots, B, *call.args[3:], **call.kwargs)
+
+
+register(_ldl_solve, aten.linalg_ldl_solve.default)
 register(_solve_ex, aten.linalg_solve_ex.default)
 register(_two_operands, aten.linalg_solve_triangular.default)
 register(_lstsq, aten.linalg_lstsq.default)

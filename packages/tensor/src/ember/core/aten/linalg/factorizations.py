@@ -311,3 +311,96 @@ def _geqrf_cpu(self: Tensor):
         R.computed(self._shape, self.dtype, lambda: reflectors, column_major(self._shape)),
         R.computed((*batch, min(m, n)), self.dtype, lambda: taus),
     )
+
+
+# -- LDL^T (Bunch-Kaufman) ------------------------------------------------------------------------
+
+ldl_factor_ex = define(
+    "linalg_ldl_factor_ex(Tensor self, *, bool hermitian=False, bool check_errors=False) "
+    "-> (Tensor LD, Tensor pivots, Tensor info)",
+    ("core",),
+)
+ldl_solve_op = define(
+    "linalg_ldl_solve(Tensor LD, Tensor pivots, Tensor B, *, bool hermitian=False) -> Tensor", ("core",)
+)
+
+
+def _ldl_check(A: Tensor, hermitian: bool, name: str) -> None:
+    check_matrix(A, name, half="ldl_factor")
+    if hermitian and A.dtype.category == D.COMPLEX:
+        raise NotImplementedError(f"{name}: hermitian=True for complex inputs needs the complex conjugate")
+
+
+@ldl_factor_ex.register_meta
+def _ldl_factor_ex_meta(self: Tensor, *, hermitian: bool = False, check_errors: bool = False):
+    _ldl_check(self, hermitian, "torch.linalg.ldl_factor_ex")
+    return return_types.linalg_ldl_factor_ex(
+        _matrix(self._shape, self.dtype, self.device),
+        empty(self._shape[:-1], D.int32, self.device),
+        info_tensor(self._shape[:-2], self.device),
+    )
+
+
+@ldl_factor_ex.register_kernel("cpu")
+def _ldl_factor_ex_cpu(self: Tensor, *, hermitian: bool = False, check_errors: bool = False):
+    _ldl_check(self, hermitian, "torch.linalg.ldl_factor_ex")
+    n = self._shape[-1]
+    flat = R.values(self).reshape((-1, n, n))
+    factors, pivots, info = np.zeros_like(flat), np.zeros(flat.shape[:2], np.int32), np.zeros(len(flat), np.int32)
+    for i, matrix in enumerate(flat):
+        factors[i], pivots[i], info[i] = lapack.ldl_factor(matrix)
+    batch = self._shape[:-2]
+    if check_errors:
+        raise_on_info(
+            info.reshape(batch),
+            "torch.linalg.ldl_factor",
+            lambda code: (
+                f"The factorization could not be completed because the block diagonal D[{code}, {code}] "
+                "is zero: the input is singular."
+            ),
+        )
+    return return_types.linalg_ldl_factor_ex(
+        R.computed(self._shape, self.dtype, lambda: factors, column_major(self._shape)),
+        R.computed(self._shape[:-1], D.int32, lambda: pivots),
+        R.computed(batch, D.int32, lambda: info),
+    )
+
+
+def _ldl_solve_shape(LD: Tensor, pivots: Tensor, B: Tensor, hermitian: bool) -> tuple:
+    _ldl_check(LD, hermitian, "torch.linalg.ldl_solve")
+    if B.ndim < 2:
+        raise RuntimeError(
+            "torch.linalg.ldl_solve: Expected B to have at least 2 dimensions, but it has 1 dimensions instead"
+        )
+    if pivots.dtype is not D.int32:
+        raise RuntimeError(f"torch.linalg.ldl_solve: Expected pivots to be integers. Got {pivots.dtype}")
+    if LD.dtype is not B.dtype:
+        raise RuntimeError("torch.linalg.ldl_solve: Expected LD and B to have the same dtype")
+    if B._shape[-2] != LD._shape[-1]:
+        raise RuntimeError("torch.linalg.ldl_solve: Incompatible shapes of LD and B for the equation LD X = B")
+    from ember.core.aten.linalg.checks import batch_shape
+
+    batch = batch_shape("torch.linalg.ldl_solve", LD._shape[:-2], pivots._shape[:-1], B._shape[:-2])
+    return (*batch, *B._shape[-2:])
+
+
+@ldl_solve_op.register_meta
+def _ldl_solve_meta(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False):
+    shape = _ldl_solve_shape(LD, pivots, B, hermitian)
+    return _matrix(shape, LD.dtype, LD.device)
+
+
+@ldl_solve_op.register_kernel("cpu")
+def _ldl_solve_cpu(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False):
+    shape = _ldl_solve_shape(LD, pivots, B, hermitian)
+    batch = shape[:-2]
+    n = LD._shape[-1]
+    factors = np.broadcast_to(R.values(LD), (*batch, n, n))
+    pivot_rows = np.broadcast_to(
+        np.asarray(pivots._array if pivots._array is not None else R.values(pivots)), (*batch, n)
+    )
+    rhs = np.broadcast_to(R.values(B), shape)
+    out = np.zeros(shape, np.result_type(factors, rhs))
+    for index in np.ndindex(*batch):
+        out[index] = lapack.ldl_solve(factors[index], pivot_rows[index], rhs[index])
+    return R.computed(shape, LD.dtype, lambda: out, column_major(shape))

@@ -201,3 +201,111 @@ def expm(a: np.ndarray) -> np.ndarray:
                 result = result @ result
             out[i] = result
     return out.reshape(a.shape)
+
+
+_BUNCH_KAUFMAN = (1 + 17**0.5) / 8
+
+
+def ldl_factor(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(LD, pivots, info)`` of one symmetric matrix by its lower triangle: LAPACK's ``sytf2``
+    (Bunch-Kaufman pivoting, 1x1 and 2x2 blocks; a 2x2 block's two pivots are stored negated)."""
+    a = np.array(a, copy=True)
+    n = a.shape[0]
+    pivots = np.zeros(n, np.int32)
+    info = 0
+    k = 0
+    while k < n:
+        step = 1
+        absakk = abs(a[k, k])
+        if k < n - 1:
+            imax = k + 1 + int(np.argmax(np.abs(a[k + 1 :, k])))
+            colmax = abs(a[imax, k])
+        else:
+            imax, colmax = k, 0.0
+        if max(absakk, colmax) == 0 or np.isnan(absakk):
+            info = info or k + 1
+            kp = k
+        else:
+            if absakk >= _BUNCH_KAUFMAN * colmax:
+                kp = k
+            else:
+                rowmax = np.max(np.abs(a[imax, k:imax]))
+                if imax < n - 1:
+                    rowmax = max(rowmax, np.max(np.abs(a[imax + 1 :, imax])))
+                if absakk >= _BUNCH_KAUFMAN * colmax * (colmax / rowmax):
+                    kp = k
+                elif abs(a[imax, imax]) >= _BUNCH_KAUFMAN * rowmax:
+                    kp = imax
+                else:
+                    kp, step = imax, 2
+            kk = k + step - 1
+            if kp != kk:
+                # Rows and columns kk and kp of the trailing lower triangle trade places.
+                if kp < n - 1:
+                    a[kp + 1 :, kk], a[kp + 1 :, kp] = a[kp + 1 :, kp].copy(), a[kp + 1 :, kk].copy()
+                column, row = a[kk + 1 : kp, kk].copy(), a[kp, kk + 1 : kp].copy()
+                a[kk + 1 : kp, kk], a[kp, kk + 1 : kp] = row, column
+                a[kk, kk], a[kp, kp] = a[kp, kp], a[kk, kk]
+                if step == 2:
+                    a[k + 1, k], a[kp, k] = a[kp, k], a[k + 1, k]
+            if step == 1:
+                if k < n - 1:
+                    d11 = 1.0 / a[k, k]
+                    x = a[k + 1 :, k].copy()
+                    a[k + 1 :, k + 1 :] -= np.tril(d11 * np.outer(x, x))
+                    a[k + 1 :, k] *= d11
+            elif k < n - 2:
+                d21 = a[k + 1, k]
+                d11 = a[k + 1, k + 1] / d21
+                d22 = a[k, k] / d21
+                t = 1.0 / (d11 * d22 - 1.0)
+                d21 = t / d21
+                for j in range(k + 2, n):
+                    wk = d21 * (d11 * a[j, k] - a[j, k + 1])
+                    wkp1 = d21 * (d22 * a[j, k + 1] - a[j, k])
+                    a[j:, j] -= a[j:, k] * wk + a[j:, k + 1] * wkp1
+                    a[j, k], a[j, k + 1] = wk, wkp1
+        if step == 1:
+            pivots[k] = kp + 1
+        else:
+            pivots[k] = pivots[k + 1] = -(kp + 1)
+        k += step
+    return np.tril(a), pivots, info
+
+
+def ldl_solve(ld: np.ndarray, pivots: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``A^-1 B`` from ``ldl_factor``'s output (LAPACK's ``sytrs``, lower)."""
+    b = np.array(b, copy=True)
+    n = ld.shape[0]
+    k = 0
+    while k < n:  # L D Y = B
+        if pivots[k] > 0:
+            kp = pivots[k] - 1
+            b[[k, kp]] = b[[kp, k]]
+            b[k + 1 :] -= np.outer(ld[k + 1 :, k], b[k])
+            b[k] /= ld[k, k]
+            k += 1
+        else:
+            kp = -pivots[k] - 1
+            b[[k + 1, kp]] = b[[kp, k + 1]]
+            b[k + 2 :] -= np.outer(ld[k + 2 :, k], b[k]) + np.outer(ld[k + 2 :, k + 1], b[k + 1])
+            akm1k = ld[k + 1, k]
+            akm1, ak = ld[k, k] / akm1k, ld[k + 1, k + 1] / akm1k
+            denom = akm1 * ak - 1.0
+            bkm1, bk = b[k] / akm1k, b[k + 1] / akm1k
+            b[k], b[k + 1] = (ak * bkm1 - bk) / denom, (akm1 * bk - bkm1) / denom
+            k += 2
+    k = n - 1
+    while k >= 0:  # L^T X = Y
+        if pivots[k] > 0:
+            b[k] -= ld[k + 1 :, k] @ b[k + 1 :]
+            kp = pivots[k] - 1
+            b[[k, kp]] = b[[kp, k]]
+            k -= 1
+        else:
+            b[k] -= ld[k + 1 :, k] @ b[k + 1 :]
+            b[k - 1] -= ld[k + 1 :, k - 1] @ b[k + 1 :]
+            kp = -pivots[k] - 1
+            b[[k, kp]] = b[[kp, k]]
+            k -= 2
+    return b

@@ -137,6 +137,19 @@ def lu_factor(A: Tensor, *, pivot: bool = True, out=None):
     return write_out(return_types.linalg_lu_factor(LU, pivots), out)
 
 
+def ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = False, out=None):
+    return write_out(F.ldl_factor_ex(A, hermitian=hermitian, check_errors=check_errors), out)
+
+
+def ldl_factor(A: Tensor, *, hermitian: bool = False, out=None):
+    LD, pivots, _ = F.ldl_factor_ex(A, hermitian=hermitian, check_errors=True)
+    return write_out(return_types.linalg_ldl_factor(LD, pivots), out)
+
+
+def ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False, out=None) -> Tensor:
+    return write_out(F.ldl_solve_op(LD, pivots, B, hermitian=hermitian), out)
+
+
 def permutation_matrix(pivots: Tensor, m, dtype: D.dtype) -> Tensor:
     """``P`` (*, m, m) with ``A = P L U`` from LAPACK's 1-based row swaps, by composing the swaps."""
     from ember.core.aten.factories.factories import arange_function
