@@ -24,6 +24,7 @@ from ember.core.aten.fft.functions import (
     rfftfreq,
     rfftn,
 )
+from ember.core.tensor import Tensor  # noqa: F401  (torch.fft and torch.special name it too)
 
 __all__ = [
     "fft",

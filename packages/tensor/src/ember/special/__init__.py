@@ -11,6 +11,7 @@ from ember.core import functions as _functions
 from ember.core.aten.pointwise.special import OPS as _OPS
 from ember.core.aten.pointwise.special import mvlgamma as _mvlgamma
 from ember.core.aten.pointwise.special import polygamma  # noqa: F401  (listed in __all__)
+from ember.core.tensor import Tensor  # noqa: F401  (torch.special names it too)
 
 erf = _functions["erf"]
 erfinv = _functions["erfinv"]
