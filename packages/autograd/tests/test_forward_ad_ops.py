@@ -30,7 +30,7 @@ MAY_LACK_DERIVATIVE = PENDING_GRAD | {"argsort"}
 REFUSED_BY_PYTORCH = frozenset(
     {"floor_divide", "heaviside", "scatter_legacy_reduce", "unique", "unique_consecutive"}
     | {"special.zeta", "special.gammainc", "special.gammaincc"}  # in their first argument
-    | {"linalg.ldl_factor", "linalg.ldl_factor_ex", "linalg.ldl_solve"}
+    | {"linalg.ldl_factor", "linalg.ldl_factor_ex", "linalg.ldl_solve", "geqrf", "igamma", "igammac"}
 )
 # Ops whose outputs PyTorch does not differentiate at all (no tangent, no gradient), as ours.
 NOT_DIFFERENTIABLE = frozenset(

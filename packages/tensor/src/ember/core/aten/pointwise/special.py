@@ -185,18 +185,19 @@ def _write(result, out):
 
 @method("polygamma_")
 def _polygamma_inplace(self, n: int):
-    return self.copy_(polygamma(n, self))
+    # computed from a copy: the derivative reads the values from before the write
+    return self.copy_(polygamma(n, self.clone()))
 
 
 @method("mvlgamma_")
 def _mvlgamma_inplace(self, p: int):
-    return self.copy_(mvlgamma(self, p))
+    return self.copy_(mvlgamma(self.clone(), p))
 
 
 # igamma and igammac: PyTorch's top-level names of gammainc and gammaincc.
 for _name, _op in (("igamma", "special_gammainc"), ("igammac", "special_gammaincc")):
     _function = expose(OPS[_op], _name)
-    method(f"{_name}_")(lambda self, other, _f=_function: self.copy_(_f(self, other)))
+    method(f"{_name}_")(lambda self, other, _f=_function: self.copy_(_f(self.clone(), other)))
 
 
 def _inplace_function(name: str):
