@@ -51,7 +51,7 @@ NOT_SYMINT_SAFE: dict[str, str] = {
     **dict.fromkeys(
         ["linalg.lu", "linalg.lu_solve", "lu_unpack"], "the permutation is composed one row swap per pivot, in Python"
     ),
-    "linalg.householder_product": "one reflector applied per entry of tau, in Python",
+    **dict.fromkeys(["linalg.householder_product", "ormqr"], "one reflector applied per entry of tau, in Python"),
 }
 
 # Ops that turn a symbolic size into an int (specializing it) by their nature, as PyTorch's do:
