@@ -96,6 +96,75 @@ OURS_ONLY = {
     "unfold.default": "an overlapping-window view: only as_strided expresses it, which passes cannot reason about",
     "view.dtype": "a reinterpretation of the bits: no arithmetic gives it",
     "_linalg_svd.default": "a LAPACK kernel the code generator calls externally (as matmul-like ops)",
+    **dict.fromkeys(
+        [
+            f"{name}.default"
+            for name in (
+                "_linalg_eigh",
+                "linalg_cholesky_ex",
+                "linalg_det",
+                "linalg_eig",
+                "linalg_inv_ex",
+                "linalg_lstsq",
+                "linalg_lu_factor_ex",
+                "linalg_matrix_exp",
+                "linalg_qr",
+                "linalg_slogdet",
+                "linalg_solve_ex",
+                "linalg_solve_triangular",
+                "geqrf",
+                "linalg_ldl_factor_ex",
+                "linalg_ldl_solve",
+            )
+        ],
+        "a LAPACK kernel the code generator calls externally (as matmul-like ops)",
+    ),
+    **dict.fromkeys(
+        ["digamma.default", "erfc.default", "i0.default", "lgamma.default", "logit.default", "sinc.default"]
+        + ["xlogy.Tensor"]
+        + [
+            f"special_{name}.default"
+            for name in [
+                "bessel_j0",
+                "bessel_j1",
+                "bessel_y0",
+                "bessel_y1",
+                "chebyshev_polynomial_t",
+                "chebyshev_polynomial_u",
+                "chebyshev_polynomial_v",
+                "chebyshev_polynomial_w",
+                "entr",
+                "erfcx",
+                "gammainc",
+                "gammaincc",
+                "hermite_polynomial_h",
+                "hermite_polynomial_he",
+                "i0e",
+                "i1",
+                "i1e",
+                "laguerre_polynomial_l",
+                "legendre_polynomial_p",
+                "log_ndtr",
+                "modified_bessel_i0",
+                "modified_bessel_i1",
+                "modified_bessel_k0",
+                "modified_bessel_k1",
+                "ndtr",
+                "ndtri",
+                "scaled_modified_bessel_k0",
+                "scaled_modified_bessel_k1",
+                "shifted_chebyshev_polynomial_t",
+                "shifted_chebyshev_polynomial_u",
+                "shifted_chebyshev_polynomial_v",
+                "shifted_chebyshev_polynomial_w",
+                "spherical_bessel_j0",
+                "xlog1py",
+                "zeta",
+            ]
+        ],
+        "a special function with no closed form in core ops: one kernel the code generator calls, as erfinv",
+    ),
+    "_fft_c2c.default": "an FFT kernel the code generator calls externally, as PyTorch's _fft_r2c and _fft_c2r",
     "diagonal_scatter.default": "the inverse of diagonal that functionalization writes: a strided write, as "
     "slice_scatter (which PyTorch lists) is",
     "as_strided_scatter.default": "the inverse of as_strided that functionalization writes: no other core op "

@@ -47,7 +47,12 @@ DATA_DEPENDENT: dict[str, tuple[type[Exception], str]] = {
 }
 
 # Ops whose meta kernel is not yet SymInt-safe, each with why.
-NOT_SYMINT_SAFE: dict[str, str] = {}
+NOT_SYMINT_SAFE: dict[str, str] = {
+    **dict.fromkeys(
+        ["linalg.lu", "linalg.lu_solve", "lu_unpack"], "the permutation is composed one row swap per pivot, in Python"
+    ),
+    **dict.fromkeys(["linalg.householder_product", "ormqr"], "one reflector applied per entry of tau, in Python"),
+}
 
 # Ops that turn a symbolic size into an int (specializing it) by their nature, as PyTorch's do:
 # the number of tensors they return is the size.

@@ -17,9 +17,11 @@ from importlib.metadata import version as _version
 
 from ember import (
     autograd,  # noqa: F401  (installs the autograd level of the dispatcher)
+    fft,  # noqa: F401  (torch.fft's place)
     linalg,  # noqa: F401  (torch.linalg's place)
     logs,  # noqa: F401  (reads EMBER_LOGS)
     sdpa,  # noqa: F401  (registers the attention ops, aten::_scaled_dot_product_flash_attention_for_cpu, ...)
+    special,  # noqa: F401  (torch.special's place)
 )
 from ember._cuda_fallback import install_finder as _install_cuda_fallback
 from ember.autograd import (  # noqa: F401

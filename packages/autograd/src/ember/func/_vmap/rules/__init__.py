@@ -2,4 +2,15 @@
 (``out`` holds the rules of ``out=`` forms, which every kind has). Importing this package registers
 every rule."""
 
-from ember.func._vmap.rules import indexing, linalg, nn, out, pointwise, random, reductions, shape  # noqa: F401
+from ember.func._vmap.rules import (  # noqa: F401
+    fft,
+    indexing,
+    linalg,
+    linalg_factorizations,
+    nn,
+    out,
+    pointwise,
+    random,
+    reductions,
+    shape,
+)
