@@ -58,6 +58,7 @@ _LAZY_SUBPACKAGES = (
     "amp",
     "cuda",
     "distributed",
+    "distributions",
     "func",
     "fx",
     "hub",
