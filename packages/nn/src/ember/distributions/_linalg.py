@@ -63,3 +63,9 @@ def cholesky_inverse(L: Tensor) -> Tensor:
 def _broadcast_batch(A: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
     batch = ember.broadcast_shapes(A.shape[:-2], b.shape[:-2])
     return A.expand(batch + A.shape[-2:]), b.expand(batch + b.shape[-2:])
+
+
+def diag_embed(x: Tensor) -> Tensor:
+    """Square matrices with ``x`` (..., n) on the diagonal."""
+    n = x.shape[-1]
+    return x.unsqueeze(-1) * ember.eye(n, dtype=x.dtype, device=x.device)

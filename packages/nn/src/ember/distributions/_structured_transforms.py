@@ -9,7 +9,7 @@ from ember.core.tensor import Tensor
 
 from . import constraints
 from ._ember import ember
-from ._linalg import cholesky
+from ._linalg import cholesky, diag_embed
 from .transforms import Transform, _clipped_sigmoid
 from .utils import tril_matrix_to_vec, vec_to_tril_matrix
 
@@ -101,10 +101,10 @@ class LowerCholeskyTransform(Transform):
         return hash(type(self))
 
     def _call(self, x):
-        return x.tril(-1) + x.diagonal(dim1=-2, dim2=-1).exp().diag_embed()
+        return x.tril(-1) + diag_embed(x.diagonal(dim1=-2, dim2=-1).exp())
 
     def _inverse(self, y):
-        return y.tril(-1) + y.diagonal(dim1=-2, dim2=-1).log().diag_embed()
+        return y.tril(-1) + diag_embed(y.diagonal(dim1=-2, dim2=-1).log())
 
 
 class PositiveDefiniteTransform(Transform):

@@ -1,0 +1,132 @@
+"""Samples drawn with Ember's generator: shapes, support, reproducibility under ember.manual_seed, and
+moments. Each sample mean is checked against the distribution's mean within 6 standard errors
+(computed from the distribution's variance and the sample size), so a correct sampler fails with
+probability below 1e-8 per check and the seed is fixed besides."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import ember
+import ember.distributions as D
+
+N = 20000
+
+
+def t(*values):
+    return ember.tensor(list(values), dtype=ember.float64)
+
+
+CASES = [
+    lambda: D.Normal(t(0.0, 2.0), t(1.0, 0.5)),
+    lambda: D.Uniform(t(-1.0, 2.0), t(1.0, 5.0)),
+    lambda: D.Exponential(t(0.5, 3.0)),
+    lambda: D.Laplace(t(0.0, 1.0), t(1.0, 2.0)),
+    lambda: D.Gumbel(t(0.0, 1.0), t(1.0, 2.0)),
+    lambda: D.LogNormal(t(0.0, 0.5), t(0.3, 0.2)),
+    lambda: D.HalfNormal(t(1.0, 2.0)),
+    lambda: D.Gamma(t(0.3, 2.0, 9.0), t(1.0, 0.5, 3.0)),
+    lambda: D.Chi2(t(1.0, 5.0)),
+    lambda: D.Beta(t(0.5, 2.0), t(0.7, 5.0)),
+    lambda: D.Dirichlet(t(0.5, 2.0, 3.0)),
+    lambda: D.StudentT(t(5.0, 9.0), t(0.0, 1.0), t(1.0, 2.0)),
+    lambda: D.Bernoulli(probs=t(0.2, 0.9)),
+    lambda: D.Geometric(probs=t(0.3, 0.8)),
+    lambda: D.Poisson(t(0.5, 4.0, 30.0, 400.0)),
+    lambda: D.Binomial(10, probs=t(0.2, 0.7)),
+    lambda: D.Binomial(t(3.0, 300.0), probs=t(0.5, 0.1)),
+    lambda: D.Categorical(probs=t(0.2, 0.3, 0.5)),
+    lambda: D.OneHotCategorical(probs=t(0.2, 0.3, 0.5)),
+    lambda: D.Multinomial(5, probs=t(0.2, 0.3, 0.5)),
+]
+
+
+def _categorical_moments(d):
+    k = d.probs.shape[-1]
+    values = ember.arange(k, dtype=ember.float64)
+    mean = (d.probs * values).sum(-1)
+    var = (d.probs * values**2).sum(-1) - mean**2
+    return mean, var
+
+
+@pytest.mark.parametrize("make", CASES, ids=[str(i) for i in range(len(CASES))])
+def test_sample_moments(make):
+    d = make()
+    ember.manual_seed(1234)
+    x = d.sample((N,))
+    assert tuple(x.shape) == (N,) + tuple(d.batch_shape) + tuple(d.event_shape)
+    assert bool(d.support.check(x).all())
+    ember.manual_seed(1234)
+    assert bool((d.sample((N,)) == x).all()), "ember.manual_seed makes sampling reproducible"
+    if isinstance(d, D.Categorical):
+        mean, var = _categorical_moments(d)
+    else:
+        mean, var = d.mean, d.variance
+    x = x.to(ember.float64)
+    tol = 6 * (var / N).sqrt()
+    err = (x.mean(0) - mean).abs()
+    assert bool((err <= tol).all()), f"sample mean {x.mean(0)} vs {mean} (tolerance {tol})"
+    # the variance too, within a generous bound (its standard error needs the fourth moment)
+    ratio = x.var(0) / var
+    assert bool(((ratio - 1).abs() < 0.15).all()), f"sample variance ratio {ratio}"
+
+
+def test_cauchy_and_half_cauchy_median():
+    ember.manual_seed(0)
+    x = D.Cauchy(t(1.0), t(2.0)).sample((N,))
+    q = (x <= 1.0).to(ember.float64).mean()
+    assert abs(q.item() - 0.5) < 6 * math.sqrt(0.25 / N)
+    y = D.HalfCauchy(t(2.0)).sample((N,))
+    assert bool((y >= 0).all())
+    assert abs((y <= 2.0).to(ember.float64).mean().item() - 0.5) < 6 * math.sqrt(0.25 / N)
+
+
+def test_rsample_keeps_the_graph():
+    loc = t(0.0, 1.0).requires_grad_()
+    scale = t(1.0, 2.0).requires_grad_()
+    for d in (D.Normal(loc, scale), D.Laplace(loc, scale), D.Gumbel(loc, scale), D.Cauchy(loc, scale)):
+        x = d.rsample((3,))
+        assert x.requires_grad
+        assert not d.sample((3,)).requires_grad
+
+
+def test_gamma_rsample_gradient_is_the_implicit_reparameterization():
+    # E[x] = a / b, so d/da of the sample mean tends to 1 / b; the gradient of each draw is exact, the mean is statistical
+    a = t(2.5).requires_grad_()
+    ember.manual_seed(7)
+    x = D.Gamma(a, t(2.0)).rsample((4000,))
+    x.mean().backward()
+    assert abs(a.grad.item() - 0.5) < 0.05
+    c = t(1.5, 2.5, 4.0).requires_grad_()
+    y = D.Dirichlet(c).rsample((2000,))
+    assert y.requires_grad
+    (y[:, 0]).mean().backward()
+    # d E[y0] / d c0 = (c1 + c2) / (sum c)^2
+    assert abs(c.grad[0].item() - 6.5 / 64) < 0.02
+
+
+def test_default_validate_args_switch():
+    D.Distribution.set_default_validate_args(False)
+    try:
+        D.Normal(0.0, -1.0)
+    finally:
+        D.Distribution.set_default_validate_args(True)
+    with pytest.raises(ValueError):
+        D.Normal(0.0, -1.0)
+    with pytest.raises(ValueError):
+        D.Distribution.set_default_validate_args("yes")
+
+
+def test_sample_shapes_and_expand():
+    d = D.Normal(ember.zeros(2, 3), ember.ones(2, 3))
+    assert tuple(d.sample().shape) == (2, 3)
+    assert tuple(d.sample((4, 5)).shape) == (4, 5, 2, 3)
+    e = d.expand((7, 2, 3))
+    assert tuple(e.batch_shape) == (7, 2, 3)
+    assert tuple(e.sample((1,)).shape) == (1, 7, 2, 3)
+    ind = D.Independent(d, 1)
+    assert tuple(ind.batch_shape) == (2,) and tuple(ind.event_shape) == (3,)
+    with pytest.raises(ValueError):
+        D.Independent(d, 3)
