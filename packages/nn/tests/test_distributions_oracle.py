@@ -57,6 +57,15 @@ CASES = [
     ("Categorical", {"probs": simplex(2, 5)}, rng.integers(0, 5, (4, 2))),
     ("Categorical", {"logits": real(2, 5)}, rng.integers(0, 5, (4, 2))),
     ("OneHotCategorical", {"probs": simplex(2, 5)}, np.eye(5)[rng.integers(0, 5, (4, 2))]),
+    ("Pareto", {"scale": pos(3), "alpha": pos(3)}, pos(4, 3) + 3.0),
+    ("Weibull", {"scale": pos(3), "concentration": pos(3)}, pos(4, 3)),
+    ("Kumaraswamy", {"concentration1": pos(3), "concentration0": pos(3)}, unit(4, 3)),
+    ("InverseGamma", {"concentration": pos(3) + 2, "rate": pos(3)}, pos(4, 3)),
+    ("FisherSnedecor", {"df1": pos(3) * 3, "df2": pos(3) + 4}, pos(4, 3)),
+    ("NegativeBinomial", {"total_count": pos(3) * 3, "probs": unit(3)}, rng.integers(0, 9, (4, 3)).astype(float)),
+    ("RelaxedBernoulli", {"temperature": pos(1), "probs": unit(3)}, unit(4, 3)),
+    ("RelaxedOneHotCategorical", {"temperature": pos(1), "probs": simplex(2, 4)}, simplex(3, 2, 4)),
+    ("LogisticNormal", {"loc": real(2, 3), "scale": pos(2, 3)}, simplex(4, 2, 4)),
     (
         "Multinomial",
         {"total_count": 6, "probs": simplex(2, 4)},
@@ -65,7 +74,7 @@ CASES = [
 ]
 ATTRS = ["mean", "variance", "stddev", "mode"]
 # cdf needs the regularized incomplete gamma function, which the core lacks (these raise NotImplementedError)
-NO_CDF = {"Gamma", "Chi2"}
+NO_CDF = {"Gamma", "Chi2", "InverseGamma"}
 
 
 def _both(name, params):
@@ -259,3 +268,24 @@ def test_constraint_reprs_match_torch():
         "real_vector",
     ]:
         assert repr(getattr(D.constraints, name)) == repr(getattr(TD.constraints, name))
+
+
+def test_generalized_pareto_against_torch_in_float32():
+    # PyTorch's GeneralizedPareto compares with a float32 zero, so it fails on float64 parameters; compare in float32
+    loc, scale, conc = real(3), pos(3), unit(3) - 0.5
+    conc[0] = 0.0  # the exponential limit
+    value = loc + pos(4, 3)
+    ours = D.GeneralizedPareto(*(ember.tensor(a, dtype=ember.float64) for a in (loc, scale, conc)))
+    theirs = TD.GeneralizedPareto(*(torch.tensor(a, dtype=torch.float32) for a in (loc, scale, conc)))
+    ev, tv = ember.tensor(value, dtype=ember.float64), torch.tensor(value, dtype=torch.float32)
+    u = unit(4, 3)
+    pairs = [
+        (ours.log_prob(ev), theirs.log_prob(tv)),
+        (ours.cdf(ev), theirs.cdf(tv)),
+        (ours.icdf(ember.tensor(u)), theirs.icdf(torch.tensor(u, dtype=torch.float32))),
+        (ours.mean, theirs.mean),
+        (ours.variance, theirs.variance),
+        (ours.entropy(), theirs.entropy()),
+    ]
+    for a, b in pairs:
+        np.testing.assert_allclose(a.numpy(), b.double().numpy(), rtol=2e-5, atol=1e-6)
