@@ -34,8 +34,10 @@ from .kumaraswamy import Kumaraswamy
 from .laplace import Laplace
 from .log_normal import LogNormal
 from .logistic_normal import LogisticNormal
+from .lowrank_multivariate_normal import LowRankMultivariateNormal
 from .mixture_same_family import MixtureSameFamily
 from .multinomial import Multinomial
+from .multivariate_normal import MultivariateNormal
 from .negative_binomial import NegativeBinomial
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough
@@ -75,8 +77,10 @@ __all__ = [
     "LogNormal",
     "LogisticNormal",
     "LogitRelaxedBernoulli",
+    "LowRankMultivariateNormal",
     "MixtureSameFamily",
     "Multinomial",
+    "MultivariateNormal",
     "NegativeBinomial",
     "Normal",
     "OneHotCategorical",

@@ -12,6 +12,7 @@ from functools import total_ordering
 from ember.core.tensor import Tensor
 
 from ._ember import ember
+from ._linalg import solve_triangular_lower
 from .bernoulli import Bernoulli
 from .beta import Beta
 from .binomial import Binomial
@@ -27,6 +28,7 @@ from .gumbel import Gumbel
 from .half_normal import HalfNormal
 from .independent import Independent
 from .laplace import Laplace
+from .multivariate_normal import MultivariateNormal, _batch_mahalanobis, _half_log_det
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
 from .poisson import Poisson
@@ -311,3 +313,19 @@ def _kl_normal_laplace(p, q):
     t2 = math.sqrt(2 / math.pi) * p.scale * ember.exp(-0.5 * loc_diff_scale_ratio.pow(2))
     t3 = loc_diff * ember.erf(math.sqrt(0.5) * loc_diff_scale_ratio)
     return -t1 + (t2 + t3) / q.scale - (0.5 * (1 + math.log(0.5 * math.pi)))
+
+
+@register_kl(MultivariateNormal, MultivariateNormal)
+def _kl_multivariatenormal_multivariatenormal(p, q):
+    if p.event_shape != q.event_shape:
+        raise ValueError(
+            "KL-divergence between two Multivariate Normals with different event shapes cannot be computed"
+        )
+    half_term1 = _half_log_det(q._unbroadcasted_scale_tril) - _half_log_det(p._unbroadcasted_scale_tril)
+    n = p.event_shape[0]
+    batch = ember.broadcast_shapes(q._unbroadcasted_scale_tril.shape[:-2], p._unbroadcasted_scale_tril.shape[:-2])
+    q_tril = q._unbroadcasted_scale_tril.expand(batch + (n, n))
+    p_tril = p._unbroadcasted_scale_tril.expand(batch + (n, n))
+    term2 = solve_triangular_lower(q_tril, p_tril).pow(2).flatten(-2).sum(-1)  # tr(Q^-1 P)
+    term3 = _batch_mahalanobis(q._unbroadcasted_scale_tril, q.loc - p.loc)
+    return half_term1 + 0.5 * (term2 + term3 - n)
