@@ -57,6 +57,9 @@ CASES = [
     ("Categorical", {"probs": simplex(2, 5)}, rng.integers(0, 5, (4, 2))),
     ("Categorical", {"logits": real(2, 5)}, rng.integers(0, 5, (4, 2))),
     ("OneHotCategorical", {"probs": simplex(2, 5)}, np.eye(5)[rng.integers(0, 5, (4, 2))]),
+    ("VonMises", {"loc": real(3), "concentration": pos(3) * 2}, real(4, 3)),
+    ("ContinuousBernoulli", {"probs": unit(3)}, unit(4, 3)),
+    ("ContinuousBernoulli", {"logits": real(3)}, unit(4, 3)),
     ("Pareto", {"scale": pos(3), "alpha": pos(3)}, pos(4, 3) + 3.0),
     ("Weibull", {"scale": pos(3), "concentration": pos(3)}, pos(4, 3)),
     ("Kumaraswamy", {"concentration1": pos(3), "concentration0": pos(3)}, unit(4, 3)),
@@ -289,3 +292,29 @@ def test_generalized_pareto_against_torch_in_float32():
     ]
     for a, b in pairs:
         np.testing.assert_allclose(a.numpy(), b.double().numpy(), rtol=2e-5, atol=1e-6)
+
+
+def test_mixture_same_family_against_torch():
+    probs, loc, scale = simplex(2, 3), real(2, 3), pos(2, 3)
+    ours = D.MixtureSameFamily(
+        D.Categorical(probs=ember.tensor(probs)), D.Normal(ember.tensor(loc), ember.tensor(scale))
+    )
+    theirs = TD.MixtureSameFamily(
+        TD.Categorical(probs=torch.tensor(probs)), TD.Normal(torch.tensor(loc), torch.tensor(scale))
+    )
+    x = real(4, 2)
+    _close(ours.log_prob(ember.tensor(x)), theirs.log_prob(torch.tensor(x)), "log_prob")
+    _close(ours.cdf(ember.tensor(x)), theirs.cdf(torch.tensor(x)), "cdf")
+    _close(ours.mean, theirs.mean, "mean")
+    _close(ours.variance, theirs.variance, "variance")
+    # components with an event dim
+    comp = D.Independent(D.Normal(ember.tensor(real(2, 3, 4)), ember.tensor(pos(2, 3, 4))), 1)
+    tcomp = TD.Independent(
+        TD.Normal(torch.tensor(comp.base_dist.loc.numpy()), torch.tensor(comp.base_dist.scale.numpy())), 1
+    )
+    ours = D.MixtureSameFamily(D.Categorical(probs=ember.tensor(probs)), comp)
+    theirs = TD.MixtureSameFamily(TD.Categorical(probs=torch.tensor(probs)), tcomp)
+    y = real(5, 2, 4)
+    _close(ours.log_prob(ember.tensor(y)), theirs.log_prob(torch.tensor(y)), "log_prob event")
+    _close(ours.mean, theirs.mean, "mean event")
+    assert tuple(ours.sample((3,)).shape) == (3, 2, 4)

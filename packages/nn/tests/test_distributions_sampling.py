@@ -40,6 +40,14 @@ CASES = [
     lambda: D.Categorical(probs=t(0.2, 0.3, 0.5)),
     lambda: D.OneHotCategorical(probs=t(0.2, 0.3, 0.5)),
     lambda: D.Multinomial(5, probs=t(0.2, 0.3, 0.5)),
+    lambda: D.Pareto(t(1.0, 2.0), t(5.0, 7.0)),
+    lambda: D.Weibull(t(1.0, 2.0), t(0.8, 3.0)),
+    lambda: D.Kumaraswamy(t(0.5, 2.0), t(1.5, 3.0)),
+    lambda: D.InverseGamma(t(5.0, 9.0), t(1.0, 2.0)),
+    lambda: D.FisherSnedecor(t(4.0, 10.0), t(12.0, 20.0)),
+    lambda: D.NegativeBinomial(t(3.0, 10.0), probs=t(0.3, 0.6)),
+    lambda: D.ContinuousBernoulli(probs=t(0.2, 0.5, 0.8)),
+    lambda: D.GeneralizedPareto(t(0.0, 1.0), t(1.0, 2.0), t(0.1, -0.2)),
 ]
 
 
@@ -130,3 +138,30 @@ def test_sample_shapes_and_expand():
     assert tuple(ind.batch_shape) == (2,) and tuple(ind.event_shape) == (3,)
     with pytest.raises(ValueError):
         D.Independent(d, 3)
+
+
+def test_von_mises_circular_moments():
+    d = D.VonMises(t(0.5, -2.0), t(0.3, 4.0))
+    ember.manual_seed(11)
+    x = d.sample((N,))
+    assert bool(((x >= -math.pi) & (x <= math.pi)).all())
+    # E[cos(x - loc)] = 1 - circular variance; each cos has variance at most 1
+    mean_cos = ember.cos(x - d.loc).mean(0)
+    assert bool(((mean_cos - (1 - d.variance)).abs() <= 6 / math.sqrt(N)).all())
+
+
+def test_relaxed_samples_and_mixture():
+    ember.manual_seed(2)
+    rb = D.RelaxedBernoulli(t(0.5), probs=t(0.3, 0.7))
+    x = rb.rsample((1000,))
+    assert bool(((x > 0) & (x < 1)).all())
+    rc = D.RelaxedOneHotCategorical(t(0.5), probs=t(0.2, 0.3, 0.5))
+    y = rc.rsample((1000,))
+    assert bool(((y.sum(-1) - 1).abs() < 1e-9).all())
+    mix = D.MixtureSameFamily(D.Categorical(probs=t(0.3, 0.7)), D.Normal(t(-2.0, 3.0), t(0.5, 1.0)))
+    z = mix.sample((N,))
+    assert tuple(z.shape) == (N,)
+    assert abs(z.mean().item() - mix.mean.item()) <= 6 * math.sqrt(mix.variance.item() / N)
+    ln = D.LogisticNormal(t(0.0, 1.0), t(1.0, 0.5))
+    w = ln.sample((100,))
+    assert tuple(w.shape) == (100, 3) and bool(((w.sum(-1) - 1).abs() < 1e-9).all())
