@@ -100,3 +100,35 @@ def test_lowrank_mvn_against_torch():
     s = e.sample((20000,))
     err = (s.mean(0) - e.mean).abs()
     assert bool((err <= 6 * (e.variance / 20000).sqrt()).all())
+
+
+@pytest.mark.parametrize("kind", ["covariance_matrix", "precision_matrix", "scale_tril"])
+def test_wishart_against_torch(kind):
+    m = _spd(2)
+    if kind == "scale_tril":
+        m = np.linalg.cholesky(m)
+    df = np.array([4.5, 6.0])
+    e = D.Wishart(ember.tensor(df), **{kind: ember.tensor(m)})
+    t = TD.Wishart(torch.tensor(df), **{kind: torch.tensor(m)})
+    x = _spd(3, 2) / 3
+    _close(e.log_prob(ember.tensor(x)), t.log_prob(torch.tensor(x)), "log_prob")
+    _close(e.entropy(), t.entropy(), "entropy")
+    for attr in ("mean", "mode", "variance", "covariance_matrix", "precision_matrix"):
+        _close(getattr(e, attr), getattr(t, attr), attr)
+    ember.manual_seed(4)
+    n = 4000
+    s = e.sample((n,))
+    assert tuple(s.shape) == (n, 2, 3, 3)
+    err = (s.mean(0) - e.mean).abs()
+    assert bool((err <= 6 * (e.variance / n).sqrt()).all())
+
+
+def test_lkj_cholesky_against_torch():
+    conc = np.array([0.5, 2.0])
+    e, t = D.LKJCholesky(3, ember.tensor(conc)), TD.LKJCholesky(3, torch.tensor(conc))
+    ember.manual_seed(1)
+    x = e.sample((5,))
+    assert bool(D.constraints.corr_cholesky.check(x).all())
+    _close(e.log_prob(x), t.log_prob(torch.tensor(x.numpy())), "log_prob")
+    with pytest.raises(ValueError, match="greater than or equal to 2"):
+        D.LKJCholesky(1)
