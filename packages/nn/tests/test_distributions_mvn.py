@@ -132,3 +132,32 @@ def test_lkj_cholesky_against_torch():
     _close(e.log_prob(x), t.log_prob(torch.tensor(x.numpy())), "log_prob")
     with pytest.raises(ValueError, match="greater than or equal to 2"):
         D.LKJCholesky(1)
+
+
+def test_lowrank_kl_pairs_against_torch():
+    loc = rng.normal(size=(2, 3))
+    w, dg = rng.normal(size=(2, 3, 2)), rng.uniform(0.5, 2, size=(2, 3))
+    c = _spd(2)
+    e_lr = D.LowRankMultivariateNormal(ember.tensor(loc), ember.tensor(w), ember.tensor(dg))
+    t_lr = TD.LowRankMultivariateNormal(torch.tensor(loc), torch.tensor(w), torch.tensor(dg))
+    e_mvn = D.MultivariateNormal(ember.tensor(loc[::-1].copy()), ember.tensor(c))
+    t_mvn = TD.MultivariateNormal(torch.tensor(loc[::-1].copy()), torch.tensor(c))
+    for (a, ta), (b, tb) in (
+        ((e_lr, t_lr), (e_mvn, t_mvn)),
+        ((e_mvn, t_mvn), (e_lr, t_lr)),
+        ((e_lr, t_lr), (e_lr, t_lr)),
+    ):
+        _close(D.kl_divergence(a, b), TD.kl_divergence(ta, tb))
+
+
+def test_exponential_family_bregman_entropy_matches_closed_forms():
+    # the generic entropy from the log-normalizer equals each family's own closed form
+    cases = [
+        D.Normal(ember.tensor(rng.normal(size=3)), ember.tensor(rng.uniform(0.5, 2, size=3))),
+        D.Gamma(ember.tensor(rng.uniform(0.5, 3, size=3)), ember.tensor(rng.uniform(0.5, 3, size=3))),
+        D.Exponential(ember.tensor(rng.uniform(0.5, 3, size=3))),
+        D.Bernoulli(probs=ember.tensor(rng.uniform(0.1, 0.9, size=3))),
+    ]
+    for d in cases:
+        generic = D.ExponentialFamily.entropy(d)
+        np.testing.assert_allclose(generic.detach().numpy(), d.entropy().numpy(), rtol=1e-6, atol=1e-9)

@@ -318,3 +318,24 @@ def test_mixture_same_family_against_torch():
     _close(ours.log_prob(ember.tensor(y)), theirs.log_prob(torch.tensor(y)), "log_prob event")
     _close(ours.mean, theirs.mean, "mean event")
     assert tuple(ours.sample((3,)).shape) == (3, 2, 4)
+
+
+CROSS_KL = [
+    ("Bernoulli", "Poisson"), ("Beta", "ContinuousBernoulli"), ("Beta", "Exponential"), ("Beta", "Gamma"),
+    ("Beta", "Normal"), ("Beta", "Uniform"), ("Beta", "Pareto"), ("ContinuousBernoulli", "ContinuousBernoulli"),
+    ("ContinuousBernoulli", "Exponential"), ("ContinuousBernoulli", "Normal"), ("ContinuousBernoulli", "Uniform"),
+    ("Exponential", "Gumbel"), ("Exponential", "Normal"), ("Exponential", "Uniform"), ("Gamma", "Exponential"),
+    ("Gamma", "Gumbel"), ("Gamma", "Normal"), ("Gamma", "Beta"), ("Pareto", "Pareto"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("p,q", CROSS_KL)
+def test_cross_family_kl_against_torch(p, q):
+    qp = _BY_NAME[q]
+    if q == "Uniform":
+        qp = {"low": -pos(3), "high": pos(3) + 1.0}
+    if (p, q) == ("Pareto", "Pareto"):
+        qp = {"scale": _BY_NAME[p]["scale"] * np.array([0.5, 2.0, 0.9]), "alpha": pos(3)}
+    ours_p, theirs_p = _both(p, _BY_NAME[p])
+    ours_q, theirs_q = _both(q, qp)
+    _close(D.kl_divergence(ours_p, ours_q), TD.kl_divergence(theirs_p, theirs_q), f"kl {p} {q}")

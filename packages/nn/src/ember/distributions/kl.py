@@ -329,3 +329,6 @@ def _kl_multivariatenormal_multivariatenormal(p, q):
     term2 = solve_triangular_lower(q_tril, p_tril).pow(2).flatten(-2).sum(-1)  # tr(Q^-1 P)
     term3 = _batch_mahalanobis(q._unbroadcasted_scale_tril, q.loc - p.loc)
     return half_term1 + 0.5 * (term2 + term3 - n)
+
+
+from . import _kl_mixed  # noqa: E402, F401  (registers the cross-family rules)
