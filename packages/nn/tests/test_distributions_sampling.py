@@ -36,7 +36,7 @@ CASES = [
     lambda: D.Geometric(probs=t(0.3, 0.8)),
     lambda: D.Poisson(t(0.5, 4.0, 30.0, 400.0)),
     lambda: D.Binomial(10, probs=t(0.2, 0.7)),
-    lambda: D.Binomial(t(3.0, 300.0), probs=t(0.5, 0.1)),
+    lambda: D.Binomial(t(3.0, 700.0, 1000.0, 40.0), probs=t(0.5, 0.1, 0.93, 0.6)),
     lambda: D.Categorical(probs=t(0.2, 0.3, 0.5)),
     lambda: D.OneHotCategorical(probs=t(0.2, 0.3, 0.5)),
     lambda: D.Multinomial(5, probs=t(0.2, 0.3, 0.5)),
@@ -165,3 +165,24 @@ def test_relaxed_samples_and_mixture():
     ln = D.LogisticNormal(t(0.0, 1.0), t(1.0, 0.5))
     w = ln.sample((100,))
     assert tuple(w.shape) == (100, 3) and bool(((w.sum(-1) - 1).abs() < 1e-9).all())
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: D.Binomial(t(40.0), probs=t(0.6)),  # rejection sampler (BTRS)
+        lambda: D.Binomial(t(12.0), probs=t(0.3)),  # inversion
+        lambda: D.Poisson(t(30.0)),  # rejection sampler (PTRS)
+        lambda: D.Poisson(t(3.5)),  # multiplication method
+    ],
+    ids=["binomial-btrs", "binomial-inversion", "poisson-ptrs", "poisson-small"],
+)
+def test_discrete_sampler_frequencies_match_the_pmf(make):
+    d = make()
+    ember.manual_seed(99)
+    x = d.sample((N,)).reshape(-1)
+    ks = ember.arange(0, int(x.max().item()) + 1, dtype=ember.float64)
+    pmf = d.log_prob(ks.unsqueeze(-1)).exp().reshape(-1)
+    freq = (x.unsqueeze(-1) == ks).to(ember.float64).mean(0)
+    tol = 6 * (pmf * (1 - pmf) / N).sqrt() + 1e-4
+    assert bool(((freq - pmf).abs() <= tol).all())

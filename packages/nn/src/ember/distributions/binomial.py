@@ -75,17 +75,9 @@ class Binomial(Distribution):
     def sample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
         with ember.no_grad():
-            n = self.total_count.expand(shape)
-            p = self.probs.expand(shape).unsqueeze(-1)
-            out = ember.zeros(shape, dtype=self.probs.dtype, device=self.probs.device)
-            nmax = int(n.max().item()) if n.numel() else 0
-            chunk = 256
-            for start in range(0, nmax, chunk):
-                width = min(chunk, nmax - start)
-                trials = ember.arange(start, start + width, dtype=n.dtype, device=n.device)
-                hits = (ember.rand(shape + (width,), dtype=p.dtype, device=p.device) < p) & (trials < n.unsqueeze(-1))
-                out = out + hits.to(out.dtype).sum(-1)
-            return out
+            n = self.total_count.expand(shape).detach()
+            p = self.probs.expand(shape).detach()
+            return _binomial(n, p).to(self.probs.dtype)
 
     def log_prob(self, value):
         if self._validate_args:
@@ -116,3 +108,57 @@ class Binomial(Distribution):
         if expand:
             values = values.expand((-1,) + tuple(self._batch_shape))
         return values
+
+
+def _binomial(n, p):
+    """Binomial draws: inversion of the cdf where n * min(p, 1 - p) < 10, Hormann's BTRS rejection above.
+    Both work with q = min(p, 1 - p) and reflect the count when p > 1/2."""
+    n = n.to(ember.float64)
+    p = p.to(ember.float64)
+    flip = p > 0.5
+    q = ember.where(flip, 1 - p, p)
+    mean = n * q
+    small = mean < 10
+    out = ember.zeros_like(n)
+    # inversion: walk the pmf from k = 0 until the cdf passes u
+    qs = ember.where(small, q, ember.zeros_like(q))
+    ratio = qs / (1 - qs)
+    pmf = ember.exp(n * ember.log1p(-qs))
+    cdf = pmf.clone()
+    u = ember.rand(n.shape, dtype=ember.float64, device=n.device)
+    k = ember.zeros_like(n)
+    active = small & (u > cdf) & (k < n)
+    while bool(active.any()):
+        k = ember.where(active, k + 1, k)
+        pmf = ember.where(active, pmf * (n - k + 1) / k * ratio, pmf)
+        cdf = ember.where(active, cdf + pmf, cdf)
+        active = active & (u > cdf) & (k < n)
+    out = ember.where(small, k, out)
+    if bool((~small).any()):
+        qb = ember.where(small, ember.full_like(q, 0.5), q)
+        nb = ember.where(small, ember.full_like(n, 100.0), n)
+        spq = (nb * qb * (1 - qb)).sqrt()
+        b = 1.15 + 2.53 * spq
+        a = -0.0873 + 0.0248 * b + 0.01 * qb
+        c = nb * qb + 0.5
+        v_r = 0.92 - 4.2 / b
+        alpha = (2.83 + 5.1 / b) * spq
+        lpq = ember.log(qb / (1 - qb))
+        m = ((nb + 1) * qb).floor()
+        h = lgamma(m + 1) + lgamma(nb - m + 1)
+        done = small.clone()
+        while not bool(done.all()):
+            uu = ember.rand(n.shape, dtype=ember.float64, device=n.device) - 0.5
+            v = ember.rand(n.shape, dtype=ember.float64, device=n.device)
+            us = 0.5 - uu.abs()
+            kk = ((2 * a / us + b) * uu + c).floor()
+            inside = (kk >= 0) & (kk <= nb)
+            quick = inside & (us >= 0.07) & (v <= v_r)
+            kc = kk.clamp(min=0)
+            kc = ember.where(kc > nb, nb, kc)
+            log_v = ember.log(v * alpha / (a / (us * us) + b))
+            slow = inside & (log_v <= h - lgamma(kc + 1) - lgamma(nb - kc + 1) + (kc - m) * lpq)
+            accept = ~done & (quick | slow)
+            out = ember.where(accept, kk, out)
+            done = done | accept
+    return ember.where(flip, n - out, out)
