@@ -161,3 +161,28 @@ def test_exponential_family_bregman_entropy_matches_closed_forms():
     for d in cases:
         generic = D.ExponentialFamily.entropy(d)
         np.testing.assert_allclose(generic.detach().numpy(), d.entropy().numpy(), rtol=1e-6, atol=1e-9)
+
+
+def test_bregman_kl_matches_closed_forms():
+    from ember.distributions.kl import _kl_expfamily_expfamily
+
+    pairs = [
+        (
+            D.Normal(ember.tensor([0.3, -1.0]), ember.tensor([1.2, 0.7])),
+            D.Normal(ember.tensor([1.0, 0.0]), ember.tensor([0.5, 2.0])),
+        ),
+        (
+            D.Gamma(ember.tensor([2.0, 0.7]), ember.tensor([1.5, 3.0])),
+            D.Gamma(ember.tensor([1.0, 2.0]), ember.tensor([0.5, 1.0])),
+        ),
+        (
+            D.Beta(ember.tensor([2.0, 0.7]), ember.tensor([1.5, 3.0])),
+            D.Beta(ember.tensor([1.0, 2.0]), ember.tensor([0.5, 1.0])),
+        ),
+    ]
+    for p, q in pairs:
+        np.testing.assert_allclose(
+            _kl_expfamily_expfamily(p, q).detach().numpy(), D.kl_divergence(p, q).numpy(), rtol=1e-6, atol=1e-9
+        )
+    with pytest.raises(NotImplementedError):
+        _kl_expfamily_expfamily(pairs[0][0], pairs[1][0])

@@ -186,3 +186,9 @@ def test_discrete_sampler_frequencies_match_the_pmf(make):
     freq = (x.unsqueeze(-1) == ks).to(ember.float64).mean(0)
     tol = 6 * (pmf * (1 - pmf) / N).sqrt() + 1e-4
     assert bool(((freq - pmf).abs() <= tol).all())
+
+
+def test_reachable_from_the_top_level():
+    assert ember.distributions is D
+    assert ember.distributions.normal.Normal is D.Normal
+    assert ember.distributions.studentT.StudentT is D.StudentT
