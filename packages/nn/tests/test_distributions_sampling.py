@@ -192,3 +192,33 @@ def test_reachable_from_the_top_level():
     assert ember.distributions is D
     assert ember.distributions.normal.Normal is D.Normal
     assert ember.distributions.studentT.StudentT is D.StudentT
+
+
+def _every_distribution():
+    f = ember.tensor
+    return [
+        D.Normal(0.0, 1.0), D.Uniform(0.0, 2.0), D.Exponential(2.0), D.Laplace(0.0, 1.0), D.Cauchy(0.0, 1.0),
+        D.Gumbel(0.0, 1.0), D.LogNormal(0.0, 1.0), D.HalfNormal(1.0), D.HalfCauchy(1.0), D.Gamma(2.0, 1.0),
+        D.Chi2(3.0), D.Beta(2.0, 3.0), D.Dirichlet(f([1.0, 2.0])), D.StudentT(3.0), D.Bernoulli(0.3),
+        D.Geometric(0.3), D.Poisson(3.0), D.Binomial(5, f([0.3])), D.Categorical(f([0.2, 0.8])),
+        D.OneHotCategorical(f([0.2, 0.8])), D.Multinomial(4, f([0.2, 0.8])), D.Pareto(1.0, 2.0),
+        D.Weibull(1.0, 2.0), D.Kumaraswamy(2.0, 3.0), D.InverseGamma(3.0, 1.0), D.GeneralizedPareto(0.0, 1.0, 0.2),
+        D.FisherSnedecor(3.0, 5.0), D.NegativeBinomial(3.0, 0.4), D.RelaxedBernoulli(f(0.5), 0.3),
+        D.RelaxedOneHotCategorical(f(0.5), f([0.2, 0.8])), D.LogisticNormal(f([0.0, 1.0]), f([1.0, 1.0])),
+        D.VonMises(0.0, 1.0), D.ContinuousBernoulli(0.3), D.MultivariateNormal(ember.zeros(2), ember.eye(2)),
+        D.LowRankMultivariateNormal(ember.zeros(2), ember.ones(2, 1), ember.ones(2)), D.Wishart(3.0, ember.eye(2)),
+        D.LKJCholesky(3, 1.0), D.MixtureSameFamily(D.Categorical(f([0.5, 0.5])), D.Normal(f([0.0, 1.0]), f([1.0, 1.0]))),
+    ]  # fmt: skip
+
+
+def test_every_distribution_samples_and_scores_in_the_default_dtype():
+    ember.manual_seed(0)
+    for d in _every_distribution():
+        x = d.sample((3,))
+        assert tuple(x.shape) == (3,) + tuple(d.batch_shape) + tuple(d.event_shape), type(d).__name__
+        lp = d.log_prob(x)
+        assert tuple(lp.shape) == (3,) + tuple(d.batch_shape), type(d).__name__
+        assert lp.dtype == ember.float32, type(d).__name__
+        assert bool(ember.isfinite(lp).all()), type(d).__name__
+        if d.has_rsample:
+            assert tuple(d.rsample((2,)).shape) == (2,) + tuple(d.batch_shape) + tuple(d.event_shape)
