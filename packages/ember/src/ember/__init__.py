@@ -60,6 +60,7 @@ _LAZY_SUBPACKAGES = (
     "amp",
     "cuda",
     "distributed",
+    "distributions",
     "func",
     "fx",
     "hub",

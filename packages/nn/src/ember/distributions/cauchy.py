@@ -1,0 +1,63 @@
+from __future__ import annotations
+
+import math
+from numbers import Number
+
+from ember.core.tensor import Size
+
+from . import constraints
+from ._ember import ember
+from .distribution import Distribution
+from .utils import broadcast_all
+
+__all__ = ["Cauchy"]
+
+
+class Cauchy(Distribution):
+    """Cauchy (Lorentz) distribution with ``loc`` and ``scale``."""
+
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}  # noqa: RUF012 (read-only, as PyTorch declares it)
+    support = constraints.real
+    has_rsample = True
+
+    def __init__(self, loc, scale, validate_args=None):
+        self.loc, self.scale = broadcast_all(loc, scale)
+        batch_shape = Size() if isinstance(loc, Number) and isinstance(scale, Number) else self.loc.size()
+        super().__init__(batch_shape, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        return self._expand_params(Cauchy, batch_shape, _instance, ("loc", "scale"))
+
+    @property
+    def mean(self):
+        return ember.full(self._extended_shape(), math.nan, dtype=self.loc.dtype, device=self.loc.device)
+
+    @property
+    def mode(self):
+        return self.loc
+
+    @property
+    def variance(self):
+        return ember.full(self._extended_shape(), math.inf, dtype=self.loc.dtype, device=self.loc.device)
+
+    def rsample(self, sample_shape=()):
+        shape = self._extended_shape(sample_shape)
+        u = ember.rand(shape, dtype=self.loc.dtype, device=self.loc.device)
+        eps = ember.tan(math.pi * (u - 0.5))
+        return self.loc + eps * self.scale
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        return -math.log(math.pi) - self.scale.log() - (((value - self.loc) / self.scale) ** 2).log1p()
+
+    def cdf(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        return ember.atan((value - self.loc) / self.scale) / math.pi + 0.5
+
+    def icdf(self, value):
+        return ember.tan(math.pi * (value - 0.5)) * self.scale + self.loc
+
+    def entropy(self):
+        return math.log(4 * math.pi) + self.scale.log()
