@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+from ember.autograd.derivatives.pointwise.pointwise_common import not_implemented
 from ember.autograd.registry import derivative
 from ember.core import dtypes as D
 from ember.core.aten.factories.factories import eye_function
@@ -299,3 +300,25 @@ def _pinv_backward(g, P, A):
         + (eye_m - A.matmul(P)).matmul(gt).matmul(P.matmul(Pt))
         + Pt.matmul(P).matmul(gt).matmul(eye_n - P.matmul(A))
     )
+
+
+# PyTorch defines no derivative for these: backward through them raises, as PyTorch's does.
+@derivative(aten.geqrf.default)
+def _geqrf(grads, self, **_):
+    raise NotImplementedError("the derivative for 'geqrf' is not implemented.")  # PyTorch's words and type
+
+
+@derivative(aten.linalg_ldl_factor_ex.default)
+def _ldl_factor_ex(grads, self, **_):
+    not_implemented("linalg_ldl_factor_ex")
+
+
+@derivative(aten.linalg_ldl_solve.default)
+def _ldl_solve(grads, LD, pivots, B, **_):
+    not_implemented("linalg_ldl_solve")
+
+
+@derivative(aten.linalg_eig.default)
+def _linalg_eig(grads, self, **_):
+    # Its eigenvectors are complex, and complex gradients need conj(), which Ember does not have.
+    raise NotImplementedError("the derivative of linalg.eig is not implemented: it needs complex conjugation")
