@@ -38,6 +38,8 @@ _FIELDS = {
     "geqrf": ("a", "tau"),
     "linalg_ldl_factor": ("LD", "pivots"),
     "linalg_ldl_factor_ex": ("LD", "pivots", "info"),
+    "histogram": ("hist", "bin_edges"),
+    "frexp": ("mantissa", "exponent"),
 }
 
 
