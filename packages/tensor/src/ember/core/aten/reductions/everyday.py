@@ -55,7 +55,7 @@ def _renorm_factor(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
     others = [d for d in range(input.ndim) if d != dim]
     norm = aten.linalg_vector_norm.default(input, p, others, True)
     # PyTorch's factor: rows over maxnorm are scaled to maxnorm / (norm + 1e-7); the rest keep 1.
-    return _where(norm > maxnorm, maxnorm / (norm + 1e-7), 1.0).detach()
+    return _where(norm > maxnorm, maxnorm / (norm + 1e-7), 1.0)
 
 
 @public("renorm")
@@ -66,7 +66,7 @@ def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
 
 @method("renorm_")
 def _renorm_(self: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
-    return self.mul_(_renorm_factor(self, p, dim, maxnorm))
+    return self.copy_(renorm(self.clone(), p, dim, maxnorm))  # autograd keeps the clone, not self
 
 
 # -- quantile, nanquantile ---------------------------------------------------------------------------------
