@@ -34,6 +34,11 @@ from ember.autograd import (  # noqa: F401
     no_grad,
     set_grad_enabled,
 )
+from ember.autograd.anomaly import (  # noqa: F401
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
+    set_anomaly_enabled,
+)
 from ember.backends.settings import (  # noqa: F401
     are_deterministic_algorithms_enabled,
     get_float32_matmul_precision,
@@ -89,6 +94,7 @@ _LAZY_ATTRIBUTES = {
     )
 }
 _LAZY_ATTRIBUTES["vmap"] = "ember.func"
+_LAZY_ATTRIBUTES["GradScaler"] = "ember.amp"
 # torch.<name> forms of nn.functional's functions (ember._nn_functions.NAMES; listed here so that
 # `import ember` does not import ember.nn).
 _LAZY_ATTRIBUTES.update(

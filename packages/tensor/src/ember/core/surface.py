@@ -232,6 +232,11 @@ def _H(self: Tensor) -> Tensor:
 # -- housekeeping methods ----------------------------------------------------------------------------------
 
 
+@method("swapdims_")
+def swapdims_(self: Tensor, dim0: int, dim1: int) -> Tensor:
+    return self.transpose_(dim0, dim1)
+
+
 @method("get_device")
 def get_device(self: Tensor) -> int:
     if self.device.type == "cpu":
@@ -358,3 +363,43 @@ def attach_properties(cls) -> None:
         cls.real = property(_real_property)
     if not hasattr(cls, "imag"):
         cls.imag = property(_imag_property)
+
+
+# -- conversions -------------------------------------------------------------------------------------------
+
+
+@public("asarray")
+def asarray(obj, *, dtype=None, device=None, copy: bool | None = None, requires_grad: bool = False) -> Tensor:
+    """``obj`` as a tensor, sharing its memory where it can (a tensor, a NumPy array) unless ``copy``."""
+    from ember.core.creation import as_tensor, tensor
+
+    if isinstance(obj, Tensor):
+        result = obj.to(device=device if device is not None else obj.device, dtype=dtype or obj.dtype)
+        if copy and result is obj:
+            result = obj.clone()
+        elif copy is False and result is not obj:
+            raise ValueError("can't alias tensor from a different dtype or device without copying")
+    elif copy:
+        result = tensor(obj, dtype=dtype, device=device)
+    else:
+        result = as_tensor(obj, dtype=dtype, device=device)
+    return result.requires_grad_(requires_grad) if requires_grad else result
+
+
+@public("frombuffer")
+def frombuffer(buffer, *, dtype, count: int = -1, offset: int = 0, requires_grad: bool = False) -> Tensor:
+    """A 1-D tensor over the bytes of ``buffer`` (which it shares, as PyTorch's does)."""
+    from ember.core.creation import from_numpy, tensor
+
+    itemsize = dtype.itemsize
+    length = len(memoryview(buffer).cast("B"))
+    if offset < 0 or offset >= length:
+        raise ValueError(f"both buffer length ({length}) and offset ({offset}) must be greater than 0")
+    if count == 0 or (count < 0 and (length - offset) % itemsize):
+        raise ValueError(
+            f"buffer length ({length - offset} after offset) must be a multiple of element size ({itemsize})"
+        )
+    numpy_dtype = tensor([], dtype=dtype).numpy().dtype
+    array = np.frombuffer(buffer, dtype=numpy_dtype, count=count, offset=offset)
+    result = from_numpy(array)
+    return result.requires_grad_(requires_grad) if requires_grad else result
