@@ -120,3 +120,28 @@ def test_float_power_in_place_needs_float64():
 def test_gcd_refuses_floats():
     with pytest.raises(RuntimeError, match="not implemented for 'Float'"):
         ember.gcd(ember.ones(2), ember.ones(2))
+
+
+def _layouts(lib):
+    return [
+        lib.empty(2, 3, 4),
+        lib.empty(2, 3, 4).transpose(0, 2),
+        lib.empty(2, 3, 4, 5).permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2),
+        lib.empty(1, 3, 1).permute(2, 0, 1),
+        lib.empty(3, 1).expand(3, 4),
+        lib.empty(4, 3).t()[:, ::2],
+        lib.empty(2, 2, 2).permute(1, 2, 0),
+        lib.empty(()),
+    ]
+
+
+def test_dim_order():
+    for ours, theirs in zip(_layouts(ember), _layouts(torch), strict=True):
+        assert ours.stride() == theirs.stride()
+        assert ours.dim_order() == theirs.dim_order(), ours.stride()
+
+
+def test_layout_objects():
+    assert ember.ones(2).layout is ember.strided and isinstance(ember.strided, ember.layout)
+    assert repr(ember.strided) == "ember.strided"
+    assert isinstance(ember.contiguous_format, ember.memory_format)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ember.core.api import method, public
+from ember.core.aten.shape.copying import memory_format
 from ember.core.promotion import get_default_dtype
 from ember.core.storage import Storage
 from ember.core.tensor import Tensor
@@ -229,12 +230,68 @@ def _H(self: Tensor) -> Tensor:
     return _real_only("H", self).t() if self.ndim == 2 else self
 
 
+# -- layouts and memory formats ----------------------------------------------------------------------------
+
+
+class layout:
+    """A tensor layout (``ember.strided``): Ember's tensors are all strided (dense)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"ember.{self.name}"
+
+    def __reduce__(self):
+        return self.name  # pickles as the module-level object
+
+
+strided = public("strided")(layout("strided"))
+public("layout")(layout)
+public("memory_format")(memory_format)
+
+
+def _layout_property(self: Tensor) -> layout:
+    return strided
+
+
 # -- housekeeping methods ----------------------------------------------------------------------------------
 
 
 @method("swapdims_")
 def swapdims_(self: Tensor, dim0: int, dim1: int) -> Tensor:
     return self.transpose_(dim0, dim1)
+
+
+@method("dim_order")
+def dim_order(self: Tensor, *, ambiguity_check: bool = False) -> tuple[int, ...]:
+    """The dims from outermost to innermost in memory (PyTorch's order: a contiguous tensor's is
+    ``0..n-1``; otherwise larger strides first, zero strides and ties left in place)."""
+    if ambiguity_check:
+        raise NotImplementedError("dim_order(ambiguity_check=True) is not available in Ember")
+    ndim, shape, stride = self.ndim, tuple(self.shape), self.stride()
+    if ndim <= 1 or self.is_contiguous():
+        return tuple(range(ndim))
+
+    def should_swap(a: int, b: int) -> int:
+        if stride[a] == 0 or stride[b] == 0:
+            return 0
+        if stride[a] != stride[b]:
+            return -1 if stride[a] < stride[b] else 1
+        return 1 if shape[a] > shape[b] else 0
+
+    # Insertion sort from the innermost dim outwards, as PyTorch's elementwise output layout does.
+    perm = list(reversed(range(ndim)))
+    for i in range(1, ndim):
+        dim1 = i
+        for dim0 in reversed(range(i)):
+            comparison = should_swap(perm[dim0], perm[dim1])
+            if comparison > 0:
+                perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
+                dim1 = dim0
+            elif comparison < 0:
+                break
+    return tuple(reversed(perm))
 
 
 @method("get_device")
@@ -358,6 +415,7 @@ def new(self: Tensor, *args, **kwargs) -> Tensor:
 def attach_properties(cls) -> None:
     """The attribute-style members (``t.H``, ``t.mH``, ``t.real``, ``t.imag``), set once on ``Tensor``."""
     cls.H = property(_H)
+    cls.layout = property(_layout_property)
     cls.mH = property(_mH)
     if not hasattr(cls, "real"):
         cls.real = property(_real_property)
