@@ -50,7 +50,15 @@ DATA_DEPENDENT.update(
             *("allclose", "Tensor.allclose", "equal", "Tensor.equal", "tensor_split_tensor", "cov_weighted"),
             # q checked in [0, 1], the range's ends, Euclid's steps until all remainders are zero,
             # repeats summed, indices checked against the shape: each read on the host, as in PyTorch.
-            *("quantile_tensor_q", "histogram_auto_range", "gcd", "lcm", "repeat_interleave_tensor", "unravel_index"),
+            *(
+                "quantile_tensor_q",
+                "histogram_auto_range",
+                "histogramdd_auto_range",
+                "gcd",
+                "lcm",
+                "repeat_interleave_tensor",
+                "unravel_index",
+            ),
         ],
         DataDependentOutputException,
     )

@@ -100,6 +100,22 @@ def _histogram_auto_range(dtype, rng):
     return [Sample((make((10,), dtype, rng), 4), name="4 bins")]
 
 
+def _histogramdd(dtype, rng):
+    a = make((12, 2), dtype, rng)
+    return [
+        Sample((a, 3), {"range": [-5.0, 5.0, -9.0, 9.0]}, name="range"),
+        Sample(
+            (a, [T(np.array([-9, 0, 9], dtype)), T(np.array([-9, -3, 3, 9], dtype))]),
+            {"weight": make((12,), dtype, rng, low=0, high=2), "density": True},
+            name="edges, weights, density",
+        ),
+    ]
+
+
+def _histogramdd_auto_range(dtype, rng):
+    return [Sample((make((4, 5, 3), dtype, rng), [2, 3, 4]), name="bins per dim")]
+
+
 # -- pointwise ---------------------------------------------------------------------------------------------
 
 
@@ -252,6 +268,8 @@ OPS = [
     # Not differentiable (nor in PyTorch): the edges come from the values' range.
     OpInfo("histogram", _call("histogram"), F, _histogram, meta=False, check_strides=False, transforms=False),
     OpInfo("histogram_auto_range", _call("histogram"), F, _histogram_auto_range, meta=False, transforms=False),
+    OpInfo("histogramdd", _call("histogramdd"), F, _histogramdd, meta=False, check_strides=False, transforms=False),
+    OpInfo("histogramdd_auto_range", _call("histogramdd"), F, _histogramdd_auto_range, meta=False, transforms=False),
     OpInfo("float_power", _call("float_power"), ("float32", "float64", "int64"), _float_power),
     OpInfo("ldexp", _call("ldexp"), F, _ldexp),
     OpInfo("sgn", _call("sgn"), FI, _unary, transforms=False),  # sign's entry covers its transforms

@@ -145,3 +145,10 @@ def test_layout_objects():
     assert ember.ones(2).layout is ember.strided and isinstance(ember.strided, ember.layout)
     assert repr(ember.strided) == "ember.strided"
     assert isinstance(ember.contiguous_format, ember.memory_format)
+
+
+def test_is_set_to():
+    for lib in (ember, torch):
+        t = lib.ones(3)
+        assert t.is_set_to(t) and t.is_set_to(t.view(3))
+        assert not t.is_set_to(t[:2]) and not t.is_set_to(t.clone())

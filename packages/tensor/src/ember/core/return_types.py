@@ -39,6 +39,7 @@ _FIELDS = {
     "linalg_ldl_factor": ("LD", "pivots"),
     "linalg_ldl_factor_ex": ("LD", "pivots", "info"),
     "histogram": ("hist", "bin_edges"),
+    "histogramdd": ("hist", "bin_edges"),
     "frexp": ("mantissa", "exponent"),
 }
 

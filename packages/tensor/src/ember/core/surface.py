@@ -294,6 +294,17 @@ def dim_order(self: Tensor, *, ambiguity_check: bool = False) -> tuple[int, ...]
     return tuple(reversed(perm))
 
 
+@method("is_set_to")
+def is_set_to(self: Tensor, tensor: Tensor) -> bool:
+    """Whether both tensors view the same storage with the same offset, sizes and strides."""
+    return (
+        self.untyped_storage() is tensor.untyped_storage()
+        and self.storage_offset() == tensor.storage_offset()
+        and tuple(self.shape) == tuple(tensor.shape)
+        and self.stride() == tensor.stride()
+    )
+
+
 @method("get_device")
 def get_device(self: Tensor) -> int:
     if self.device.type == "cpu":

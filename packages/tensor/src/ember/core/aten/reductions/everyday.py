@@ -8,6 +8,7 @@ and the values gathered through them, so the gradient lands where PyTorch's does
 
 from __future__ import annotations
 
+import builtins
 import math
 
 from ember.core import dtypes as D
@@ -18,6 +19,7 @@ from ember.core.promotion import get_default_dtype
 from ember.core.return_types import cummax as cummax_result
 from ember.core.return_types import cummin as cummin_result
 from ember.core.return_types import histogram as histogram_result
+from ember.core.return_types import histogramdd as histogramdd_result
 from ember.core.tensor import Tensor
 
 aten = ops.aten
@@ -210,43 +212,90 @@ def logcumsumexp(input: Tensor, dim: int) -> Tensor:
 # -- histogram ---------------------------------------------------------------------------------------------
 
 
+def _edges(column: Tensor, bins, span, dtype) -> Tensor:
+    """One dim's bin edges: given, or ``bins`` equal bins over ``span`` or the values' range."""
+    if isinstance(bins, Tensor):
+        if bins.ndim != 1:
+            raise RuntimeError("torch.histogram(): bins tensor should have one dimension")
+        return bins.to(dtype)
+    if bins <= 0:
+        raise RuntimeError("torch.histogram(): bins must be > 0")
+    if span is not None:
+        low, high = float(span[0]), float(span[1])
+    elif column.numel():
+        low, high = float(column.min()), float(column.max())
+    else:
+        low, high = 0.0, 0.0
+    if low > high:
+        raise RuntimeError("torch.histogram(): min should not exceed max")
+    if not (math.isfinite(low) and math.isfinite(high)):
+        raise RuntimeError(f"torch.histogram(): range of [{low}, {high}] is not finite")
+    if low == high:
+        low, high = low - 0.5, high + 0.5
+    return ops.aten.linspace.default(low, high, bins + 1, dtype=dtype)
+
+
+def _bin_index(column: Tensor, edges: Tensor) -> tuple[Tensor, Tensor]:
+    """Each value's bin (the last edge at or below it; the right-most edge closes the last bin) and
+    whether it falls inside the edges."""
+    nbins = edges.numel() - 1
+    index = ops.aten.searchsorted.Tensor(edges, column.detach(), right=True) - 1
+    index = _where(column == edges[-1], nbins - 1, index)
+    inside = (column >= edges[0]) & (column <= edges[-1]) & (index >= 0) & (index < nbins)
+    return _where(inside, index, 0), inside
+
+
 @public("histogram")
 @method("histogram")
 def histogram(input: Tensor, bins=100, *, range=None, weight: Tensor | None = None, density: bool = False):
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"torch.histogram: input tensor and bins tensors should have the same dtype, {input.dtype}")
     flat = input.reshape(-1)
-    if isinstance(bins, Tensor):
-        if bins.ndim != 1:
-            raise RuntimeError("torch.histogram(): bins tensor should have one dimension")
-        edges = bins.to(input.dtype)
-    else:
-        if bins <= 0:
-            raise RuntimeError("torch.histogram(): bins must be > 0")
-        if range is not None:
-            low, high = float(range[0]), float(range[1])
-        elif flat.numel():
-            low, high = float(flat.min()), float(flat.max())
-        else:
-            low, high = 0.0, 0.0
-        if low > high:
-            raise RuntimeError("torch.histogram(): min should not exceed max")
-        if not (math.isfinite(low) and math.isfinite(high)):
-            raise RuntimeError(f"torch.histogram(): range of [{low}, {high}] is not finite")
-        if low == high:
-            low, high = low - 0.5, high + 0.5
-        edges = ops.aten.linspace.default(low, high, bins + 1, dtype=input.dtype)
-    nbins = edges.numel() - 1
-    # A value's bin: the last edge at or below it; the right-most edge closes the last bin.
-    index = ops.aten.searchsorted.Tensor(edges, flat.detach(), right=True) - 1
-    last = flat == edges[-1]
-    index = _where(last, nbins - 1, index)
-    inside = (flat >= edges[0]) & (flat <= edges[-1]) & (index >= 0) & (index < nbins)
-    index = _where(inside, index, 0)
+    edges = _edges(flat, bins, range, input.dtype)
+    index, inside = _bin_index(flat, edges)
     w = flat.new_ones(tuple(flat.shape)) if weight is None else weight.reshape(-1).to(input.dtype)
-    w = _where(inside, w, 0.0)
-    hist = flat.new_zeros((nbins,)).index_add(0, index, w)
+    hist = flat.new_zeros((edges.numel() - 1,)).index_add(0, index, _where(inside, w, 0.0))
     if density:
-        widths = edges[1:] - edges[:-1]
-        hist = hist / (hist.sum() * widths)
+        hist = hist / (hist.sum() * (edges[1:] - edges[:-1]))
     return histogram_result(hist, edges)
+
+
+@public("histogramdd")
+def histogramdd(input: Tensor, bins=10, *, range=None, weight: Tensor | None = None, density: bool = False):
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"torch.histogramdd: input tensor should be floating point, got {input.dtype}")
+    if input.ndim < 2:
+        raise RuntimeError("torch.histogramdd: input tensor should have at least 2 dimensions")
+    ndims = input.shape[-1]
+    points = input.reshape(-1, ndims)
+    per_dim = [bins] * ndims if isinstance(bins, int) else list(bins)
+    if len(per_dim) != ndims:
+        raise RuntimeError(
+            f"torch.histogramdd: expected {ndims} sequences of bin edges for each of the {ndims} dimensions of "
+            f"the histogram but got {len(per_dim)}"
+        )
+    if range is not None and len(range) != 2 * ndims:
+        raise RuntimeError(
+            f"torch.histogramdd: for a {ndims}-dimensional histogram range should have {2 * ndims} elements"
+        )
+    edges = [
+        _edges(points[:, d], per_dim[d], None if range is None else range[2 * d : 2 * d + 2], input.dtype)
+        for d in builtins.range(ndims)
+    ]
+    sizes = [e.numel() - 1 for e in edges]
+    flat_index = points.new_zeros((points.shape[0],), dtype=D.int64)
+    inside = points.new_ones((points.shape[0],), dtype=D.bool_)
+    for d in builtins.range(ndims):
+        index, ok = _bin_index(points[:, d], edges[d])
+        flat_index = flat_index * sizes[d] + index
+        inside = inside & ok
+    w = points.new_ones((points.shape[0],)) if weight is None else weight.reshape(-1).to(input.dtype)
+    hist = points.new_zeros((math.prod(sizes),)).index_add(0, flat_index, _where(inside, w, 0.0)).reshape(sizes)
+    if density:
+        volume = hist.new_ones(tuple(sizes))
+        for d in builtins.range(ndims):
+            shape = [1] * ndims
+            shape[d] = sizes[d]
+            volume = volume * (edges[d][1:] - edges[d][:-1]).reshape(shape)
+        hist = hist / (hist.sum() * volume)
+    return histogramdd_result(hist, tuple(edges))
