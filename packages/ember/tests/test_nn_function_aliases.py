@@ -60,3 +60,15 @@ def test_inplace_forms_write_their_input():
 def test_constants():
     assert (ember.pi, ember.e, ember.inf) == (torch.pi, torch.e, torch.inf)
     assert ember.nan != ember.nan and ember.newaxis is None
+
+
+@pytest.mark.parametrize(("mode", "level"), [("default", 0), ("warn", 1), ("error", 2), (1, 1), (0, 0)])
+def test_deterministic_debug_mode(mode, level):
+    try:
+        ember.set_deterministic_debug_mode(mode)
+        torch.set_deterministic_debug_mode(mode)
+        assert ember.get_deterministic_debug_mode() == torch.get_deterministic_debug_mode() == level
+        assert ember.are_deterministic_algorithms_enabled() == torch.are_deterministic_algorithms_enabled()
+    finally:
+        ember.set_deterministic_debug_mode(0)
+        torch.set_deterministic_debug_mode(0)

@@ -152,3 +152,20 @@ def test_is_set_to():
         t = lib.ones(3)
         assert t.is_set_to(t) and t.is_set_to(t.view(3))
         assert not t.is_set_to(t[:2]) and not t.is_set_to(t.clone())
+
+
+def test_inference_flags():
+    with ember.inference_mode():
+        made = ember.ones(2) * 2
+    assert made.is_inference() and ember.is_inference(made)
+    assert not ember.ones(2).is_inference() and not ember.ones(2).is_distributed()
+
+
+@pytest.mark.parametrize("weight", [[0.1, 0.2, 0.3], [0.25]])
+def test_prelu_and_hardshrink_methods(weight):
+    a = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
+    ours, theirs = ember.tensor(a), torch.tensor(a)
+    w = np.array(weight, np.float32)
+    np.testing.assert_array_equal(ours.prelu(ember.tensor(w)).numpy(), theirs.prelu(torch.tensor(w)).numpy())
+    np.testing.assert_array_equal(ours.hardshrink(0.7).numpy(), theirs.hardshrink(0.7).numpy())
+    np.testing.assert_array_equal(ours.hardshrink().numpy(), theirs.hardshrink().numpy())

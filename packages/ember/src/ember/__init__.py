@@ -41,8 +41,10 @@ from ember.autograd.anomaly import (  # noqa: F401
 )
 from ember.backends.settings import (  # noqa: F401
     are_deterministic_algorithms_enabled,
+    get_deterministic_debug_mode,
     get_float32_matmul_precision,
     is_deterministic_algorithms_warn_only_enabled,
+    set_deterministic_debug_mode,
     set_float32_matmul_precision,
     use_deterministic_algorithms,
 )

@@ -305,6 +305,48 @@ def is_set_to(self: Tensor, tensor: Tensor) -> bool:
     )
 
 
+@public("is_inference")
+@method("is_inference")
+def is_inference(input: Tensor) -> bool:
+    """Whether the tensor was made under ``inference_mode`` (the autograd package marks it)."""
+    try:
+        return bool(input._inference)
+    except (AttributeError, RuntimeError):  # no autograd package: no inference mode either
+        return False
+
+
+@public("is_distributed")
+@method("is_distributed")
+def is_distributed(input: Tensor) -> bool:
+    return False  # PyTorch's legacy flag; a DTensor is a subclass with its own answer
+
+
+@method("cuda")
+def cuda(self: Tensor, device=None, non_blocking: bool = False, memory_format=None) -> Tensor:
+    target = "cuda" if device is None else (f"cuda:{device}" if isinstance(device, int) else device)
+    return self.to(target, non_blocking=non_blocking)
+
+
+@method("hardshrink")
+def hardshrink(self: Tensor, lambd: float = 0.5) -> Tensor:
+    return _where(self.abs() > lambd, self, 0.0)
+
+
+@method("prelu")
+def prelu(self: Tensor, weight: Tensor) -> Tensor:
+    if weight.numel() > 1 and self.ndim >= 2:
+        shape = [1] * self.ndim
+        shape[1] = weight.numel()
+        weight = weight.reshape(shape)
+    return _where(self > 0, self, weight * self)
+
+
+def _where(condition: Tensor, a, b) -> Tensor:
+    from ember.core.api import functions
+
+    return functions["where"](condition, a, b)
+
+
 @method("get_device")
 def get_device(self: Tensor) -> int:
     if self.device.type == "cpu":
