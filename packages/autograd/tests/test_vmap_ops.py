@@ -37,6 +37,12 @@ DYNAMIC = {
     "Tensor.bincount",
     # split where a batched tensor's values say: each lane would cut differently (refused as .item()).
     "tensor_split_tensor",
+    # loops or checks that read the values: gcd's Euclid steps, repeats or indices checked against bounds.
+    "gcd",
+    "lcm",
+    "repeat_interleave_tensor",
+    "unravel_index",
+    "quantile_tensor_q",
     # as_strided's sizes and strides describe one lane's memory: refused with a clear error.
     "as_strided",
 }

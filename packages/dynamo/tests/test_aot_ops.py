@@ -43,6 +43,8 @@ DATA_DEPENDENT = {
     ),
     "unique": "the number of distinct values is the output's size",
     "unique_consecutive": "the number of runs is the output's size",
+    "repeat_interleave_tensor": "the sum of the repeats is the output's size",
+    "quantile_tensor_q": "q's values are checked in [0, 1] on the host",
     "cov_weighted": "the weighted degrees of freedom are checked against zero on the host",
 }
 # Entries that write into inputs that require grad, which AOT autograd refuses by name.

@@ -46,7 +46,20 @@ DATA_DEPENDENT = {
 # tensor's values say (tensor_split with a tensor of sections or indices).
 DATA_DEPENDENT.update(
     dict.fromkeys(
-        ["allclose", "Tensor.allclose", "equal", "Tensor.equal", "tensor_split_tensor", "cov_weighted"],
+        [
+            *("allclose", "Tensor.allclose", "equal", "Tensor.equal", "tensor_split_tensor", "cov_weighted"),
+            # q checked in [0, 1], the range's ends, Euclid's steps until all remainders are zero,
+            # repeats summed, indices checked against the shape: each read on the host, as in PyTorch.
+            *(
+                "quantile_tensor_q",
+                "histogram_auto_range",
+                "histogramdd_auto_range",
+                "gcd",
+                "lcm",
+                "repeat_interleave_tensor",
+                "unravel_index",
+            ),
+        ],
         DataDependentOutputException,
     )
 )

@@ -63,6 +63,8 @@ SPECIALIZE: dict[str, str] = {
     "unbind": "returns one tensor per index",
     "split_copy_Tensor": "returns one tensor per piece",
     "unbind_copy_int": "returns one tensor per index",
+    **dict.fromkeys(["cummax", "cummin", "Tensor.cummax"], "finds the indices one step per position along dim"),
+    "combinations": "the result has one row per combination of the size's positions",
 }
 
 META = ember.device("meta")

@@ -12,6 +12,7 @@ from pkgutil import extend_path
 
 __path__ = extend_path(__path__, __name__)
 
+import math as _math
 from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
 from importlib.metadata import version as _version
 
@@ -33,10 +34,17 @@ from ember.autograd import (  # noqa: F401
     no_grad,
     set_grad_enabled,
 )
+from ember.autograd.anomaly import (  # noqa: F401
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
+    set_anomaly_enabled,
+)
 from ember.backends.settings import (  # noqa: F401
     are_deterministic_algorithms_enabled,
+    get_deterministic_debug_mode,
     get_float32_matmul_precision,
     is_deterministic_algorithms_warn_only_enabled,
+    set_deterministic_debug_mode,
     set_float32_matmul_precision,
     use_deterministic_algorithms,
 )
@@ -88,6 +96,50 @@ _LAZY_ATTRIBUTES = {
     )
 }
 _LAZY_ATTRIBUTES["vmap"] = "ember.func"
+_LAZY_ATTRIBUTES["GradScaler"] = "ember.amp"
+# torch.<name> forms of nn.functional's functions (ember._nn_functions.NAMES; listed here so that
+# `import ember` does not import ember.nn).
+_LAZY_ATTRIBUTES.update(
+    dict.fromkeys(
+        (
+            "adaptive_avg_pool1d",
+            "adaptive_max_pool1d",
+            "alpha_dropout",
+            "alpha_dropout_",
+            "avg_pool1d",
+            "bilinear",
+            "celu",
+            "celu_",
+            "channel_shuffle",
+            "conv3d",
+            "conv_transpose1d",
+            "conv_transpose3d",
+            "feature_alpha_dropout",
+            "feature_alpha_dropout_",
+            "hardshrink",
+            "max_pool1d",
+            "max_pool1d_with_indices",
+            "max_pool3d",
+            "native_channel_shuffle",
+            "pairwise_distance",
+            "pdist",
+            "pixel_shuffle",
+            "pixel_unshuffle",
+            "prelu",
+            "rrelu",
+            "rrelu_",
+            "selu",
+            "selu_",
+            "threshold",
+            "threshold_",
+        ),
+        "ember._nn_functions",
+    )
+)
+
+# PyTorch's constants.
+pi, e, inf, nan = _math.pi, _math.e, _math.inf, _math.nan
+newaxis = None
 
 
 def _functionalize_on_first_use(func, *, remove: str = "mutations"):
@@ -119,6 +171,10 @@ def __getattr__(name: str):
 
         return getattr(importlib.import_module(_LAZY_ATTRIBUTES[name]), name)
     raise AttributeError(f"module 'ember' has no attribute '{name}'")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY_SUBPACKAGES) | set(_LAZY_ATTRIBUTES))
 
 
 try:

@@ -29,6 +29,11 @@ def is_anomaly_check_nan_enabled() -> bool:
     return state.check_nan
 
 
+def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
+    """Turn anomaly detection on or off for the thread (``torch.set_anomaly_enabled``)."""
+    state.enabled, state.check_nan = enabled, check_nan
+
+
 class detect_anomaly:
     """Context manager (and decorator) turning anomaly detection on."""
 

@@ -14,8 +14,10 @@ import warnings
 
 __all__ = [
     "are_deterministic_algorithms_enabled",
+    "get_deterministic_debug_mode",
     "get_float32_matmul_precision",
     "is_deterministic_algorithms_warn_only_enabled",
+    "set_deterministic_debug_mode",
     "set_float32_matmul_precision",
     "use_deterministic_algorithms",
 ]
@@ -62,3 +64,27 @@ def are_deterministic_algorithms_enabled() -> bool:
 
 def is_deterministic_algorithms_warn_only_enabled() -> bool:
     return _state["warn_only"]
+
+
+_DEBUG_MODES = {"default": 0, "warn": 1, "error": 2}
+
+
+def set_deterministic_debug_mode(debug_mode: str | int) -> None:
+    """``use_deterministic_algorithms`` by level: 0 or "default" off, 1 or "warn" warn only, 2 or "error" on."""
+    if isinstance(debug_mode, str):
+        if debug_mode not in _DEBUG_MODES:
+            raise RuntimeError(
+                f"invalid value of debug_mode, expected one of `default`, `warn`, `error`, but got {debug_mode}"
+            )
+        debug_mode = _DEBUG_MODES[debug_mode]
+    if not isinstance(debug_mode, int):
+        raise TypeError(f"debug_mode must be str or int, but got {type(debug_mode)}")
+    if debug_mode not in (0, 1, 2):
+        raise RuntimeError(f"invalid value of debug_mode, expected 0, 1, or 2, but got {debug_mode}")
+    use_deterministic_algorithms(debug_mode != 0, warn_only=debug_mode == 1)
+
+
+def get_deterministic_debug_mode() -> int:
+    if not _state["deterministic"]:
+        return 0
+    return 1 if _state["warn_only"] else 2

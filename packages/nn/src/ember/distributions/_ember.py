@@ -10,7 +10,9 @@ from types import SimpleNamespace
 
 import ember.autograd as _autograd
 import ember.core as _core
+import ember.linalg as _linalg
 import ember.nn as _nn
+import ember.special as _special
 from ember.autograd import enable_grad, is_grad_enabled, no_grad
 from ember.core.api import functions
 from ember.core.dtypes import ALIASES, ALL
@@ -19,5 +21,13 @@ _names = {name: getattr(_core, name) for name in _core.__all__}
 _names.update(functions)
 _names.update({d.name: d for d in ALL})
 _names.update(ALIASES)
-_names.update(autograd=_autograd, nn=_nn, no_grad=no_grad, enable_grad=enable_grad, is_grad_enabled=is_grad_enabled)
+_names.update(
+    autograd=_autograd,
+    linalg=_linalg,
+    special=_special,
+    nn=_nn,
+    no_grad=no_grad,
+    enable_grad=enable_grad,
+    is_grad_enabled=is_grad_enabled,
+)
 ember = SimpleNamespace(**_names)

@@ -1,10 +1,9 @@
-"""Helpers shared by the distributions: broadcasting of parameters, probabilities and logits, and the
-few special functions the densities need (log-gamma, digamma), composed of core ops so that autograd
-differentiates them like any other expression."""
+"""Helpers shared by the distributions: broadcasting of parameters, probabilities and logits, the special
+functions the densities need (log-gamma, digamma, xlogy: the core's ``ember.special`` ops, with their
+derivatives) and Gamma sampling."""
 
 from __future__ import annotations
 
-import math
 from functools import update_wrapper
 from numbers import Number
 from typing import Any
@@ -117,54 +116,25 @@ def vec_to_tril_matrix(vec: Tensor, diag: int = 0) -> Tensor:
     return mat
 
 
-# --- special functions, composed of core ops (differentiable through autograd) ---
-
-_LANCZOS_G = 7.0
-_LANCZOS = (
-    0.99999999999980993,
-    676.5203681218851,
-    -1259.1392167224028,
-    771.32342877765313,
-    -176.61502916214059,
-    12.507343278686905,
-    -0.13857109526572012,
-    9.9843695780195716e-6,
-    1.5056327351493116e-7,
-)
-_HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
+# --- special functions: the core's (ember.special), with their derivatives ---
 
 
 def lgamma(x: Tensor) -> Tensor:
-    """log Gamma(x) for x > 0 (Lanczos, g=7); below 1/2 through Gamma(x) = Gamma(x + 1) / x."""
-    small = x < 0.5
-    y = ember.where(small, x + 1, x)
-    z = y - 1
-    series = _LANCZOS[0] + sum(c / (z + i) for i, c in enumerate(_LANCZOS[1:], start=1))
-    t = z + (_LANCZOS_G + 0.5)
-    out = _HALF_LOG_2PI + (z + 0.5) * ember.log(t) - t + ember.log(series)
-    return ember.where(small, out - ember.log(x), out)
+    """log |Gamma(x)|."""
+    return ember.lgamma(x)
 
 
 def digamma(x: Tensor) -> Tensor:
-    """psi(x) for x > 0: the recurrence shifts x up by 8, then the asymptotic series."""
-    shift = 0
-    for k in range(8):
-        shift = shift + 1 / (x + k)
-    y = x + 8
-    inv2 = 1 / (y * y)
-    series = inv2 * (1 / 12 - inv2 * (1 / 120 - inv2 * (1 / 252 - inv2 * (1 / 240 - inv2 * (1 / 132)))))
-    return ember.log(y) - 0.5 / y - series - shift
+    return ember.digamma(x)
 
 
 def mvlgamma(x: Tensor, p: int) -> Tensor:
-    out = p * (p - 1) / 4 * math.log(math.pi)
-    for j in range(p):
-        out = out + lgamma(x - j / 2)
-    return out
+    return ember.mvlgamma(x, p)
 
 
 def xlogy(x: Tensor, y: Tensor) -> Tensor:
-    return ember.where(x == 0, ember.zeros_like(x * y), x * ember.log(ember.where(x == 0, ember.ones_like(y), y)))
+    """x * log(y), 0 where x is 0."""
+    return ember.special.xlogy(x, y)
 
 
 def standard_gamma(concentration: Tensor) -> Tensor:

@@ -6,6 +6,7 @@ from ember.core import malloc_tuning as _malloc_tuning  # noqa: F401, I001  (fir
 from ember.core import aten as _aten  # noqa: F401  (registers every op)
 from ember.core import printing as _printing  # noqa: F401  (set_printoptions, Tensor.__format__)
 from ember.core import serialization as _serialization  # noqa: F401  (ember.save, ember.load)
+from ember.core import surface as _surface  # aliases, predicates, housekeeping methods
 from ember.core.api import attach_methods as _attach_methods
 from ember.core.api import functions
 from ember.core.creation import as_tensor, from_dlpack, from_numpy, tensor
@@ -38,6 +39,7 @@ from ember.core.tensor import Size, Tensor
 from ember.core.threads import get_num_threads, set_num_threads
 
 _attach_methods(Tensor)
+_surface.attach_properties(Tensor)
 globals().update(_LEGACY_TYPES)
 
 __all__ = [

@@ -38,6 +38,9 @@ _FIELDS = {
     "geqrf": ("a", "tau"),
     "linalg_ldl_factor": ("LD", "pivots"),
     "linalg_ldl_factor_ex": ("LD", "pivots", "info"),
+    "histogram": ("hist", "bin_edges"),
+    "histogramdd": ("hist", "bin_edges"),
+    "frexp": ("mantissa", "exponent"),
 }
 
 
@@ -52,10 +55,13 @@ def _make(name: str, fields: tuple):
     return cls
 
 
+_NO_OUT_FORM = {"histogramdd"}  # PyTorch's histogramdd has no out= overload
+
 _types = {}
 for _name, _fields in _FIELDS.items():
     _types[_name] = _make(_name, _fields)
-    _types[_name + "_out"] = _make(_name + "_out", _fields)
+    if _name not in _NO_OUT_FORM:
+        _types[_name + "_out"] = _make(_name + "_out", _fields)
 globals().update(_types)
 
 __all__ = sorted(_types)
