@@ -53,6 +53,11 @@ DATA_DEPENDENT = {
     **dict.fromkeys(
         ["allclose", "Tensor.allclose", "equal", "Tensor.equal"], "the answer is a Python bool read from the values"
     ),
+    "quantile_tensor_q": "q is checked to lie in [0, 1] on the host",
+    **dict.fromkeys(["histogram_auto_range", "histogramdd_auto_range"], "the range's ends are read from the values"),
+    **dict.fromkeys(["gcd", "lcm"], "Euclid's steps run until every remainder is zero"),
+    "repeat_interleave_tensor": "the repeats' sum is the output's size",
+    "unravel_index": "the indices are checked against the shape on the host",
 }
 
 ENTRIES = {op.name: op for op in opinfos()}
