@@ -279,7 +279,7 @@ class InstructionTranslatorBase(DataOpsMixin):
         from ember.dynamo.variables.functions import NestedFunctionVariable
 
         code_vt = self.pop()
-        qualname = self.pop().as_python_constant() if PY < (3, 12) else None
+        qualname = None  # 3.11+ takes the qualified name from the code object
         flags = int(inst.arg) if inst.arg is not None and PY < (3, 13) else 0
         closure = self.pop() if flags & 0x08 else None
         if flags & 0x04:

@@ -103,6 +103,9 @@ def _wrap(tx, value: Any, source: Source | None) -> VariableTracker:
     if isinstance(value, types.FunctionType):
         _guard(tx, source, GuardKind.ID_MATCH, id(value))
         return UserFunctionVariable(value, source)
+    if _is_table_builtin(value):
+        _guard(tx, source, GuardKind.ID_MATCH, id(value))
+        return BuiltinVariable(value, source)
     if isinstance(value, types.MethodType):
         _guard(tx, source, GuardKind.TYPE_MATCH, types.MethodType)
         fn = wrap(tx, value.__func__, AttrSource(source, "__func__") if source else None)
@@ -135,6 +138,15 @@ def _wrap(tx, value: Any, source: Source | None) -> VariableTracker:
         raise Unsupported(f"a {type(value).__name__} object that capture cannot reach from the frame")
     _guard(tx, source, GuardKind.TYPE_MATCH, type(value))
     return ObjectVariable(value, source)
+
+
+def _is_table_builtin(value: Any) -> bool:
+    from ember.dynamo.variables.builtin import BUILTINS
+
+    try:
+        return value in BUILTINS
+    except TypeError:
+        return False
 
 
 def wrap_constant(value: Any) -> VariableTracker:

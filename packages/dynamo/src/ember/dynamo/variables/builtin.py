@@ -136,6 +136,8 @@ def apply_operator(tx, fn: Callable, args: list[VariableTracker]) -> VariableTra
             return a.rebuild(a.items * b.value)
         if isinstance(b, BaseListVariable) and isinstance(a, ConstantVariable) and fn is operator.mul:
             return b.rebuild(b.items * a.value)
+        if isinstance(a, SetVariable) and isinstance(b, SetVariable) and fn in _SET_OPS:
+            return a.call_method(tx, _SET_OPS[fn], [b], {})
         if isinstance(a, DictVariable) and isinstance(b, DictVariable) and fn is operator.or_:
             return DictVariable({**a.items, **b.items})
         if fn in (operator.lt, operator.le, operator.gt, operator.ge) and a.is_python_constant() and b.is_python_constant():
@@ -145,6 +147,9 @@ def apply_operator(tx, fn: Callable, args: list[VariableTracker]) -> VariableTra
         if f is not None:
             return tx.inline_function_value(f, args, {})
     raise Unsupported(f"operator.{fn.__name__} on {', '.join(a.describe() for a in args)} is not supported")
+
+
+_SET_OPS = {operator.or_: "union", operator.and_: "intersection", operator.sub: "difference", operator.xor: "symmetric_difference"}
 
 
 def _type_error(fn, a, b):
