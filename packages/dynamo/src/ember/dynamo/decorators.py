@@ -61,13 +61,13 @@ def disable(fn: Callable | None = None, recursive: bool = True, *, reason: str |
     if not recursive:
         code = getattr(inspect.unwrap(fn), "__code__", None)
         if code is not None:
-            frame_cache.skip_files_or_code(code)
+            frame_cache.skip_files_or_code(code, disabled=True)
         fn._ember_dynamo_disable = True  # capture reads this mark and breaks the graph
         return fn
     target = fn.forward if _is_module(fn) else fn
     code = getattr(inspect.unwrap(target), "__code__", None)
     if code is not None:
-        frame_cache.skip_files_or_code(code)
+        frame_cache.skip_files_or_code(code, disabled=True)
 
     @functools.wraps(target)
     def run_disabled(*args: Any, **kwargs: Any):

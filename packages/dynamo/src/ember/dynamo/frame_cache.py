@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 import sysconfig
 import time
 import warnings
@@ -51,7 +52,8 @@ _SKIPPED_LIBRARIES = (
 # Parts of Ember whose code is user-level: modules' forwards, functional ops, optimizers.
 _COMPILED_EMBER_PARTS = ("nn", "optim")
 
-_skipped_codes: weakref.WeakSet[CodeType] = weakref.WeakSet()
+_skipped_codes: weakref.WeakSet[CodeType] = weakref.WeakSet()  # found not worth compiling; reset() forgets
+_disabled_codes: weakref.WeakSet[CodeType] = weakref.WeakSet()  # disable()d by the user; kept
 _skip_dirs: tuple[str, ...] | None = None
 _keep_dirs: tuple[str, ...] = ()
 
@@ -72,8 +74,8 @@ def _directories() -> tuple[tuple[str, ...], tuple[str, ...]]:
             skip.extend(spec.submodule_search_locations)
         elif spec is not None and spec.origin:
             skip.append(spec.origin)
-    ember_spec = importlib.util.find_spec("ember")
-    for root in (ember_spec.submodule_search_locations or []) if ember_spec else []:
+    # The ember namespace's folders, one per installed package (the parent of this module: loaded).
+    for root in list(sys.modules["ember"].__path__):
         for part in _COMPILED_EMBER_PARTS:
             if os.path.isdir(os.path.join(root, part)):
                 keep.append(os.path.join(root, part))
@@ -94,16 +96,16 @@ def _is_skipped_file(filename: str) -> bool:
     return path.startswith(_skip_dirs)
 
 
-def skip_files_or_code(code: CodeType) -> None:
-    """Never compile ``code``: it runs as it is."""
-    _skipped_codes.add(code)
+def skip_files_or_code(code: CodeType, disabled: bool = False) -> None:
+    """Never compile ``code`` (until ``reset()``, unless ``disabled`` by the user): it runs as it is."""
+    (_disabled_codes if disabled else _skipped_codes).add(code)
     hook = _hook_module()
     if hook is not None:
         hook.skip_code(code)
 
 
 def is_skipped(code: CodeType) -> bool:
-    return code in _skipped_codes or _is_skipped_file(code.co_filename)
+    return code in _skipped_codes or code in _disabled_codes or _is_skipped_file(code.co_filename)
 
 
 def _hook_module():
@@ -278,6 +280,9 @@ def reset() -> None:
     hook = _hook_module()
     if hook is not None:
         hook.reset_code_caches()
+        for code in _disabled_codes:
+            hook.skip_code(code)
+    _skipped_codes.clear()
     automatic_dynamic.reset()
     _warned_limit.clear()
     compile_counts.clear()
