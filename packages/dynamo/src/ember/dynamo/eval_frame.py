@@ -22,14 +22,20 @@ from ember.nn.modules import _compile_provider
 _MODES = ("default", "lite", "reduce-overhead", "max-autotune-no-cudagraphs", "max-autotune")
 
 
+_frame_hook: Any = None
+
+
 def _hook():
-    try:
-        from ember.dynamo import _frame_hook
-    except ImportError as error:
-        raise RuntimeError(
-            "ember.compile needs the frame-evaluation hook (the C extension ember.dynamo._frame_hook), "
-            f"which could not be imported: {error}"
-        ) from error
+    global _frame_hook
+    if _frame_hook is None:
+        try:
+            from ember.dynamo import _frame_hook as hook
+        except ImportError as error:
+            raise RuntimeError(
+                "ember.compile needs the frame-evaluation hook (the C extension ember.dynamo._frame_hook), "
+                f"which could not be imported: {error}"
+            ) from error
+        _frame_hook = hook
     return _frame_hook
 
 
@@ -62,15 +68,18 @@ class OptimizeContext:
             )
         callback = self.callback
         target = fn
+        set_eval_frame = None
 
         @functools.wraps(fn)
         def compiled(*args: Any, **kwargs: Any) -> Any:
-            hook = _hook()
-            previous = hook.set_eval_frame(callback)
+            nonlocal set_eval_frame
+            if set_eval_frame is None:
+                set_eval_frame = _hook().set_eval_frame
+            previous = set_eval_frame(callback)
             try:
                 return target(*args, **kwargs)
             finally:
-                hook.set_eval_frame(previous)
+                set_eval_frame(previous)
 
         compiled._torchdynamo_orig_callable = fn
         compiled._ember_compile_context = self
