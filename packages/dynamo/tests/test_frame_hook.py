@@ -379,12 +379,15 @@ def test_replacement_gets_keyword_only_varargs_and_kwargs():
             total += v
         return (a, b, c, args, d, e, kwargs, total)
 
-    hook.add_cache_entry(orig.__code__, hook.CacheEntry(lambda f_locals: True, repl.__code__))
+    checked = []
+    hook.add_cache_entry(orig.__code__, hook.CacheEntry(lambda f_locals: not checked.append(f_locals), repl.__code__))
     with callback(False):
         assert orig(1, 20, 30, 40, 50, d=4, z=9, a=100) == (1, 20, 30, (40, 50), 4, 5, {"z": 9, "a": 100}, 259)
         assert orig(1, d=7) == (1, 2, 3, (), 7, 5, {}, 18)
         many = orig(*range(30), d=1, **{f"k{i}": i for i in range(20)})
     assert many[3] == tuple(range(3, 30)) and len(many[6]) == 20
+    assert checked[0] == {"a": 1, "b": 20, "c": 30, "args": (40, 50), "d": 4, "e": 5, "kwargs": {"z": 9, "a": 100}}
+    assert checked[1] == {"a": 1, "b": 2, "c": 3, "args": (), "d": 7, "e": 5, "kwargs": {}}
 
 
 def test_replacement_uses_the_frames_globals_and_closure():
@@ -460,3 +463,56 @@ def test_turning_the_hook_off_restores_normal_evaluation():
     assert _add(2, 5) == 7
     assert _middle(1) == 4
     assert rec.names() == []
+
+
+def test_replacement_built_with_the_bytecode_library():
+    bytecode = pytest.importorskip("bytecode")
+
+    def orig(x, *, scale=2):
+        return x * scale + 1
+
+    code = bytecode.Bytecode.from_code(orig.__code__)
+    for instr in code:
+        if isinstance(instr, bytecode.Instr) and instr.name == "LOAD_CONST" and instr.arg == 1:
+            instr.arg = 100
+    transformed = code.to_code()
+    hook.add_cache_entry(orig.__code__, hook.CacheEntry(lambda f_locals: f_locals["scale"] == 2, transformed))
+    with callback(False):
+        assert (orig(3), orig(3, scale=3)) == (106, 10)
+
+
+def test_a_compiled_function_called_inside_the_callback_sees_its_own_callback():
+    inner_seen = []
+
+    def inner_callback(frame, entries):
+        inner_seen.append(frame.f_code.co_name)
+        return None
+
+    def answer(frame, entries):
+        assert hook.get_eval_frame_callback() is None  # the hook is off while the callback runs
+        previous = hook.set_eval_frame(inner_callback)
+        try:
+            _leaf(1)
+        finally:
+            hook.set_eval_frame(previous)
+        return None
+
+    rec = Recorder(answer)
+    with callback(rec):
+        assert _middle(1) == 4
+        assert hook.get_eval_frame_callback() is rec
+    assert rec.names() == ["_middle", "_leaf"]
+    assert inner_seen == ["_leaf", "_leaf"]
+
+
+def test_the_callers_frame_is_the_callbacks_parent():
+    callers = []
+
+    def answer(frame, entries):
+        callers.append(sys._getframe(2).f_code.co_name)  # 1 is Recorder.__call__
+        return None
+
+    rec = Recorder(answer)
+    with callback(rec):
+        _middle(1)
+    assert callers == ["test_the_callers_frame_is_the_callbacks_parent", "_middle"]
