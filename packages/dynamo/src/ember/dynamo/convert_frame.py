@@ -101,6 +101,15 @@ def compile_frame(
         return None
 
 
+def _without_capture(compiled: Callable) -> Callable:
+    """The compiled graph runs with the frame hook off: its own frames are not user code to capture."""
+    try:
+        from ember.dynamo.decorators import disable
+    except ImportError:
+        return compiled
+    return disable(compiled)
+
+
 def _log_break(record: GraphBreak) -> None:
     try:
         from ember.logs import getArtifactLogger
@@ -148,7 +157,7 @@ def _generate(tx, output, code: types.CodeType, f_globals: dict, closure: tuple 
     graphs = []
     head = PyCodegen(output, cg.cellvars, cg.freevars, "___graph_out")
     if output.op_count or index.values:
-        compiled = output.compile(list(index.values))
+        compiled = _without_capture(output.compile(list(index.values)))
         graphs.append(output.gm)
         sources = [src for src, _, _ in output.inputs]
         head.call(lambda: head.load_const(compiled), [lambda s=s: head.load_source(s) for s in sources])

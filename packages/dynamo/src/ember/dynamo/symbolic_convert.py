@@ -373,6 +373,10 @@ class InstructionTranslatorBase(DataOpsMixin):
 
     # -- inlining -----------------------------------------------------------------------------------
     def inline_user_function(self, fn_vt, args, kwargs) -> VariableTracker:
+        from ember.dynamo import trace_rules
+
+        if trace_rules.is_disabled(getattr(fn_vt, "fn", None)):
+            raise Unsupported(f"{fn_vt.describe()} is disabled for capture", "it runs eagerly, outside the graph")
         code = fn_vt.get_code()
         if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
             from ember.dynamo.generators import inline_generator

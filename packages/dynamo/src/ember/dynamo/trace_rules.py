@@ -72,7 +72,21 @@ def _op_ids() -> set[int]:
 
 def is_graph_function(fn: Any) -> bool:
     """Whether a call to ``fn`` becomes a ``call_function`` node."""
+    try:
+        from ember.dynamo import decorators
+    except ImportError:  # the user-facing API is not installed with the capture core
+        decorators = None
+    if decorators is not None:
+        if decorators.is_disallowed_in_graph(fn):
+            return False
+        if decorators.is_allowed_in_graph(fn):
+            return True
     return id(fn) in _allowed or id(fn) in _op_ids()
+
+
+def is_disabled(fn: Any) -> bool:
+    """``ember.compiler.disable``d functions run eagerly: a call to one breaks the graph."""
+    return bool(getattr(fn, "_ember_dynamo_disable", False))
 
 
 def is_allowed_in_graph(fn: Any) -> bool:
