@@ -41,8 +41,8 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
     """The tracker for ``value``; guards on it when it has a source. Identity-held values are wrapped once."""
     out = tx.output
     cached = out.wrapped.get(id(value))
-    if cached is not None and (cached.source == source or source is None or cached.source is None):
-        return cached
+    if cached is not None:
+        return cached  # one tracker per object, whichever path reached it first (mutations stay shared)
     vt = _wrap(tx, value, source)
     if not isinstance(vt, ConstantVariable):
         out.wrapped[id(value)] = vt
