@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-# Compiled entries kept per code object; past this the frame runs eagerly, with a warning.
+# Compiled entries per code object made for the same arguments (the same module, the same kind of
+# object: entries whose identity and type guards on the arguments pass); past this the frame runs
+# eagerly, with a warning. ``accumulated_cache_size_limit`` bounds all entries of one code object.
 cache_size_limit: int = 8
+accumulated_cache_size_limit: int = 256
 # After a compile error, run the frame eagerly (with a logged warning) instead of raising.
 suppress_errors: bool = False
 # Record ``tensor.item()`` and friends in the graph as symbolic scalars instead of breaking it.

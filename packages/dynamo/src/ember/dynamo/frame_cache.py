@@ -133,6 +133,11 @@ def _guard_set(entry: Any) -> CompiledGuards | None:
     return getattr(check, "guard_set", None)
 
 
+def _made_for(entry: Any, f_locals: dict[str, Any]) -> bool:
+    guards = _guard_set(entry)
+    return guards is None or guards.made_for(f_locals)
+
+
 def failure_reasons(entries: list, f_locals: dict[str, Any]) -> list[str]:
     """Why each cache entry's guards fail for ``f_locals``: one line per entry, its reasons joined."""
     out = []
@@ -162,8 +167,9 @@ class FrameCallback:
             skip_files_or_code(code)
             return None
         f_locals = _frame_locals(frame)
-        if len(cache_entries) >= config.cache_size_limit:
-            self._limit_reached(code, cache_entries, f_locals)
+        relevant = [e for e in cache_entries if _made_for(e, f_locals)]
+        if len(relevant) >= config.cache_size_limit or len(cache_entries) >= config.accumulated_cache_size_limit:
+            self._limit_reached(code, relevant or cache_entries, f_locals)
             return None
         if cache_entries and recompiles_log.isEnabledFor(20):
             reasons = "\n".join(f"    - {r}" for r in failure_reasons(cache_entries, f_locals))
@@ -179,15 +185,18 @@ class FrameCallback:
             return
         _warned_limit.add(code)
         reasons = "\n".join(f"    - {r}" for r in failure_reasons(entries, f_locals))
+        owner = f_locals.get("self")
+        of = f" of {type(owner).__qualname__}" if owner is not None and code.co_varnames[:1] == ("self",) else ""
         message = (
             f"ember.compile hit config.cache_size_limit ({config.cache_size_limit}) for function "
-            f"{_function_name(code)}: it now runs eagerly (not compiled) for inputs that fit none of its "
+            f"{_function_name(code)}{of}: it now runs eagerly (not compiled) for inputs that fit none of its "
             f"{len(entries)} compiled versions. The guards that failed on the last call:\n{reasons}\n"
             "To compile more versions, raise ember._dynamo.config.cache_size_limit; to compile one version for "
             "changing sizes, use dynamic=True or ember._dynamo.mark_dynamic."
         )
         log.warning("%s", message)
-        warnings.warn(message, UserWarning, stacklevel=2)
+        # Attributed to the function's own line: the callback runs from the hook, under no user frame.
+        warnings.warn_explicit(message, UserWarning, code.co_filename, code.co_firstlineno)
 
     def _compile(self, frame: Any, code: CodeType, f_locals: dict[str, Any]) -> Any:
         state = frame_state_for(code)

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ember.dynamo.source import AttrSource, GetItemSource, Source, TypeSource
+from ember.dynamo.source import AttrSource, GetItemSource, LocalSource, Source, TypeSource
 
 
 class GuardKind(enum.Enum):
@@ -234,6 +234,13 @@ class CompiledGuards:
         self.guards = _dedupe(guards)
         self.shape_guards = list(shape_guards)
         self.f_globals = f_globals
+        # What the entry says the frame's own arguments are (by identity or type): the cache limit
+        # counts only the entries made for such arguments (a module's forward, per kind of module).
+        self.identity = [
+            (g.source.local_name, g.kind, g.value)
+            for g in self.guards
+            if g.kind in (GuardKind.ID_MATCH, GuardKind.TYPE_MATCH) and isinstance(g.source, LocalSource)
+        ]
         g = _Codegen()
         for guard in self.guards:
             g.check(_condition(guard, g))
@@ -252,6 +259,15 @@ class CompiledGuards:
 
     def __call__(self, f_locals: dict[str, Any]) -> bool:
         return self.check(f_locals)
+
+    def made_for(self, f_locals: dict[str, Any]) -> bool:
+        """Whether the frame's arguments are the objects (or of the types) this entry was made for."""
+        missing = object()
+        for name, kind, value in self.identity:
+            now = f_locals.get(name, missing)
+            if (id(now) != value) if kind is GuardKind.ID_MATCH else (type(now) is not value):
+                return False
+        return True
 
     # -- in the user's terms -----------------------------------------------------------------------
 
