@@ -295,3 +295,24 @@ def test_ember_logs_dynamo_prints_one_line_per_compiled_frame():
     assert done.returncode == 0, done.stderr
     lines = [line for line in done.stderr.splitlines() if "compiled 'f'" in line]
     assert len(lines) == 1 and " ms: 1 graph(s)" in lines[0] and "backend eager" in lines[0]
+
+
+def test_artifacts_graph_breaks_graph_code_guards_and_bytecode():
+    records = Records()
+    loggers = [logging.getLogger(f"ember.dynamo.__{a}") for a in ("graph_breaks", "graph_code", "guards", "bytecode")]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.addHandler(records)
+        lg.setLevel(logging.DEBUG)
+    try:
+        ember.compile(g_with_break, backend="eager")(ember.ones(2))
+    finally:
+        for lg, level in zip(loggers, levels, strict=True):
+            lg.removeHandler(records)
+            lg.setLevel(level)
+    text = "\n".join(records.messages)
+    line = g_with_break.__code__.co_firstlineno + 2
+    assert f'Graph break: print() has a side effect outside the graph\n  File "{__file__}", line {line}' in text
+    assert "GRAPH 0 of 'g_with_break'" in text and "def forward(" in text
+    assert "GUARDS of 'g_with_break'" in text and "TENSOR_MATCH: L['x']" in text
+    assert "ORIGINAL BYTECODE of 'g_with_break'" in text and "MODIFIED BYTECODE" in text

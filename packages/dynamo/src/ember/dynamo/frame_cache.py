@@ -15,6 +15,7 @@ checks, in order) and calls ``FrameCallback`` only when none passes. The callbac
 
 from __future__ import annotations
 
+import dis
 import importlib.util
 import os
 import sys
@@ -25,8 +26,16 @@ import weakref
 from types import CodeType
 from typing import Any
 
-from ember.dynamo import config, convert_frame, decorators
-from ember.dynamo._logging import graph_code_log, graph_log, guards_log, log, recompiles_log
+from ember.dynamo import config, convert_frame, decorators, exc
+from ember.dynamo._logging import (
+    bytecode_log,
+    graph_breaks_log,
+    graph_code_log,
+    graph_log,
+    guards_log,
+    log,
+    recompiles_log,
+)
 from ember.dynamo.automatic_dynamic import frame_state_for
 from ember.dynamo.exc import Unsupported
 from ember.dynamo.guards import CompiledGuards, compile_guards
@@ -202,12 +211,14 @@ class FrameCallback:
         state = frame_state_for(code)
         state.dynamic = self.options.dynamic
         started = time.perf_counter()
+        first_break = len(exc.graph_break_log)
         try:
             with decorators.compiling():
                 result = convert_frame.compile_frame(
                     code, frame.f_globals, f_locals, getattr(frame, "closure", None), self.options, state
                 )
         except Unsupported:
+            _log_breaks(first_break)
             if self.options.fullgraph:
                 raise
             log.debug("%s could not be captured; it runs eagerly", _function_name(code), exc_info=True)
@@ -222,6 +233,7 @@ class FrameCallback:
                 error,
             )
             return None
+        _log_breaks(first_break)
         if result is None:
             skip_files_or_code(code)  # no tensor op in it: never worth compiling
             return None
@@ -245,6 +257,9 @@ class FrameCallback:
         )
         if guards_log.isEnabledFor(20):
             guards_log.info("GUARDS of %s:\n%s", name, guards.describe())
+        if bytecode_log.isEnabledFor(20):
+            bytecode_log.info("ORIGINAL BYTECODE of %s:\n%s", name, dis.Bytecode(code).dis())
+            bytecode_log.info("MODIFIED BYTECODE of %s:\n%s", name, dis.Bytecode(result.code).dis())
         for i, gm in enumerate(result.graphs):
             if graph_code_log.isEnabledFor(20):
                 code_text = gm.print_readable(print_output=False, include_stride=True, include_device=True)
@@ -260,6 +275,12 @@ class FrameCallback:
             graphs=[gm.print_readable(print_output=False) for gm in result.graphs],
             guards=guards.describe(),
         )
+
+
+def _log_breaks(first: int) -> None:
+    if graph_breaks_log.isEnabledFor(20):
+        for brk in exc.graph_break_log[first:]:
+            graph_breaks_log.info("%s", brk.format())
 
 
 def _tabular(gm: Any) -> str:
