@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import enum
 import re
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -122,6 +123,8 @@ class _Codegen:
     constants: dict[str, Any] = field(default_factory=dict)
     lines: list[str] = field(default_factory=list)
     read: dict[str, str] = field(default_factory=dict)  # source name -> local holding its value
+    module_types: dict[str, type] = field(default_factory=dict)  # source name -> its guarded Module type
+    dicts: dict[str, str] = field(default_factory=dict)  # local -> local holding its __dict__
 
     def const(self, value: Any) -> str:
         name = f"c{len(self.constants)}"
@@ -134,6 +137,9 @@ class _Codegen:
         if key in self.read:
             return self.read[key]
         if isinstance(source, AttrSource):
+            fast = self._module_attribute(source)
+            if fast is not None:
+                return fast
             base = self.expr(source.base)
             member = source.member
             return f"{base}.{member}" if member.isidentifier() else f"getattr({base}, {member!r})"
@@ -143,7 +149,24 @@ class _Codegen:
             return f"{self.expr(source.base)}[{text}]"
         if isinstance(source, TypeSource):
             return f"type({self.expr(source.base)})"
-        return key  # LocalSource, GlobalSource and other sources: their name reads L and G
+        return key.replace("__import__('sys')", self.const(sys))  # L, G and other sources: their name
+
+    def _module_attribute(self, source: AttrSource) -> str | None:
+        # A submodule, parameter or buffer of a module whose type a guard fixes: read from the stores
+        # Module.__getattr__ reads, in its order, without the AttributeError object.__getattribute__
+        # raises first. (Were the type another, that type guard fails the check anyway.)
+        cls = self.module_types.get(source.base.name())
+        name = source.member
+        if cls is None or any(name in klass.__dict__ for klass in cls.__mro__):
+            return None
+        base = self.local(source.base)
+        d = self.dicts.get(base)
+        if d is None:
+            d = self.dicts[base] = f"d{len(self.dicts)}"
+            self.lines.append(f"{d} = {base}.__dict__")
+        n = repr(name)
+        stores = " else ".join(f"{d}[{s!r}][{n}] if {n} in {d}[{s!r}]" for s in ("_parameters", "_buffers"))
+        return f"({d}[{n}] if {n} in {d} else {stores} else {d}['_modules'][{n}])"
 
     def local(self, source: Source) -> str:
         key = source.name()
@@ -208,6 +231,25 @@ def _condition(guard: Guard, g: _Codegen) -> str:
     raise ValueError(f"unknown guard kind {kind!r}")
 
 
+def _module_types(guards: Sequence[Guard]) -> dict[str, type]:
+    """Sources whose type a guard fixes to a Module subclass that looks attributes up as Module does."""
+    from ember.nn import Module
+
+    out = {}
+    for guard in guards:
+        cls = guard.value
+        if (
+            guard.kind is GuardKind.TYPE_MATCH
+            and guard.source is not None
+            and isinstance(cls, type)
+            and issubclass(cls, Module)
+            and cls.__getattr__ is Module.__getattr__
+            and cls.__getattribute__ is object.__getattribute__
+        ):
+            out[guard.source.name()] = cls
+    return out
+
+
 def _dedupe(guards: Sequence[Guard]) -> list[Guard]:
     seen: set = set()
     out = []
@@ -241,7 +283,7 @@ class CompiledGuards:
             for g in self.guards
             if g.kind in (GuardKind.ID_MATCH, GuardKind.TYPE_MATCH) and isinstance(g.source, LocalSource)
         ]
-        g = _Codegen()
+        g = _Codegen(module_types=_module_types(self.guards))
         for guard in self.guards:
             g.check(_condition(guard, g))
         names = sorted(g.read, key=len, reverse=True)
