@@ -7,14 +7,14 @@ import dataclasses
 import functools
 import operator
 
+import pytest
+
 import ember
 import ember.nn.functional as F
-import pytest
 from ember import nn
+from ember.dynamo.bytecode_testing import Recorder, compile_and_run
 from ember.dynamo.exc import Unsupported
 from ember.dynamo.guards import GuardKind
-
-from ember.dynamo.bytecode_testing import Recorder, compile_and_run
 
 
 def same(a, b) -> bool:
@@ -135,9 +135,9 @@ def test_containers():
             out.append(x * i)
         total = sum(out[1:], d["bias"])
         keys = sorted(d.keys())
-        pairs = dict(zip(keys, [1, 2]))
+        pairs = dict(zip(keys, [1, 2], strict=False))
         s = {1, 2} | {3}
-        return total, out[-1], pairs, len(s), tuple(reversed(xs))[0], min(3, 4), max([1, 5, 2])
+        return total, out[-1], pairs, len(s), next(reversed(xs)), min(3, 4), max([1, 5, 2])
 
     check(f, [ember.randn(2), ember.randn(2), ember.randn(2)], {"bias": ember.ones(2), "a": 1})
 
@@ -208,7 +208,7 @@ def test_grad_mode_block():
 
     x = ember.randn(3, requires_grad=True)
     expected = f(x)
-    got, cf = compile_and_run(f, x)
+    got, _cf = compile_and_run(f, x)
     assert same(got[0], expected[0]) and got[1] == expected[1]
     assert ember.is_grad_enabled()
 

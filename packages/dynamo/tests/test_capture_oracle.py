@@ -8,9 +8,10 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the oracle, PyTorch, is not installed")
 
+from torch._dynamo.testing import CompileCounter  # noqa: E402
+
 import ember  # noqa: E402
 import ember.dynamo.testing as etesting  # noqa: E402
-from torch._dynamo.testing import CompileCounter  # noqa: E402
 
 PROGRAMS = {}
 
@@ -160,7 +161,7 @@ def kwargs_and_defaults(lib):
 @program
 def comprehension_and_zip(lib):
     def f(xs, ys):
-        return [a * b for a, b in zip(xs, ys)], {i: a.sum() for i, a in enumerate(xs)}
+        return [a * b for a, b in zip(xs, ys, strict=False)], {i: a.sum() for i, a in enumerate(xs)}
 
     return f, [[np.random.rand(2)] * 2, [np.random.rand(2)] * 2]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import types
 
 from ember.dynamo.convert_frame import CompileOptions, compile_frame
@@ -33,10 +34,8 @@ def frame_locals(fn, args, kwargs) -> dict:
     f_locals = dict(bound.arguments)
     code = fn.__code__
     for name, cell in zip(code.co_freevars, fn.__closure__ or (), strict=True):
-        try:
+        with contextlib.suppress(ValueError):
             f_locals[name] = cell.cell_contents
-        except ValueError:
-            pass
     return f_locals
 
 

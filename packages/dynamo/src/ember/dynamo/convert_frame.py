@@ -95,7 +95,9 @@ def compile_frame(
     except Unsupported as e:
         if options.fullgraph:
             raise
-        record = GraphBreak(f"cannot continue after the graph: {e.reason}", e.hint, list(getattr(e, "frames", []) or []))
+        record = GraphBreak(
+            f"cannot continue after the graph: {e.reason}", e.hint, list(getattr(e, "frames", []) or [])
+        )
         graph_break_log.append(record)
         _log_break(record)
         return None

@@ -130,7 +130,9 @@ class OutputGraph:
     def scalar_input(self, value: int, source: Source) -> VariableTracker:
         from ember.dynamo.variables.tensor import SymNodeVariable
 
-        sym = self.shape_env.create_symintnode(self.shape_env.create_symbol(value, source.name()), hint=value, source=source.name())
+        sym = self.shape_env.create_symintnode(
+            self.shape_env.create_symbol(value, source.name()), hint=value, source=source.name()
+        )
         node = self._placeholder(source)
         vt = SymNodeVariable(node, sym)
         vt.source = source
@@ -229,7 +231,11 @@ class OutputGraph:
                 self.graph.erase_node(node)
                 return ConstantVariable(int(result))
             return SymNodeVariable(node, result)
-        if result is None or isinstance(result, (int, float, bool, str)) or type(result).__module__.startswith("ember.core"):
+        if (
+            result is None
+            or isinstance(result, (int, float, bool, str))
+            or type(result).__module__.startswith("ember.core")
+        ):
             if not node.users:
                 self.graph.erase_node(node)
             return ConstantVariable(result)

@@ -85,7 +85,9 @@ class SideEffects:
                 cg.load_source(vt.source)
                 cg.call_method_on_stack("clear", 0)
                 cg.add("POP_TOP")
-                fresh = DictVariable(vt.items, cls=dict) if isinstance(vt, DictVariable) else SetVariable(vt.unpack(None))
+                fresh = (
+                    DictVariable(vt.items, cls=dict) if isinstance(vt, DictVariable) else SetVariable(vt.unpack(None))
+                )
                 cg.load_source(vt.source)
                 cg.push_method("update")
                 fresh.reconstruct(cg)

@@ -12,6 +12,7 @@ graph break at its own instruction (see ``convert_frame``).
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import linecache
 import sys
@@ -432,10 +433,8 @@ class InstructionTranslator(InstructionTranslatorBase):
         super().step()
 
     def run(self) -> None:
-        try:
+        with contextlib.suppress(_StopForBreak):
             super().run()
-        except _StopForBreak:
-            pass
 
 
 class _StopForBreak(Exception):

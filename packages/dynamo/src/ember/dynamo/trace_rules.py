@@ -63,7 +63,11 @@ def _op_ids() -> set[int]:
                 if type(fn).__name__ == "module":
                     continue
                 mod = getattr(fn, "__module__", "") or ""
-                if mod.startswith("ember.dynamo") or mod.startswith("ember._dynamo") or mod.startswith("ember.compiler"):
+                if (
+                    mod.startswith("ember.dynamo")
+                    or mod.startswith("ember._dynamo")
+                    or mod.startswith("ember.compiler")
+                ):
                     continue
                 ids.add(id(fn))
         _ops = ids

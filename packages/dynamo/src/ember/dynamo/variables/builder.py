@@ -114,14 +114,28 @@ def _wrap(tx, value: Any, source: Source | None) -> VariableTracker:
     if isinstance(value, functools.partial):
         _guard(tx, source, GuardKind.TYPE_MATCH, functools.partial)
         fn = wrap(tx, value.func, AttrSource(source, "func") if source else None)
-        args = [wrap(tx, a, GetItemSource(AttrSource(source, "args"), i) if source else None) for i, a in enumerate(value.args)]
+        args = [
+            wrap(tx, a, GetItemSource(AttrSource(source, "args"), i) if source else None)
+            for i, a in enumerate(value.args)
+        ]
         kwargs = {
             k: wrap(tx, v, GetItemSource(AttrSource(source, "keywords"), k) if source else None)
             for k, v in value.keywords.items()
         }
         return PartialVariable(fn, args, kwargs, source)
-    if isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType, types.WrapperDescriptorType,
-                          types.MethodDescriptorType, types.MethodWrapperType)) or value in _BUILTIN_TYPES:
+    if (
+        isinstance(
+            value,
+            (
+                types.BuiltinFunctionType,
+                types.BuiltinMethodType,
+                types.WrapperDescriptorType,
+                types.MethodDescriptorType,
+                types.MethodWrapperType,
+            ),
+        )
+        or value in _BUILTIN_TYPES
+    ):
         _guard(tx, source, GuardKind.ID_MATCH, id(value))
         return BuiltinVariable(value, source)
     if isinstance(value, types.ModuleType):

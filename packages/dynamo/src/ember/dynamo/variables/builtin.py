@@ -140,7 +140,11 @@ def apply_operator(tx, fn: Callable, args: list[VariableTracker]) -> VariableTra
             return a.call_method(tx, _SET_OPS[fn], [b], {})
         if isinstance(a, DictVariable) and isinstance(b, DictVariable) and fn is operator.or_:
             return DictVariable({**a.items, **b.items})
-        if fn in (operator.lt, operator.le, operator.gt, operator.ge) and a.is_python_constant() and b.is_python_constant():
+        if (
+            fn in (operator.lt, operator.le, operator.gt, operator.ge)
+            and a.is_python_constant()
+            and b.is_python_constant()
+        ):
             return ConstantVariable(fn(a.as_python_constant(), b.as_python_constant()))
     if len(args) == 1:
         f = _user_dunder(tx, args[0], _DUNDER.get(fn, ""))
@@ -149,7 +153,12 @@ def apply_operator(tx, fn: Callable, args: list[VariableTracker]) -> VariableTra
     raise Unsupported(f"operator.{fn.__name__} on {', '.join(a.describe() for a in args)} is not supported")
 
 
-_SET_OPS = {operator.or_: "union", operator.and_: "intersection", operator.sub: "difference", operator.xor: "symmetric_difference"}
+_SET_OPS = {
+    operator.or_: "union",
+    operator.and_: "intersection",
+    operator.sub: "difference",
+    operator.xor: "symmetric_difference",
+}
 
 
 def _type_error(fn, a, b):
@@ -349,7 +358,9 @@ def _zip(tx, args, kwargs):
 def _enumerate(tx, args, kwargs):
     start = args[1] if len(args) > 1 else kwargs.get("start", ConstantVariable(0))
     s = start.as_python_constant()
-    return IteratorVariable([TupleVariable([ConstantVariable(i + s), v]) for i, v in enumerate(_iter_items(tx, args[0]))])
+    return IteratorVariable(
+        [TupleVariable([ConstantVariable(i + s), v]) for i, v in enumerate(_iter_items(tx, args[0]))]
+    )
 
 
 def _map(tx, args, kwargs):
@@ -395,7 +406,9 @@ def _container(cls):
         if not args:
             if cls is dict:
                 return DictVariable(dict(kwargs))
-            return {list: ListVariable, tuple: TupleVariable}.get(cls, lambda x: SetVariable(x, frozen=cls is frozenset))([])
+            return {list: ListVariable, tuple: TupleVariable}.get(
+                cls, lambda x: SetVariable(x, frozen=cls is frozenset)
+            )([])
         if cls is dict:
             src = args[0]
             d = DictVariable({})
@@ -560,7 +573,9 @@ def call_builtin(tx, fn: Any, args: list[VariableTracker], kwargs: dict[str, Var
     if fn in _PURE and all(a.is_python_constant() for a in [*args, *kwargs.values()]):
         from ember.dynamo.variables.builder import wrap_constant
 
-        return wrap_constant(fn(*[a.as_python_constant() for a in args], **{k: v.as_python_constant() for k, v in kwargs.items()}))
+        return wrap_constant(
+            fn(*[a.as_python_constant() for a in args], **{k: v.as_python_constant() for k, v in kwargs.items()})
+        )
     name = getattr(fn, "__qualname__", getattr(fn, "__name__", repr(fn)))
     raise Unsupported(f"the builtin {name} is not supported by capture", "move the call out of the compiled function")
 
@@ -571,7 +586,9 @@ def call_constant_method(tx, obj: ConstantVariable, name: str, args, kwargs) -> 
         from ember.dynamo.variables.builder import wrap_constant
 
         method = getattr(obj.value, name)
-        return wrap_constant(method(*[a.as_python_constant() for a in args], **{k: v.as_python_constant() for k, v in kwargs.items()}))
+        return wrap_constant(
+            method(*[a.as_python_constant() for a in args], **{k: v.as_python_constant() for k, v in kwargs.items()})
+        )
     if name in _DUNDER.values() or name.startswith("__r"):
         for fn, dunder in _DUNDER.items():
             if dunder == name:
@@ -582,4 +599,13 @@ def call_constant_method(tx, obj: ConstantVariable, name: str, args, kwargs) -> 
     raise Unsupported(f"{type(obj.value).__name__}.{name} with non-constant arguments")
 
 
-__all__ = ["BUILTINS", "BuiltinVariable", "UserFunctionVariable", "apply_operator", "call_builtin", "getitem", "builtins", "math"]
+__all__ = [
+    "BUILTINS",
+    "BuiltinVariable",
+    "UserFunctionVariable",
+    "apply_operator",
+    "builtins",
+    "call_builtin",
+    "getitem",
+    "math",
+]

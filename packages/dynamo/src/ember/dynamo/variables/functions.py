@@ -138,7 +138,9 @@ class UserFunctionVariable(BaseUserFunctionVariable):
             except ValueError:
                 vt = CellVariable(None, cell_src)
             else:
-                vt = CellVariable(wrap(tx, content, AttrSource(cell_src, "cell_contents") if cell_src else None), cell_src)
+                vt = CellVariable(
+                    wrap(tx, content, AttrSource(cell_src, "cell_contents") if cell_src else None), cell_src
+                )
             tx.output.real_cells[key] = vt
             tx.output.keepalive.append(cell)
             cells[name] = vt
@@ -266,7 +268,9 @@ class BuiltinVariable(VariableTracker):
         from ember.dynamo.variables.builder import wrap
 
         value = getattr(self.fn, name)
-        if isinstance(self.fn, type) and isinstance(inspect.getattr_static(self.fn, name, None), (classmethod, staticmethod)):
+        if isinstance(self.fn, type) and isinstance(
+            inspect.getattr_static(self.fn, name, None), (classmethod, staticmethod)
+        ):
             return wrap(tx, value, None)
         return wrap(tx, value, AttrSource(self.source, name) if self.source else None)
 

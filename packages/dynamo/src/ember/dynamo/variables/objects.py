@@ -100,7 +100,9 @@ class ObjectVariable(VariableTracker):
         obj = self.value
         if self.is_module():
             if obj._forward_pre_hooks or obj._forward_hooks:
-                raise Unsupported("module hooks are not supported by capture", "remove the hooks or compile inside them")
+                raise Unsupported(
+                    "module hooks are not supported by capture", "remove the hooks or compile inside them"
+                )
             from ember.dynamo.variables.builder import wrap
 
             forward = inspect.getattr_static(obj, "forward")
@@ -116,8 +118,16 @@ class ObjectVariable(VariableTracker):
         raise Unsupported(f"calling a {type(obj).__name__} object is not supported")
 
     def call_method(self, tx, name, args, kwargs):
-        if self.is_module() and name in {"parameters", "named_parameters", "buffers", "named_buffers", "children",
-                                         "named_children", "modules", "named_modules"}:
+        if self.is_module() and name in {
+            "parameters",
+            "named_parameters",
+            "buffers",
+            "named_buffers",
+            "children",
+            "named_children",
+            "modules",
+            "named_modules",
+        }:
             return self._module_iter(tx, name, args, kwargs)
         return super().call_method(tx, name, args, kwargs)
 
@@ -157,8 +167,6 @@ class ObjectVariable(VariableTracker):
             return [ConstantVariable(k) for k in self.value._modules]
         iter_fn = inspect.getattr_static(type(self.value), "__iter__", None)
         if isinstance(iter_fn, types.FunctionType):
-            from ember.dynamo.variables.builder import wrap
-
             it = tx.inline_function_value(iter_fn, [self], {})
             return tx.unpack_iterable(it)
         raise Unsupported(f"iterating over a {type(self.value).__name__} object is not supported")
@@ -194,7 +202,7 @@ def bind_class_attr(tx, obj_vt: VariableTracker, static: Any, name: str, cls_src
     if hasattr(type(static), "__get__") and not isinstance(static, (types.BuiltinFunctionType, type)):
         # Other descriptors (slots, C methods): read through the real object.
         value = getattr(obj_vt.value, name)
-        if isinstance(value, types.BuiltinMethodType) or callable(value) and not isinstance(value, type):
+        if isinstance(value, types.BuiltinMethodType) or (callable(value) and not isinstance(value, type)):
             return wrap(tx, value, inst_src)
         return wrap(tx, value, inst_src)
     return wrap(tx, static, cls_src)

@@ -65,7 +65,9 @@ class TensorVariable(VariableTracker):
         if name in _GRAPH_ATTRS:
             return tx.output.call_graph("call_function", getattr, [self, ConstantVariable(name)], {})
         if name == "grad":
-            raise Unsupported("reading .grad during capture is not supported", "read gradients outside the compiled code")
+            raise Unsupported(
+                "reading .grad during capture is not supported", "read gradients outside the compiled code"
+            )
         if callable(getattr(type(ex), name, None)):
             return TensorMethodVariable(self, name)
         raise Unsupported(f"Tensor attribute {name!r} is not supported")
@@ -108,7 +110,9 @@ class TensorVariable(VariableTracker):
             raise Unsupported("iteration over a 0-d tensor")
         if not isinstance(n, int):
             raise Unsupported("iterating over a tensor of dynamic length")
-        return [tx.output.call_graph("call_function", operator.getitem, [self, ConstantVariable(i)], {}) for i in range(n)]
+        return [
+            tx.output.call_graph("call_function", operator.getitem, [self, ConstantVariable(i)], {}) for i in range(n)
+        ]
 
     def describe(self) -> str:
         return f"a tensor {tuple(self.example.shape)}"
