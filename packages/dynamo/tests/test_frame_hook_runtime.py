@@ -183,6 +183,28 @@ def test_deep_recursion_with_the_hook_on():
         assert down(500) == 500
 
 
+def _count(n):
+    return 0 if n == 0 else 1 + _count(n - 1)
+
+
+def _count_repl(n):
+    big = [n] * 3  # a larger frame than the original's
+    return 0 if big[0] == 0 else 1 + _count(n - 1)
+
+
+def _pad(k, fn):
+    return fn() if k == 0 else _pad(k - 1, fn)
+
+
+def test_replaced_frames_across_data_stack_chunks():
+    # Every level replaces its frame, at every offset into the interpreter's data stack chunks, so
+    # that some discarded frames open a chunk (which the hook then frees on 3.12).
+    _replace(_count, _count_repl.__code__)
+    with callback(False):
+        for k in range(0, 40, 3):
+            assert _pad(k, lambda: _count(300)) == 300
+
+
 # ---- threads ----
 
 
