@@ -183,6 +183,85 @@ def test_deep_recursion_with_the_hook_on():
         assert down(500) == 500
 
 
+def _count(n):
+    return 0 if n == 0 else 1 + _count(n - 1)
+
+
+def _count_repl(n):
+    big = [n] * 3  # a larger frame than the original's
+    return 0 if big[0] == 0 else 1 + _count(n - 1)
+
+
+def _pad(k, fn):
+    return fn() if k == 0 else _pad(k - 1, fn)
+
+
+def test_replaced_frames_across_data_stack_chunks():
+    # Every level replaces its frame, at every offset into the interpreter's data stack chunks, so
+    # that some discarded frames open a chunk (which the hook then frees on 3.12).
+    _replace(_count, _count_repl.__code__)
+    with callback(False):
+        for k in range(0, 40, 3):
+            assert _pad(k, lambda: _count(300)) == 300
+
+
+# ---- code running at awkward moments ----
+
+
+_del_calls: list[int] = []
+
+
+class _CallsOnDel:
+    """Calls a Python function when freed: the hook discards frames holding the last reference."""
+
+    def __del__(self):
+        _del_calls.append(_count(3))
+
+
+def test_finalizers_run_while_a_replaced_frame_is_discarded():
+    def orig(x, **kw):
+        return "orig"
+
+    def repl(x, **kw):
+        return x + len(kw)
+
+    def check(f_locals):
+        # The **kw dict belongs to the frame alone: the object dies when the hook discards the frame.
+        f_locals["kw"]["late"] = _CallsOnDel()
+        return f_locals["x"] >= 0
+
+    _del_calls.clear()
+    _replace(orig, repl.__code__, check)
+    with callback(_pass):
+        for i in range(50):
+            assert orig(i, a=1) == i + 2
+        assert orig(-1, b=2) == "orig"  # no entry passes and the callback answers None: the frame runs
+    assert _del_calls == [3] * 51
+
+
+def test_reset_inside_check_fn_and_inside_the_replacement():
+    def check(f_locals):
+        hook.reset_code_caches()
+        return True
+
+    def orig(x):
+        return x
+
+    def repl(x):
+        hook.reset_code_caches()
+        return x * 10
+
+    entry = _replace(orig, repl.__code__, check)
+    with callback(False):
+        assert orig(2) == 20
+        assert hook.cache_entries(orig.__code__) == []
+        hook.add_cache_entry(orig.__code__, entry)
+        hook.add_cache_entry(orig.__code__, hook.CacheEntry(_always, repl.__code__))
+        assert orig(3) == 30
+        assert orig(3) == 3  # the reset dropped both entries
+    del entry
+
+
 # ---- threads ----
 
 
