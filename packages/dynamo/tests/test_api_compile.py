@@ -4,9 +4,6 @@ its caches, recompiles, logs and controls."""
 from __future__ import annotations
 
 import logging
-import os
-import subprocess
-import sys
 import warnings
 
 import pytest
@@ -282,19 +279,23 @@ def test_guard_check_time_of_a_compiled_eight_input_function():
     print(f"\nguard check of a compiled 8-tensor function: {best * 1e6:.2f} us")
 
 
-def test_ember_logs_dynamo_prints_one_line_per_compiled_frame():
-    program = (
-        "import ember\n"
-        "def f(x):\n"
-        "    return x * 2\n"
-        "ember.compile(f, backend='eager')(ember.ones(2))\n"
-        "ember.compile(f, backend='eager')(ember.ones(2))\n"
-    )
-    env = {**os.environ, "EMBER_LOGS": "dynamo"}
-    done = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    lines = [line for line in done.stderr.splitlines() if "compiled 'f'" in line]
-    assert len(lines) == 1 and " ms: 1 graph(s)" in lines[0] and "backend eager" in lines[0]
+def test_ember_logs_dynamo_prints_one_line_per_compiled_frame(tmp_path):
+    def f(x):
+        return x * 2
+
+    out = tmp_path / "logs.txt"
+    ember.logs.set_logs(spec="dynamo")  # as EMBER_LOGS=dynamo
+    ember.logs.set_output_file(out)
+    try:
+        ember.compile(f, backend="eager")(ember.ones(2))
+        ember.compile(f, backend="eager")(ember.ones(2))
+    finally:
+        ember.logs.set_output_file(None)
+        ember.logs.set_logs()
+    lines = [line for line in out.read_text().splitlines() if "compiled" in line]
+    assert len(lines) == 1, lines
+    assert "compiled 'test_ember_logs_dynamo_prints_one_line_per_compiled_frame.<locals>.f'" in lines[0]
+    assert " ms: 1 graph(s)" in lines[0] and "backend eager" in lines[0]
 
 
 def test_artifacts_graph_breaks_graph_code_guards_and_bytecode():
