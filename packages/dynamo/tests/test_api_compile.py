@@ -317,3 +317,25 @@ def test_artifacts_graph_breaks_graph_code_guards_and_bytecode():
     assert "GRAPH 0 of 'g_with_break'" in text and "def forward(" in text
     assert "GUARDS of 'g_with_break'" in text and "TENSOR_MATCH: L['x']" in text
     assert "ORIGINAL BYTECODE of 'g_with_break'" in text and "MODIFIED BYTECODE" in text
+
+
+def test_grad_mode_autocast_and_default_dtype_changes_recompile(recompiles_log):
+    counter = CompileCounter()
+    compiled = ember.compile(add, backend=counter)
+    x, y = ember.ones(2), ember.ones(2)
+    compiled(x, y)
+    with ember.no_grad():
+        compiled(x, y)
+    with ember.autocast("cpu"):
+        compiled(x, y)
+    ember.set_default_dtype(ember.float64)
+    try:
+        compiled(x, y)
+    finally:
+        ember.set_default_dtype(ember.float32)
+    compiled(x, y)
+    assert counter.frame_count == 4
+    text = "\n".join(recompiles_log.messages)
+    assert "grad mode changed (was on)" in text
+    assert "autocast on cpu changed from off to on" in text
+    assert "default dtype changed from float32 to float64" in text

@@ -127,9 +127,13 @@ def test_autocast_guard():
 
     check = compile_guards([Guard(None, GuardKind.AUTOCAST, autocast_state())], {})
     assert check({})
+    assert check.describe() == "AUTOCAST: cpu off (bfloat16), cuda off (float16)"
     with ember.autocast("cpu"):
         assert not check({})
-        assert check.failure_reasons({}) == ["autocast state changed"]
+        assert check.failure_reasons({}) == ["autocast on cpu changed from off to on"]
+    with ember.autocast("cpu", dtype=ember.float16, enabled=False):
+        assert check.failure_reasons({}) == ["autocast dtype on cpu changed from bfloat16 to float16"]
+    assert check({})
 
 
 def test_shape_env_guards_relate_symbolic_sizes():

@@ -38,7 +38,7 @@ from ember.dynamo._logging import (
 )
 from ember.dynamo.automatic_dynamic import frame_state_for
 from ember.dynamo.exc import Unsupported
-from ember.dynamo.guards import CompiledGuards, compile_guards
+from ember.dynamo.guards import CompiledGuards, compile_guards, global_state_guards
 
 # -- skip rules --------------------------------------------------------------------------------------
 
@@ -237,7 +237,11 @@ class FrameCallback:
         if result is None:
             skip_files_or_code(code)  # no tensor op in it: never worth compiling
             return None
-        guards = compile_guards(result.guards, frame.f_globals, result.shape_env, result.shape_inputs)
+        taken = {g.kind for g in result.guards if g.source is None}
+        state_guards = [g for g in global_state_guards() if g.kind not in taken]
+        guards = compile_guards(
+            state_guards + list(result.guards), frame.f_globals, result.shape_env, result.shape_inputs
+        )
         elapsed = time.perf_counter() - started
         self._report(code, result, guards, elapsed)
         return make_cache_entry(code, guards, result.code)

@@ -69,6 +69,21 @@ def autocast_state() -> tuple:
     return (tuple(sorted(state.enabled.items())), tuple(sorted(state.dtype.items(), key=lambda kv: kv[0])))
 
 
+def _autocast_thread_state():
+    from ember.amp import autocast_mode
+
+    return autocast_mode._state
+
+
+def global_state_guards() -> list[Guard]:
+    """Guards on the global state every graph assumes: grad mode, autocast, the default dtype."""
+    return [
+        Guard(None, GuardKind.GRAD_MODE, _grad_state().enabled),
+        Guard(None, GuardKind.AUTOCAST, autocast_state()),
+        Guard(None, GuardKind.DEFAULT_DTYPE, _promotion()._default_float),
+    ]
+
+
 def _grad_state():
     from ember.autograd import grad_mode
 
@@ -204,8 +219,9 @@ def _condition(guard: Guard, g: _Codegen) -> str:
         return f"grad_state.enabled is {bool(value)}"
     if kind is GuardKind.DEFAULT_DTYPE:
         return f"promotion._default_float is {g.const(value)}"
-    if kind is GuardKind.AUTOCAST:
-        return f"autocast_state() == {g.const(value)}"
+    if kind is GuardKind.AUTOCAST:  # the thread's autocast switches and dtypes, compared as dicts
+        enabled, dtypes = g.const(dict(value[0])), g.const(dict(value[1]))
+        return f"amp.enabled == {enabled} and amp.dtype == {dtypes}"
     if guard.source is None:
         raise ValueError(f"a {kind.name} guard needs a source")
     if kind is GuardKind.HASATTR:
@@ -295,7 +311,7 @@ class CompiledGuards:
         self.source = _function_source(g)
         scope: dict[str, Any] = {}
         exec(compile(self.source, "<ember guards>", "exec"), scope)
-        check = scope["make"](f_globals, _grad_state(), _promotion(), autocast_state, *g.constants.values())
+        check = scope["make"](f_globals, _grad_state(), _promotion(), _autocast_thread_state(), *g.constants.values())
         check.guard_set = self
         self.check: Callable[[dict[str, Any]], bool] = check
 
@@ -354,7 +370,7 @@ def compile_guards(
 
 
 def _function_source(g: _Codegen) -> str:
-    params = ", ".join(["G", "grad_state", "promotion", "autocast_state", *g.constants])
+    params = ", ".join(["G", "grad_state", "promotion", "amp", *g.constants])
     body = "\n".join(f"            {line}" for line in g.lines) or "            pass"
     return (
         f"def make({params}):\n"
@@ -384,7 +400,21 @@ def _guard_failures(guard: Guard, scope: dict[str, Any]) -> list[str]:
         now = _promotion()._default_float
         return [] if now is value else [f"default dtype changed from {_short(value)} to {_short(now)}"]
     if kind is GuardKind.AUTOCAST:
-        return [] if autocast_state() == value else ["autocast state changed"]
+        now = autocast_state()
+        if now == value:
+            return []
+        (was_on, was_dtype), (is_on, is_dtype) = (map(dict, value), map(dict, now))
+        out = [
+            f"autocast on {d} changed from {'on' if was_on[d] else 'off'} to {'on' if is_on.get(d) else 'off'}"
+            for d in was_on
+            if bool(was_on[d]) != bool(is_on.get(d))
+        ]
+        out += [
+            f"autocast dtype on {d} changed from {_short(was_dtype[d])} to {_short(is_dtype.get(d))}"
+            for d in was_dtype
+            if was_dtype[d] is not is_dtype.get(d)
+        ]
+        return out or ["autocast state changed"]
     if kind is GuardKind.HASATTR:
         ok, base = _read(guard.source.base, scope)
         if ok and hasattr(base, guard.source.member) is bool(value):
@@ -452,6 +482,11 @@ def _describe(guard: Guard) -> str:
     if guard.source is None:
         if kind is GuardKind.GRAD_MODE:
             return f"GRAD_MODE: grad mode is {'on' if value else 'off'}"
+        if kind is GuardKind.AUTOCAST:
+            enabled, dtypes = dict(value[0]), dict(value[1])
+            return "AUTOCAST: " + ", ".join(
+                f"{d} {'on' if enabled[d] else 'off'} ({_short(dtypes.get(d))})" for d in enabled
+            )
         return f"{kind.name}: {_short(value)}"
     name = guard.source.name()
     if kind is GuardKind.TENSOR_MATCH:
