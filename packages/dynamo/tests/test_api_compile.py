@@ -339,3 +339,37 @@ def test_grad_mode_autocast_and_default_dtype_changes_recompile(recompiles_log):
     assert "grad mode changed (was on)" in text
     assert "autocast on cpu changed from off to on" in text
     assert "default dtype changed from float32 to float64" in text
+
+
+def test_set_stance():
+    counter = CompileCounter()
+    compiled = ember.compile(add, backend=counter)
+    x = ember.ones(2)
+    with ember.compiler.set_stance("force_eager"):
+        compiled(x, x)
+    assert counter.frame_count == 0
+    compiled(x, x)
+    assert counter.frame_count == 1
+    with ember.compiler.set_stance("eager_on_recompile"):
+        assert compiled(ember.ones(3), ember.ones(3)).tolist() == [2.0] * 3
+    assert counter.frame_count == 1
+    with ember.compiler.set_stance("fail_on_recompile"), pytest.raises(RuntimeError, match=r"x\.size\(0\) changed"):
+        compiled(ember.ones(4), ember.ones(4))
+
+    @ember.compiler.set_stance("force_eager")
+    def run_eagerly():
+        return compiled(ember.ones(5), ember.ones(5))
+
+    run_eagerly()
+    assert counter.frame_count == 1
+    with pytest.raises(RuntimeError, match=r"invalid torch\.compile stance"):
+        ember.compiler.set_stance("sometimes")
+
+
+def test_config_aliases():
+    assert ember._dynamo.config.recompile_limit == config.cache_size_limit
+    ember._dynamo.config.recompile_limit = 3
+    try:
+        assert config.cache_size_limit == 3
+    finally:
+        ember._dynamo.config.cache_size_limit = 8

@@ -26,7 +26,7 @@ import weakref
 from types import CodeType
 from typing import Any
 
-from ember.dynamo import config, convert_frame, decorators, exc
+from ember.dynamo import config, convert_frame, decorators, exc, stance
 from ember.dynamo._logging import (
     bytecode_log,
     graph_breaks_log,
@@ -180,6 +180,12 @@ class FrameCallback:
         if len(relevant) >= config.cache_size_limit or len(cache_entries) >= config.accumulated_cache_size_limit:
             self._limit_reached(code, relevant or cache_entries, f_locals)
             return None
+        if cache_entries and stance.current == "fail_on_recompile":
+            reasons = "\n".join(f"    - {r}" for r in failure_reasons(cache_entries, f_locals))
+            raise RuntimeError(
+                f"Detected recompile when torch.compile stance is 'fail_on_recompile': function "
+                f"{_function_name(code)}, whose guards failed:\n{reasons}"
+            )
         if cache_entries and recompiles_log.isEnabledFor(20):
             reasons = "\n".join(f"    - {r}" for r in failure_reasons(cache_entries, f_locals))
             recompiles_log.info(
