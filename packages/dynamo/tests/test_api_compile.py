@@ -373,3 +373,19 @@ def test_config_aliases():
         assert config.cache_size_limit == 3
     finally:
         ember._dynamo.config.cache_size_limit = 8
+
+
+def test_ember_trace_records_each_compiled_frame_with_its_graphs(tmp_path):
+    import json
+
+    ember.logs.set_trace_dir(tmp_path)
+    try:
+        ember.compile(g_with_break, backend="eager")(ember.ones(2))
+    finally:
+        ember.logs.set_trace_dir(None)
+    (path,) = tmp_path.glob("*.jsonl")
+    events = [json.loads(line) for line in path.read_text().splitlines()]
+    compiles = [e for e in events if e["event"] == "dynamo_compile"]
+    assert [e["graphs"] for e in compiles] == [1, 1]  # the function and its resume function
+    assert sum(1 for e in events if e.get("artifact") == "graph_code") == 2
+    assert any(e.get("artifact") == "graph_breaks" for e in events)

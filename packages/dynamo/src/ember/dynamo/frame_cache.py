@@ -39,6 +39,7 @@ from ember.dynamo._logging import (
 from ember.dynamo.automatic_dynamic import frame_state_for
 from ember.dynamo.exc import Unsupported
 from ember.dynamo.guards import CompiledGuards, compile_guards, global_state_guards
+from ember.logs import trace_event
 
 # -- skip rules --------------------------------------------------------------------------------------
 
@@ -276,14 +277,13 @@ class FrameCallback:
                 graph_code_log.info("GRAPH %d of %s:\n%s", i, name, code_text)
             if graph_log.isEnabledFor(20):
                 graph_log.info("GRAPH %d of %s:\n%s", i, name, _tabular(gm))
-        from ember.logs import trace_event
-
+        # The trace gets the graphs and guards through their artifacts (traced whether printed or not).
         trace_event(
             "dynamo_compile",
             function=name,
             seconds=elapsed,
-            graphs=[gm.print_readable(print_output=False) for gm in result.graphs],
-            guards=guards.describe(),
+            graphs=len(result.graphs),
+            guards=len(guards.guards) + len(guards.shape_guards),
         )
 
 
