@@ -25,7 +25,6 @@ class OutputGraph:
         import ember
         from ember._subclasses.fake_tensor import FakeTensorMode
         from ember.fx import Graph
-        from ember.fx.experimental.symbolic_shapes import ShapeEnv
 
         self.code = code
         self.f_globals = f_globals
@@ -33,8 +32,8 @@ class OutputGraph:
         self.options = options
         self.frame_state = frame_state
         self.graph = Graph()
-        self.shape_env = ShapeEnv()
-        self.fake_mode = FakeTensorMode(allow_non_fake_inputs=True, shape_env=self.shape_env, static_shapes=True)
+        # The ShapeEnv (and sympy) is made only when a size or scalar is dynamic.
+        self.fake_mode = FakeTensorMode(allow_non_fake_inputs=True, static_shapes=True)
         self.inputs: list[tuple[Source, Any, Any]] = []  # (source, real value, placeholder node)
         self.input_vts: dict[int, VariableTracker] = {}  # id(real value) -> tracker
         self.input_values: dict[int, Any] = {}  # id(tracker) -> real value
@@ -49,6 +48,14 @@ class OutputGraph:
         self.dynamic = False
         self.op_count = 0
         self.add_guard(None, GuardKind.GRAD_MODE, self.initial_grad)
+
+    @property
+    def shape_env(self) -> Any:
+        if self.fake_mode.shape_env is None:
+            from ember.fx.experimental.symbolic_shapes import ShapeEnv
+
+            self.fake_mode.shape_env = ShapeEnv()
+        return self.fake_mode.shape_env
 
     # -- guards ------------------------------------------------------------------------------------
     def add_guard(self, source: Source | None, kind: GuardKind, value: Any = None) -> None:
@@ -74,6 +81,8 @@ class OutputGraph:
         dims = self._dynamic_dims(source, value)
         if dims:
             from ember.fx.experimental.symbolic_shapes import DimDynamic
+
+            self.shape_env  # noqa: B018  (made on first need)
 
             ctx = _SymbolicContext([DimDynamic.DYNAMIC if i in dims else DimDynamic.STATIC for i in range(value.ndim)])
             fake = self.fake_mode.from_tensor(value, source=source.name(), symbolic_context=ctx, static_shapes=False)
@@ -180,9 +189,6 @@ class OutputGraph:
 
     def call_graph(self, kind: str, target: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]):
         """Record one node and run it on fake tensors; the tracker of its result."""
-        from ember._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException
-        from ember.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
-
         node_args, fake_args = zip(*[self._to_node_args(a) for a in args], strict=True) if args else ((), ())
         node_kwargs = {}
         fake_kwargs = {}
@@ -194,14 +200,15 @@ class OutputGraph:
                     result = getattr(fake_args[0], target)(*fake_args[1:], **fake_kwargs)
                 else:
                     result = target(*fake_args, **fake_kwargs)
-        except (DataDependentOutputException, DynamicOutputShapeException, GuardOnDataDependentSymNode) as e:
-            raise Unsupported(
-                f"{_target_name(target)} has an output that depends on data ({type(e).__name__})",
-                "set ember._dynamo.config.capture_dynamic_output_shape_ops = True, or move it out of the compiled region",
-            ) from None
         except Unsupported:
             raise
         except Exception as e:
+            if type(e).__name__ in _DATA_DEPENDENT:
+                raise Unsupported(
+                    f"{_target_name(target)} has an output that depends on data ({type(e).__name__})",
+                    "set ember._dynamo.config.capture_dynamic_output_shape_ops = True, "
+                    "or move it out of the compiled region",
+                ) from None
             raise Unsupported(f"{_target_name(target)} raised {type(e).__name__}: {e}") from None
         create = self.graph.call_method if kind == "call_method" else self.graph.call_function
         node = create(target, tuple(node_args), node_kwargs)
@@ -281,6 +288,9 @@ class OutputGraph:
 
     def guard_list(self) -> list[Guard]:
         return list(self.guards.values())
+
+
+_DATA_DEPENDENT = frozenset({"DataDependentOutputException", "DynamicOutputShapeException", "GuardOnDataDependentSymNode"})
 
 
 class _SymbolicContext:

@@ -134,7 +134,7 @@ def _wrap(tx, value: Any, source: Source | None) -> VariableTracker:
                 types.MethodWrapperType,
             ),
         )
-        or value in _BUILTIN_TYPES
+        or (isinstance(value, type) and value in _BUILTIN_TYPES)
     ):
         _guard(tx, source, GuardKind.ID_MATCH, id(value))
         return BuiltinVariable(value, source)
