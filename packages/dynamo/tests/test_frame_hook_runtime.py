@@ -284,11 +284,24 @@ def test_callback_is_per_thread():
         with callback(record(seen_other)):
             _plain(1, 2)
 
+    def hold():
+        with callback(_pass):
+            started.set()
+            release.wait()
+
+    started, release = threading.Event(), threading.Event()
     with callback(record(seen_main)):
         t = threading.Thread(target=other)
         t.start()
         t.join()
         _orig(1, 2)
+        holder = threading.Thread(target=hold)
+        holder.start()
+        started.wait()
+    assert hook.hook_installed()  # the other thread's callback keeps it installed
+    release.set()
+    holder.join()
+    assert not hook.hook_installed()
     assert results["before"] is None
     assert seen_main == ["_orig"]
     assert seen_other == ["_plain"]

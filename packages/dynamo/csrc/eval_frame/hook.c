@@ -38,6 +38,12 @@ ember_get_callback(void)
     return thread_callback;
 }
 
+int
+ember_hook_installed(void)
+{
+    return _PyInterpreterState_GetEvalFrameFunc(PyInterpreterState_Get()) == ember_eval_frame;
+}
+
 static int
 install(int on)
 {
