@@ -284,11 +284,24 @@ def test_callback_is_per_thread():
         with callback(record(seen_other)):
             _plain(1, 2)
 
+    def hold():
+        with callback(_pass):
+            started.set()
+            release.wait()
+
+    started, release = threading.Event(), threading.Event()
     with callback(record(seen_main)):
         t = threading.Thread(target=other)
         t.start()
         t.join()
         _orig(1, 2)
+        holder = threading.Thread(target=hold)
+        holder.start()
+        started.wait()
+    assert hook.hook_installed()  # the other thread's callback keeps it installed
+    release.set()
+    holder.join()
+    assert not hook.hook_installed()
     assert results["before"] is None
     assert seen_main == ["_orig"]
     assert seen_other == ["_plain"]
@@ -435,3 +448,58 @@ def test_overhead_of_a_skipped_frame(capsys):
             f"skipped code {skipped:.0f}, cached entry with a trivial check {cached:.0f}"
         )
     assert off > 0 and skipped > 0 and cached > 0
+
+
+# ---- every frame replaced ----
+
+
+def _workload():
+    import dataclasses
+    import functools
+    import json
+    import textwrap
+
+    @dataclasses.dataclass
+    class Point:
+        x: int
+        y: int = 2
+
+        def norm(self, *, p=2):
+            return (abs(self.x) ** p + abs(self.y) ** p) ** (1 / p)
+
+    class Base:
+        def describe(self, **extra):
+            return {"kind": type(self).__name__, **extra}
+
+    class Child(Base):
+        def describe(self, **extra):
+            return super().describe(child=True, **extra)
+
+    def make_adder(k):
+        return lambda v: v + k
+
+    points = sorted((Point(i, -i) for i in range(5)), key=lambda pt: -pt.norm())
+    adders = [make_adder(k) for k in range(3)]
+    text = json.dumps({"points": [dataclasses.asdict(pt) for pt in points], "child": Child().describe(n=1)})
+    wrapped = textwrap.fill(text, width=40)
+    partial = functools.partial(lambda a, b, *rest, c=0: (a, b, rest, c), 1, c=3)
+    try:
+        json.loads("{bad")
+    except json.JSONDecodeError as exc:
+        error = (exc.lineno, exc.colno)
+    return json.loads(text), wrapped, [f(10) for f in adders], partial(2, 3, 4), error
+
+
+def test_every_frame_replaced_by_a_copy_of_its_code_gives_the_same_results():
+    expected = _workload()
+    replaced = []
+
+    def answer(frame, entries):
+        replaced.append(frame.f_code.co_name)
+        return hook.CacheEntry(_always, frame.f_code.replace())
+
+    with callback(answer):
+        got = _workload()
+        again = _workload()  # cached entries run now
+    assert got == expected and again == expected
+    assert len(replaced) > 20 and {"_workload", "norm", "describe", "<lambda>"} <= set(replaced)

@@ -53,6 +53,7 @@ __all__ = [
     "add_cache_entry",
     "cache_entries",
     "get_eval_frame_callback",
+    "hook_installed",
     "is_skipped",
     "reset_code",
     "reset_code_caches",
@@ -100,6 +101,8 @@ set_eval_frame: Callable[[Callback | bool | None], Callback | bool | None] = _C.
 """set_eval_frame(callback) -> previous: this thread's callback, None (off), False (run-only) or a callable."""
 get_eval_frame_callback: Callable[[], Callback | bool | None] = _C.get_eval_frame_callback
 """get_eval_frame_callback() -> this thread's callback (None, False or the callable)."""
+hook_installed: Callable[[], bool] = _C.hook_installed
+"""hook_installed() -> whether the interpreter runs frames through the hook (some thread has a callback)."""
 skip_code: Callable[[CodeType], None] = _C.skip_code
 """skip_code(code): frames of this code run as they are, at C speed, until reset_code / reset_code_caches."""
 is_skipped: Callable[[CodeType], bool] = _C.is_skipped
