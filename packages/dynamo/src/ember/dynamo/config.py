@@ -14,3 +14,5 @@ capture_dynamic_output_shape_ops: bool = False
 automatic_dynamic_shapes: bool = True
 # Sizes are static at the first compile unless marked dynamic or dynamic=True.
 assume_static_by_default: bool = True
+# Turn ember.compile off everywhere: compiled functions run as they are (EMBER_COMPILE_DISABLE=1).
+disable: bool = __import__("os").environ.get("EMBER_COMPILE_DISABLE", "0") not in ("", "0")

@@ -71,3 +71,35 @@ class TypeSource(Source):
 
     def is_global(self) -> bool:
         return self.base.is_global()
+
+
+@dataclass(frozen=True)
+class ModuleGlobalSource(Source):
+    """A global of another module than the frame's (a function inlined from another file reads it)."""
+
+    module: object  # the module object
+    member: str
+
+    def name(self) -> str:
+        return f"__import__('sys').modules[{self.module.__name__!r}].{self.member}"
+
+    def is_global(self) -> bool:
+        return True
+
+    def __hash__(self) -> int:
+        return hash((id(self.module), self.member))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ModuleGlobalSource) and other.module is self.module and other.member == self.member
+
+
+@dataclass(frozen=True)
+class TensorPropertySource(Source):
+    """``base.size()[i]`` / ``base.stride()[i]``: a symbolic size's place in its input tensor."""
+
+    base: Source
+    prop: str  # "size" or "stride"
+    index: int
+
+    def name(self) -> str:
+        return f"{self.base.name()}.{self.prop}()[{self.index}]"
