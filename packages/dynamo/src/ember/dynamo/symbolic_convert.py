@@ -214,7 +214,8 @@ class InstructionTranslatorBase(DataOpsMixin):
         self.return_value = ConstantVariable(inst.arg)
 
     def RAISE_VARARGS(self, inst):
-        raise Unsupported("raise inside the compiled region", "exceptions end the graph; the code runs eagerly")
+        kind = self.stack[-1].describe() if inst.arg else "the current exception"
+        raise Unsupported(f"raise of {kind} ends the graph", "the exception is raised after the graph runs")
 
     def RERAISE(self, inst):
         raise Unsupported("re-raising an exception inside the compiled region")
@@ -468,7 +469,7 @@ def breakable(tx: InstructionTranslator, index: int) -> bool:
     try/with blocks and loops)."""
     inst = tx.instrs[index]
     if inst.name not in CALL_OPS and inst.name not in _JUMP_IF:
-        return False
+        return False  # a raise, like PyTorch's, leaves the whole frame to run eagerly
     if tx.prepared.in_try[index]:
         return False
     for j in range(index, len(tx.instrs)):
