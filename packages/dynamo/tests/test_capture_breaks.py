@@ -226,3 +226,17 @@ def test_untraceable_frames_fall_back(construct):
         got, cf = compile_and_run(fn, f_locals_x)
         assert cf is None
     del got
+
+
+def test_same_tensor_twice_gets_a_placeholder_and_guard_per_source():
+    def f(a, b):
+        return a + b * 2
+
+    x = ember.ones(2)
+    rec = Recorder()
+    got, cf = compile_and_run(f, x, x, backend=rec)
+    assert same(got, f(x, x))
+    placeholders = [n for n in rec.graphs[0].graph.nodes if n.op == "placeholder"]
+    assert len(placeholders) == 2
+    names = {g.source.name() for g in cf.guards if g.source is not None}
+    assert {"L['a']", "L['b']"} <= names
