@@ -240,3 +240,28 @@ def test_same_tensor_twice_gets_a_placeholder_and_guard_per_source():
     assert len(placeholders) == 2
     names = {g.source.name() for g in cf.guards if g.source is not None}
     assert {"L['a']", "L['b']"} <= names
+
+
+class Scaled:
+    def __init__(self, log):
+        self.log = log
+
+    def __enter__(self):
+        self.log.append("enter")
+        return 3
+
+    def __exit__(self, *exc):
+        self.log.append("exit")
+        return False
+
+
+def test_user_context_manager():
+    def f(x, log):
+        with Scaled(log) as k:
+            y = x * k
+        return y + 1
+
+    log_eager, log_compiled = [], []
+    expected = f(ember.ones(2), log_eager)
+    got, cf = compile_and_run(f, ember.ones(2), log_compiled)
+    assert cf is not None and same(got, expected) and log_compiled == log_eager == ["enter", "exit"]

@@ -225,11 +225,31 @@ class InstructionTranslatorBase(DataOpsMixin):
         from ember.dynamo.variables.objects import GradModeVariable
 
         if not isinstance(ctx, GradModeVariable):
-            raise Unsupported(f"with-block over {ctx.describe()}", "only grad-mode context managers are traced")
+            self._enter_user_context(ctx)
+            return
         from ember.dynamo.variables.functions import BuiltinMethodVariable
 
         self.push(BuiltinMethodVariable(ctx, "__exit__"))
         self.push(ctx.enter(self))
+
+    def _enter_user_context(self, ctx: VariableTracker) -> None:
+        from ember.dynamo.variables.builder import wrap
+        from ember.dynamo.variables.functions import UserMethodVariable
+        from ember.dynamo.variables.objects import ObjectVariable
+        from ember.dynamo.variables.user_objects import NewObjectVariable
+
+        if isinstance(ctx, (ObjectVariable, NewObjectVariable)):
+            cls = ctx.python_type()
+            enter = inspect.getattr_static(cls, "__enter__", None)
+            exit_ = inspect.getattr_static(cls, "__exit__", None)
+            if isinstance(enter, types.FunctionType) and isinstance(exit_, types.FunctionType):
+                self.push(UserMethodVariable(wrap(self, exit_, None), ctx))
+                self.push(self.inline_function_value(enter, [ctx], {}))
+                return
+        raise Unsupported(
+            f"with-block over {ctx.describe()}",
+            "grad-mode context managers and classes with Python __enter__/__exit__ are traced",
+        )
 
     # -- calls ------------------------------------------------------------------------------------
     def KW_NAMES(self, inst):
