@@ -37,8 +37,10 @@ class SideEffects:
         if entry is None:
             return None
         value = entry[1].get(name)
-        if value is _DELETED:
-            raise Unsupported(f"attribute {name!r} was deleted during capture")
+        if value is DELETED:
+            from ember.dynamo.variables.exceptions import user_error
+
+            raise user_error(AttributeError, name)
         return value
 
     def attrs_of(self, vt: VariableTracker) -> dict[str, VariableTracker]:
@@ -102,6 +104,10 @@ class SideEffects:
             if isinstance(vt, NewObjectVariable):
                 continue  # built with its attributes where it is rebuilt
             for name, value in attrs.items():
+                if value is DELETED:
+                    cg.load_source(vt.source)
+                    cg.add("DELETE_ATTR", name)
+                    continue
                 cg.reconstruct(value)
                 cg.load_source(vt.source) if vt.source is not None else cg.reconstruct(vt)
                 cg.store_attr_raw(name)
@@ -114,7 +120,11 @@ class SideEffects:
             cg.store_attr_raw("cell_contents")
 
 
-_DELETED = object()
+class _Deleted(VariableTracker):
+    """The value of an attribute deleted during capture (``del obj.attr``)."""
+
+
+DELETED = _Deleted()
 
 
 def _is_module_slot(module: Any, name: str, value: VariableTracker) -> bool:

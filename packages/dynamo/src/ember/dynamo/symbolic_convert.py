@@ -12,7 +12,7 @@ graph break at its own instruction (see ``convert_frame``).
 
 from __future__ import annotations
 
-import contextlib
+import dis
 import inspect
 import linecache
 import sys
@@ -49,6 +49,35 @@ class Prepared:
     positions: list[int]  # index of each instruction in ``bytecode``
     in_try: list[bool]
     label_index: dict[int, int]  # id(Label) -> instruction index
+    handlers: list[Handler | None]  # the exception-table entry covering each instruction
+
+
+@dataclass(frozen=True)
+class Handler:
+    """One exception-table entry: where to jump, the stack depth to keep, whether to push the offset."""
+
+    target: int  # instruction index
+    depth: int
+    lasti: bool
+
+
+def _handlers(code: types.CodeType, count: int) -> list[Handler | None]:
+    # The bytecode library does not keep the entries' stack depths; the code object's table has them.
+    table = dis._parse_exception_table(code)
+    offsets = [i.offset for i in dis.get_instructions(code) if i.opname not in ("CACHE", "EXTENDED_ARG")]
+    out: list[Handler | None] = [None] * count
+    if not table or len(offsets) != count:
+        return out
+    index_of = {off: i for i, off in enumerate(offsets)}
+    for entry in table:
+        target = index_of.get(entry.target)
+        if target is None:
+            continue
+        handler = Handler(target, entry.depth, entry.lasti)
+        for i, off in enumerate(offsets):
+            if entry.start <= off < entry.end:
+                out[i] = handler
+    return out
 
 
 _prepared: dict[types.CodeType, Prepared] = {}
@@ -60,25 +89,35 @@ def prepare(code: types.CodeType) -> Prepared:
         return p
     bc = Bytecode.from_code(code)
     instrs, positions, in_try, label_index = [], [], [], {}
-    depth = 0
+    open_entries: list[TryBegin] = []
     for pos, item in enumerate(bc):
+        current = open_entries[-1] if open_entries else None
         if isinstance(item, Label):
             label_index[id(item)] = len(instrs)
         elif isinstance(item, TryBegin):
-            depth += 1
+            open_entries.append(item)
         elif isinstance(item, TryEnd):
-            depth = max(depth - 1, 0)
+            if item.entry in open_entries:
+                open_entries.remove(item.entry)
         elif isinstance(item, SetLineno):
             continue
         else:
             instrs.append(item)
             positions.append(pos)
-            in_try.append(depth > 0)
-    p = Prepared(bc, instrs, positions, in_try, label_index)
+            in_try.append(current is not None)
+    p = Prepared(bc, instrs, positions, in_try, label_index, _handlers(code, len(instrs)))
     if len(_prepared) > 4096:
         _prepared.clear()
     _prepared[code] = p
     return p
+
+
+class UserException(Exception):
+    """An exception the traced program raises; handled by the program's own handlers, if any."""
+
+    def __init__(self, value: VariableTracker) -> None:
+        super().__init__(value.describe())
+        self.value = value
 
 
 class LazyVariable(VariableTracker):
@@ -110,6 +149,7 @@ class InstructionTranslatorBase(DataOpsMixin):
         self.kw_names: tuple | None = None
         self.return_value: VariableTracker | None = None
         self.depth = 0 if parent is None else parent.depth + 1
+        self.exc_stack: list[VariableTracker] = []
 
     # -- running --------------------------------------------------------------------------------
     def run(self) -> None:
@@ -129,6 +169,19 @@ class InstructionTranslatorBase(DataOpsMixin):
             if getattr(e, "frames", None) is None:
                 e.frames = self.user_frames()
             raise
+        except UserException as e:
+            self.handle_exception(e)
+
+    def handle_exception(self, e: UserException) -> None:
+        """Jump to the handler the exception table names for the current instruction, or re-raise."""
+        entry = self.prepared.handlers[self.current]
+        if entry is None:
+            raise e
+        del self.stack[entry.depth :]
+        if entry.lasti:
+            self.push(ConstantVariable(self.current))
+        self.push(e.value)
+        self.ip = entry.target
 
     def user_frames(self) -> list[UserFrame]:
         frames = [] if self.parent is None else self.parent.user_frames()
@@ -214,11 +267,53 @@ class InstructionTranslatorBase(DataOpsMixin):
         self.return_value = ConstantVariable(inst.arg)
 
     def RAISE_VARARGS(self, inst):
-        kind = self.stack[-1].describe() if inst.arg else "the current exception"
-        raise Unsupported(f"raise of {kind} ends the graph", "the exception is raised after the graph runs")
+        from ember.dynamo.variables.exceptions import ExceptionVariable, as_exception
+
+        if inst.arg == 0:
+            if not self.exc_stack:
+                raise Unsupported("bare raise with no active exception")
+            raise UserException(self.exc_stack[-1])
+        if inst.arg == 2:
+            self.pop()  # the cause of ``raise ... from cause``
+        exc = as_exception(self.pop())
+        if not isinstance(exc, ExceptionVariable):
+            raise Unsupported(f"raise of {exc.describe()}")
+        raise UserException(exc)
 
     def RERAISE(self, inst):
-        raise Unsupported("re-raising an exception inside the compiled region")
+        exc = self.pop()
+        if inst.arg:
+            self.pop()  # the saved instruction offset
+        raise UserException(exc)
+
+    def PUSH_EXC_INFO(self, inst):
+        value = self.pop()
+        self.push(self.exc_stack[-1] if self.exc_stack else ConstantVariable(None))
+        self.push(value)
+        self.exc_stack.append(value)
+
+    def POP_EXCEPT(self, inst):
+        self.pop()
+        if self.exc_stack:
+            self.exc_stack.pop()
+
+    def CHECK_EXC_MATCH(self, inst):
+        from ember.dynamo.variables.exceptions import exception_matches
+
+        typ = self.pop()
+        self.push(ConstantVariable(exception_matches(self.stack[-1], typ)))
+
+    def WITH_EXCEPT_START(self, inst):
+        # [exit, lasti, previous exception, exception]: call exit(type, value, traceback).
+        from ember.dynamo.variables.builder import wrap
+        from ember.dynamo.variables.exceptions import ExceptionVariable
+
+        exc = self.stack[-1]
+        exit_fn = self.stack[-4]
+        if not isinstance(exc, ExceptionVariable):
+            raise Unsupported("an exception inside a with-block during capture")
+        args = [wrap(self, exc.cls, None), exc, ConstantVariable(None)]
+        self.push(exit_fn.call_function(self, args, {}))
 
     def BEFORE_WITH(self, inst):
         ctx = self.pop()
@@ -476,8 +571,14 @@ class InstructionTranslator(InstructionTranslatorBase):
         super().step()
 
     def run(self) -> None:
-        with contextlib.suppress(_StopForBreak):
+        try:
             super().run()
+        except _StopForBreak:
+            pass
+        except UserException as e:
+            err = Unsupported(f"{e.value.describe()} raised and not caught in the compiled frame")
+            err.frames = self.user_frames()
+            raise err from None
 
 
 class _StopForBreak(Exception):

@@ -397,7 +397,9 @@ def _next(tx, args, kwargs):
             return v
         if len(args) > 1:
             return args[1]
-        raise Unsupported("next() raised StopIteration at capture time")
+        from ember.dynamo.variables.exceptions import user_error
+
+        raise user_error(StopIteration)
     return it.call_method(tx, "__next__", [], {})
 
 

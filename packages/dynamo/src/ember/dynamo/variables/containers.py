@@ -42,7 +42,9 @@ class BaseListVariable(VariableTracker):
         try:
             return self.items[k]
         except IndexError:
-            raise Unsupported(f"{self.python_type().__name__} index out of range at capture time") from None
+            from ember.dynamo.variables.exceptions import user_error
+
+            raise user_error(IndexError, f"{self.python_type().__name__} index out of range") from None
 
     def rebuild(self, items: list[VariableTracker]) -> VariableTracker:
         return type(self)(items)
@@ -233,7 +235,9 @@ class DictVariable(VariableTracker):
             value = self.default_factory.call_function(tx, [], {})
             self.items[k] = value
             return value
-        raise Unsupported(f"key {k!r} is not in the dict at capture time")
+        from ember.dynamo.variables.exceptions import user_error
+
+        raise user_error(KeyError, k if isinstance(k, (int, str, float, bool, type(None))) else repr(k))
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
         from ember.dynamo.variables.functions import BuiltinMethodVariable
@@ -464,7 +468,9 @@ class IteratorVariable(VariableTracker):
         if name == "__next__":
             v = self.next(tx)
             if v is None:
-                raise Unsupported("StopIteration from next() at capture time")
+                from ember.dynamo.variables.exceptions import user_error
+
+                raise user_error(StopIteration)
             return v
         raise Unsupported(f"iterator.{name} is not supported")
 

@@ -53,7 +53,11 @@ class NewObjectVariable(VariableTracker):
     def reconstruct(self, cg) -> None:
         cg.call_const(object.__new__, [ClassVariable(self.cls)])
         temp = cg.store_temp()
+        from ember.dynamo.side_effects import DELETED
+
         for name, value in cg.tx_output.side_effects.attrs_of(self).items():
+            if value is DELETED:
+                continue
             # object.__setattr__: frozen dataclasses and __setattr__ overrides ran during capture.
             cg.call(
                 lambda: cg.load_const(object.__setattr__),
@@ -106,7 +110,7 @@ def construct(tx, cls_vt: ClassVariable, args: list[VariableTracker], kwargs: di
         return ExceptionVariable(cls, args)
     if type(cls) not in (type, abc_meta()) or cls.__new__ is not object.__new__:
         raise Unsupported(f"creating a {cls.__name__} object is not supported")
-    if getattr(cls, "__slots__", None) is not None and "__dict__" not in cls.__slots__:
+    if not cls.__dictoffset__:
         raise Unsupported(f"creating a {cls.__name__} object with __slots__ is not supported")
     obj = NewObjectVariable(cls)
     tx.output.side_effects.track_new(obj)
