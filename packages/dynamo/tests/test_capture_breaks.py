@@ -265,3 +265,56 @@ def test_user_context_manager():
     expected = f(ember.ones(2), log_eager)
     got, cf = compile_and_run(f, ember.ones(2), log_compiled)
     assert cf is not None and same(got, expected) and log_compiled == log_eager == ["enter", "exit"]
+
+
+def test_exceptions_raised_and_caught_inside_the_graph():
+    def check(t, n):
+        if n < 0:
+            raise ValueError("negative")
+        return t * n
+
+    def f(x, d):
+        out = []
+        for i in range(3):
+            try:
+                try:
+                    if i == 1:
+                        raise IndexError(i)
+                    out.append(x * i)
+                finally:
+                    out.append(i)
+            except IndexError:
+                out.append(-1)
+        try:
+            y = d["missing"]
+        except KeyError:
+            y = check(x, 2)
+        try:
+            check(x, -1)
+        except ValueError as e:
+            msg = str(e)
+        return out, y, msg
+
+    rec = Recorder()
+    got, cf = compile_and_run(f, ember.ones(2), {"a": 1}, backend=rec)
+    assert cf is not None and rec.frame_count == 1
+    assert same(got, f(ember.ones(2), {"a": 1}))
+
+
+def test_generators_run_lazily_with_their_consumer():
+    def numbers(log, x):
+        for i in range(3):
+            log.append(f"yield {i}")
+            yield x * i
+
+    def f(x, log):
+        total = x
+        for v in numbers(log, x):
+            log.append("got")
+            total = total + v
+        return total
+
+    log_eager, log_compiled = [], []
+    expected = f(ember.ones(2), log_eager)
+    got, cf = compile_and_run(f, ember.ones(2), log_compiled)
+    assert cf is not None and same(got, expected) and log_compiled == log_eager
