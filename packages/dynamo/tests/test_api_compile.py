@@ -269,13 +269,15 @@ def test_guard_check_time_of_a_compiled_eight_input_function():
     ember.compile(add8, backend="eager")(**tensors)
     (entry,) = _frame_hook.cache_entries(add8.__code__)
     check = entry.check_fn
-    assert check(tensors)
-    best = float("inf")
-    for _ in range(5):
-        start = time.perf_counter()
-        for _ in range(10000):
-            check(tensors)
-        best = min(best, (time.perf_counter() - start) / 10000)
+    assert not check(tensors)  # no compiled region is running: the backend guard fails
+    with ember._dynamo.optimize("eager"):  # as the hook calls it: in a region compiled for that backend
+        assert check(tensors)
+        best = float("inf")
+        for _ in range(5):
+            start = time.perf_counter()
+            for _ in range(10000):
+                check(tensors)
+            best = min(best, (time.perf_counter() - start) / 10000)
     print(f"\nguard check of a compiled 8-tensor function: {best * 1e6:.2f} us")
 
 
@@ -389,3 +391,17 @@ def test_ember_trace_records_each_compiled_frame_with_its_graphs(tmp_path):
     assert [e["graphs"] for e in compiles] == [1, 1]  # the function and its resume function
     assert sum(1 for e in events if e.get("artifact") == "graph_code") == 2
     assert any(e.get("artifact") == "graph_breaks" for e in events)
+
+
+def test_entries_serve_only_the_backend_they_were_compiled_for(recompiles_log):
+    first, second = CompileCounter(), CompileCounter()
+    ember.compile(add, backend=first)(ember.ones(2), ember.ones(2))
+    ember.compile(add, backend=second)(ember.ones(2), ember.ones(2))
+    ember.compile(add, backend=first)(ember.ones(2), ember.ones(2))
+    assert (first.frame_count, second.frame_count) == (1, 1)
+    assert (
+        f"the backend changed from a CompileCounter at {id(first):#x} to a CompileCounter at {id(second):#x}"
+        in (recompiles_log.messages[0])
+    )
+    ember._dynamo.run(add)(ember.ones(2), ember.ones(2))  # run-only mode takes any entry
+    assert (first.frame_count, second.frame_count) == (1, 1)

@@ -57,6 +57,9 @@ class HookDouble:
         previous, self.callback = self.callback, callback
         return previous
 
+    def get_eval_frame_callback(self):
+        return self.callback
+
     def call(self, fn, *args, **kwargs):
         """Run ``fn``'s frame as the hook would: a passing entry, or the callback's, or the original code."""
         code = fn.__code__

@@ -148,12 +148,12 @@ def _made_for(entry: Any, f_locals: dict[str, Any]) -> bool:
     return guards is None or guards.made_for(f_locals)
 
 
-def failure_reasons(entries: list, f_locals: dict[str, Any]) -> list[str]:
+def failure_reasons(entries: list, f_locals: dict[str, Any], callback: Any = None) -> list[str]:
     """Why each cache entry's guards fail for ``f_locals``: one line per entry, its reasons joined."""
     out = []
     for i, entry in enumerate(entries):
         guards = _guard_set(entry)
-        reasons = guards.failure_reasons(f_locals) if guards is not None else []
+        reasons = guards.failure_reasons(f_locals, callback) if guards is not None else []
         out.append(f"entry {i}: " + ("; ".join(reasons) if reasons else "guard check failed"))
     return out
 
@@ -169,6 +169,7 @@ class FrameCallback:
 
     def __init__(self, options: convert_frame.CompileOptions, backend_name: str = "") -> None:
         self.options = options
+        self.compiler = options.backend  # entries made here serve only callbacks with this backend
         self.backend_name = backend_name or getattr(options.backend, "__name__", repr(options.backend))
 
     def __call__(self, frame: Any, cache_entries: list) -> Any:
@@ -182,13 +183,13 @@ class FrameCallback:
             self._limit_reached(code, relevant or cache_entries, f_locals)
             return None
         if cache_entries and stance.current == "fail_on_recompile":
-            reasons = "\n".join(f"    - {r}" for r in failure_reasons(cache_entries, f_locals))
+            reasons = "\n".join(f"    - {r}" for r in failure_reasons(cache_entries, f_locals, self))
             raise RuntimeError(
                 f"Detected recompile when torch.compile stance is 'fail_on_recompile': function "
                 f"{_function_name(code)}, whose guards failed:\n{reasons}"
             )
         if cache_entries and recompiles_log.isEnabledFor(20):
-            reasons = "\n".join(f"    - {r}" for r in failure_reasons(cache_entries, f_locals))
+            reasons = "\n".join(f"    - {r}" for r in failure_reasons(cache_entries, f_locals, self))
             recompiles_log.info(
                 "Recompiling function %s\n    triggered by the following guard failure(s):\n%s",
                 _function_name(code),
@@ -200,7 +201,7 @@ class FrameCallback:
         if code in _warned_limit:
             return
         _warned_limit.add(code)
-        reasons = "\n".join(f"    - {r}" for r in failure_reasons(entries, f_locals))
+        reasons = "\n".join(f"    - {r}" for r in failure_reasons(entries, f_locals, self))
         owner = f_locals.get("self")
         of = f" of {type(owner).__qualname__}" if owner is not None and code.co_varnames[:1] == ("self",) else ""
         message = (
@@ -246,8 +247,14 @@ class FrameCallback:
             return None
         taken = {g.kind for g in result.guards if g.source is None}
         state_guards = [g for g in global_state_guards() if g.kind not in taken]
+        hook = _hook_module()
         guards = compile_guards(
-            state_guards + list(result.guards), frame.f_globals, result.shape_env, result.shape_inputs
+            state_guards + list(result.guards),
+            frame.f_globals,
+            result.shape_env,
+            result.shape_inputs,
+            backend=self.compiler,
+            current_callback=getattr(hook, "get_eval_frame_callback", None),
         )
         elapsed = time.perf_counter() - started
         self._report(code, result, guards, elapsed)

@@ -290,7 +290,9 @@ class OutputGraph:
         return list(self.guards.values())
 
 
-_DATA_DEPENDENT = frozenset({"DataDependentOutputException", "DynamicOutputShapeException", "GuardOnDataDependentSymNode"})
+_DATA_DEPENDENT = frozenset(
+    {"DataDependentOutputException", "DynamicOutputShapeException", "GuardOnDataDependentSymNode"}
+)
 
 
 class _SymbolicContext:

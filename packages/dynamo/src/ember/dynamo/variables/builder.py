@@ -123,19 +123,16 @@ def _wrap(tx, value: Any, source: Source | None) -> VariableTracker:
             for k, v in value.keywords.items()
         }
         return PartialVariable(fn, args, kwargs, source)
-    if (
-        isinstance(
-            value,
-            (
-                types.BuiltinFunctionType,
-                types.BuiltinMethodType,
-                types.WrapperDescriptorType,
-                types.MethodDescriptorType,
-                types.MethodWrapperType,
-            ),
-        )
-        or (isinstance(value, type) and value in _BUILTIN_TYPES)
-    ):
+    if isinstance(
+        value,
+        (
+            types.BuiltinFunctionType,
+            types.BuiltinMethodType,
+            types.WrapperDescriptorType,
+            types.MethodDescriptorType,
+            types.MethodWrapperType,
+        ),
+    ) or (isinstance(value, type) and value in _BUILTIN_TYPES):
         _guard(tx, source, GuardKind.ID_MATCH, id(value))
         return BuiltinVariable(value, source)
     if isinstance(value, types.ModuleType):
