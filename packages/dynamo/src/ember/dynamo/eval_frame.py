@@ -143,7 +143,18 @@ def _resolve_backend(backend: str | Callable, mode: str | None, options: dict | 
         kwargs["mode"] = mode
     if options:
         kwargs["options"] = options
-    return _BackendWithOptions(compiler, kwargs) if kwargs else compiler
+    if not kwargs:
+        return compiler
+    # One wrapper per (backend, mode, options): entries are per backend object, and blocks compiled
+    # one by one with the same settings must share them.
+    key = (compiler, mode, repr(sorted((options or {}).items())))
+    wrapper = _with_options.get(key)
+    if wrapper is None:
+        wrapper = _with_options[key] = _BackendWithOptions(compiler, kwargs)
+    return wrapper
+
+
+_with_options: dict[tuple, _BackendWithOptions] = {}
 
 
 def optimize(
