@@ -410,3 +410,35 @@ def test_entries_serve_only_the_backend_they_were_compiled_for(recompiles_log):
     )
     ember._dynamo.run(add)(ember.ones(2), ember.ones(2))  # run-only mode takes any entry
     assert (first.frame_count, second.frame_count) == (1, 1)
+
+
+SCALE = 2
+
+
+def times_scale(x):
+    return x * SCALE
+
+
+def total(xs):
+    return sum(xs)
+
+
+def test_recompile_reasons_for_ints_lists_and_globals(recompiles_log):
+    global SCALE
+    counter = CompileCounter()
+    scaled = ember.compile(lambda x, n: x * n, backend=counter)
+    for n in (2, 3, 4, 5):
+        assert scaled(ember.ones(2), n).tolist() == [float(n)] * 2
+    assert counter.frame_count == 2  # the int became dynamic at the recompile
+    ember.compile(total, backend=counter)([ember.ones(2)] * 3)
+    ember.compile(total, backend=counter)([ember.ones(2)] * 4)
+    ember.compile(times_scale, backend=counter)(ember.ones(1))
+    SCALE = 3
+    try:
+        assert ember.compile(times_scale, backend=counter)(ember.ones(1)).tolist() == [3.0]
+    finally:
+        SCALE = 2
+    text = "\n".join(recompiles_log.messages)
+    assert "n changed from 2 to 3" in text
+    assert "len(xs) changed from 3 to 4" in text
+    assert "G['SCALE'] changed from 2 to 3" in text
