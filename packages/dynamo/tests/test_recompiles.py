@@ -331,3 +331,10 @@ def test_automatic_dynamic_can_be_turned_off(hook, capture, monkeypatch):
     hook.call(add, ember.ones(4), ember.ones(4))
     hook.call(add, ember.ones(6), ember.ones(6))
     assert capture.calls[1] == {"x": set(), "y": set()}
+
+
+def test_parameters_stay_static(hook, capture):
+    hook.set_eval_frame(callback(dynamic=True))
+    w = ember.nn.Parameter(ember.ones(3))
+    hook.call(add, w, ember.ones(3))
+    assert capture.calls[0] == {"x": set(), "y": {0}}
