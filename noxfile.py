@@ -126,6 +126,7 @@ def bench(session: nox.Session) -> None:
     session.run("python", "tools/bench/optim.py")
     session.run("python", "tools/bench/autograd.py")
     session.run("python", "tools/bench/train.py")
+    session.run("python", "tools/bench/dynamo.py")
 
 
 # What the `portable` session switches off, computed in its environment: NumPy's dispatch targets

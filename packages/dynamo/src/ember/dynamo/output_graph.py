@@ -7,7 +7,7 @@ import operator
 from typing import Any
 
 from ember.dynamo.exc import BackendCompilerFailed, Unsupported
-from ember.dynamo.guards import Guard, GuardKind, TensorSpec
+from ember.dynamo.guards import Guard, GuardKind, TensorSpec, autocast_state
 from ember.dynamo.side_effects import SideEffects
 from ember.dynamo.source import Source, TensorPropertySource
 from ember.dynamo.variables.base import ConstantVariable, VariableTracker
@@ -48,6 +48,8 @@ class OutputGraph:
         self.dynamic = False
         self.op_count = 0
         self.add_guard(None, GuardKind.GRAD_MODE, self.initial_grad)
+        self.add_guard(None, GuardKind.DEFAULT_DTYPE, ember.get_default_dtype())
+        self.add_guard(None, GuardKind.AUTOCAST, autocast_state())
 
     @property
     def shape_env(self) -> Any:
