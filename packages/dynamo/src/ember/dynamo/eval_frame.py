@@ -229,10 +229,11 @@ def reset() -> None:
     exc.graph_break_log.clear()
 
 
-def _compile_in_place(module: Module, *args: Any, **kwargs: Any) -> None:
+def compile_in_place(module: Module, *args: Any, **kwargs: Any) -> None:
+    """``Module.compile(*args, **kwargs)``: the module's calls run ``ember.compile``d, the module unchanged."""
     module._compiled_call_impl = compile(module._call_impl, *args, **kwargs)
 
 
-_compile_provider.register(_compile_in_place)
+_compile_provider.register(compile_in_place)
 
 is_compiling = decorators.is_compiling
