@@ -160,8 +160,18 @@ def test_module_compile_in_place():
     counter = CompileCounter()
     expected = model(ember.ones(1, 3))
     model.compile(backend=counter)
-    assert ember.allclose(model(ember.ones(1, 3)), expected)
+    records = Records()
+    logger = logging.getLogger("ember.dynamo")
+    level = logger.level
+    logger.addHandler(records)
+    logger.setLevel(logging.INFO)
+    try:
+        assert ember.allclose(model(ember.ones(1, 3)), expected)
+    finally:
+        logger.removeHandler(records)
+        logger.setLevel(level)
     assert counter.frame_count == 1 and type(model) is ember.nn.Linear
+    assert records.messages[0].startswith("compiled 'Module._call_impl' of Linear (")
 
 
 @pytest.mark.parametrize("mode", [None, "max-autotune"])

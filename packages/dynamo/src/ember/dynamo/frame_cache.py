@@ -129,8 +129,13 @@ def _hook_module():
 # -- cache entries -----------------------------------------------------------------------------------
 
 
-def _function_name(code: CodeType) -> str:
-    return f"'{code.co_qualname}' ({code.co_filename}:{code.co_firstlineno})"
+def _function_name(code: CodeType, f_locals: dict[str, Any] | None = None) -> str:
+    """``'f' (file:line)``; for a method inherited from a base (Module._call_impl), the caller's class too."""
+    of = ""
+    owner = f_locals.get("self") if f_locals is not None and code.co_varnames[:1] == ("self",) else None
+    if owner is not None and type(owner).__qualname__ != code.co_qualname.rpartition(".")[0]:
+        of = f" of {type(owner).__qualname__}"
+    return f"'{code.co_qualname}'{of} ({code.co_filename}:{code.co_firstlineno})"
 
 
 def _frame_locals(frame: Any) -> dict[str, Any]:
@@ -186,13 +191,13 @@ class FrameCallback:
             reasons = "\n".join(f"    - {r}" for r in failure_reasons(cache_entries, f_locals, self))
             raise RuntimeError(
                 f"Detected recompile when torch.compile stance is 'fail_on_recompile': function "
-                f"{_function_name(code)}, whose guards failed:\n{reasons}"
+                f"{_function_name(code, f_locals)}, whose guards failed:\n{reasons}"
             )
         if cache_entries and recompiles_log.isEnabledFor(20):
             reasons = "\n".join(f"    - {r}" for r in failure_reasons(cache_entries, f_locals, self))
             recompiles_log.info(
                 "Recompiling function %s\n    triggered by the following guard failure(s):\n%s",
-                _function_name(code),
+                _function_name(code, f_locals),
                 reasons,
             )
         return self._compile(frame, code, f_locals)
@@ -202,11 +207,9 @@ class FrameCallback:
             return
         _warned_limit.add(code)
         reasons = "\n".join(f"    - {r}" for r in failure_reasons(entries, f_locals, self))
-        owner = f_locals.get("self")
-        of = f" of {type(owner).__qualname__}" if owner is not None and code.co_varnames[:1] == ("self",) else ""
         message = (
             f"ember.compile hit config.cache_size_limit ({config.cache_size_limit}) for function "
-            f"{_function_name(code)}{of}: it now runs eagerly (not compiled) for inputs that fit none of its "
+            f"{_function_name(code, f_locals)}: it now runs eagerly (not compiled) for inputs that fit none of its "
             f"{len(entries)} compiled versions. The guards that failed on the last call:\n{reasons}\n"
             "To compile more versions, raise ember._dynamo.config.cache_size_limit; to compile one version for "
             "changing sizes, use dynamic=True or ember._dynamo.mark_dynamic."
@@ -257,11 +260,10 @@ class FrameCallback:
             current_callback=getattr(hook, "get_eval_frame_callback", None),
         )
         elapsed = time.perf_counter() - started
-        self._report(code, result, guards, elapsed)
+        self._report(code, _function_name(code, f_locals), result, guards, elapsed)
         return make_cache_entry(code, guards, result.code)
 
-    def _report(self, code: CodeType, result: Any, guards: CompiledGuards, elapsed: float) -> None:
-        name = _function_name(code)
+    def _report(self, code: CodeType, name: str, result: Any, guards: CompiledGuards, elapsed: float) -> None:
         compile_counts[name] = compile_counts.get(name, 0) + 1
         for listener in list(compile_listeners):
             listener(code, result, guards)
