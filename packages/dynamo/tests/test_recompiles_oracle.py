@@ -106,3 +106,12 @@ def test_a_changing_global_int_compiles_no_more_often_than_in_torch():
     finally:
         set_scale(2)
     assert (ours, theirs) == (2, 3)
+
+
+def test_cache_limit_stops_compiling_at_the_same_count(monkeypatch):
+    monkeypatch.setattr(torch._dynamo.config, "cache_size_limit", 2)
+    monkeypatch.setattr(ember._dynamo.config, "cache_size_limit", 2)
+    calls = [lambda L, d=d: (t(L, 4, dtype=d), t(L, 4, dtype=d)) for d in ("float32", "float64", "float16", "int64")]
+    with pytest.warns(UserWarning, match="cache_size_limit"):
+        ours = count(ember, add, {}, calls)
+    assert ours == count(torch, add, {}, calls) == 2
