@@ -452,3 +452,27 @@ def test_recompile_reasons_for_ints_lists_and_globals(recompiles_log):
     assert "n changed from 2 to 3" in text
     assert "len(xs) changed from 3 to 4" in text
     assert "G['SCALE'] changed from 2 to 3" in text
+
+
+def inner_op(x):
+    return x.sin()
+
+
+def test_disable_without_recursion_skips_only_that_frame():
+    def outer(x):
+        return inner_op(x) + 1
+
+    ember.compiler.disable(outer, recursive=False)
+    counter = CompileCounter()
+    assert ember.allclose(ember.compile(outer, backend=counter)(ember.ones(2)), ember.ones(2).sin() + 1)
+    assert counter.frame_count == 1  # inner_op's frame, compiled on its own
+    assert _frame_hook.cache_entries(inner_op.__code__) and not _frame_hook.cache_entries(outer.__code__)
+
+
+def test_disable_recursive_runs_everything_inside_eagerly():
+    def outer(x):
+        return inner_op(x) + 1
+
+    counter = CompileCounter()
+    ember.compile(ember.compiler.disable(outer), backend=counter)(ember.ones(2))
+    assert counter.frame_count == 0
