@@ -246,7 +246,8 @@ def _codegen_break(tx, cg, code: types.CodeType, f_globals: dict, closure: tuple
         taken = Label()
         if PY >= (3, 13) and "NONE" not in name:
             cg.instrs.append(Instr("TO_BOOL"))  # 3.13's conditional jumps take exact bools
-        cg.instrs.append(Instr(name, taken))
+        # The taken branch is emitted after the jump: 3.11's explicit directions become forward.
+        cg.instrs.append(Instr(name.replace("_BACKWARD_", "_FORWARD_"), taken))
         call_resume(idx + 1, [])
         cg.instrs.append(taken)
         call_resume(tx.prepared.label_index[id(inst.arg)], [])

@@ -240,13 +240,12 @@ class OutputGraph:
                 self.graph.erase_node(node)
                 return ConstantVariable(int(result))
             return SymNodeVariable(node, result)
-        if (
-            result is None
-            or isinstance(result, (int, float, bool, str))
-            or type(result).__module__.startswith("ember.core")
-        ):
+        if result is None:
+            return ConstantVariable(None)  # an op run for its effect (setitem, an out= op): the node stays
+        if isinstance(result, (int, float, bool, str)) or type(result).__module__.startswith("ember.core"):
             if not node.users:
                 self.graph.erase_node(node)
+                self.op_count -= 1
             return ConstantVariable(result)
         raise Unsupported(f"a graph op returned a {type(result).__name__}")
 

@@ -82,15 +82,18 @@ class SideEffects:
                 cg.load_const(slice(None))
                 cg.add("STORE_SUBSCR")
             elif isinstance(vt, (DictVariable, SetVariable)):
-                cg.load_source(vt.source)
-                cg.call_method_on_stack("clear", 0)
-                cg.add("POP_TOP")
+                # Build the new contents first: they may read the old ones by source.
                 fresh = (
                     DictVariable(vt.items, cls=dict) if isinstance(vt, DictVariable) else SetVariable(vt.unpack(None))
                 )
+                fresh.reconstruct(cg)
+                temp = cg.store_temp()
+                cg.load_source(vt.source)
+                cg.call_method_on_stack("clear", 0)
+                cg.add("POP_TOP")
                 cg.load_source(vt.source)
                 cg.push_method("update")
-                fresh.reconstruct(cg)
+                cg.load_temp(temp)
                 cg.call_pushed_method(1)
                 cg.add("POP_TOP")
             else:

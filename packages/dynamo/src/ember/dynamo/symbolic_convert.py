@@ -336,10 +336,26 @@ class InstructionTranslatorBase(DataOpsMixin):
         return obj.var_getattr(self, name)
 
     def store_attr(self, obj: VariableTracker, name: str, value: VariableTracker) -> None:
+        from ember.dynamo.variables.objects import ObjectVariable
         from ember.dynamo.variables.tensor import TensorVariable
+        from ember.dynamo.variables.user_objects import NewObjectVariable
 
         if isinstance(obj, TensorVariable):
             raise Unsupported(f"setting the tensor attribute {name!r}")
+        if isinstance(obj, (ObjectVariable, NewObjectVariable)):
+            cls = obj.python_type()
+            static = inspect.getattr_static(cls, name, None)
+            if isinstance(static, property):
+                if static.fset is None:
+                    raise Unsupported(f"property {name!r} of {cls.__name__} has no setter")
+                self.inline_function_value(static.fset, [obj, value], {})
+                return
+            setattr_fn = inspect.getattr_static(cls, "__setattr__", None)
+            if isinstance(setattr_fn, types.FunctionType) and not _is_module_setattr(setattr_fn):
+                self.inline_function_value(setattr_fn, [obj, ConstantVariable(name), value], {})
+                return
+            if static is not None and hasattr(type(static), "__set__") and not isinstance(static, types.FunctionType):
+                raise Unsupported(f"assigning through the descriptor {name!r} of {cls.__name__}")
         self.output.side_effects.store_attr(obj, name, value)
 
     def global_source(self, name: str):
@@ -397,6 +413,12 @@ class InstructionTranslatorBase(DataOpsMixin):
         return self.inline_user_function(UserFunctionVariable(fn), args, kwargs)
 
 
+def _is_module_setattr(fn) -> bool:
+    from ember.nn import Module
+
+    return fn is Module.__setattr__
+
+
 class InliningInstructionTranslator(InstructionTranslatorBase):
     """Runs a callee's code inside the caller's capture."""
 
@@ -449,7 +471,7 @@ def breakable(tx: InstructionTranslator, index: int) -> bool:
         return False
     if tx.prepared.in_try[index]:
         return False
-    for j in range(index + 1, len(tx.instrs)):
+    for j in range(index, len(tx.instrs)):
         later = tx.instrs[j]
         if isinstance(later.arg, Label) and tx.prepared.label_index[id(later.arg)] <= index:
             return False  # a back edge: the break is inside a loop

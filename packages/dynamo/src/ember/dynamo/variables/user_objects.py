@@ -53,9 +53,12 @@ class NewObjectVariable(VariableTracker):
         cg.call_const(object.__new__, [ClassVariable(self.cls)])
         temp = cg.store_temp()
         for name, value in cg.tx_output.side_effects.attrs_of(self).items():
-            cg.load_temp(temp)
-            cg.reconstruct(value)
-            cg.store_attr_raw(name)
+            # object.__setattr__: frozen dataclasses and __setattr__ overrides ran during capture.
+            cg.call(
+                lambda: cg.load_const(object.__setattr__),
+                [lambda: cg.load_temp(temp), lambda name=name: cg.load_const(name), lambda v=value: cg.reconstruct(v)],
+            )
+            cg.add("POP_TOP")
         cg.load_temp(temp)
 
     def describe(self) -> str:
