@@ -186,8 +186,9 @@ class _Codegen:
     def local(self, source: Source) -> str:
         key = source.name()
         if key not in self.read:
+            text = self.expr(source)  # first: it may read the source's bases into locals of their own
             var = f"v{len(self.read)}"
-            self.lines.append(f"{var} = {self.expr(source)}")
+            self.lines.append(f"{var} = {text}")
             self.read[key] = var
         return self.read[key]
 
