@@ -264,6 +264,7 @@ def test_errors_raise_unless_suppressed(hook, capture, monkeypatch, logs):
         hook.call(add, ember.ones(2), ember.ones(2))
     monkeypatch.setattr(config, "suppress_errors", True)
     assert hook.call(add, ember.ones(2), ember.ones(2)).tolist() == [2.0, 2.0]
+    assert add.__code__ in hook.skipped  # not retried on every call
     assert any("config.suppress_errors" in m and "capture failed" in m for m in logs.messages)
 
 
@@ -274,6 +275,7 @@ def test_unsupported_raises_with_fullgraph_and_runs_eagerly_without(hook, captur
         hook.call(add, ember.ones(2), ember.ones(2))
     hook.set_eval_frame(callback())
     assert hook.call(add, ember.ones(2), ember.ones(2)).tolist() == [2.0, 2.0]
+    assert add.__code__ in hook.skipped
 
 
 def test_run_only_mode_uses_entries_but_never_compiles(hook, capture):

@@ -148,9 +148,9 @@ def _guard_set(entry: Any) -> CompiledGuards | None:
     return getattr(check, "guard_set", None)
 
 
-def _made_for(entry: Any, f_locals: dict[str, Any]) -> bool:
+def _made_for(entry: Any, f_locals: dict[str, Any], compiler: Any) -> bool:
     guards = _guard_set(entry)
-    return guards is None or guards.made_for(f_locals)
+    return guards is None or (guards.backend in (None, compiler) and guards.made_for(f_locals))
 
 
 def failure_reasons(entries: list, f_locals: dict[str, Any], callback: Any = None) -> list[str]:
@@ -183,7 +183,7 @@ class FrameCallback:
             skip_files_or_code(code)
             return None
         f_locals = _frame_locals(frame)
-        relevant = [e for e in cache_entries if _made_for(e, f_locals)]
+        relevant = [e for e in cache_entries if _made_for(e, f_locals, self.compiler)]
         if len(relevant) >= config.cache_size_limit or len(cache_entries) >= config.accumulated_cache_size_limit:
             self._limit_reached(code, relevant or cache_entries, f_locals)
             return None
@@ -232,17 +232,20 @@ class FrameCallback:
             _log_breaks(first_break)
             if self.options.fullgraph:
                 raise
-            log.debug("%s could not be captured; it runs eagerly", _function_name(code), exc_info=True)
+            # Capture would fail the same way on every call: the frame runs as it is until reset().
+            log.debug("%s could not be captured; it runs eagerly from now on", _function_name(code), exc_info=True)
+            skip_files_or_code(code)
             return None
         except Exception as error:
             if not config.suppress_errors:
                 raise
             log.warning(
-                "ember.compile failed on %s and runs it eagerly (config.suppress_errors is set): %s: %s",
+                "ember.compile failed on %s and runs it eagerly from now on (config.suppress_errors is set): %s: %s",
                 _function_name(code),
                 type(error).__name__,
                 error,
             )
+            skip_files_or_code(code)  # not retried on every call; reset() tries again
             return None
         _log_breaks(first_break)
         if result is None:
