@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import collections.abc
 
-import ember
 import pytest
+
+import ember
 from ember.dynamo.bytecode_testing import Recorder, compile_and_run
 from ember.dynamo.exc import graph_break_log
 from ember.dynamo.resume_execution import is_resume_code
@@ -96,8 +97,8 @@ def test_side_effects_on_globals_and_cells():
 
     x = ember.randn(2)
     before = COUNTER
-    got, cf = compile_and_run(f, x)
-    assert COUNTER == before + 1 and count[0] == 2
+    got, _cf = compile_and_run(f, x)
+    assert before + 1 == COUNTER and count[0] == 2
     assert same(got, x * COUNTER)
 
 
@@ -113,7 +114,7 @@ def test_nonlocal_store_replayed():
         return f, lambda: n
 
     f, read = make()
-    got, cf = compile_and_run(f, ember.zeros(2))
+    got, _cf = compile_and_run(f, ember.zeros(2))
     assert read() == 1 and same(got, ember.ones(2))
 
 
@@ -123,7 +124,7 @@ def test_inplace_mutates_the_input():
         return x
 
     x = ember.ones(2)
-    got, cf = compile_and_run(f, x)
+    got, _cf = compile_and_run(f, x)
     assert got is x and same(x, ember.full((2,), 3.0))
 
 
@@ -201,7 +202,7 @@ def test_allow_in_graph():
         return opaque(x) + 1
 
     rec = Recorder()
-    got, cf = compile_and_run(f, ember.ones(2), backend=rec)
+    got, _cf = compile_and_run(f, ember.ones(2), backend=rec)
     assert same(got, f(ember.ones(2)))
     assert any(n.target is opaque for n in rec.graphs[0].graph.nodes)
 
@@ -210,7 +211,7 @@ def test_allow_in_graph():
 def test_untraceable_frames_fall_back(construct):
     def raising(x):
         y = x + 1
-        raise ValueError("boom")
+        raise ValueError(f"boom {y.shape}")
 
     def generator(x):
         yield x + 1
@@ -225,3 +226,42 @@ def test_untraceable_frames_fall_back(construct):
         got, cf = compile_and_run(fn, f_locals_x)
         assert cf is None
     del got
+
+
+def test_same_tensor_twice_gets_a_placeholder_and_guard_per_source():
+    def f(a, b):
+        return a + b * 2
+
+    x = ember.ones(2)
+    rec = Recorder()
+    got, cf = compile_and_run(f, x, x, backend=rec)
+    assert same(got, f(x, x))
+    placeholders = [n for n in rec.graphs[0].graph.nodes if n.op == "placeholder"]
+    assert len(placeholders) == 2
+    names = {g.source.name() for g in cf.guards if g.source is not None}
+    assert {"L['a']", "L['b']"} <= names
+
+
+class Scaled:
+    def __init__(self, log):
+        self.log = log
+
+    def __enter__(self):
+        self.log.append("enter")
+        return 3
+
+    def __exit__(self, *exc):
+        self.log.append("exit")
+        return False
+
+
+def test_user_context_manager():
+    def f(x, log):
+        with Scaled(log) as k:
+            y = x * k
+        return y + 1
+
+    log_eager, log_compiled = [], []
+    expected = f(ember.ones(2), log_eager)
+    got, cf = compile_and_run(f, ember.ones(2), log_compiled)
+    assert cf is not None and same(got, expected) and log_compiled == log_eager == ["enter", "exit"]

@@ -101,6 +101,9 @@ class DataOpsMixin:
         if isinstance(inst.arg, (CellVar, FreeVar)):
             self.push(self.cells[inst.arg.name])  # 3.13's LOAD_CLOSURE
             return
+        if inst.arg not in self.symbolic_locals and inst.arg in self.cells:
+            self.push(self.cells[inst.arg])  # 3.13's LOAD_CLOSURE of an argument held in a cell
+            return
         self.push(self.load_local(inst.arg))
 
     LOAD_FAST_CHECK = LOAD_FAST

@@ -35,7 +35,7 @@ class OutputGraph:
         # The ShapeEnv (and sympy) is made only when a size or scalar is dynamic.
         self.fake_mode = FakeTensorMode(allow_non_fake_inputs=True, static_shapes=True)
         self.inputs: list[tuple[Source, Any, Any]] = []  # (source, real value, placeholder node)
-        self.input_vts: dict[int, VariableTracker] = {}  # id(real value) -> tracker
+        self.input_vts: dict[str, VariableTracker] = {}  # source name -> tracker
         self.input_values: dict[int, Any] = {}  # id(tracker) -> real value
         self.guards: dict[tuple, Guard] = {}
         self.wrapped: dict[int, VariableTracker] = {}
@@ -77,7 +77,7 @@ class OutputGraph:
     def tensor_input(self, value: Any, source: Source) -> VariableTracker:
         from ember.dynamo.variables.tensor import TensorVariable
 
-        existing = self.input_vts.get(id(value))
+        existing = self.input_vts.get(source.name())
         if existing is not None:
             return existing
         dims = self._dynamic_dims(source, value)
@@ -94,7 +94,7 @@ class OutputGraph:
         node = self._placeholder(source)
         vt = TensorVariable(node, fake, source)
         self.inputs.append((source, value, node))
-        self.input_vts[id(value)] = vt
+        self.input_vts[source.name()] = vt
         self.input_values[id(vt)] = value
         self.keepalive.append(value)
         sizes = tuple(None if i in dims else int(s) for i, s in enumerate(value.shape))

@@ -214,7 +214,8 @@ class InstructionTranslatorBase(DataOpsMixin):
         self.return_value = ConstantVariable(inst.arg)
 
     def RAISE_VARARGS(self, inst):
-        raise Unsupported("raise inside the compiled region", "exceptions end the graph; the code runs eagerly")
+        kind = self.stack[-1].describe() if inst.arg else "the current exception"
+        raise Unsupported(f"raise of {kind} ends the graph", "the exception is raised after the graph runs")
 
     def RERAISE(self, inst):
         raise Unsupported("re-raising an exception inside the compiled region")
@@ -224,11 +225,31 @@ class InstructionTranslatorBase(DataOpsMixin):
         from ember.dynamo.variables.objects import GradModeVariable
 
         if not isinstance(ctx, GradModeVariable):
-            raise Unsupported(f"with-block over {ctx.describe()}", "only grad-mode context managers are traced")
+            self._enter_user_context(ctx)
+            return
         from ember.dynamo.variables.functions import BuiltinMethodVariable
 
         self.push(BuiltinMethodVariable(ctx, "__exit__"))
         self.push(ctx.enter(self))
+
+    def _enter_user_context(self, ctx: VariableTracker) -> None:
+        from ember.dynamo.variables.builder import wrap
+        from ember.dynamo.variables.functions import UserMethodVariable
+        from ember.dynamo.variables.objects import ObjectVariable
+        from ember.dynamo.variables.user_objects import NewObjectVariable
+
+        if isinstance(ctx, (ObjectVariable, NewObjectVariable)):
+            cls = ctx.python_type()
+            enter = inspect.getattr_static(cls, "__enter__", None)
+            exit_ = inspect.getattr_static(cls, "__exit__", None)
+            if isinstance(enter, types.FunctionType) and isinstance(exit_, types.FunctionType):
+                self.push(UserMethodVariable(wrap(self, exit_, None), ctx))
+                self.push(self.inline_function_value(enter, [ctx], {}))
+                return
+        raise Unsupported(
+            f"with-block over {ctx.describe()}",
+            "grad-mode context managers and classes with Python __enter__/__exit__ are traced",
+        )
 
     # -- calls ------------------------------------------------------------------------------------
     def KW_NAMES(self, inst):
@@ -468,7 +489,7 @@ def breakable(tx: InstructionTranslator, index: int) -> bool:
     try/with blocks and loops)."""
     inst = tx.instrs[index]
     if inst.name not in CALL_OPS and inst.name not in _JUMP_IF:
-        return False
+        return False  # a raise, like PyTorch's, leaves the whole frame to run eagerly
     if tx.prepared.in_try[index]:
         return False
     for j in range(index, len(tx.instrs)):

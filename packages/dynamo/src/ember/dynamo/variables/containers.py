@@ -95,8 +95,22 @@ class TupleVariable(BaseListVariable):
         return self.cls(values)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        if _is_namedtuple(self.cls) and name in self.cls._fields:
-            return self.items[self.cls._fields.index(name)]
+        if _is_namedtuple(self.cls):
+            if name in self.cls._fields:
+                return self.items[self.cls._fields.index(name)]
+            import inspect
+            import types
+
+            from ember.dynamo.variables.builder import wrap
+            from ember.dynamo.variables.functions import UserMethodVariable
+
+            static = inspect.getattr_static(self.cls, name, None)
+            if isinstance(static, types.FunctionType):
+                return UserMethodVariable(wrap(tx, static, None), self)
+            if isinstance(static, classmethod):
+                return UserMethodVariable(wrap(tx, static.__func__, None), wrap(tx, self.cls, None))
+            if name == "_fields":
+                return ConstantVariable(self.cls._fields)
         return super().var_getattr(tx, name)
 
     def reconstruct(self, cg) -> None:
@@ -287,6 +301,16 @@ class DictVariable(VariableTracker):
             return ConstantVariable(None)
         if name == "copy":
             return DictVariable(self.items, cls=self.cls, default=self.default_factory)
+        if name == "move_to_end":
+            tx.output.side_effects.mutate(self)
+            k = _key(args[0])
+            last = (args[1] if len(args) > 1 else kwargs.get("last", ConstantVariable(True))).as_python_constant()
+            value = self.items.pop(k)
+            if last:
+                self.items[k] = value
+            else:
+                self.items = {k: value, **self.items}
+            return ConstantVariable(None)
         raise Unsupported(f"dict.{name} is not supported")
 
     def reconstruct(self, cg) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import inspect
 import types
 from typing import Any
@@ -81,6 +82,17 @@ def construct(tx, cls_vt: ClassVariable, args: list[VariableTracker], kwargs: di
         vt.prev = ember.is_grad_enabled()
         tx.output.set_grad_mode(bool(mode))  # a plain call takes effect at once, as in eager
         return vt
+    if cls in (collections.OrderedDict, collections.defaultdict):
+        from ember.dynamo.variables.containers import DictVariable
+
+        default = None
+        if cls is collections.defaultdict:
+            default = args[0] if args else ConstantVariable(None)
+            args = args[1:]
+        d = DictVariable({}, cls=cls, default=default if cls is collections.defaultdict else None)
+        if args or kwargs:
+            d.call_method(tx, "update", list(args), kwargs)
+        return d
     if issubclass(cls, tuple) and hasattr(cls, "_fields"):
         new = cls.__new__
         defaults = tuple(ConstantVariable(d) for d in (new.__defaults__ or ()))
