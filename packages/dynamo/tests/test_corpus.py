@@ -1,6 +1,6 @@
 """The corpus against PyTorch: ``torch.compile`` agrees with PyTorch eager on every program and
-compiles the number of graphs the corpus states; Ember eager gives PyTorch eager's values, side
-effects and printed output.
+compiles the number of graphs the corpus states (marked slow: ``EMBER_SLOW_TESTS=1``); Ember eager
+gives PyTorch eager's values, side effects and printed output.
 
 Ember's own ``ember.compile`` is compared with Ember eager, and its graph counts with the counts
 checked here, in test_corpus_eager.py (which needs no PyTorch). ``python test_corpus.py`` prints a
@@ -53,6 +53,7 @@ def torch_compiled(case):
         torch._dynamo.reset()
 
 
+@pytest.mark.slow  # about 20 s of torch.compile; the counts it checks are what test_corpus_eager.py reads
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_torch_compile_agrees_with_torch_eager(case):
     eager, compiled = torch_eager(case), torch_compiled(case)
