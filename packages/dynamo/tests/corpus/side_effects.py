@@ -102,12 +102,24 @@ def print_python_values(x, n):
     return y.sum()
 
 
-_LOG = logging.getLogger("ember_corpus_side_effects")
+LOGGED = []
+
+
+class _ListHandler(logging.Handler):
+    def emit(self, record):
+        LOGGED.append((record.levelname, record.getMessage()))
+
+
+# One logger per load of this module (its name is unique), recording into this load's LOGGED.
+_LOG = logging.getLogger(__name__)
+_LOG.setLevel(logging.INFO)
+_LOG.propagate = False
+_LOG.addHandler(_ListHandler())
 
 
 def logging_call(x):
     y = x.exp()
-    _LOG.info("exp done")
+    _LOG.info("exp done, %d values", y.numel())
     return y.sum()
 
 
