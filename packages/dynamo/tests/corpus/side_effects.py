@@ -123,6 +123,17 @@ def logging_call(x):
     return y.sum()
 
 
+CACHE = {}
+
+
+def global_cache(x):
+    if "w" not in CACHE:
+        CACHE["w"] = x * 0 + 1
+    CACHE["w"] = CACHE["w"] + x
+    CACHE.pop("stale", None)
+    return CACHE["w"].sum()
+
+
 def mutation_then_return_alias(xs):
     xs[0] = xs[0] * 10
     xs.reverse()
@@ -152,5 +163,6 @@ CASES = [
     dict(fn=print_in_middle, inputs=lambda rng: (randn(rng, 4),), graphs=2),
     dict(fn=print_python_values, inputs=lambda rng: (randn(rng, 2), 3), graphs=2),
     dict(fn=logging_call, inputs=lambda rng: (randn(rng, 3),), graphs=2),
+    dict(fn=global_cache, calls=lambda rng: [(randn(rng, 3),), (randn(rng, 3),)], graphs=2),
     dict(fn=mutation_then_return_alias, inputs=lambda rng: ([randn(rng, 2), randn(rng, 2), randn(rng, 2)],), graphs=1),
 ]
