@@ -30,7 +30,7 @@ CASES = H.case_ids(ember)
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
-def test_ember_compile_matches_ember_eager(case):
+def test_ember_compile_matches_ember_eager(case, record_property):
     eager = H.run(ember, case)
     ember._dynamo.reset()
     counter = ember._dynamo.testing.CompileCounter()
@@ -38,6 +38,8 @@ def test_ember_compile_matches_ember_eager(case):
         compiled = H.run(ember, case, lambda fn, options: ember.compile(fn, backend=counter, **options), counter)
     finally:
         ember._dynamo.reset()
+    record_property("graphs", compiled.frame_count)  # in --junitxml reports, beside PyTorch's
+    record_property("torch_graphs", case.graphs)
     found = H.compare(eager, compiled, 1e-5, 1e-6)
     assert found is None, found
     assert compiled.frame_count <= case.graphs, f"{compiled.frame_count} graphs, PyTorch compiles {case.graphs}"
