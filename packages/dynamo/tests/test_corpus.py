@@ -57,7 +57,8 @@ def torch_compiled(case):
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_torch_compile_agrees_with_torch_eager(case):
     eager, compiled = torch_eager(case), torch_compiled(case)
-    assert H.compare(eager, compiled, 1e-6, 1e-7) is None, H.compare(eager, compiled, 1e-6, 1e-7)
+    found = H.compare(eager, compiled, 1e-6, 1e-7)
+    assert found is None, found + compiled.explain()
     assert compiled.frame_count == case.graphs, (
         f"PyTorch compiles {compiled.frame_count} graphs, corpus says {case.graphs}"
     )
@@ -67,7 +68,7 @@ def test_torch_compile_agrees_with_torch_eager(case):
 def test_ember_eager_matches_torch_eager(case):
     theirs, ours = torch_eager(case), H.run(ember, case)
     found = H.compare(theirs, ours, CROSS_RTOL, CROSS_ATOL)
-    assert found is None, found
+    assert found is None, found + ours.explain()
 
 
 def test_corpus_size():

@@ -41,7 +41,7 @@ def test_ember_compile_matches_ember_eager(case, record_property):
     record_property("graphs", compiled.frame_count)  # in --junitxml reports, beside PyTorch's
     record_property("torch_graphs", case.graphs)
     found = H.compare(eager, compiled, 1e-5, 1e-6)
-    assert found is None, found
+    assert found is None, found + compiled.explain()
     assert compiled.frame_count <= case.graphs, f"{compiled.frame_count} graphs, PyTorch compiles {case.graphs}"
     # No more graphs than PyTorch, but not by running everything eagerly: what PyTorch captures, we do.
     assert compiled.frame_count >= min(case.graphs, 1), f"no graph compiled, PyTorch compiles {case.graphs}"
