@@ -134,6 +134,27 @@ def assertion_passes(x):
     return x.t()
 
 
+def reraise_from(x):
+    try:
+        try:
+            {}["k"]
+        except KeyError as e:
+            raise ValueError("wrapped") from e
+    except ValueError as outer:
+        return x * 2, type(outer.__cause__).__name__
+
+
+def finally_overrides(x):
+    def inner(t):
+        try:
+            return t + 1
+        finally:
+            t.mul_(0.5)
+
+    y = inner(x)
+    return y, x
+
+
 def raise_escapes(x, fail):
     y = x * 2
     if fail:
@@ -154,5 +175,7 @@ CASES = [
     dict(fn=contextlib_manager, inputs=lambda rng: (randn(rng, 3),), graphs=1),
     dict(fn=suppress_block, inputs=lambda rng: (randn(rng, 3), {}), graphs=1),
     dict(fn=assertion_passes, inputs=lambda rng: (randn(rng, 2, 3),), graphs=1),
+    dict(fn=reraise_from, inputs=lambda rng: (randn(rng, 3),), graphs=1),
+    dict(fn=finally_overrides, inputs=lambda rng: (randn(rng, 3),), graphs=1),
     dict(fn=raise_escapes, calls=lambda rng: [(randn(rng, 3), False), (randn(rng, 3), True)], graphs=1),
 ]
