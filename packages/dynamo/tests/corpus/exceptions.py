@@ -70,10 +70,11 @@ def exception_from_helper(x):
             raise ValueError("negative")
         return t * n
 
+    y = x.cos()
     try:
-        return check(x, -1)
+        return check(y, -1)
     except ValueError as e:
-        return x, str(e)
+        return y * 2, str(e)
 
 
 def no_grad_block(x, w):
@@ -168,7 +169,7 @@ CASES = [
     dict(fn=catch_key_error, inputs=lambda rng: (randn(rng, 3), {"a": 1}), graphs=1),
     dict(fn=try_else, inputs=lambda rng: (randn(rng, 3),), graphs=1),
     dict(fn=nested_handlers, inputs=lambda rng: (randn(rng, 2),), graphs=1),
-    dict(fn=exception_from_helper, inputs=lambda rng: (randn(rng, 2),), graphs=0),
+    dict(fn=exception_from_helper, inputs=lambda rng: (randn(rng, 2),), graphs=1),
     dict(fn=no_grad_block, inputs=lambda rng: (randn(rng, 2, 3).requires_grad_(), randn(rng, 3, 2)), graphs=1),
     dict(fn=enable_grad_inside_no_grad, inputs=lambda rng: (randn(rng, 3).requires_grad_(),), graphs=1),
     dict(fn=custom_context_manager, inputs=lambda rng: (randn(rng, 3), []), graphs=1),
