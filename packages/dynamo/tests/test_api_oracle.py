@@ -83,7 +83,15 @@ def test_dynamo_names_answer_alike():
         "run",
     ):
         assert hasattr(torch._dynamo, name) and hasattr(ember._dynamo, name), name
-    for name in ("disable", "reset", "is_compiling", "allow_in_graph", "is_dynamo_compiling", "list_backends"):
+    for name in (
+        "disable",
+        "reset",
+        "is_compiling",
+        "allow_in_graph",
+        "is_dynamo_compiling",
+        "list_backends",
+        "set_stance",
+    ):
         assert hasattr(torch.compiler, name) and hasattr(ember.compiler, name), name
     assert ember._dynamo.config.cache_size_limit == torch._dynamo.config.cache_size_limit
     for name in (

@@ -455,11 +455,13 @@ def test_cache_entry_subclass_and_attributes():
 def test_turning_the_hook_off_restores_normal_evaluation():
     hook.add_cache_entry(_add.__code__, hook.CacheEntry(lambda f_locals: True, _mul.__code__))
     rec = Recorder()
+    assert not hook.hook_installed()
     assert hook.set_eval_frame(rec) is None
-    assert hook.get_eval_frame_callback() is rec
+    assert hook.get_eval_frame_callback() is rec and hook.hook_installed()
     assert _add(2, 5) == 10
-    assert hook.set_eval_frame(None) is rec
-    assert hook.get_eval_frame_callback() is None
+    assert hook.set_eval_frame(False) is rec and hook.hook_installed()
+    assert hook.set_eval_frame(None) is False
+    assert hook.get_eval_frame_callback() is None and not hook.hook_installed()
     assert _add(2, 5) == 7
     assert _middle(1) == 4
     assert rec.names() == []

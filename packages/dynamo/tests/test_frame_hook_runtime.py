@@ -183,6 +183,85 @@ def test_deep_recursion_with_the_hook_on():
         assert down(500) == 500
 
 
+def _count(n):
+    return 0 if n == 0 else 1 + _count(n - 1)
+
+
+def _count_repl(n):
+    big = [n] * 3  # a larger frame than the original's
+    return 0 if big[0] == 0 else 1 + _count(n - 1)
+
+
+def _pad(k, fn):
+    return fn() if k == 0 else _pad(k - 1, fn)
+
+
+def test_replaced_frames_across_data_stack_chunks():
+    # Every level replaces its frame, at every offset into the interpreter's data stack chunks, so
+    # that some discarded frames open a chunk (which the hook then frees on 3.12).
+    _replace(_count, _count_repl.__code__)
+    with callback(False):
+        for k in range(0, 40, 3):
+            assert _pad(k, lambda: _count(300)) == 300
+
+
+# ---- code running at awkward moments ----
+
+
+_del_calls: list[int] = []
+
+
+class _CallsOnDel:
+    """Calls a Python function when freed: the hook discards frames holding the last reference."""
+
+    def __del__(self):
+        _del_calls.append(_count(3))
+
+
+def test_finalizers_run_while_a_replaced_frame_is_discarded():
+    def orig(x, **kw):
+        return "orig"
+
+    def repl(x, **kw):
+        return x + len(kw)
+
+    def check(f_locals):
+        # The **kw dict belongs to the frame alone: the object dies when the hook discards the frame.
+        f_locals["kw"]["late"] = _CallsOnDel()
+        return f_locals["x"] >= 0
+
+    _del_calls.clear()
+    _replace(orig, repl.__code__, check)
+    with callback(_pass):
+        for i in range(50):
+            assert orig(i, a=1) == i + 2
+        assert orig(-1, b=2) == "orig"  # no entry passes and the callback answers None: the frame runs
+    assert _del_calls == [3] * 51
+
+
+def test_reset_inside_check_fn_and_inside_the_replacement():
+    def check(f_locals):
+        hook.reset_code_caches()
+        return True
+
+    def orig(x):
+        return x
+
+    def repl(x):
+        hook.reset_code_caches()
+        return x * 10
+
+    entry = _replace(orig, repl.__code__, check)
+    with callback(False):
+        assert orig(2) == 20
+        assert hook.cache_entries(orig.__code__) == []
+        hook.add_cache_entry(orig.__code__, entry)
+        hook.add_cache_entry(orig.__code__, hook.CacheEntry(_always, repl.__code__))
+        assert orig(3) == 30
+        assert orig(3) == 3  # the reset dropped both entries
+    del entry
+
+
 # ---- threads ----
 
 
@@ -205,11 +284,24 @@ def test_callback_is_per_thread():
         with callback(record(seen_other)):
             _plain(1, 2)
 
+    def hold():
+        with callback(_pass):
+            started.set()
+            release.wait()
+
+    started, release = threading.Event(), threading.Event()
     with callback(record(seen_main)):
         t = threading.Thread(target=other)
         t.start()
         t.join()
         _orig(1, 2)
+        holder = threading.Thread(target=hold)
+        holder.start()
+        started.wait()
+    assert hook.hook_installed()  # the other thread's callback keeps it installed
+    release.set()
+    holder.join()
+    assert not hook.hook_installed()
     assert results["before"] is None
     assert seen_main == ["_orig"]
     assert seen_other == ["_plain"]
@@ -356,3 +448,58 @@ def test_overhead_of_a_skipped_frame(capsys):
             f"skipped code {skipped:.0f}, cached entry with a trivial check {cached:.0f}"
         )
     assert off > 0 and skipped > 0 and cached > 0
+
+
+# ---- every frame replaced ----
+
+
+def _workload():
+    import dataclasses
+    import functools
+    import json
+    import textwrap
+
+    @dataclasses.dataclass
+    class Point:
+        x: int
+        y: int = 2
+
+        def norm(self, *, p=2):
+            return (abs(self.x) ** p + abs(self.y) ** p) ** (1 / p)
+
+    class Base:
+        def describe(self, **extra):
+            return {"kind": type(self).__name__, **extra}
+
+    class Child(Base):
+        def describe(self, **extra):
+            return super().describe(child=True, **extra)
+
+    def make_adder(k):
+        return lambda v: v + k
+
+    points = sorted((Point(i, -i) for i in range(5)), key=lambda pt: -pt.norm())
+    adders = [make_adder(k) for k in range(3)]
+    text = json.dumps({"points": [dataclasses.asdict(pt) for pt in points], "child": Child().describe(n=1)})
+    wrapped = textwrap.fill(text, width=40)
+    partial = functools.partial(lambda a, b, *rest, c=0: (a, b, rest, c), 1, c=3)
+    try:
+        json.loads("{bad")
+    except json.JSONDecodeError as exc:
+        error = (exc.lineno, exc.colno)
+    return json.loads(text), wrapped, [f(10) for f in adders], partial(2, 3, 4), error
+
+
+def test_every_frame_replaced_by_a_copy_of_its_code_gives_the_same_results():
+    expected = _workload()
+    replaced = []
+
+    def answer(frame, entries):
+        replaced.append(frame.f_code.co_name)
+        return hook.CacheEntry(_always, frame.f_code.replace())
+
+    with callback(answer):
+        got = _workload()
+        again = _workload()  # cached entries run now
+    assert got == expected and again == expected
+    assert len(replaced) > 20 and {"_workload", "norm", "describe", "<lambda>"} <= set(replaced)

@@ -127,9 +127,13 @@ def test_autocast_guard():
 
     check = compile_guards([Guard(None, GuardKind.AUTOCAST, autocast_state())], {})
     assert check({})
+    assert check.describe() == "AUTOCAST: cpu off (bfloat16), cuda off (float16)"
     with ember.autocast("cpu"):
         assert not check({})
-        assert check.failure_reasons({}) == ["autocast state changed"]
+        assert check.failure_reasons({}) == ["autocast on cpu changed from off to on"]
+    with ember.autocast("cpu", dtype=ember.float16, enabled=False):
+        assert check.failure_reasons({}) == ["autocast dtype on cpu changed from bfloat16 to float16"]
+    assert check({})
 
 
 def test_shape_env_guards_relate_symbolic_sizes():
@@ -205,3 +209,41 @@ def test_check_time_of_eight_tensor_inputs():
             check(tensors)
         best = min(best, (time.perf_counter() - start) / n)
     print(f"\nguard check of 8 tensor inputs: {best * 1e6:.2f} us per call")
+
+
+def test_module_attributes_read_as_module_getattr_does():
+    class Net(ember.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = ember.nn.Linear(3, 2)
+            self.register_buffer("steps", ember.zeros(1))
+
+        @property
+        def width(self):
+            return self.fc.out_features
+
+    net = Net()
+    m = LocalSource("m")
+    fc = AttrSource(m, "fc")
+    guards = [
+        Guard(m, GuardKind.TYPE_MATCH, Net),
+        Guard(fc, GuardKind.TYPE_MATCH, ember.nn.Linear),
+        Guard(AttrSource(fc, "weight"), GuardKind.TENSOR_MATCH, spec_of(net.fc.weight)),
+        Guard(AttrSource(m, "steps"), GuardKind.TENSOR_MATCH, spec_of(net.steps)),
+        Guard(AttrSource(m, "width"), GuardKind.EQUALS_MATCH, 2),  # a property: read through getattr
+    ]
+    check = compile_guards(guards, {})
+    assert "['_modules']" in check.source and "getattr" not in check.source
+    assert check({"m": net})
+    net.fc = ember.nn.Linear(3, 4)
+    assert not check({"m": net})
+    assert check.failure_reasons({"m": net}) == [
+        "m.fc.weight.size(0) changed from 2 to 4",
+        "m.width changed from 2 to 4",
+    ]
+    net.fc = ember.nn.Linear(3, 2)
+    assert check({"m": net})
+    net.steps = ember.zeros(2)  # a buffer replaced
+    assert not check({"m": net})
+    other = ember.nn.Linear(3, 2)
+    assert not check({"m": other})  # another type: fails, whatever the fast reads find

@@ -168,8 +168,10 @@ check_compatible(PyCodeObject *original, PyCodeObject *replacement, PyObject *cl
                      replacement->co_qualname, replacement->co_nfreevars, original->co_qualname, ncells);
         return -1;
     }
-    if (replacement->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE)) {
-        PyErr_Format(PyExc_TypeError, "cache entry code %U is a generator or coroutine", replacement->co_qualname);
+    if ((replacement->co_flags & (CO_OPTIMIZED | CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR |
+                                  CO_ITERABLE_COROUTINE)) != CO_OPTIMIZED) {
+        PyErr_Format(PyExc_TypeError, "cache entry code %U is not the code of a plain function (a generator, "
+                     "coroutine or module code)", replacement->co_qualname);
         return -1;
     }
     return 0;

@@ -38,6 +38,12 @@ ember_get_callback(void)
     return thread_callback;
 }
 
+int
+ember_hook_installed(void)
+{
+    return _PyInterpreterState_GetEvalFrameFunc(PyInterpreterState_Get()) == ember_eval_frame;
+}
+
 static int
 install(int on)
 {
@@ -143,7 +149,14 @@ check_entry(EmberCacheEntry *entry, PyObject *f_locals)
     return passed;
 }
 
-static PyObject *
+#if defined(__GNUC__) || defined(__clang__)
+#define NOINLINE __attribute__((noinline))
+#else
+#define NOINLINE
+#endif
+
+/* Kept out of line so that the pass-through path of ember_eval_frame stays a few loads and a jump. */
+static NOINLINE PyObject *
 intercept(PyThreadState *tstate, _PyInterpreterFrame *frame, PyCodeObject *code, EmberCodeState *state,
           PyObject *callback)
 {

@@ -26,6 +26,12 @@ py_get_eval_frame_callback(PyObject *module, PyObject *unused)
     return Py_NewRef(callback != NULL ? callback : Py_None);
 }
 
+static PyObject *
+py_hook_installed(PyObject *module, PyObject *unused)
+{
+    return PyBool_FromLong(ember_hook_installed());
+}
+
 static PyCodeObject *
 as_code(PyObject *code)
 {
@@ -120,6 +126,8 @@ static PyMethodDef methods[] = {
      "never call back) or callable(frame, cache_entries) -> CacheEntry | None | SKIP_RECURSIVE. Returns the previous one."},
     {"get_eval_frame_callback", py_get_eval_frame_callback, METH_NOARGS,
      "get_eval_frame_callback() -> None | False | callable: this thread's callback"},
+    {"hook_installed", py_hook_installed, METH_NOARGS,
+     "hook_installed() -> bool: whether the interpreter runs frames through the hook (some thread has a callback)"},
     {"skip_code", py_skip_code, METH_O, "skip_code(code): frames of this code run as they are, until a reset"},
     {"is_skipped", py_is_skipped, METH_O, "is_skipped(code) -> bool: whether skip_code(code) is in effect"},
     {"cache_entries", py_cache_entries, METH_O, "cache_entries(code) -> list[CacheEntry]: a copy, newest first"},

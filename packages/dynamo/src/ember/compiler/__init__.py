@@ -3,6 +3,7 @@
 from ember.dynamo.backends import list_backends
 from ember.dynamo.decorators import allow_in_graph, disable, is_compiling, is_dynamo_compiling
 from ember.dynamo.eval_frame import compile, reset
+from ember.dynamo.stance import set_stance
 
 __all__ = [
     "allow_in_graph",
@@ -13,6 +14,7 @@ __all__ = [
     "is_exporting",
     "list_backends",
     "reset",
+    "set_stance",
 ]
 
 

@@ -101,6 +101,9 @@ class DataOpsMixin:
         if isinstance(inst.arg, (CellVar, FreeVar)):
             self.push(self.cells[inst.arg.name])  # 3.13's LOAD_CLOSURE
             return
+        if inst.arg not in self.symbolic_locals and inst.arg in self.cells:
+            self.push(self.cells[inst.arg])  # 3.13's LOAD_CLOSURE of an argument held in a cell
+            return
         self.push(self.load_local(inst.arg))
 
     LOAD_FAST_CHECK = LOAD_FAST
@@ -395,7 +398,14 @@ class DataOpsMixin:
         self.store_attr(obj, inst.arg, value)
 
     def DELETE_ATTR(self, inst):
-        raise Unsupported("del of an attribute")
+        from ember.dynamo.side_effects import DELETED
+        from ember.dynamo.variables.objects import ObjectVariable
+        from ember.dynamo.variables.user_objects import NewObjectVariable
+
+        obj = self.pop()
+        if not isinstance(obj, (ObjectVariable, NewObjectVariable)):
+            raise Unsupported(f"del of an attribute of {obj.describe()}")
+        self.output.side_effects.store_attr(obj, inst.arg, DELETED)
 
     def LOAD_GLOBAL(self, inst):
         push_null, name = inst.arg if isinstance(inst.arg, tuple) else (False, inst.arg)

@@ -182,7 +182,7 @@ class PyCodegen:
             self.temps[key] = name
 
 
-_NEEDS_ARG = frozenset({"STORE_FAST", "LOAD_FAST", "STORE_GLOBAL", "LOAD_CONST", "COPY", "SWAP"})
+_NEEDS_ARG = frozenset({"STORE_FAST", "LOAD_FAST", "STORE_GLOBAL", "LOAD_CONST", "COPY", "SWAP", "DELETE_ATTR"})
 
 
 def make_call_instrs(fn_const: Any, arg_names: list[str], cg: PyCodegen) -> None:

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
-# Compiled entries kept per code object; past this the frame runs eagerly, with a warning.
+import os
+import sys
+import types
+
+# Compiled entries per code object made for the same arguments (the same module, the same kind of
+# object: entries whose identity and type guards on the arguments pass); past this the frame runs
+# eagerly, with a warning. ``accumulated_cache_size_limit`` bounds all entries of one code object.
 cache_size_limit: int = 8
+accumulated_cache_size_limit: int = 256
 # After a compile error, run the frame eagerly (with a logged warning) instead of raising.
 suppress_errors: bool = False
 # Record ``tensor.item()`` and friends in the graph as symbolic scalars instead of breaking it.
@@ -15,4 +22,23 @@ automatic_dynamic_shapes: bool = True
 # Sizes are static at the first compile unless marked dynamic or dynamic=True.
 assume_static_by_default: bool = True
 # Turn ember.compile off everywhere: compiled functions run as they are (EMBER_COMPILE_DISABLE=1).
-disable: bool = __import__("os").environ.get("EMBER_COMPILE_DISABLE", "0") not in ("", "0")
+disable: bool = os.environ.get("EMBER_COMPILE_DISABLE", "0") not in ("", "0")
+
+
+# PyTorch's newer names for two settings.
+_ALIASES = {"recompile_limit": "cache_size_limit", "accumulated_recompile_limit": "accumulated_cache_size_limit"}
+
+
+class _Config(types.ModuleType):
+    """This module, answering to the aliases too."""
+
+    def __getattr__(self, name: str):
+        if name in _ALIASES:
+            return getattr(self, _ALIASES[name])
+        raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}")
+
+    def __setattr__(self, name: str, value) -> None:
+        super().__setattr__(_ALIASES.get(name, name), value)
+
+
+sys.modules[__name__].__class__ = _Config

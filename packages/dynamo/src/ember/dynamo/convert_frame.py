@@ -11,6 +11,7 @@ at that instruction of the root frame.
 from __future__ import annotations
 
 import inspect
+import logging
 import sys
 import types
 from collections.abc import Callable
@@ -83,6 +84,7 @@ def compile_frame(
         except Exception as e:
             if options.fullgraph:
                 raise
+            logging.getLogger(__name__).debug("capture of %s failed", code.co_qualname, exc_info=True)
             record = GraphBreak(f"capture failed: {type(e).__name__}: {e}", "", [])
             graph_break_log.append(record)
             _log_break(record)
@@ -242,7 +244,10 @@ def _codegen_break(tx, cg, code: types.CodeType, f_globals: dict, closure: tuple
         call_resume(idx + 1, [result])
     else:
         taken = Label()
-        cg.instrs.append(Instr(name, taken))
+        if PY >= (3, 13) and "NONE" not in name:
+            cg.instrs.append(Instr("TO_BOOL"))  # 3.13's conditional jumps take exact bools
+        # The taken branch is emitted after the jump: 3.11's explicit directions become forward.
+        cg.instrs.append(Instr(name.replace("_BACKWARD_", "_FORWARD_"), taken))
         call_resume(idx + 1, [])
         cg.instrs.append(taken)
         call_resume(tx.prepared.label_index[id(inst.arg)], [])

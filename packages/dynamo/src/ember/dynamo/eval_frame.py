@@ -13,7 +13,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from ember.dynamo import config, decorators, frame_cache
+from ember.dynamo import config, decorators, frame_cache, stance
 from ember.dynamo.backends import lookup_backend
 from ember.dynamo.convert_frame import CompileOptions
 from ember.nn import Module
@@ -75,7 +75,7 @@ class OptimizeContext:
             nonlocal set_eval_frame
             if set_eval_frame is None:
                 set_eval_frame = _hook().set_eval_frame
-            previous = set_eval_frame(callback)
+            previous = set_eval_frame(callback if stance.current == "default" else stance.callback_for(callback))
             try:
                 return target(*args, **kwargs)
             finally:

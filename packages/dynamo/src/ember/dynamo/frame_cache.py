@@ -15,6 +15,7 @@ checks, in order) and calls ``FrameCallback`` only when none passes. The callbac
 
 from __future__ import annotations
 
+import dis
 import importlib.util
 import os
 import sys
@@ -25,11 +26,20 @@ import weakref
 from types import CodeType
 from typing import Any
 
-from ember.dynamo import config, convert_frame, decorators
-from ember.dynamo._logging import graph_code_log, graph_log, guards_log, log, recompiles_log
+from ember.dynamo import config, convert_frame, decorators, exc, stance
+from ember.dynamo._logging import (
+    bytecode_log,
+    graph_breaks_log,
+    graph_code_log,
+    graph_log,
+    guards_log,
+    log,
+    recompiles_log,
+)
 from ember.dynamo.automatic_dynamic import frame_state_for
 from ember.dynamo.exc import Unsupported
-from ember.dynamo.guards import CompiledGuards, compile_guards
+from ember.dynamo.guards import CompiledGuards, compile_guards, global_state_guards
+from ember.logs import trace_event
 
 # -- skip rules --------------------------------------------------------------------------------------
 
@@ -133,6 +143,11 @@ def _guard_set(entry: Any) -> CompiledGuards | None:
     return getattr(check, "guard_set", None)
 
 
+def _made_for(entry: Any, f_locals: dict[str, Any]) -> bool:
+    guards = _guard_set(entry)
+    return guards is None or guards.made_for(f_locals)
+
+
 def failure_reasons(entries: list, f_locals: dict[str, Any]) -> list[str]:
     """Why each cache entry's guards fail for ``f_locals``: one line per entry, its reasons joined."""
     out = []
@@ -162,9 +177,16 @@ class FrameCallback:
             skip_files_or_code(code)
             return None
         f_locals = _frame_locals(frame)
-        if len(cache_entries) >= config.cache_size_limit:
-            self._limit_reached(code, cache_entries, f_locals)
+        relevant = [e for e in cache_entries if _made_for(e, f_locals)]
+        if len(relevant) >= config.cache_size_limit or len(cache_entries) >= config.accumulated_cache_size_limit:
+            self._limit_reached(code, relevant or cache_entries, f_locals)
             return None
+        if cache_entries and stance.current == "fail_on_recompile":
+            reasons = "\n".join(f"    - {r}" for r in failure_reasons(cache_entries, f_locals))
+            raise RuntimeError(
+                f"Detected recompile when torch.compile stance is 'fail_on_recompile': function "
+                f"{_function_name(code)}, whose guards failed:\n{reasons}"
+            )
         if cache_entries and recompiles_log.isEnabledFor(20):
             reasons = "\n".join(f"    - {r}" for r in failure_reasons(cache_entries, f_locals))
             recompiles_log.info(
@@ -179,26 +201,31 @@ class FrameCallback:
             return
         _warned_limit.add(code)
         reasons = "\n".join(f"    - {r}" for r in failure_reasons(entries, f_locals))
+        owner = f_locals.get("self")
+        of = f" of {type(owner).__qualname__}" if owner is not None and code.co_varnames[:1] == ("self",) else ""
         message = (
             f"ember.compile hit config.cache_size_limit ({config.cache_size_limit}) for function "
-            f"{_function_name(code)}: it now runs eagerly (not compiled) for inputs that fit none of its "
+            f"{_function_name(code)}{of}: it now runs eagerly (not compiled) for inputs that fit none of its "
             f"{len(entries)} compiled versions. The guards that failed on the last call:\n{reasons}\n"
             "To compile more versions, raise ember._dynamo.config.cache_size_limit; to compile one version for "
             "changing sizes, use dynamic=True or ember._dynamo.mark_dynamic."
         )
         log.warning("%s", message)
-        warnings.warn(message, UserWarning, stacklevel=2)
+        # Attributed to the function's own line: the callback runs from the hook, under no user frame.
+        warnings.warn_explicit(message, UserWarning, code.co_filename, code.co_firstlineno)
 
     def _compile(self, frame: Any, code: CodeType, f_locals: dict[str, Any]) -> Any:
         state = frame_state_for(code)
         state.dynamic = self.options.dynamic
         started = time.perf_counter()
+        first_break = len(exc.graph_break_log)
         try:
             with decorators.compiling():
                 result = convert_frame.compile_frame(
                     code, frame.f_globals, f_locals, getattr(frame, "closure", None), self.options, state
                 )
         except Unsupported:
+            _log_breaks(first_break)
             if self.options.fullgraph:
                 raise
             log.debug("%s could not be captured; it runs eagerly", _function_name(code), exc_info=True)
@@ -213,10 +240,15 @@ class FrameCallback:
                 error,
             )
             return None
+        _log_breaks(first_break)
         if result is None:
             skip_files_or_code(code)  # no tensor op in it: never worth compiling
             return None
-        guards = compile_guards(result.guards, frame.f_globals, result.shape_env, result.shape_inputs)
+        taken = {g.kind for g in result.guards if g.source is None}
+        state_guards = [g for g in global_state_guards() if g.kind not in taken]
+        guards = compile_guards(
+            state_guards + list(result.guards), frame.f_globals, result.shape_env, result.shape_inputs
+        )
         elapsed = time.perf_counter() - started
         self._report(code, result, guards, elapsed)
         return make_cache_entry(code, guards, result.code)
@@ -236,21 +268,29 @@ class FrameCallback:
         )
         if guards_log.isEnabledFor(20):
             guards_log.info("GUARDS of %s:\n%s", name, guards.describe())
+        if bytecode_log.isEnabledFor(20):
+            bytecode_log.info("ORIGINAL BYTECODE of %s:\n%s", name, dis.Bytecode(code).dis())
+            bytecode_log.info("MODIFIED BYTECODE of %s:\n%s", name, dis.Bytecode(result.code).dis())
         for i, gm in enumerate(result.graphs):
             if graph_code_log.isEnabledFor(20):
                 code_text = gm.print_readable(print_output=False, include_stride=True, include_device=True)
                 graph_code_log.info("GRAPH %d of %s:\n%s", i, name, code_text)
             if graph_log.isEnabledFor(20):
                 graph_log.info("GRAPH %d of %s:\n%s", i, name, _tabular(gm))
-        from ember.logs import trace_event
-
+        # The trace gets the graphs and guards through their artifacts (traced whether printed or not).
         trace_event(
             "dynamo_compile",
             function=name,
             seconds=elapsed,
-            graphs=[gm.print_readable(print_output=False) for gm in result.graphs],
-            guards=guards.describe(),
+            graphs=len(result.graphs),
+            guards=len(guards.guards) + len(guards.shape_guards),
         )
+
+
+def _log_breaks(first: int) -> None:
+    if graph_breaks_log.isEnabledFor(20):
+        for brk in exc.graph_break_log[first:]:
+            graph_breaks_log.info("%s", brk.format())
 
 
 def _tabular(gm: Any) -> str:

@@ -1,42 +1,65 @@
-"""Generators called inside the captured region: run to exhaustion at capture, their values kept.
+"""Generators called inside the captured region, run lazily as eager runs them.
 
-A generator function's body is traced by a nested translator whose YIELD_VALUE collects the value;
-the call gives an iterator over what was yielded (finite generators only).
+A generator function's call makes a ``GeneratorVariable`` holding a nested translator over the
+generator's code; each ``next`` runs that translator until its next YIELD_VALUE (or its return), so
+the generator's side effects interleave with its consumer's as in eager execution.
 """
 
 from __future__ import annotations
 
+import inspect
+import sys
+
 from ember.dynamo.exc import Unsupported
 from ember.dynamo.symbolic_convert import InliningInstructionTranslator
-from ember.dynamo.variables.base import ConstantVariable
+from ember.dynamo.variables.base import ConstantVariable, VariableTracker
 from ember.dynamo.variables.containers import IteratorVariable
 
+PY = sys.version_info[:2]
 MAX_YIELDS = 10_000
 
 
 class GeneratorTranslator(InliningInstructionTranslator):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.yielded = []
+        self.pending: VariableTracker | None = None
+        self.yields = 0
+
+    def resume(self) -> VariableTracker | None:
+        """Run to the next yield: its value, or None once the generator has returned."""
+        if self.return_value is not None:
+            return None
+        self.pending = None
+        while self.pending is None and self.return_value is None:
+            self.step()
+        return self.pending
 
     def RETURN_GENERATOR(self, inst):
         self.push(ConstantVariable(None))
 
     def YIELD_VALUE(self, inst):
-        self.yielded.append(self.pop())
-        if len(self.yielded) > MAX_YIELDS:
+        self.pending = self.pop()
+        self.yields += 1
+        if self.yields > MAX_YIELDS:
             raise Unsupported("a generator yielded too many values to unroll")
-        self.push(ConstantVariable(None))
+        self.push(ConstantVariable(None))  # what the consumer sends back: next() sends None
 
     def GET_YIELD_FROM_ITER(self, inst):
         self.push(self.get_iter(self.pop()))
 
     def SEND(self, inst):
-        # ``yield from`` an iterator known at capture: yield every item, then the result is None.
-        self.pop()
-        it = self.pop()
-        self.yielded.extend(it.unpack(self))
-        self.push(ConstantVariable(None))
+        self.pop()  # the value sent: always None here
+        receiver = self.stack[-1]
+        if not isinstance(receiver, IteratorVariable):
+            raise Unsupported(f"yield from {receiver.describe()}")
+        item = receiver.next(self)
+        if item is not None:
+            self.push(item)
+            return
+        if PY < (3, 12):
+            self.stack[-1] = ConstantVariable(None)  # the receiver's return value replaces it
+        else:
+            self.push(ConstantVariable(None))
         self.jump(inst)
 
     def END_SEND(self, inst):
@@ -45,14 +68,33 @@ class GeneratorTranslator(InliningInstructionTranslator):
         self.push(value)
 
 
-def inline_generator(tx, fn_vt, args, kwargs) -> IteratorVariable:
-    import inspect
+class GeneratorVariable(IteratorVariable):
+    """A generator object made during capture; advanced lazily by ``next``."""
 
+    def __init__(self, translator: GeneratorTranslator) -> None:
+        super().__init__([])
+        self.translator = translator
+
+    def next(self, tx) -> VariableTracker | None:
+        return self.translator.resume()
+
+    def unpack(self, tx) -> list[VariableTracker]:
+        out = []
+        while (item := self.translator.resume()) is not None:
+            out.append(item)
+        return out
+
+    def reconstruct(self, cg) -> None:
+        raise Unsupported("a generator made inside the compiled region escapes it")
+
+    def describe(self) -> str:
+        return "a generator"
+
+
+def inline_generator(tx, fn_vt, args, kwargs) -> GeneratorVariable:
     code = fn_vt.get_code()
     if code.co_flags & (inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
         raise Unsupported("coroutines and async generators are not supported by capture")
     bound = fn_vt.bind(tx, args, kwargs)
     cells = fn_vt.closure_cells(tx)
-    sub = GeneratorTranslator(tx.output, code, fn_vt.get_globals(), bound, cells, parent=tx)
-    sub.run()
-    return IteratorVariable(sub.yielded)
+    return GeneratorVariable(GeneratorTranslator(tx.output, code, fn_vt.get_globals(), bound, cells, parent=tx))

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import enum
 import re
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ember.dynamo.source import AttrSource, GetItemSource, Source, TypeSource
+from ember.dynamo.source import AttrSource, GetItemSource, LocalSource, Source, TypeSource
 
 
 class GuardKind(enum.Enum):
@@ -66,6 +67,21 @@ def autocast_state() -> tuple:
 
     state = autocast_mode._state
     return (tuple(sorted(state.enabled.items())), tuple(sorted(state.dtype.items(), key=lambda kv: kv[0])))
+
+
+def _autocast_thread_state():
+    from ember.amp import autocast_mode
+
+    return autocast_mode._state
+
+
+def global_state_guards() -> list[Guard]:
+    """Guards on the global state every graph assumes: grad mode, autocast, the default dtype."""
+    return [
+        Guard(None, GuardKind.GRAD_MODE, _grad_state().enabled),
+        Guard(None, GuardKind.AUTOCAST, autocast_state()),
+        Guard(None, GuardKind.DEFAULT_DTYPE, _promotion()._default_float),
+    ]
 
 
 def _grad_state():
@@ -122,6 +138,8 @@ class _Codegen:
     constants: dict[str, Any] = field(default_factory=dict)
     lines: list[str] = field(default_factory=list)
     read: dict[str, str] = field(default_factory=dict)  # source name -> local holding its value
+    module_types: dict[str, type] = field(default_factory=dict)  # source name -> its guarded Module type
+    dicts: dict[str, str] = field(default_factory=dict)  # local -> local holding its __dict__
 
     def const(self, value: Any) -> str:
         name = f"c{len(self.constants)}"
@@ -134,6 +152,9 @@ class _Codegen:
         if key in self.read:
             return self.read[key]
         if isinstance(source, AttrSource):
+            fast = self._module_attribute(source)
+            if fast is not None:
+                return fast
             base = self.expr(source.base)
             member = source.member
             return f"{base}.{member}" if member.isidentifier() else f"getattr({base}, {member!r})"
@@ -143,7 +164,24 @@ class _Codegen:
             return f"{self.expr(source.base)}[{text}]"
         if isinstance(source, TypeSource):
             return f"type({self.expr(source.base)})"
-        return key  # LocalSource, GlobalSource and other sources: their name reads L and G
+        return key.replace("__import__('sys')", self.const(sys))  # L, G and other sources: their name
+
+    def _module_attribute(self, source: AttrSource) -> str | None:
+        # A submodule, parameter or buffer of a module whose type a guard fixes: read from the stores
+        # Module.__getattr__ reads, in its order, without the AttributeError object.__getattribute__
+        # raises first. (Were the type another, that type guard fails the check anyway.)
+        cls = self.module_types.get(source.base.name())
+        name = source.member
+        if cls is None or any(name in klass.__dict__ for klass in cls.__mro__):
+            return None
+        base = self.local(source.base)
+        d = self.dicts.get(base)
+        if d is None:
+            d = self.dicts[base] = f"d{len(self.dicts)}"
+            self.lines.append(f"{d} = {base}.__dict__")
+        n = repr(name)
+        stores = " else ".join(f"{d}[{s!r}][{n}] if {n} in {d}[{s!r}]" for s in ("_parameters", "_buffers"))
+        return f"({d}[{n}] if {n} in {d} else {stores} else {d}['_modules'][{n}])"
 
     def local(self, source: Source) -> str:
         key = source.name()
@@ -181,8 +219,9 @@ def _condition(guard: Guard, g: _Codegen) -> str:
         return f"grad_state.enabled is {bool(value)}"
     if kind is GuardKind.DEFAULT_DTYPE:
         return f"promotion._default_float is {g.const(value)}"
-    if kind is GuardKind.AUTOCAST:
-        return f"autocast_state() == {g.const(value)}"
+    if kind is GuardKind.AUTOCAST:  # the thread's autocast switches and dtypes, compared as dicts
+        enabled, dtypes = g.const(dict(value[0])), g.const(dict(value[1]))
+        return f"amp.enabled == {enabled} and amp.dtype == {dtypes}"
     if guard.source is None:
         raise ValueError(f"a {kind.name} guard needs a source")
     if kind is GuardKind.HASATTR:
@@ -206,6 +245,25 @@ def _condition(guard: Guard, g: _Codegen) -> str:
     if kind is GuardKind.DICT_KEYS:
         return f"len({var}) == {len(value)} and tuple({var}.keys()) == {g.const(tuple(value))}"
     raise ValueError(f"unknown guard kind {kind!r}")
+
+
+def _module_types(guards: Sequence[Guard]) -> dict[str, type]:
+    """Sources whose type a guard fixes to a Module subclass that looks attributes up as Module does."""
+    from ember.nn import Module
+
+    out = {}
+    for guard in guards:
+        cls = guard.value
+        if (
+            guard.kind is GuardKind.TYPE_MATCH
+            and guard.source is not None
+            and isinstance(cls, type)
+            and issubclass(cls, Module)
+            and cls.__getattr__ is Module.__getattr__
+            and cls.__getattribute__ is object.__getattribute__
+        ):
+            out[guard.source.name()] = cls
+    return out
 
 
 def _dedupe(guards: Sequence[Guard]) -> list[Guard]:
@@ -234,7 +292,14 @@ class CompiledGuards:
         self.guards = _dedupe(guards)
         self.shape_guards = list(shape_guards)
         self.f_globals = f_globals
-        g = _Codegen()
+        # What the entry says the frame's own arguments are (by identity or type): the cache limit
+        # counts only the entries made for such arguments (a module's forward, per kind of module).
+        self.identity = [
+            (g.source.local_name, g.kind, g.value)
+            for g in self.guards
+            if g.kind in (GuardKind.ID_MATCH, GuardKind.TYPE_MATCH) and isinstance(g.source, LocalSource)
+        ]
+        g = _Codegen(module_types=_module_types(self.guards))
         for guard in self.guards:
             g.check(_condition(guard, g))
         names = sorted(g.read, key=len, reverse=True)
@@ -246,12 +311,21 @@ class CompiledGuards:
         self.source = _function_source(g)
         scope: dict[str, Any] = {}
         exec(compile(self.source, "<ember guards>", "exec"), scope)
-        check = scope["make"](f_globals, _grad_state(), _promotion(), autocast_state, *g.constants.values())
+        check = scope["make"](f_globals, _grad_state(), _promotion(), _autocast_thread_state(), *g.constants.values())
         check.guard_set = self
         self.check: Callable[[dict[str, Any]], bool] = check
 
     def __call__(self, f_locals: dict[str, Any]) -> bool:
         return self.check(f_locals)
+
+    def made_for(self, f_locals: dict[str, Any]) -> bool:
+        """Whether the frame's arguments are the objects (or of the types) this entry was made for."""
+        missing = object()
+        for name, kind, value in self.identity:
+            now = f_locals.get(name, missing)
+            if (id(now) != value) if kind is GuardKind.ID_MATCH else (type(now) is not value):
+                return False
+        return True
 
     # -- in the user's terms -----------------------------------------------------------------------
 
@@ -296,7 +370,7 @@ def compile_guards(
 
 
 def _function_source(g: _Codegen) -> str:
-    params = ", ".join(["G", "grad_state", "promotion", "autocast_state", *g.constants])
+    params = ", ".join(["G", "grad_state", "promotion", "amp", *g.constants])
     body = "\n".join(f"            {line}" for line in g.lines) or "            pass"
     return (
         f"def make({params}):\n"
@@ -326,7 +400,21 @@ def _guard_failures(guard: Guard, scope: dict[str, Any]) -> list[str]:
         now = _promotion()._default_float
         return [] if now is value else [f"default dtype changed from {_short(value)} to {_short(now)}"]
     if kind is GuardKind.AUTOCAST:
-        return [] if autocast_state() == value else ["autocast state changed"]
+        now = autocast_state()
+        if now == value:
+            return []
+        (was_on, was_dtype), (is_on, is_dtype) = (map(dict, value), map(dict, now))
+        out = [
+            f"autocast on {d} changed from {'on' if was_on[d] else 'off'} to {'on' if is_on.get(d) else 'off'}"
+            for d in was_on
+            if bool(was_on[d]) != bool(is_on.get(d))
+        ]
+        out += [
+            f"autocast dtype on {d} changed from {_short(was_dtype[d])} to {_short(is_dtype.get(d))}"
+            for d in was_dtype
+            if was_dtype[d] is not is_dtype.get(d)
+        ]
+        return out or ["autocast state changed"]
     if kind is GuardKind.HASATTR:
         ok, base = _read(guard.source.base, scope)
         if ok and hasattr(base, guard.source.member) is bool(value):
@@ -394,6 +482,11 @@ def _describe(guard: Guard) -> str:
     if guard.source is None:
         if kind is GuardKind.GRAD_MODE:
             return f"GRAD_MODE: grad mode is {'on' if value else 'off'}"
+        if kind is GuardKind.AUTOCAST:
+            enabled, dtypes = dict(value[0]), dict(value[1])
+            return "AUTOCAST: " + ", ".join(
+                f"{d} {'on' if enabled[d] else 'off'} ({_short(dtypes.get(d))})" for d in enabled
+            )
         return f"{kind.name}: {_short(value)}"
     name = guard.source.name()
     if kind is GuardKind.TENSOR_MATCH:

@@ -7,7 +7,7 @@ import operator
 from typing import Any
 
 from ember.dynamo.exc import BackendCompilerFailed, Unsupported
-from ember.dynamo.guards import Guard, GuardKind, TensorSpec
+from ember.dynamo.guards import Guard, GuardKind, TensorSpec, autocast_state
 from ember.dynamo.side_effects import SideEffects
 from ember.dynamo.source import Source, TensorPropertySource
 from ember.dynamo.variables.base import ConstantVariable, VariableTracker
@@ -25,7 +25,6 @@ class OutputGraph:
         import ember
         from ember._subclasses.fake_tensor import FakeTensorMode
         from ember.fx import Graph
-        from ember.fx.experimental.symbolic_shapes import ShapeEnv
 
         self.code = code
         self.f_globals = f_globals
@@ -33,10 +32,10 @@ class OutputGraph:
         self.options = options
         self.frame_state = frame_state
         self.graph = Graph()
-        self.shape_env = ShapeEnv()
-        self.fake_mode = FakeTensorMode(allow_non_fake_inputs=True, shape_env=self.shape_env, static_shapes=True)
+        # The ShapeEnv (and sympy) is made only when a size or scalar is dynamic.
+        self.fake_mode = FakeTensorMode(allow_non_fake_inputs=True, static_shapes=True)
         self.inputs: list[tuple[Source, Any, Any]] = []  # (source, real value, placeholder node)
-        self.input_vts: dict[int, VariableTracker] = {}  # id(real value) -> tracker
+        self.input_vts: dict[str, VariableTracker] = {}  # source name -> tracker
         self.input_values: dict[int, Any] = {}  # id(tracker) -> real value
         self.guards: dict[tuple, Guard] = {}
         self.wrapped: dict[int, VariableTracker] = {}
@@ -49,6 +48,16 @@ class OutputGraph:
         self.dynamic = False
         self.op_count = 0
         self.add_guard(None, GuardKind.GRAD_MODE, self.initial_grad)
+        self.add_guard(None, GuardKind.DEFAULT_DTYPE, ember.get_default_dtype())
+        self.add_guard(None, GuardKind.AUTOCAST, autocast_state())
+
+    @property
+    def shape_env(self) -> Any:
+        if self.fake_mode.shape_env is None:
+            from ember.fx.experimental.symbolic_shapes import ShapeEnv
+
+            self.fake_mode.shape_env = ShapeEnv()
+        return self.fake_mode.shape_env
 
     # -- guards ------------------------------------------------------------------------------------
     def add_guard(self, source: Source | None, kind: GuardKind, value: Any = None) -> None:
@@ -68,12 +77,14 @@ class OutputGraph:
     def tensor_input(self, value: Any, source: Source) -> VariableTracker:
         from ember.dynamo.variables.tensor import TensorVariable
 
-        existing = self.input_vts.get(id(value))
+        existing = self.input_vts.get(source.name())
         if existing is not None:
             return existing
         dims = self._dynamic_dims(source, value)
         if dims:
             from ember.fx.experimental.symbolic_shapes import DimDynamic
+
+            self.shape_env  # noqa: B018  (made on first need)
 
             ctx = _SymbolicContext([DimDynamic.DYNAMIC if i in dims else DimDynamic.STATIC for i in range(value.ndim)])
             fake = self.fake_mode.from_tensor(value, source=source.name(), symbolic_context=ctx, static_shapes=False)
@@ -83,7 +94,7 @@ class OutputGraph:
         node = self._placeholder(source)
         vt = TensorVariable(node, fake, source)
         self.inputs.append((source, value, node))
-        self.input_vts[id(value)] = vt
+        self.input_vts[source.name()] = vt
         self.input_values[id(vt)] = value
         self.keepalive.append(value)
         sizes = tuple(None if i in dims else int(s) for i, s in enumerate(value.shape))
@@ -180,9 +191,6 @@ class OutputGraph:
 
     def call_graph(self, kind: str, target: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]):
         """Record one node and run it on fake tensors; the tracker of its result."""
-        from ember._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException
-        from ember.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
-
         node_args, fake_args = zip(*[self._to_node_args(a) for a in args], strict=True) if args else ((), ())
         node_kwargs = {}
         fake_kwargs = {}
@@ -194,14 +202,15 @@ class OutputGraph:
                     result = getattr(fake_args[0], target)(*fake_args[1:], **fake_kwargs)
                 else:
                     result = target(*fake_args, **fake_kwargs)
-        except (DataDependentOutputException, DynamicOutputShapeException, GuardOnDataDependentSymNode) as e:
-            raise Unsupported(
-                f"{_target_name(target)} has an output that depends on data ({type(e).__name__})",
-                "set ember._dynamo.config.capture_dynamic_output_shape_ops = True, or move it out of the compiled region",
-            ) from None
         except Unsupported:
             raise
         except Exception as e:
+            if type(e).__name__ in _DATA_DEPENDENT:
+                raise Unsupported(
+                    f"{_target_name(target)} has an output that depends on data ({type(e).__name__})",
+                    "set ember._dynamo.config.capture_dynamic_output_shape_ops = True, "
+                    "or move it out of the compiled region",
+                ) from None
             raise Unsupported(f"{_target_name(target)} raised {type(e).__name__}: {e}") from None
         create = self.graph.call_method if kind == "call_method" else self.graph.call_function
         node = create(target, tuple(node_args), node_kwargs)
@@ -231,13 +240,12 @@ class OutputGraph:
                 self.graph.erase_node(node)
                 return ConstantVariable(int(result))
             return SymNodeVariable(node, result)
-        if (
-            result is None
-            or isinstance(result, (int, float, bool, str))
-            or type(result).__module__.startswith("ember.core")
-        ):
+        if result is None:
+            return ConstantVariable(None)  # an op run for its effect (setitem, an out= op): the node stays
+        if isinstance(result, (int, float, bool, str)) or type(result).__module__.startswith("ember.core"):
             if not node.users:
                 self.graph.erase_node(node)
+                self.op_count -= 1
             return ConstantVariable(result)
         raise Unsupported(f"a graph op returned a {type(result).__name__}")
 
@@ -281,6 +289,11 @@ class OutputGraph:
 
     def guard_list(self) -> list[Guard]:
         return list(self.guards.values())
+
+
+_DATA_DEPENDENT = frozenset(
+    {"DataDependentOutputException", "DynamicOutputShapeException", "GuardOnDataDependentSymNode"}
+)
 
 
 class _SymbolicContext:

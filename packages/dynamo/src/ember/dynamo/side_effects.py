@@ -37,8 +37,10 @@ class SideEffects:
         if entry is None:
             return None
         value = entry[1].get(name)
-        if value is _DELETED:
-            raise Unsupported(f"attribute {name!r} was deleted during capture")
+        if value is DELETED:
+            from ember.dynamo.variables.exceptions import user_error
+
+            raise user_error(AttributeError, name)
         return value
 
     def attrs_of(self, vt: VariableTracker) -> dict[str, VariableTracker]:
@@ -82,15 +84,18 @@ class SideEffects:
                 cg.load_const(slice(None))
                 cg.add("STORE_SUBSCR")
             elif isinstance(vt, (DictVariable, SetVariable)):
-                cg.load_source(vt.source)
-                cg.call_method_on_stack("clear", 0)
-                cg.add("POP_TOP")
+                # Build the new contents first: they may read the old ones by source.
                 fresh = (
                     DictVariable(vt.items, cls=dict) if isinstance(vt, DictVariable) else SetVariable(vt.unpack(None))
                 )
+                fresh.reconstruct(cg)
+                temp = cg.store_temp()
+                cg.load_source(vt.source)
+                cg.call_method_on_stack("clear", 0)
+                cg.add("POP_TOP")
                 cg.load_source(vt.source)
                 cg.push_method("update")
-                fresh.reconstruct(cg)
+                cg.load_temp(temp)
                 cg.call_pushed_method(1)
                 cg.add("POP_TOP")
             else:
@@ -99,6 +104,10 @@ class SideEffects:
             if isinstance(vt, NewObjectVariable):
                 continue  # built with its attributes where it is rebuilt
             for name, value in attrs.items():
+                if value is DELETED:
+                    cg.load_source(vt.source)
+                    cg.add("DELETE_ATTR", name)
+                    continue
                 cg.reconstruct(value)
                 cg.load_source(vt.source) if vt.source is not None else cg.reconstruct(vt)
                 cg.store_attr_raw(name)
@@ -111,7 +120,11 @@ class SideEffects:
             cg.store_attr_raw("cell_contents")
 
 
-_DELETED = object()
+class _Deleted(VariableTracker):
+    """The value of an attribute deleted during capture (``del obj.attr``)."""
+
+
+DELETED = _Deleted()
 
 
 def _is_module_slot(module: Any, name: str, value: VariableTracker) -> bool:

@@ -12,7 +12,7 @@ graph break at its own instruction (see ``convert_frame``).
 
 from __future__ import annotations
 
-import contextlib
+import dis
 import inspect
 import linecache
 import sys
@@ -49,6 +49,35 @@ class Prepared:
     positions: list[int]  # index of each instruction in ``bytecode``
     in_try: list[bool]
     label_index: dict[int, int]  # id(Label) -> instruction index
+    handlers: list[Handler | None]  # the exception-table entry covering each instruction
+
+
+@dataclass(frozen=True)
+class Handler:
+    """One exception-table entry: where to jump, the stack depth to keep, whether to push the offset."""
+
+    target: int  # instruction index
+    depth: int
+    lasti: bool
+
+
+def _handlers(code: types.CodeType, count: int) -> list[Handler | None]:
+    # The bytecode library does not keep the entries' stack depths; the code object's table has them.
+    table = dis._parse_exception_table(code)
+    offsets = [i.offset for i in dis.get_instructions(code) if i.opname not in ("CACHE", "EXTENDED_ARG")]
+    out: list[Handler | None] = [None] * count
+    if not table or len(offsets) != count:
+        return out
+    index_of = {off: i for i, off in enumerate(offsets)}
+    for entry in table:
+        target = index_of.get(entry.target)
+        if target is None:
+            continue
+        handler = Handler(target, entry.depth, entry.lasti)
+        for i, off in enumerate(offsets):
+            if entry.start <= off < entry.end:
+                out[i] = handler
+    return out
 
 
 _prepared: dict[types.CodeType, Prepared] = {}
@@ -60,25 +89,35 @@ def prepare(code: types.CodeType) -> Prepared:
         return p
     bc = Bytecode.from_code(code)
     instrs, positions, in_try, label_index = [], [], [], {}
-    depth = 0
+    open_entries: list[TryBegin] = []
     for pos, item in enumerate(bc):
+        current = open_entries[-1] if open_entries else None
         if isinstance(item, Label):
             label_index[id(item)] = len(instrs)
         elif isinstance(item, TryBegin):
-            depth += 1
+            open_entries.append(item)
         elif isinstance(item, TryEnd):
-            depth = max(depth - 1, 0)
+            if item.entry in open_entries:
+                open_entries.remove(item.entry)
         elif isinstance(item, SetLineno):
             continue
         else:
             instrs.append(item)
             positions.append(pos)
-            in_try.append(depth > 0)
-    p = Prepared(bc, instrs, positions, in_try, label_index)
+            in_try.append(current is not None)
+    p = Prepared(bc, instrs, positions, in_try, label_index, _handlers(code, len(instrs)))
     if len(_prepared) > 4096:
         _prepared.clear()
     _prepared[code] = p
     return p
+
+
+class UserException(Exception):
+    """An exception the traced program raises; handled by the program's own handlers, if any."""
+
+    def __init__(self, value: VariableTracker) -> None:
+        super().__init__(value.describe())
+        self.value = value
 
 
 class LazyVariable(VariableTracker):
@@ -110,6 +149,7 @@ class InstructionTranslatorBase(DataOpsMixin):
         self.kw_names: tuple | None = None
         self.return_value: VariableTracker | None = None
         self.depth = 0 if parent is None else parent.depth + 1
+        self.exc_stack: list[VariableTracker] = []
 
     # -- running --------------------------------------------------------------------------------
     def run(self) -> None:
@@ -129,6 +169,19 @@ class InstructionTranslatorBase(DataOpsMixin):
             if getattr(e, "frames", None) is None:
                 e.frames = self.user_frames()
             raise
+        except UserException as e:
+            self.handle_exception(e)
+
+    def handle_exception(self, e: UserException) -> None:
+        """Jump to the handler the exception table names for the current instruction, or re-raise."""
+        entry = self.prepared.handlers[self.current]
+        if entry is None:
+            raise e
+        del self.stack[entry.depth :]
+        if entry.lasti:
+            self.push(ConstantVariable(self.current))
+        self.push(e.value)
+        self.ip = entry.target
 
     def user_frames(self) -> list[UserFrame]:
         frames = [] if self.parent is None else self.parent.user_frames()
@@ -214,21 +267,84 @@ class InstructionTranslatorBase(DataOpsMixin):
         self.return_value = ConstantVariable(inst.arg)
 
     def RAISE_VARARGS(self, inst):
-        raise Unsupported("raise inside the compiled region", "exceptions end the graph; the code runs eagerly")
+        from ember.dynamo.variables.exceptions import ExceptionVariable, as_exception
+
+        if inst.arg == 0:
+            if not self.exc_stack:
+                raise Unsupported("bare raise with no active exception")
+            raise UserException(self.exc_stack[-1])
+        if inst.arg == 2:
+            self.pop()  # the cause of ``raise ... from cause``
+        exc = as_exception(self.pop())
+        if not isinstance(exc, ExceptionVariable):
+            raise Unsupported(f"raise of {exc.describe()}")
+        raise UserException(exc)
 
     def RERAISE(self, inst):
-        raise Unsupported("re-raising an exception inside the compiled region")
+        exc = self.pop()
+        if inst.arg:
+            self.pop()  # the saved instruction offset
+        raise UserException(exc)
+
+    def PUSH_EXC_INFO(self, inst):
+        value = self.pop()
+        self.push(self.exc_stack[-1] if self.exc_stack else ConstantVariable(None))
+        self.push(value)
+        self.exc_stack.append(value)
+
+    def POP_EXCEPT(self, inst):
+        self.pop()
+        if self.exc_stack:
+            self.exc_stack.pop()
+
+    def CHECK_EXC_MATCH(self, inst):
+        from ember.dynamo.variables.exceptions import exception_matches
+
+        typ = self.pop()
+        self.push(ConstantVariable(exception_matches(self.stack[-1], typ)))
+
+    def WITH_EXCEPT_START(self, inst):
+        # [exit, lasti, previous exception, exception]: call exit(type, value, traceback).
+        from ember.dynamo.variables.builder import wrap
+        from ember.dynamo.variables.exceptions import ExceptionVariable
+
+        exc = self.stack[-1]
+        exit_fn = self.stack[-4]
+        if not isinstance(exc, ExceptionVariable):
+            raise Unsupported("an exception inside a with-block during capture")
+        args = [wrap(self, exc.cls, None), exc, ConstantVariable(None)]
+        self.push(exit_fn.call_function(self, args, {}))
 
     def BEFORE_WITH(self, inst):
         ctx = self.pop()
         from ember.dynamo.variables.objects import GradModeVariable
 
         if not isinstance(ctx, GradModeVariable):
-            raise Unsupported(f"with-block over {ctx.describe()}", "only grad-mode context managers are traced")
+            self._enter_user_context(ctx)
+            return
         from ember.dynamo.variables.functions import BuiltinMethodVariable
 
         self.push(BuiltinMethodVariable(ctx, "__exit__"))
         self.push(ctx.enter(self))
+
+    def _enter_user_context(self, ctx: VariableTracker) -> None:
+        from ember.dynamo.variables.builder import wrap
+        from ember.dynamo.variables.functions import UserMethodVariable
+        from ember.dynamo.variables.objects import ObjectVariable
+        from ember.dynamo.variables.user_objects import NewObjectVariable
+
+        if isinstance(ctx, (ObjectVariable, NewObjectVariable)):
+            cls = ctx.python_type()
+            enter = inspect.getattr_static(cls, "__enter__", None)
+            exit_ = inspect.getattr_static(cls, "__exit__", None)
+            if isinstance(enter, types.FunctionType) and isinstance(exit_, types.FunctionType):
+                self.push(UserMethodVariable(wrap(self, exit_, None), ctx))
+                self.push(self.inline_function_value(enter, [ctx], {}))
+                return
+        raise Unsupported(
+            f"with-block over {ctx.describe()}",
+            "grad-mode context managers and classes with Python __enter__/__exit__ are traced",
+        )
 
     # -- calls ------------------------------------------------------------------------------------
     def KW_NAMES(self, inst):
@@ -336,10 +452,26 @@ class InstructionTranslatorBase(DataOpsMixin):
         return obj.var_getattr(self, name)
 
     def store_attr(self, obj: VariableTracker, name: str, value: VariableTracker) -> None:
+        from ember.dynamo.variables.objects import ObjectVariable
         from ember.dynamo.variables.tensor import TensorVariable
+        from ember.dynamo.variables.user_objects import NewObjectVariable
 
         if isinstance(obj, TensorVariable):
             raise Unsupported(f"setting the tensor attribute {name!r}")
+        if isinstance(obj, (ObjectVariable, NewObjectVariable)):
+            cls = obj.python_type()
+            static = inspect.getattr_static(cls, name, None)
+            if isinstance(static, property):
+                if static.fset is None:
+                    raise Unsupported(f"property {name!r} of {cls.__name__} has no setter")
+                self.inline_function_value(static.fset, [obj, value], {})
+                return
+            setattr_fn = inspect.getattr_static(cls, "__setattr__", None)
+            if isinstance(setattr_fn, types.FunctionType) and not _is_module_setattr(setattr_fn):
+                self.inline_function_value(setattr_fn, [obj, ConstantVariable(name), value], {})
+                return
+            if static is not None and hasattr(type(static), "__set__") and not isinstance(static, types.FunctionType):
+                raise Unsupported(f"assigning through the descriptor {name!r} of {cls.__name__}")
         self.output.side_effects.store_attr(obj, name, value)
 
     def global_source(self, name: str):
@@ -397,6 +529,12 @@ class InstructionTranslatorBase(DataOpsMixin):
         return self.inline_user_function(UserFunctionVariable(fn), args, kwargs)
 
 
+def _is_module_setattr(fn) -> bool:
+    from ember.nn import Module
+
+    return fn is Module.__setattr__
+
+
 class InliningInstructionTranslator(InstructionTranslatorBase):
     """Runs a callee's code inside the caller's capture."""
 
@@ -433,8 +571,14 @@ class InstructionTranslator(InstructionTranslatorBase):
         super().step()
 
     def run(self) -> None:
-        with contextlib.suppress(_StopForBreak):
+        try:
             super().run()
+        except _StopForBreak:
+            pass
+        except UserException as e:
+            err = Unsupported(f"{e.value.describe()} raised and not caught in the compiled frame")
+            err.frames = self.user_frames()
+            raise err from None
 
 
 class _StopForBreak(Exception):
@@ -446,10 +590,10 @@ def breakable(tx: InstructionTranslator, index: int) -> bool:
     try/with blocks and loops)."""
     inst = tx.instrs[index]
     if inst.name not in CALL_OPS and inst.name not in _JUMP_IF:
-        return False
+        return False  # a raise, like PyTorch's, leaves the whole frame to run eagerly
     if tx.prepared.in_try[index]:
         return False
-    for j in range(index + 1, len(tx.instrs)):
+    for j in range(index, len(tx.instrs)):
         later = tx.instrs[j]
         if isinstance(later.arg, Label) and tx.prepared.label_index[id(later.arg)] <= index:
             return False  # a back edge: the break is inside a loop

@@ -40,6 +40,10 @@ def _constant_like(value: Any) -> bool:
 def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
     """The tracker for ``value``; guards on it when it has a source. Identity-held values are wrapped once."""
     out = tx.output
+    if source is not None and _is_tensor(value):
+        # One placeholder per source: two arguments that are the same tensor now may not be next time
+        # (the graph reads each from its own source, and each has its own guard).
+        return out.tensor_input(value, source)
     cached = out.wrapped.get(id(value))
     if cached is not None:
         return cached  # one tracker per object, whichever path reached it first (mutations stay shared)
@@ -48,6 +52,12 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
         out.wrapped[id(value)] = vt
         out.keepalive.append(value)
     return vt
+
+
+def _is_tensor(value: Any) -> bool:
+    from ember.core.tensor import Tensor
+
+    return isinstance(value, Tensor)
 
 
 def _guard(tx, source, kind: GuardKind, value: Any = None) -> None:
@@ -123,19 +133,16 @@ def _wrap(tx, value: Any, source: Source | None) -> VariableTracker:
             for k, v in value.keywords.items()
         }
         return PartialVariable(fn, args, kwargs, source)
-    if (
-        isinstance(
-            value,
-            (
-                types.BuiltinFunctionType,
-                types.BuiltinMethodType,
-                types.WrapperDescriptorType,
-                types.MethodDescriptorType,
-                types.MethodWrapperType,
-            ),
-        )
-        or value in _BUILTIN_TYPES
-    ):
+    if isinstance(
+        value,
+        (
+            types.BuiltinFunctionType,
+            types.BuiltinMethodType,
+            types.WrapperDescriptorType,
+            types.MethodDescriptorType,
+            types.MethodWrapperType,
+        ),
+    ) or (isinstance(value, type) and value in _BUILTIN_TYPES):
         _guard(tx, source, GuardKind.ID_MATCH, id(value))
         return BuiltinVariable(value, source)
     if isinstance(value, types.ModuleType):

@@ -397,7 +397,9 @@ def _next(tx, args, kwargs):
             return v
         if len(args) > 1:
             return args[1]
-        raise Unsupported("next() raised StopIteration at capture time")
+        from ember.dynamo.variables.exceptions import user_error
+
+        raise user_error(StopIteration)
     return it.call_method(tx, "__next__", [], {})
 
 
@@ -555,7 +557,19 @@ BUILTINS: dict[Any, Callable] = {
 }  # fmt: skip
 
 
+def _tuple_new(tx, args, kwargs):
+    cls = args[0].as_python_constant()
+    items = tx.unpack_iterable(args[1]) if len(args) > 1 else []
+    return TupleVariable(items, cls=cls)
+
+
 def call_builtin(tx, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    if isinstance(fn, type) and issubclass(fn, BaseException):
+        from ember.dynamo.variables.exceptions import ExceptionVariable
+
+        return ExceptionVariable(fn, list(args))
+    if fn is tuple.__new__:
+        return _tuple_new(tx, args, kwargs)
     if fn in (min, max):
         return _minmax(tx, fn, args, kwargs)
     handler = BUILTINS.get(fn)

@@ -42,7 +42,9 @@ class BaseListVariable(VariableTracker):
         try:
             return self.items[k]
         except IndexError:
-            raise Unsupported(f"{self.python_type().__name__} index out of range at capture time") from None
+            from ember.dynamo.variables.exceptions import user_error
+
+            raise user_error(IndexError, f"{self.python_type().__name__} index out of range") from None
 
     def rebuild(self, items: list[VariableTracker]) -> VariableTracker:
         return type(self)(items)
@@ -95,8 +97,22 @@ class TupleVariable(BaseListVariable):
         return self.cls(values)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        if _is_namedtuple(self.cls) and name in self.cls._fields:
-            return self.items[self.cls._fields.index(name)]
+        if _is_namedtuple(self.cls):
+            if name in self.cls._fields:
+                return self.items[self.cls._fields.index(name)]
+            import inspect
+            import types
+
+            from ember.dynamo.variables.builder import wrap
+            from ember.dynamo.variables.functions import UserMethodVariable
+
+            static = inspect.getattr_static(self.cls, name, None)
+            if isinstance(static, types.FunctionType):
+                return UserMethodVariable(wrap(tx, static, None), self)
+            if isinstance(static, classmethod):
+                return UserMethodVariable(wrap(tx, static.__func__, None), wrap(tx, self.cls, None))
+            if name == "_fields":
+                return ConstantVariable(self.cls._fields)
         return super().var_getattr(tx, name)
 
     def reconstruct(self, cg) -> None:
@@ -219,7 +235,9 @@ class DictVariable(VariableTracker):
             value = self.default_factory.call_function(tx, [], {})
             self.items[k] = value
             return value
-        raise Unsupported(f"key {k!r} is not in the dict at capture time")
+        from ember.dynamo.variables.exceptions import user_error
+
+        raise user_error(KeyError, k if isinstance(k, (int, str, float, bool, type(None))) else repr(k))
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
         from ember.dynamo.variables.functions import BuiltinMethodVariable
@@ -287,6 +305,16 @@ class DictVariable(VariableTracker):
             return ConstantVariable(None)
         if name == "copy":
             return DictVariable(self.items, cls=self.cls, default=self.default_factory)
+        if name == "move_to_end":
+            tx.output.side_effects.mutate(self)
+            k = _key(args[0])
+            last = (args[1] if len(args) > 1 else kwargs.get("last", ConstantVariable(True))).as_python_constant()
+            value = self.items.pop(k)
+            if last:
+                self.items[k] = value
+            else:
+                self.items = {k: value, **self.items}
+            return ConstantVariable(None)
         raise Unsupported(f"dict.{name} is not supported")
 
     def reconstruct(self, cg) -> None:
@@ -440,7 +468,9 @@ class IteratorVariable(VariableTracker):
         if name == "__next__":
             v = self.next(tx)
             if v is None:
-                raise Unsupported("StopIteration from next() at capture time")
+                from ember.dynamo.variables.exceptions import user_error
+
+                raise user_error(StopIteration)
             return v
         raise Unsupported(f"iterator.{name} is not supported")
 

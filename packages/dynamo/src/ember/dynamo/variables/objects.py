@@ -190,7 +190,7 @@ def bind_class_attr(tx, obj_vt: VariableTracker, static: Any, name: str, cls_src
     if isinstance(static, staticmethod):
         return wrap(tx, static.__func__, None)
     if isinstance(static, classmethod):
-        return UserMethodVariable(wrap(tx, static.__func__, None), wrap(tx, type(obj_vt.value), None))
+        return UserMethodVariable(wrap(tx, static.__func__, None), wrap(tx, obj_vt.python_type(), None))
     if isinstance(static, types.FunctionType):
         return UserMethodVariable(wrap(tx, static, cls_src), obj_vt)
     if isinstance(static, property):

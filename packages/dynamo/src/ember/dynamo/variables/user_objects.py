@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import inspect
 import types
 from typing import Any
@@ -52,10 +53,17 @@ class NewObjectVariable(VariableTracker):
     def reconstruct(self, cg) -> None:
         cg.call_const(object.__new__, [ClassVariable(self.cls)])
         temp = cg.store_temp()
+        from ember.dynamo.side_effects import DELETED
+
         for name, value in cg.tx_output.side_effects.attrs_of(self).items():
-            cg.load_temp(temp)
-            cg.reconstruct(value)
-            cg.store_attr_raw(name)
+            if value is DELETED:
+                continue
+            # object.__setattr__: frozen dataclasses and __setattr__ overrides ran during capture.
+            cg.call(
+                lambda: cg.load_const(object.__setattr__),
+                [lambda: cg.load_temp(temp), lambda name=name: cg.load_const(name), lambda v=value: cg.reconstruct(v)],
+            )
+            cg.add("POP_TOP")
         cg.load_temp(temp)
 
     def describe(self) -> str:
@@ -78,6 +86,17 @@ def construct(tx, cls_vt: ClassVariable, args: list[VariableTracker], kwargs: di
         vt.prev = ember.is_grad_enabled()
         tx.output.set_grad_mode(bool(mode))  # a plain call takes effect at once, as in eager
         return vt
+    if cls in (collections.OrderedDict, collections.defaultdict):
+        from ember.dynamo.variables.containers import DictVariable
+
+        default = None
+        if cls is collections.defaultdict:
+            default = args[0] if args else ConstantVariable(None)
+            args = args[1:]
+        d = DictVariable({}, cls=cls, default=default if cls is collections.defaultdict else None)
+        if args or kwargs:
+            d.call_method(tx, "update", list(args), kwargs)
+        return d
     if issubclass(cls, tuple) and hasattr(cls, "_fields"):
         new = cls.__new__
         defaults = tuple(ConstantVariable(d) for d in (new.__defaults__ or ()))
@@ -91,7 +110,7 @@ def construct(tx, cls_vt: ClassVariable, args: list[VariableTracker], kwargs: di
         return ExceptionVariable(cls, args)
     if type(cls) not in (type, abc_meta()) or cls.__new__ is not object.__new__:
         raise Unsupported(f"creating a {cls.__name__} object is not supported")
-    if getattr(cls, "__slots__", None) is not None and "__dict__" not in cls.__slots__:
+    if not cls.__dictoffset__:
         raise Unsupported(f"creating a {cls.__name__} object with __slots__ is not supported")
     obj = NewObjectVariable(cls)
     tx.output.side_effects.track_new(obj)
