@@ -84,5 +84,6 @@ def test_cnn_trains_like_eager(backend):
     _compare(lambda: cnn(ember).train(), _cnn_loss, "cnn", 3, 4, backend)
 
 
+@pytest.mark.slow
 def test_gpt_4_layers_20_adamw_steps_aot_eager():
     _compare(lambda: _gpt(4, 128), _gpt_loss, "gpt", 20, 4, "aot_eager")

@@ -1,6 +1,6 @@
 """The corpus against PyTorch: ``torch.compile`` agrees with PyTorch eager on every program and
-compiles the number of graphs the corpus states; Ember eager gives PyTorch eager's values, side
-effects and printed output.
+compiles the number of graphs the corpus states (marked slow: ``EMBER_SLOW_TESTS=1``); Ember eager
+gives PyTorch eager's values, side effects and printed output.
 
 Ember's own ``ember.compile`` is compared with Ember eager, and its graph counts with the counts
 checked here, in test_corpus_eager.py (which needs no PyTorch). ``python test_corpus.py`` prints a
@@ -53,10 +53,12 @@ def torch_compiled(case):
         torch._dynamo.reset()
 
 
+@pytest.mark.slow  # about 20 s of torch.compile; the counts it checks are what test_corpus_eager.py reads
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_torch_compile_agrees_with_torch_eager(case):
     eager, compiled = torch_eager(case), torch_compiled(case)
-    assert H.compare(eager, compiled, 1e-6, 1e-7) is None, H.compare(eager, compiled, 1e-6, 1e-7)
+    found = H.compare(eager, compiled, 1e-6, 1e-7)
+    assert found is None, found + compiled.explain()
     assert compiled.frame_count == case.graphs, (
         f"PyTorch compiles {compiled.frame_count} graphs, corpus says {case.graphs}"
     )
@@ -66,7 +68,7 @@ def test_torch_compile_agrees_with_torch_eager(case):
 def test_ember_eager_matches_torch_eager(case):
     theirs, ours = torch_eager(case), H.run(ember, case)
     found = H.compare(theirs, ours, CROSS_RTOL, CROSS_ATOL)
-    assert found is None, found
+    assert found is None, found + ours.explain()
 
 
 def test_corpus_size():

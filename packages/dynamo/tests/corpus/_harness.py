@@ -28,6 +28,7 @@ import enum
 import io
 import math
 import sys
+import traceback
 import types
 from collections import deque
 from collections.abc import Callable
@@ -100,6 +101,10 @@ class Outcome:
     printed: str
     frame_count: int | None = None
     op_count: int | None = None
+    errors: list[str] = dataclasses.field(default_factory=list)  # tracebacks of escaping exceptions
+
+    def explain(self) -> str:
+        return "".join(f"\nan exception escaped a call:\n{text}" for text in self.errors)
 
 
 _SKIP_GLOBALS = {"CASES", "torch", "np"}
@@ -138,6 +143,7 @@ def run(
         fn = compile_with(fn, spec.get("options", {}))
     buffer = io.StringIO()
     all_args: list[tuple] = []
+    errors: list[str] = []
     with contextlib.redirect_stdout(buffer):
         if "driver" in spec:
             results = list(spec["driver"](fn, rng))
@@ -149,7 +155,7 @@ def run(
                     for index, dims in spec.get("dynamic_dims", {}).items():
                         for dim in dims:
                             lib._dynamo.mark_dynamic(args[index], dim)
-                results.append(_call(fn, args))
+                results.append(_call(fn, args, errors))
                 all_args.append(args)
     observed = spec["observe"]() if "observe" in spec else None
     return Outcome(
@@ -160,13 +166,15 @@ def run(
         printed=buffer.getvalue(),
         frame_count=None if counter is None else counter.frame_count,
         op_count=None if counter is None else counter.op_count,
+        errors=errors,
     )
 
 
-def _call(fn: Callable, args: tuple) -> Any:
+def _call(fn: Callable, args: tuple, errors: list[str]) -> Any:
     try:
         return fn(*args)
     except Exception as error:  # an escaping exception is part of the program's behaviour
+        errors.append("".join(traceback.format_exception(error)[-12:]))
         return ("raised", type(error).__name__)
 
 

@@ -153,6 +153,19 @@ def list_of_tensors_stats(xs):
     return torch.cat(xs), max(sizes), sizes.index(max(sizes)), [x.mean() for x in xs]
 
 
+def list_sort_and_slices(xs):
+    ys = list(xs)
+    ys.sort(key=lambda t: t.shape[0])
+    ys[1:3] = [ys[1] * 2]
+    doubled = ys * 2
+    return ys, len(doubled), [t.shape[0] for t in doubled]
+
+
+def zip_star_transpose(rows):
+    cols = list(zip(*rows))  # noqa: B905 (the zip users write)
+    return [torch.stack(list(c)).sum(0) for c in cols]
+
+
 def _tree(rng):
     return {
         "l1": (randn(rng, 2, 3), [randn(rng, 3, 2), randn(rng, 2, 2)]),
@@ -182,5 +195,7 @@ CASES = [
     dict(fn=frozen_dataclass, inputs=lambda rng: (randn(rng, 3, 4), Config(2, 1.5)), graphs=1),
     dict(fn=mutable_mapping, inputs=lambda rng: (randn(rng, 3),), graphs=1),
     dict(fn=nested_structures, inputs=lambda rng: (_tree(rng),), graphs=1),
+    dict(fn=list_sort_and_slices, inputs=lambda rng: ([randn(rng, n) for n in (4, 2, 3, 1)],), graphs=1),
+    dict(fn=zip_star_transpose, inputs=lambda rng: ([[randn(rng, 2), randn(rng, 2)] for _ in range(3)],), graphs=1),
     dict(fn=list_of_tensors_stats, inputs=lambda rng: ([randn(rng, 2), randn(rng, 4), randn(rng, 3)],), graphs=1),
 ]

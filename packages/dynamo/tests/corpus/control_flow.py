@@ -124,6 +124,21 @@ def sizes_with_builtins(x):
     return x[:k, :k] + max(order), order, abs(-k)
 
 
+def iterate_over_tensor(x):
+    out = []
+    for row in x:
+        out.append(row.max() - row.min())
+    return torch.stack(out)
+
+
+def compare_sizes(x, y):
+    if x.shape == y.shape:
+        return x + y
+    if x.shape[::-1] == tuple(y.shape):
+        return x + y.t()
+    return x.sum() + y.sum()
+
+
 def _pair(rng):
     return [randn(rng, 3, 2), randn(rng, 3, 2)]
 
@@ -147,5 +162,7 @@ CASES = [
         calls=lambda rng: [(randn(rng, 2), "double"), (randn(rng, 2), ("shift", 3)), (randn(rng, 2), "square")],
         graphs=3,
     ),
+    dict(fn=iterate_over_tensor, inputs=lambda rng: (randn(rng, 3, 4),), graphs=1),
+    dict(fn=compare_sizes, inputs=lambda rng: (randn(rng, 2, 3), randn(rng, 3, 2)), graphs=1),
     dict(fn=sizes_with_builtins, inputs=lambda rng: (randn(rng, 3, 5),), graphs=1),
 ]

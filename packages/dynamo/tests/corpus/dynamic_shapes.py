@@ -68,6 +68,12 @@ def expand_to_size(x, y):
     return x.expand(y.shape[0], x.shape[1]) + y
 
 
+def same_size_check(x, y):
+    if x.shape[0] == y.shape[0]:
+        return x * y
+    return x.sum() * y.sum()
+
+
 def _linear(rng):
     layer = torch.nn.Linear(4, 3)
     with torch.no_grad():
@@ -116,6 +122,12 @@ CASES = [
         graphs=1,
     ),
     dict(fn=linear_batch, calls=_linear_calls, graphs=2),
+    dict(
+        fn=same_size_check,
+        calls=lambda rng: [(randn(rng, n), randn(rng, m)) for n, m in ((2, 2), (3, 3), (4, 5), (6, 6))],
+        options={"dynamic": True},
+        graphs=2,
+    ),
     dict(fn=flatten_and_view, calls=lambda rng: [(randn(rng, n, 2, 4),) for n in (2, 3, 5)], graphs=2),
     dict(fn=mean_over_dynamic, calls=lambda rng: rows(rng, 3, 6, 9), dynamic_dims={0: (0,)}, graphs=1),
     dict(fn=returns_size, calls=lambda rng: rows(rng, 2, 3, 4), options={"dynamic": True}, graphs=1),

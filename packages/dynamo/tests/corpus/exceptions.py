@@ -70,10 +70,11 @@ def exception_from_helper(x):
             raise ValueError("negative")
         return t * n
 
+    y = x.cos()
     try:
-        return check(x, -1)
+        return check(y, -1)
     except ValueError as e:
-        return x, str(e)
+        return y * 2, str(e)
 
 
 def no_grad_block(x, w):
@@ -134,6 +135,27 @@ def assertion_passes(x):
     return x.t()
 
 
+def reraise_from(x):
+    try:
+        try:
+            {}["k"]
+        except KeyError as e:
+            raise ValueError("wrapped") from e
+    except ValueError as outer:
+        return x * 2, type(outer.__cause__).__name__
+
+
+def finally_overrides(x):
+    def inner(t):
+        try:
+            return t + 1
+        finally:
+            t.mul_(0.5)
+
+    y = inner(x)
+    return y, x
+
+
 def raise_escapes(x, fail):
     y = x * 2
     if fail:
@@ -147,12 +169,14 @@ CASES = [
     dict(fn=catch_key_error, inputs=lambda rng: (randn(rng, 3), {"a": 1}), graphs=1),
     dict(fn=try_else, inputs=lambda rng: (randn(rng, 3),), graphs=1),
     dict(fn=nested_handlers, inputs=lambda rng: (randn(rng, 2),), graphs=1),
-    dict(fn=exception_from_helper, inputs=lambda rng: (randn(rng, 2),), graphs=0),
+    dict(fn=exception_from_helper, inputs=lambda rng: (randn(rng, 2),), graphs=1),
     dict(fn=no_grad_block, inputs=lambda rng: (randn(rng, 2, 3).requires_grad_(), randn(rng, 3, 2)), graphs=1),
     dict(fn=enable_grad_inside_no_grad, inputs=lambda rng: (randn(rng, 3).requires_grad_(),), graphs=1),
     dict(fn=custom_context_manager, inputs=lambda rng: (randn(rng, 3), []), graphs=1),
     dict(fn=contextlib_manager, inputs=lambda rng: (randn(rng, 3),), graphs=1),
     dict(fn=suppress_block, inputs=lambda rng: (randn(rng, 3), {}), graphs=1),
     dict(fn=assertion_passes, inputs=lambda rng: (randn(rng, 2, 3),), graphs=1),
+    dict(fn=reraise_from, inputs=lambda rng: (randn(rng, 3),), graphs=1),
+    dict(fn=finally_overrides, inputs=lambda rng: (randn(rng, 3),), graphs=1),
     dict(fn=raise_escapes, calls=lambda rng: [(randn(rng, 3), False), (randn(rng, 3), True)], graphs=1),
 ]

@@ -150,6 +150,44 @@ def getattr_setattr(x, obj):
     return x * value, hasattr(obj, "missing"), getattr(obj, "missing", 4)
 
 
+class Polynomial:
+    def __init__(self, *coefficients):
+        self.coefficients = coefficients
+
+    def __call__(self, x):
+        out = x * 0
+        for c in reversed(self.coefficients):
+            out = out * x + c
+        return out
+
+
+def callable_object(x):
+    return Polynomial(1.0, -2.0, 0.5)(x)
+
+
+def _logged(f):
+    @functools.wraps(f)
+    def wrapper(*args, **kwargs):
+        return f(*args, **kwargs) + 1
+
+    return wrapper
+
+
+@_logged
+def _square(t):
+    return t * t
+
+
+def wraps_and_reduce(xs):
+    total = functools.reduce(operator.add, [_square(x) for x in xs])
+    return total, _square.__name__
+
+
+def type_checks(x, n):
+    kinds = (type(x).__name__, isinstance(x, torch.Tensor), isinstance(n, int), callable(x.sum))
+    return x * n if isinstance(n, int) else x, kinds
+
+
 def _star_args_inputs(rng):
     return (randn(rng, 3), randn(rng, 3))
 
@@ -166,5 +204,8 @@ CASES = [
     dict(fn=dunder_methods, inputs=lambda rng: (randn(rng, 3), randn(rng, 3)), graphs=1),
     dict(fn=operator_module, inputs=lambda rng: (randn(rng, 2, 2), randn(rng, 2, 2)), graphs=1),
     dict(fn=bound_method_as_value, inputs=lambda rng: (randn(rng, 3),), graphs=1),
+    dict(fn=callable_object, inputs=lambda rng: (randn(rng, 3),), graphs=1),
+    dict(fn=wraps_and_reduce, inputs=lambda rng: ([randn(rng, 2) for _ in range(3)],), graphs=1),
+    dict(fn=type_checks, inputs=lambda rng: (randn(rng, 3), 3), graphs=1),
     dict(fn=getattr_setattr, inputs=lambda rng: (randn(rng, 3), Base(1.5)), graphs=1),
 ]

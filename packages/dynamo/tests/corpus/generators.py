@@ -100,6 +100,32 @@ def accumulate_tensors(xs):
     return list(itertools.accumulate(xs))
 
 
+def _echo(x):
+    total = x * 0
+    while True:
+        value = yield total
+        if value is None:
+            return
+        total = total + value
+
+
+def generator_send(x):
+    gen = _echo(x)
+    next(gen)
+    gen.send(x)
+    out = gen.send(x * 2)
+    return out
+
+
+def break_out_of_generator(x):
+    out = x
+    for i, y in enumerate(_squares(x, 10)):
+        if i == 3:
+            break
+        out = out + y
+    return out
+
+
 CASES = [
     dict(fn=list_comprehension, inputs=lambda rng: (randn(rng, 3),), graphs=1),
     dict(fn=dict_comprehension, inputs=lambda rng: (randn(rng, 3),), graphs=1),
@@ -114,5 +140,7 @@ CASES = [
     dict(fn=map_filter_zip, inputs=lambda rng: ([randn(rng, 2), randn(rng, 2)], [2.0, -1.0]), graphs=1),
     dict(fn=comprehension_with_closure, inputs=lambda rng: (randn(rng, 3),), graphs=1),
     dict(fn=reversed_enumerate, inputs=lambda rng: ([randn(rng, 2) for _ in range(3)],), graphs=1),
+    dict(fn=generator_send, inputs=lambda rng: (randn(rng, 3),), graphs=1),
+    dict(fn=break_out_of_generator, inputs=lambda rng: (randn(rng, 3),), graphs=1),
     dict(fn=accumulate_tensors, inputs=lambda rng: ([randn(rng, 2) for _ in range(3)],), graphs=1),
 ]

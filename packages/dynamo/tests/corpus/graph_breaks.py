@@ -15,6 +15,17 @@ def randn(rng, *shape):
     return torch.tensor(rng.standard_normal(shape).astype(np.float32))
 
 
+@torch.compiler.disable
+def _eager_only(t):
+    return t * 2
+
+
+def disabled_helper(x):
+    y = x + 1
+    z = _eager_only(y)
+    return z - 1
+
+
 def print_between(x):
     y = x * 2
     print("between")
@@ -116,6 +127,7 @@ def break_then_inplace(x):
 
 
 CASES = [
+    dict(fn=disabled_helper, inputs=lambda rng: (randn(rng, 3),), graphs=2),
     dict(fn=print_between, inputs=lambda rng: (randn(rng, 3),), graphs=2),
     dict(fn=two_prints, inputs=lambda rng: (randn(rng, 3),), graphs=3),
     dict(fn=item_branch, inputs=lambda rng: (randn(rng, 4),), graphs=2),

@@ -153,6 +153,35 @@ def conv_program(model, x):
     return torch.nn.functional.max_pool2d(model(x).relu(), 2).flatten(1)
 
 
+def _backward(f, rng):
+    model = seeded(MLP(), rng)
+    x = randn(rng, 3, 8).requires_grad_()
+    loss = f(model, x).pow(2).mean()
+    loss.backward()
+    return [loss, x.grad, [p.grad for p in model.parameters()]]
+
+
+def loss_program(model, x):
+    return model(x).tanh()
+
+
+class Counting(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        return self.lin(x) * self.calls
+
+
+def _hooked(rng):
+    model = seeded(torch.nn.Linear(4, 4), rng)
+    model.register_forward_hook(lambda module, args, out: out * 2)
+    return model, randn(rng, 2, 4)
+
+
 def _sequential():
     return torch.nn.Sequential(
         torch.nn.Linear(6, 12), torch.nn.ReLU(), torch.nn.Linear(12, 3), torch.nn.Softmax(dim=-1)
@@ -190,6 +219,14 @@ CASES = [
         graphs=1,
     ),
     dict(fn=conv_program, inputs=lambda rng: (seeded(_conv().eval(), rng), randn(rng, 2, 2, 6, 6)), graphs=1),
+    dict(fn=loss_program, name="backward_through_graph", driver=_backward, graphs=1),
+    dict(
+        fn=call,
+        name="attribute_counter",
+        calls=lambda rng: [(m, randn(rng, 2, 3)) for m in [seeded(Counting(), rng)] for _ in range(2)],
+        graphs=2,
+    ),
+    dict(fn=call, name="forward_hook", inputs=_hooked, graphs=1),
     dict(fn=call_twice, inputs=lambda rng: (seeded(torch.nn.Linear(3, 3), rng), randn(rng, 2, 3)), graphs=1),
     dict(
         fn=call,

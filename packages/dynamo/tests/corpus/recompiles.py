@@ -32,6 +32,10 @@ def by_mode(x, mode):
     return x.mean()
 
 
+def by_name(x, name):
+    return x * len(name) if name.startswith("s") else x - len(name)
+
+
 def uses_global_scale(x):
     return x * SCALE
 
@@ -150,6 +154,12 @@ CASES = [
     ),
     dict(fn=scaled, name="int_constant", calls=lambda rng: [(randn(rng, 3), k) for k in (2, 3, 4)], graphs=2),
     dict(fn=by_mode, calls=lambda rng: [(randn(rng, 3), m) for m in ("sum", "mean", "sum")], graphs=2),
+    dict(
+        fn=by_name,
+        name="cache_limit",
+        calls=lambda rng: [(randn(rng, 2), f"s{'x' * i}") for i in range(11)],
+        graphs=8,
+    ),
     dict(fn=uses_global_scale, driver=_change_scale, graphs=2),
     dict(fn=uses_global_mode, driver=_change_mode, graphs=2),
     dict(

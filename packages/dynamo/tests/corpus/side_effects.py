@@ -102,13 +102,36 @@ def print_python_values(x, n):
     return y.sum()
 
 
-_LOG = logging.getLogger("ember_corpus_side_effects")
+LOGGED = []
+
+
+class _ListHandler(logging.Handler):
+    def emit(self, record):
+        LOGGED.append((record.levelname, record.getMessage()))
+
+
+# One logger per load of this module (its name is unique), recording into this load's LOGGED.
+_LOG = logging.getLogger(__name__)
+_LOG.setLevel(logging.INFO)
+_LOG.propagate = False
+_LOG.addHandler(_ListHandler())
 
 
 def logging_call(x):
     y = x.exp()
-    _LOG.info("exp done")
+    _LOG.info("exp done, %d values", y.numel())
     return y.sum()
+
+
+CACHE = {}
+
+
+def global_cache(x):
+    if "w" not in CACHE:
+        CACHE["w"] = x * 0 + 1
+    CACHE["w"] = CACHE["w"] + x
+    CACHE.pop("stale", None)
+    return CACHE["w"].sum()
 
 
 def mutation_then_return_alias(xs):
@@ -140,5 +163,6 @@ CASES = [
     dict(fn=print_in_middle, inputs=lambda rng: (randn(rng, 4),), graphs=2),
     dict(fn=print_python_values, inputs=lambda rng: (randn(rng, 2), 3), graphs=2),
     dict(fn=logging_call, inputs=lambda rng: (randn(rng, 3),), graphs=2),
+    dict(fn=global_cache, calls=lambda rng: [(randn(rng, 3),), (randn(rng, 3),)], graphs=2),
     dict(fn=mutation_then_return_alias, inputs=lambda rng: ([randn(rng, 2), randn(rng, 2), randn(rng, 2)],), graphs=1),
 ]

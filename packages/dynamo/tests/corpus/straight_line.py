@@ -90,6 +90,12 @@ def inplace_on_temporaries(x):
     return y, x
 
 
+def gather_split_einsum(x, idx):
+    parts = torch.split(x, [1, 3], dim=1)
+    rows = x.unbind(0)
+    return torch.gather(x, 1, idx), parts[1].sum(), rows[-1], torch.einsum("ij,kj->ik", x, x)
+
+
 CASES = [
     dict(fn=arith, inputs=lambda rng: (randn(rng, 4, 5), randn(rng, 4, 5)), graphs=1),
     dict(fn=activations, inputs=lambda rng: (randn(rng, 3, 7),), graphs=1),
@@ -106,5 +112,10 @@ CASES = [
     dict(fn=layer_by_hand, inputs=lambda rng: (randn(rng, 4, 8), randn(rng, 8, 8), randn(rng, 8)), graphs=1),
     dict(fn=python_scalars, inputs=lambda rng: (randn(rng, 3, 2),), graphs=1),
     dict(fn=indexing, inputs=lambda rng: (randn(rng, 5, 4),), graphs=1),
+    dict(
+        fn=gather_split_einsum,
+        inputs=lambda rng: (randn(rng, 3, 4), torch.tensor(rng.integers(0, 4, (3, 2)))),
+        graphs=1,
+    ),
     dict(fn=inplace_on_temporaries, inputs=lambda rng: (randn(rng, 3, 3),), graphs=1),
 ]
