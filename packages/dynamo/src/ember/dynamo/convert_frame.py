@@ -147,7 +147,7 @@ def _generate(tx, output, code: types.CodeType, f_globals: dict, closure: tuple 
     cg.outputs = index
     output.side_effects.codegen(cg)
     for name, cell in tx.cells.items():
-        if cell.dirty:
+        if cell.dirty and name in code.co_freevars:  # a cellvar is the frame's own: nothing outside sees it
             cg.reconstruct(cell.content)
             cg.instrs.append(Instr("STORE_DEREF", CellVar(name) if name in code.co_cellvars else FreeVar(name)))
     broke = tx.stopped_at is not None

@@ -273,11 +273,12 @@ class InstructionTranslatorBase(DataOpsMixin):
             if not self.exc_stack:
                 raise Unsupported("bare raise with no active exception")
             raise UserException(self.exc_stack[-1])
-        if inst.arg == 2:
-            self.pop()  # the cause of ``raise ... from cause``
+        cause = as_exception(self.pop()) if inst.arg == 2 else None
         exc = as_exception(self.pop())
         if not isinstance(exc, ExceptionVariable):
             raise Unsupported(f"raise of {exc.describe()}")
+        if cause is not None:
+            exc.cause = cause
         raise UserException(exc)
 
     def RERAISE(self, inst):
