@@ -349,12 +349,31 @@ class GradModeVariable(VariableTracker):
             return self.exit(tx)
         raise Unsupported(f"grad mode object method {name!r}")
 
+    def reconstruct(self, cg) -> None:
+        # Only the block's exit is ever rebuilt (a graph break inside the block): restore the mode before it.
+        cg.call_const(GradModeRestore, [ConstantVariable(self.prev)])
+
     def call_function(self, tx, args, kwargs):
         # Used as a decorator: @ember.no_grad() def f(...)
         raise Unsupported("grad-mode decorators made inside the compiled region are not supported")
 
     def describe(self) -> str:
         return f"{self.cls.__name__}()"
+
+
+class GradModeRestore:
+    """The rest of a grad-mode ``with`` block that a graph break split: its exit restores the mode."""
+
+    def __init__(self, prev: bool) -> None:
+        self.prev = prev
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc: object) -> None:
+        import ember
+
+        ember.set_grad_enabled(self.prev)
 
 
 def is_dataclass_instance(value: Any) -> bool:
