@@ -182,6 +182,28 @@ def _hooked(rng):
     return model, randn(rng, 2, 4)
 
 
+def sdpa_program(q, k, v):
+    causal = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    return causal, torch.nn.functional.scaled_dot_product_attention(q, k, v)
+
+
+def classifier_loss(model, x, target):
+    logits = model(x)
+    return torch.nn.functional.cross_entropy(logits, target), logits.argmax(-1)
+
+
+class Caching(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(3, 3)
+        self.last = None
+
+    def forward(self, x):
+        y = self.proj(x)
+        self.last = y.detach()
+        return y.sum()
+
+
 def _sequential():
     return torch.nn.Sequential(
         torch.nn.Linear(6, 12), torch.nn.ReLU(), torch.nn.Linear(12, 3), torch.nn.Softmax(dim=-1)
@@ -227,6 +249,13 @@ CASES = [
         graphs=2,
     ),
     dict(fn=call, name="forward_hook", inputs=_hooked, graphs=1),
+    dict(fn=sdpa_program, inputs=lambda rng: tuple(randn(rng, 2, 2, 5, 4) for _ in range(3)), graphs=1),
+    dict(
+        fn=classifier_loss,
+        inputs=lambda rng: (seeded(_sequential(), rng), randn(rng, 5, 6), torch.tensor(rng.integers(0, 3, (5,)))),
+        graphs=1,
+    ),
+    dict(fn=call, name="module_stores_tensor", inputs=lambda rng: (seeded(Caching(), rng), randn(rng, 2, 3)), graphs=1),
     dict(fn=call_twice, inputs=lambda rng: (seeded(torch.nn.Linear(3, 3), rng), randn(rng, 2, 3)), graphs=1),
     dict(
         fn=call,
