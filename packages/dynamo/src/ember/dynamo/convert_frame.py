@@ -55,7 +55,9 @@ def compile_frame(
     frame_state: Any,
 ) -> CompiledFrame | None:
     """Capture ``code`` run with ``f_locals``; None when the frame has nothing worth compiling."""
-    import ember
+    from ember.dynamo.trace_rules import api as _api
+
+    api = _api()
     from ember.dynamo.output_graph import OutputGraph
     from ember.dynamo.symbolic_convert import InstructionTranslator, breakable
 
@@ -63,7 +65,7 @@ def compile_frame(
         return None
     break_at: int | None = None
     while True:
-        grad = ember.is_grad_enabled()
+        grad = api.is_grad_enabled()
         output = OutputGraph(code, f_globals, f_locals, options, frame_state)
         tx = InstructionTranslator(output, code, f_globals, f_locals, break_at)
         try:
@@ -90,7 +92,7 @@ def compile_frame(
             _log_break(record)
             return None
         finally:
-            ember.set_grad_enabled(grad)
+            api.set_grad_enabled(grad)
         break
     try:
         return _generate(tx, output, code, f_globals, closure)

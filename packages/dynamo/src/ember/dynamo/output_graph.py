@@ -15,14 +15,18 @@ from ember.dynamo.variables.base import ConstantVariable, VariableTracker
 
 def _set_grad_enabled(mode: bool) -> None:
     """Switch grad mode from inside a graph (``with ember.no_grad():`` in the compiled region)."""
-    import ember
+    from ember.dynamo.trace_rules import api as _api
 
-    ember.set_grad_enabled(mode)
+    api = _api()
+
+    api.set_grad_enabled(mode)
 
 
 class OutputGraph:
     def __init__(self, code, f_globals: dict, f_locals: dict, options: Any, frame_state: Any) -> None:
-        import ember
+        from ember.dynamo.trace_rules import api as _api
+
+        api = _api()
         from ember._subclasses.fake_tensor import FakeTensorMode
         from ember.fx import Graph
 
@@ -42,14 +46,14 @@ class OutputGraph:
         self.keepalive: list[Any] = []
         self.real_cells: dict[int, Any] = {}
         self.side_effects = SideEffects()
-        self.initial_grad = ember.is_grad_enabled()
+        self.initial_grad = api.is_grad_enabled()
         self.symbols: dict[Any, VariableTracker] = {}  # sympy symbol -> SymInt placeholder tracker
         self.shape_inputs: list[tuple[Any, Source]] = []
         self.dynamic = False
         self.op_count = 0
         self.grad_changed = False  # the graph sets the grad mode: it runs even with no other op
         self.add_guard(None, GuardKind.GRAD_MODE, self.initial_grad)
-        self.add_guard(None, GuardKind.DEFAULT_DTYPE, ember.get_default_dtype())
+        self.add_guard(None, GuardKind.DEFAULT_DTYPE, api.get_default_dtype())
         self.add_guard(None, GuardKind.AUTOCAST, autocast_state())
 
     @property
@@ -251,9 +255,11 @@ class OutputGraph:
         raise Unsupported(f"a graph op returned a {type(result).__name__}")
 
     def set_grad_mode(self, mode: bool) -> None:
-        import ember
+        from ember.dynamo.trace_rules import api as _api
 
-        ember.set_grad_enabled(mode)
+        api = _api()
+
+        api.set_grad_enabled(mode)
         self.graph.call_function(_set_grad_enabled, (mode,))
         self.grad_changed = True
 

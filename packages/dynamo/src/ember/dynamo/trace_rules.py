@@ -8,6 +8,7 @@ functions that read or change global state are answered at capture time or break
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 _allowed: dict[int, Any] = {}  # id -> callable: allow_in_graph registrations (kept alive here)
@@ -44,18 +45,21 @@ def disallow_in_graph(fn: Callable) -> Callable:
 def _op_ids() -> set[int]:
     global _ops
     if _ops is None:
-        import ember
+        import sys
+
+        import ember.linalg
         import ember.nn.functional as F
         from ember.core import api
 
         ids: set[int] = set()
-        spaces: list[dict] = [api.functions, vars(F)]
-        for sub in ("linalg", "fft", "special"):
-            mod = getattr(ember, sub, None)
-            if mod is not None:
-                spaces.append(vars(mod))
-        top = {k: v for k, v in vars(ember).items() if not k.startswith("_")}
-        spaces.append(top)
+        spaces: list[dict] = [api.functions, vars(F), vars(ember.linalg)]
+        top = sys.modules.get("ember")  # the top-level package lies right of dynamo: read, never imported
+        if top is not None:
+            spaces.append({k: v for k, v in vars(top).items() if not k.startswith("_")})
+            for sub in ("fft", "special"):
+                mod = vars(top).get(sub)
+                if mod is not None:
+                    spaces.append(vars(mod))
         for space in spaces:
             for name, fn in space.items():
                 if name.startswith("_") or name in _NOT_IN_GRAPH or isinstance(fn, type) or not callable(fn):
@@ -63,15 +67,41 @@ def _op_ids() -> set[int]:
                 if type(fn).__name__ == "module":
                     continue
                 mod = getattr(fn, "__module__", "") or ""
-                if (
-                    mod.startswith("ember.dynamo")
-                    or mod.startswith("ember._dynamo")
-                    or mod.startswith("ember.compiler")
-                ):
+                if mod.startswith(("ember.dynamo", "ember._dynamo", "ember.compiler")):
                     continue
                 ids.add(id(fn))
         _ops = ids
     return _ops
+
+
+def api() -> SimpleNamespace:
+    """The torch-like functions capture itself calls, from the packages below dynamo."""
+    global _api
+    if _api is None:
+        import ember.autograd as autograd
+        from ember.core import api as core_api
+        from ember.core.promotion import get_default_dtype
+        from ember.core.tensor import Tensor
+
+        fns = core_api.functions
+        _api = SimpleNamespace(
+            is_grad_enabled=autograd.is_grad_enabled,
+            set_grad_enabled=autograd.set_grad_enabled,
+            no_grad=autograd.no_grad,
+            enable_grad=autograd.enable_grad,
+            get_default_dtype=get_default_dtype,
+            Tensor=Tensor,
+            maximum=fns["maximum"],
+            minimum=fns["minimum"],
+            round=fns["round"],
+            numel=fns.get("numel"),
+            is_tensor=fns.get("is_tensor"),
+            is_floating_point=fns.get("is_floating_point"),
+        )
+    return _api
+
+
+_api: SimpleNamespace | None = None
 
 
 def is_graph_function(fn: Any) -> bool:

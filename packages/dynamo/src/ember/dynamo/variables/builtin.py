@@ -254,9 +254,11 @@ def _minmax(tx, fn, args, kwargs):
         raise Unsupported(f"{fn.__name__}() with key= or default=")
     if any(_is_graph_value(v) for v in items):
         if len(items) == 2 and any(isinstance(v, TensorVariable) for v in items):
-            import ember
+            from ember.dynamo.trace_rules import api as _api
 
-            tensor_fn = ember.maximum if fn is max else ember.minimum
+            api = _api()
+
+            tensor_fn = api.maximum if fn is max else api.minimum
             a, b = items
             if all(isinstance(v, TensorVariable) for v in items):
                 return tx.output.call_graph("call_function", tensor_fn, [a, b], {})
@@ -277,9 +279,11 @@ def _isinstance(tx, args, kwargs):
 
         t = Parameter if getattr(obj.example, "_is_param", False) else type(obj.example)
         if t.__name__ == "FakeTensor":
-            import ember
+            from ember.dynamo.trace_rules import api as _api
 
-            t = ember.Tensor
+            api = _api()
+
+            t = api.Tensor
         src_value = tx.output.input_value(obj)
         if src_value is not None:
             t = type(src_value)
@@ -468,9 +472,11 @@ def _type(tx, args, kwargs):
 
 
 def _tensor_type():
-    import ember
+    from ember.dynamo.trace_rules import api as _api
 
-    return ember.Tensor
+    api = _api()
+
+    return api.Tensor
 
 
 def _super(tx, args, kwargs):
@@ -517,9 +523,11 @@ def _abs(tx, args, kwargs):
 
 def _round(tx, args, kwargs):
     if isinstance(args[0], TensorVariable):
-        import ember
+        from ember.dynamo.trace_rules import api as _api
 
-        return tx.output.call_graph("call_function", ember.round, args, kwargs)
+        api = _api()
+
+        return tx.output.call_graph("call_function", api.round, args, kwargs)
     return ConstantVariable(round(*[a.as_python_constant() for a in args]))
 
 

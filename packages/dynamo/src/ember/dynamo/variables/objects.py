@@ -289,18 +289,20 @@ class EmberFunctionVariable(VariableTracker):
         return type(self.fn)
 
     def call_function(self, tx, args, kwargs):
-        import ember
+        from ember.dynamo.trace_rules import api as _api
+
+        api = _api()
 
         fn = self.fn
-        if fn is ember.is_grad_enabled:
-            return ConstantVariable(ember.is_grad_enabled())
-        if fn is getattr(ember, "is_tensor", None):
+        if fn is api.is_grad_enabled:
+            return ConstantVariable(api.is_grad_enabled())
+        if fn is not None and fn is api.is_tensor:
             from ember.dynamo.variables.tensor import TensorVariable
 
             return ConstantVariable(isinstance(args[0], TensorVariable))
-        if fn is getattr(ember, "get_default_dtype", None):
-            return ConstantVariable(ember.get_default_dtype())
-        if fn is getattr(ember, "is_floating_point", None) or fn is getattr(ember, "numel", None):
+        if fn is api.get_default_dtype:
+            return ConstantVariable(api.get_default_dtype())
+        if fn is not None and fn in (api.is_floating_point, api.numel):
             return args[0].call_method(tx, fn.__name__, args[1:], kwargs)
         return tx.output.call_graph("call_function", fn, args, kwargs)
 
@@ -325,9 +327,11 @@ class GradModeVariable(VariableTracker):
         self.prev: bool | None = None
 
     def enter(self, tx) -> VariableTracker:
-        import ember
+        from ember.dynamo.trace_rules import api as _api
 
-        self.prev = ember.is_grad_enabled()
+        api = _api()
+
+        self.prev = api.is_grad_enabled()
         tx.output.set_grad_mode(self.target)
         return ConstantVariable(None)
 
@@ -371,9 +375,11 @@ class GradModeRestore:
         pass
 
     def __exit__(self, *exc: object) -> None:
-        import ember
+        from ember.dynamo.trace_rules import api as _api
 
-        ember.set_grad_enabled(self.prev)
+        api = _api()
+
+        api.set_grad_enabled(self.prev)
 
 
 def is_dataclass_instance(value: Any) -> bool:

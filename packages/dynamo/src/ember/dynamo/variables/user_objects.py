@@ -78,18 +78,20 @@ class NewObjectVariable(VariableTracker):
 
 def construct(tx, cls_vt: ClassVariable, args: list[VariableTracker], kwargs: dict) -> VariableTracker:
     """``cls(*args, **kwargs)`` for a class known at capture time."""
-    import ember
+    from ember.dynamo.trace_rules import api as _api
+
+    api = _api()
     from ember.dynamo.variables.containers import TupleVariable
     from ember.dynamo.variables.functions import bind_args
     from ember.nn import Module
 
     cls = cls_vt.value
-    if cls in (ember.no_grad, ember.enable_grad):
-        return GradModeVariable(cls is ember.enable_grad, cls)
-    if cls is ember.set_grad_enabled:
+    if cls in (api.no_grad, api.enable_grad):
+        return GradModeVariable(cls is api.enable_grad, cls)
+    if cls is api.set_grad_enabled:
         mode = args[0].as_python_constant() if args else kwargs["mode"].as_python_constant()
         vt = GradModeVariable(bool(mode), cls)
-        vt.prev = ember.is_grad_enabled()
+        vt.prev = api.is_grad_enabled()
         tx.output.set_grad_mode(bool(mode))  # a plain call takes effect at once, as in eager
         return vt
     if cls in (collections.OrderedDict, collections.defaultdict):
