@@ -75,7 +75,6 @@ def compile_frame(
             if options.fullgraph:
                 raise Unsupported(record.format(), e.hint) from None
             graph_break_log.append(record)
-            _log_break(record)
             index = tx.current
             if break_at is None and index is not None and breakable(tx, index):
                 break_at = index
@@ -89,7 +88,6 @@ def compile_frame(
             logging.getLogger(__name__).debug("capture of %s failed", code.co_qualname, exc_info=True)
             record = GraphBreak(f"capture failed: {type(e).__name__}: {e}", "", [])
             graph_break_log.append(record)
-            _log_break(record)
             return None
         finally:
             api.set_grad_enabled(grad)
@@ -103,7 +101,6 @@ def compile_frame(
             f"cannot continue after the graph: {e.reason}", e.hint, list(getattr(e, "frames", []) or [])
         )
         graph_break_log.append(record)
-        _log_break(record)
         return None
 
 
@@ -114,15 +111,6 @@ def _without_capture(compiled: Callable) -> Callable:
     except ImportError:
         return compiled
     return disable(compiled)
-
-
-def _log_break(record: GraphBreak) -> None:
-    try:
-        from ember.logs import getArtifactLogger
-
-        getArtifactLogger("ember.dynamo", "graph_breaks").debug("%s", record.format())
-    except Exception:  # the artifact may not be registered (logs are optional for capture)
-        pass
 
 
 class _OutputIndex(dict):
