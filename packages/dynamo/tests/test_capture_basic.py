@@ -239,3 +239,21 @@ def test_fullgraph_raises_at_break():
 
     with pytest.raises(Unsupported, match="print"):
         compile_and_run(f, ember.randn(2), fullgraph=True)
+
+
+def test_match_statement():
+    def f(x, spec):
+        match spec:
+            case {"kind": "scale", "by": k}:
+                y = x * k
+            case [a, b]:
+                y = x + a + b
+            case Point(x=px):
+                y = x - px
+            case _:
+                y = x
+        return y, len(spec)
+
+    x = ember.ones(2)
+    for spec in ({"kind": "scale", "by": 3}, [1, 2], Point(4, 5)):
+        check(f, x, spec)

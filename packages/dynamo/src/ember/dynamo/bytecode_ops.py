@@ -443,3 +443,41 @@ class DataOpsMixin:
         from ember.dynamo.variables.objects import ClassVariable
 
         self.push(ClassVariable(AssertionError))
+
+    # -- structural pattern matching (``match``) ------------------------------------------------------
+    def GET_LEN(self, inst):
+        from ember.dynamo.variables.builtin import call_builtin
+
+        self.push(call_builtin(self, len, [self.stack[-1]], {}))
+
+    def MATCH_SEQUENCE(self, inst):
+        from ember.dynamo.variables.containers import BaseListVariable
+
+        subject = self.stack[-1]
+        self.push(ConstantVariable(isinstance(subject, BaseListVariable)))
+
+    def MATCH_MAPPING(self, inst):
+        self.push(ConstantVariable(isinstance(self.stack[-1], DictVariable)))
+
+    def MATCH_KEYS(self, inst):
+        keys = self.stack[-1].as_python_constant()
+        subject = self.stack[-2]
+        if not isinstance(subject, DictVariable):
+            raise Unsupported(f"matching the keys of {subject.describe()}")
+        if all(k in subject.items for k in keys):
+            self.push(TupleVariable([subject.items[k] for k in keys]))
+        else:
+            self.push(ConstantVariable(None))
+
+    def MATCH_CLASS(self, inst):
+        names = self.pop().as_python_constant()
+        cls = self.pop().as_python_constant()
+        subject = self.pop()
+        if not issubclass(subject.python_type(), cls):
+            self.push(ConstantVariable(None))
+            return
+        positional = getattr(cls, "__match_args__", ())
+        if inst.arg > len(positional):
+            raise Unsupported(f"{cls.__name__}() accepts {len(positional)} positional sub-patterns")
+        attrs = [*positional[: inst.arg], *names]
+        self.push(TupleVariable([self.getattr(subject, a) for a in attrs]))
