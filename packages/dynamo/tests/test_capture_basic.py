@@ -257,3 +257,20 @@ def test_match_statement():
     x = ember.ones(2)
     for spec in ({"kind": "scale", "by": 3}, [1, 2], Point(4, 5)):
         check(f, x, spec)
+
+
+def test_gradients_of_parameters_are_inputs():
+    def sgd(params, lr):
+        with ember.no_grad():
+            for p in params:
+                if p.grad is not None:
+                    p.add_(p.grad, alpha=-lr)
+
+    lin = nn.Linear(3, 2)
+    lin(ember.randn(4, 3)).sum().backward()
+    params = list(lin.parameters())
+    expected = [p.detach() - 0.1 * p.grad for p in params]
+    rec = Recorder()
+    compile_and_run(sgd, params, 0.1, backend=rec)
+    assert rec.frame_count == 1
+    assert all(same(p.detach(), e) for p, e in zip(params, expected, strict=True))

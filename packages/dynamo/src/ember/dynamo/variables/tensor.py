@@ -65,9 +65,16 @@ class TensorVariable(VariableTracker):
         if name in _GRAPH_ATTRS:
             return tx.output.call_graph("call_function", getattr, [self, ConstantVariable(name)], {})
         if name == "grad":
-            raise Unsupported(
-                "reading .grad during capture is not supported", "read gradients outside the compiled code"
-            )
+            value = tx.output.input_value(self)
+            if value is None or self.source is None:
+                raise Unsupported(
+                    "reading .grad of a tensor made inside the compiled region",
+                    "read gradients of inputs and parameters only",
+                )
+            from ember.dynamo.source import AttrSource
+            from ember.dynamo.variables.builder import wrap
+
+            return wrap(tx, value.grad, AttrSource(self.source, "grad"))
         if callable(getattr(type(ex), name, None)):
             return TensorMethodVariable(self, name)
         raise Unsupported(f"Tensor attribute {name!r} is not supported")
