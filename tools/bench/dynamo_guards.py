@@ -2,11 +2,11 @@
 
     python tools/bench/dynamo_guards.py [--rounds R] [--calls N]
 
-Ember: the check function ``compile_guards`` generates for 8 ``TENSOR_MATCH`` guards and grad
-mode (what capture takes for ``a + b + ... + h``), called on the frame's locals dict. PyTorch: the
-guard manager of the cache entry ``torch.compile(backend="eager")`` makes for the same function,
-called the same way (``guard_manager.check(f_locals)``). Best of R rounds of N calls each; the
-target is at most 10 us per check.
+Both sides compile ``a + b + ... + h`` with ``backend="eager"`` and call the check of the cache
+entry it made on the frame's locals dict: Ember's ``check_fn`` (8 tensor guards, grad mode,
+autocast, default dtype, backend), inside a region compiled for that backend as the frame hook calls
+it; PyTorch's ``guard_manager.check(f_locals)``. Best of R rounds of N calls each; the target is at
+most 10 us per check.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import argparse
 import time
 
 import ember
-from ember.dynamo.guards import Guard, GuardKind, TensorSpec, compile_guards
-from ember.dynamo.source import LocalSource
+import ember._dynamo
+from ember.dynamo import _frame_hook
 
 try:
     import torch
@@ -49,19 +49,15 @@ def main() -> None:
     args = parser.parse_args()
 
     ours = {n: ember.randn(4, 8) for n in NAMES}
-    guards = [Guard(None, GuardKind.GRAD_MODE, True)] + [
-        Guard(
-            LocalSource(n), GuardKind.TENSOR_MATCH, TensorSpec(type(t), t.dtype, t.device, t.shape, t.stride(), False)
-        )
-        for n, t in ours.items()
-    ]
-    ember_check = compile_guards(guards, {}).check
+    ember.compile(add8, backend="eager")(**ours)
+    (entry,) = _frame_hook.cache_entries(add8.__code__)
 
     theirs = {n: torch.randn(4, 8) for n in NAMES}
     torch.compile(add8, backend="eager")(**theirs)
     torch_check = _debug_get_cache_entry_list(add8.__code__)[0].guard_manager.check
 
-    e = _per_call(ember_check, ours, args.rounds, args.calls)
+    with ember._dynamo.optimize("eager"):
+        e = _per_call(entry.check_fn, ours, args.rounds, args.calls)
     t = _per_call(torch_check, theirs, args.rounds, args.calls)
     print(f"guard check, 8 tensor inputs: ember {e * 1e6:.2f} us, torch {t * 1e6:.2f} us, ratio {e / t:.2f}")
 

@@ -126,6 +126,17 @@ def test_optimized_module_keeps_the_modules_names():
     assert repr(compiled).startswith("OptimizedModule(\n  (_orig_mod): Sequential(")
 
 
+def test_module_compile_finds_its_provider_through_the_entry_point(monkeypatch):
+    from ember.dynamo.eval_frame import compile_in_place
+    from ember.nn.modules import _compile_provider
+
+    monkeypatch.setattr(_compile_provider, "_provider", None)  # as before ember.dynamo is imported
+    model = ember.nn.Linear(2, 2)
+    model.compile(backend="eager")
+    assert _compile_provider._provider is compile_in_place
+    assert model._compiled_call_impl is not None
+
+
 def test_module_compile_is_in_place():
     model = ember.nn.Linear(2, 2)
     assert model._compiled_call_impl is None

@@ -160,19 +160,34 @@ def test_module_compile_in_place():
     counter = CompileCounter()
     expected = model(ember.ones(1, 3))
     model.compile(backend=counter)
-    assert ember.allclose(model(ember.ones(1, 3)), expected)
+    records = Records()
+    logger = logging.getLogger("ember.dynamo")
+    level = logger.level
+    logger.addHandler(records)
+    logger.setLevel(logging.INFO)
+    try:
+        assert ember.allclose(model(ember.ones(1, 3)), expected)
+    finally:
+        logger.removeHandler(records)
+        logger.setLevel(level)
     assert counter.frame_count == 1 and type(model) is ember.nn.Linear
+    assert records.messages[0].startswith("compiled 'Module._call_impl' of Linear (")
 
 
-def test_regional_compilation_compiles_one_block_structure_once():
+@pytest.mark.parametrize("mode", [None, "max-autotune"])
+def test_regional_compilation_compiles_one_block_structure_once(mode):
     blocks = [ember.nn.Sequential(ember.nn.Linear(4, 4), ember.nn.GELU()) for _ in range(4)]
-    counter = CompileCounter()
+    counted = CompileCounter()
+
+    def counter(gm, inputs, **kwargs):
+        return counted(gm, inputs)
+
     for block in blocks:
-        block.compile(backend=counter)
+        block.compile(backend=counter, mode=mode)
     x = ember.randn(2, 4, requires_grad=True)  # as every later block's input
     for block in blocks:
         x = block(x)
-    assert counter.frame_count == 1
+    assert counted.frame_count == 1
 
 
 def test_disable_and_run_only_mode():
@@ -269,13 +284,15 @@ def test_guard_check_time_of_a_compiled_eight_input_function():
     ember.compile(add8, backend="eager")(**tensors)
     (entry,) = _frame_hook.cache_entries(add8.__code__)
     check = entry.check_fn
-    assert check(tensors)
-    best = float("inf")
-    for _ in range(5):
-        start = time.perf_counter()
-        for _ in range(10000):
-            check(tensors)
-        best = min(best, (time.perf_counter() - start) / 10000)
+    assert not check(tensors)  # no compiled region is running: the backend guard fails
+    with ember._dynamo.optimize("eager"):  # as the hook calls it: in a region compiled for that backend
+        assert check(tensors)
+        best = float("inf")
+        for _ in range(5):
+            start = time.perf_counter()
+            for _ in range(10000):
+                check(tensors)
+            best = min(best, (time.perf_counter() - start) / 10000)
     print(f"\nguard check of a compiled 8-tensor function: {best * 1e6:.2f} us")
 
 
@@ -389,3 +406,73 @@ def test_ember_trace_records_each_compiled_frame_with_its_graphs(tmp_path):
     assert [e["graphs"] for e in compiles] == [1, 1]  # the function and its resume function
     assert sum(1 for e in events if e.get("artifact") == "graph_code") == 2
     assert any(e.get("artifact") == "graph_breaks" for e in events)
+
+
+def test_entries_serve_only_the_backend_they_were_compiled_for(recompiles_log):
+    first, second = CompileCounter(), CompileCounter()
+    ember.compile(add, backend=first)(ember.ones(2), ember.ones(2))
+    ember.compile(add, backend=second)(ember.ones(2), ember.ones(2))
+    ember.compile(add, backend=first)(ember.ones(2), ember.ones(2))
+    assert (first.frame_count, second.frame_count) == (1, 1)
+    assert (
+        f"the backend changed from a CompileCounter at {id(first):#x} to a CompileCounter at {id(second):#x}"
+        in (recompiles_log.messages[0])
+    )
+    ember._dynamo.run(add)(ember.ones(2), ember.ones(2))  # run-only mode takes any entry
+    assert (first.frame_count, second.frame_count) == (1, 1)
+
+
+SCALE = 2
+
+
+def times_scale(x):
+    return x * SCALE
+
+
+def total(xs):
+    return sum(xs)
+
+
+def test_recompile_reasons_for_ints_lists_and_globals(recompiles_log):
+    global SCALE
+    counter = CompileCounter()
+    scaled = ember.compile(lambda x, n: x * n, backend=counter)
+    for n in (2, 3, 4, 5):
+        assert scaled(ember.ones(2), n).tolist() == [float(n)] * 2
+    assert counter.frame_count == 2  # the int became dynamic at the recompile
+    ember.compile(total, backend=counter)([ember.ones(2)] * 3)
+    ember.compile(total, backend=counter)([ember.ones(2)] * 4)
+    ember.compile(times_scale, backend=counter)(ember.ones(1))
+    SCALE = 3
+    try:
+        assert ember.compile(times_scale, backend=counter)(ember.ones(1)).tolist() == [3.0]
+    finally:
+        SCALE = 2
+    text = "\n".join(recompiles_log.messages)
+    assert "n changed from 2 to 3" in text
+    assert "len(xs) changed from 3 to 4" in text
+    assert "G['SCALE'] changed from 2 to 3" in text
+
+
+def inner_op(x):
+    return x.sin()
+
+
+def test_disable_without_recursion_skips_only_that_frame():
+    def outer(x):
+        return inner_op(x) + 1
+
+    ember.compiler.disable(outer, recursive=False)
+    counter = CompileCounter()
+    assert ember.allclose(ember.compile(outer, backend=counter)(ember.ones(2)), ember.ones(2).sin() + 1)
+    assert counter.frame_count == 1  # inner_op's frame, compiled on its own
+    assert _frame_hook.cache_entries(inner_op.__code__) and not _frame_hook.cache_entries(outer.__code__)
+
+
+def test_disable_recursive_runs_everything_inside_eagerly():
+    def outer(x):
+        return inner_op(x) + 1
+
+    counter = CompileCounter()
+    ember.compile(ember.compiler.disable(outer), backend=counter)(ember.ones(2))
+    assert counter.frame_count == 0

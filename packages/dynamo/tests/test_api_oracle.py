@@ -98,6 +98,9 @@ def test_dynamo_names_answer_alike():
         "suppress_errors",
         "automatic_dynamic_shapes",
         "assume_static_by_default",
+        "force_parameter_static_shapes",
+        "accumulated_cache_size_limit",
+        "recompile_limit",
         "capture_scalar_outputs",
         "capture_dynamic_output_shape_ops",
     ):

@@ -265,3 +265,97 @@ def test_user_context_manager():
     expected = f(ember.ones(2), log_eager)
     got, cf = compile_and_run(f, ember.ones(2), log_compiled)
     assert cf is not None and same(got, expected) and log_compiled == log_eager == ["enter", "exit"]
+
+
+def test_exceptions_raised_and_caught_inside_the_graph():
+    def check(t, n):
+        if n < 0:
+            raise ValueError("negative")
+        return t * n
+
+    def f(x, d):
+        out = []
+        for i in range(3):
+            try:
+                try:
+                    if i == 1:
+                        raise IndexError(i)
+                    out.append(x * i)
+                finally:
+                    out.append(i)
+            except IndexError:
+                out.append(-1)
+        try:
+            y = d["missing"]
+        except KeyError:
+            y = check(x, 2)
+        try:
+            check(x, -1)
+        except ValueError as e:
+            msg = str(e)
+        return out, y, msg
+
+    rec = Recorder()
+    got, cf = compile_and_run(f, ember.ones(2), {"a": 1}, backend=rec)
+    assert cf is not None and rec.frame_count == 1
+    assert same(got, f(ember.ones(2), {"a": 1}))
+
+
+def test_generators_run_lazily_with_their_consumer():
+    def numbers(log, x):
+        for i in range(3):
+            log.append(f"yield {i}")
+            yield x * i
+
+    def f(x, log):
+        total = x
+        for v in numbers(log, x):
+            log.append("got")
+            total = total + v
+        return total
+
+    log_eager, log_compiled = [], []
+    expected = f(ember.ones(2), log_eager)
+    got, cf = compile_and_run(f, ember.ones(2), log_compiled)
+    assert cf is not None and same(got, expected) and log_compiled == log_eager
+
+
+def test_break_inside_no_grad_block_keeps_the_mode():
+    def f(x, w):
+        with ember.no_grad():
+            y = x @ w
+            print("no grad")
+            z = y * 2
+        return z, z.requires_grad, (x @ w).requires_grad
+
+    x, w = ember.randn(2, 3), ember.randn(3, 2, requires_grad=True)
+    expected = f(x, w)
+    got, cf = compile_and_run(f, x, w)
+    assert cf is not None and same(got, expected) and ember.is_grad_enabled()
+
+
+def test_break_at_data_dependent_subscript():
+    def f(x):
+        y = x * 3
+        picked = y[y > 0]
+        return picked.sum() + y.mean()
+
+    x = ember.tensor([1.0, -2.0, 3.0])
+    got, cf = compile_and_run(f, x)
+    assert cf is not None and same(got, f(x))
+
+
+def test_itertools_and_deque():
+    import collections
+    import itertools
+
+    def f(xs):
+        window = collections.deque(maxlen=2)
+        for x in xs:
+            window.append(x)
+        pairs = [a * b for a, b in itertools.product(xs[:2], repeat=2)]
+        return list(itertools.accumulate(xs)), sum(window), pairs, list(itertools.chain(xs, [xs[0]]))
+
+    xs = [ember.randn(2) for _ in range(3)]
+    got, cf = compile_and_run(f, xs)
+    assert cf is not None and same(got, f(xs))

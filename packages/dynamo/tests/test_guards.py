@@ -247,3 +247,20 @@ def test_module_attributes_read_as_module_getattr_does():
     assert not check({"m": net})
     other = ember.nn.Linear(3, 2)
     assert not check({"m": other})  # another type: fails, whatever the fast reads find
+
+
+def test_a_member_guarded_before_its_base_reads_the_base_once():
+    net = ember.nn.Sequential(ember.nn.Linear(3, 2))
+    m = LocalSource("m")
+    first = AttrSource(m, "0")
+    guards = [
+        Guard(AttrSource(first, "weight"), GuardKind.TENSOR_MATCH, spec_of(net[0].weight)),
+        Guard(first, GuardKind.TYPE_MATCH, ember.nn.Linear),
+        Guard(m, GuardKind.TYPE_MATCH, ember.nn.Sequential),
+        Guard(AttrSource(first, "bias"), GuardKind.TENSOR_MATCH, spec_of(net[0].bias)),
+    ]
+    check = compile_guards(guards, {})
+    assert check({"m": net})
+    net[0].bias = ember.nn.Parameter(ember.zeros(5))
+    assert not check({"m": net})
+    assert check.failure_reasons({"m": net}) == ["getattr(m, '0').bias.size(0) changed from 2 to 5"]

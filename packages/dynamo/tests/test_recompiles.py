@@ -57,6 +57,9 @@ class HookDouble:
         previous, self.callback = self.callback, callback
         return previous
 
+    def get_eval_frame_callback(self):
+        return self.callback
+
     def call(self, fn, *args, **kwargs):
         """Run ``fn``'s frame as the hook would: a passing entry, or the callback's, or the original code."""
         code = fn.__code__
@@ -261,6 +264,7 @@ def test_errors_raise_unless_suppressed(hook, capture, monkeypatch, logs):
         hook.call(add, ember.ones(2), ember.ones(2))
     monkeypatch.setattr(config, "suppress_errors", True)
     assert hook.call(add, ember.ones(2), ember.ones(2)).tolist() == [2.0, 2.0]
+    assert add.__code__ in hook.skipped  # not retried on every call
     assert any("config.suppress_errors" in m and "capture failed" in m for m in logs.messages)
 
 
@@ -271,6 +275,7 @@ def test_unsupported_raises_with_fullgraph_and_runs_eagerly_without(hook, captur
         hook.call(add, ember.ones(2), ember.ones(2))
     hook.set_eval_frame(callback())
     assert hook.call(add, ember.ones(2), ember.ones(2)).tolist() == [2.0, 2.0]
+    assert add.__code__ in hook.skipped
 
 
 def test_run_only_mode_uses_entries_but_never_compiles(hook, capture):
@@ -328,3 +333,10 @@ def test_automatic_dynamic_can_be_turned_off(hook, capture, monkeypatch):
     hook.call(add, ember.ones(4), ember.ones(4))
     hook.call(add, ember.ones(6), ember.ones(6))
     assert capture.calls[1] == {"x": set(), "y": set()}
+
+
+def test_parameters_stay_static(hook, capture):
+    hook.set_eval_frame(callback(dynamic=True))
+    w = ember.nn.Parameter(ember.ones(3))
+    hook.call(add, w, ember.ones(3))
+    assert capture.calls[0] == {"x": set(), "y": {0}}

@@ -66,6 +66,7 @@ PyObject *ember_run_entry_code(_PyInterpreterFrame *frame, PyCodeObject *code, E
 /* ---- the hook (hook.c) ---- */
 
 extern PyObject *ember_skip_recursive; /* the callback's answer: run this frame and its callees as they are */
+int ember_hook_init(void);
 PyObject *ember_get_callback(void);    /* borrowed; NULL when off */
 int ember_set_callback(PyObject *callback); /* None: off; steals nothing */
 int ember_hook_installed(void);             /* whether the interpreter runs frames through the hook */

@@ -19,10 +19,17 @@
  */
 #include "eval_frame.h"
 
-/* The callback of this thread: a strong reference, NULL when off (None). */
-static _Thread_local PyObject *thread_callback = NULL;
-/* Nonzero while this thread's hook runs a check_fn: frames it enters run normally. */
-static _Thread_local int thread_busy = 0;
+/* This thread's side of the hook, in a Py_tss slot: pthread_getspecific is a few loads, where a
+ * _Thread_local of a dlopen'ed module goes through __tls_get_addr, which can take its slow path on
+ * every call. Made when the thread first sets a callback; freed when it sets None again outside the
+ * hook. */
+typedef struct {
+    PyObject *callback; /* strong reference; NULL when off (None) */
+    int busy;           /* a check_fn is running: frames it enters run normally */
+    int depth;          /* frames of this thread inside intercept(): the state stays while positive */
+} ThreadHook;
+
+static Py_tss_t thread_key = Py_tss_NEEDS_INIT;
 /* Threads whose callback is set: the evaluation function is installed while this is positive. */
 static Py_ssize_t active_threads = 0;
 
@@ -32,10 +39,27 @@ PyObject *ember_skip_recursive = NULL;
 
 static PyObject *ember_eval_frame(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwflag);
 
+int
+ember_hook_init(void)
+{
+    if (!PyThread_tss_is_created(&thread_key) && PyThread_tss_create(&thread_key) != 0) {
+        PyErr_SetString(PyExc_RuntimeError, "no thread-specific storage key for the frame-evaluation hook");
+        return -1;
+    }
+    return 0;
+}
+
+static inline ThreadHook *
+thread_hook(void)
+{
+    return (ThreadHook *)PyThread_tss_get(&thread_key);
+}
+
 PyObject *
 ember_get_callback(void)
 {
-    return thread_callback;
+    ThreadHook *th = thread_hook();
+    return th != NULL ? th->callback : NULL;
 }
 
 int
@@ -67,8 +91,24 @@ install(int on)
 int
 ember_set_callback(PyObject *callback)
 {
-    PyObject *previous = thread_callback;
+    ThreadHook *th = thread_hook();
     PyObject *next = callback == Py_None ? NULL : callback;
+    PyObject *previous = th != NULL ? th->callback : NULL;
+    if (th == NULL) {
+        if (next == NULL) {
+            return 0;
+        }
+        th = PyMem_RawCalloc(1, sizeof(ThreadHook));
+        if (th == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        if (PyThread_tss_set(&thread_key, th) != 0) {
+            PyMem_RawFree(th);
+            PyErr_SetString(PyExc_RuntimeError, "cannot store the frame-evaluation callback of this thread");
+            return -1;
+        }
+    }
     if (previous == NULL && next != NULL) {
         if (active_threads == 0 && install(1) < 0) {
             return -1;
@@ -77,12 +117,16 @@ ember_set_callback(PyObject *callback)
     }
     else if (previous != NULL && next == NULL) {
         active_threads--;
-        if (active_threads == 0 && install(0) < 0) {
-            return -1;
+        if (active_threads == 0) {
+            install(0);
         }
     }
-    thread_callback = Py_XNewRef(next);
-    Py_XDECREF(previous);
+    th->callback = Py_XNewRef(next);
+    if (next == NULL && th->depth == 0 && !th->busy) {
+        PyThread_tss_set(&thread_key, NULL);
+        PyMem_RawFree(th);
+    }
+    Py_XDECREF(previous); /* last: may run arbitrary code */
     return 0;
 }
 
@@ -155,11 +199,12 @@ check_entry(EmberCacheEntry *entry, PyObject *f_locals)
 #define NOINLINE
 #endif
 
-/* Kept out of line so that the pass-through path of ember_eval_frame stays a few loads and a jump. */
-static NOINLINE PyObject *
-intercept(PyThreadState *tstate, _PyInterpreterFrame *frame, PyCodeObject *code, EmberCodeState *state,
-          PyObject *callback)
+/* A function frame of code that is neither skipped nor a replacement, with a callback set. */
+static PyObject *
+intercept_frame(PyThreadState *tstate, _PyInterpreterFrame *frame, PyCodeObject *code, EmberCodeState *state,
+                ThreadHook *th)
 {
+    PyObject *callback = th->callback;
     if (callback == Py_False && (state == NULL || state->entries == NULL || PyList_GET_SIZE(state->entries) == 0)) {
         return run_default(tstate, frame, 0);
     }
@@ -167,13 +212,13 @@ intercept(PyThreadState *tstate, _PyInterpreterFrame *frame, PyCodeObject *code,
     if (f_locals == NULL) {
         return fail(tstate, frame);
     }
-    thread_busy = 1;
+    th->busy = 1;
     /* The list is read again at each step: a check_fn may reset the caches. */
     for (Py_ssize_t i = 0; state != NULL && state->entries != NULL && i < PyList_GET_SIZE(state->entries); i++) {
         EmberCacheEntry *entry = (EmberCacheEntry *)Py_NewRef(PyList_GET_ITEM(state->entries, i));
         int passed = check_entry(entry, f_locals);
         if (passed != 0) {
-            thread_busy = 0;
+            th->busy = 0;
             Py_DECREF(f_locals);
             PyObject *result = passed > 0 ? run_entry(tstate, frame, code, entry) : fail(tstate, frame);
             Py_DECREF(entry);
@@ -182,14 +227,14 @@ intercept(PyThreadState *tstate, _PyInterpreterFrame *frame, PyCodeObject *code,
         Py_DECREF(entry);
     }
     if (callback == Py_False) {
-        thread_busy = 0;
+        th->busy = 0;
         Py_DECREF(f_locals);
         return run_default(tstate, frame, 0);
     }
     /* The callback runs with this thread's callback off (as PyTorch's): frames it enters run normally,
      * and a compiled function it calls may set its own. */
     Py_INCREF(callback);
-    thread_busy = 0;
+    th->busy = 0;
     PyObject *answer = NULL;
     PyObject *frame_obj = ember_frame_new(frame, code, f_locals);
     PyObject *entries = frame_obj == NULL ? NULL
@@ -247,11 +292,23 @@ intercept(PyThreadState *tstate, _PyInterpreterFrame *frame, PyCodeObject *code,
     return result;
 }
 
+/* Kept out of line so that the pass-through path of ember_eval_frame stays a few loads and a jump.
+ * The thread's state stays allocated while depth is positive. */
+static NOINLINE PyObject *
+intercept(PyThreadState *tstate, _PyInterpreterFrame *frame, PyCodeObject *code, EmberCodeState *state,
+          ThreadHook *th)
+{
+    th->depth++;
+    PyObject *result = intercept_frame(tstate, frame, code, state, th);
+    th->depth--;
+    return result;
+}
+
 static PyObject *
 ember_eval_frame(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwflag)
 {
-    PyObject *callback = thread_callback;
-    if (callback == NULL || thread_busy || throwflag) {
+    ThreadHook *th = thread_hook();
+    if (th == NULL || th->callback == NULL || th->busy || throwflag) {
         return run_default(tstate, frame, throwflag);
     }
     PyCodeObject *code = ember_frame_code(frame);
@@ -263,5 +320,5 @@ ember_eval_frame(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwfla
     if (state != NULL && state->flags != 0) {
         return run_default(tstate, frame, throwflag);
     }
-    return intercept(tstate, frame, code, state, callback);
+    return intercept(tstate, frame, code, state, th);
 }

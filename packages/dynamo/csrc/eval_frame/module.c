@@ -150,7 +150,7 @@ static struct PyModuleDef module_def = {
 PyMODINIT_FUNC
 PyInit__eval_frame(void)
 {
-    if (ember_code_state_init() < 0 || PyType_Ready(&EmberCacheEntry_Type) < 0 || PyType_Ready(&EmberFrame_Type) < 0) {
+    if (ember_code_state_init() < 0 || ember_hook_init() < 0 || PyType_Ready(&EmberCacheEntry_Type) < 0 || PyType_Ready(&EmberFrame_Type) < 0) {
         return NULL;
     }
     PyObject *module = PyModule_Create(&module_def);

@@ -20,6 +20,7 @@ from typing import Any
 from ember.dynamo import config
 from ember.dynamo._logging import dynamic_log
 from ember.dynamo.guards import user_name
+from ember.nn.parameter import Parameter
 
 _DYNAMIC = "_dynamo_dynamic_indices"  # PyTorch's attribute names, read by code that checks for marks
 _WEAK_DYNAMIC = "_dynamo_weak_dynamic_indices"
@@ -40,6 +41,8 @@ class FrameState:
 
     def dynamic_dims(self, source_name: str, tensor: Any) -> set[int]:
         """The dimensions of ``tensor`` (read from ``source_name``) to make symbolic in this compile."""
+        if config.force_parameter_static_shapes and isinstance(tensor, Parameter):
+            return set()
         sizes = tuple(int(s) for s in tensor.shape)
         seen = self.sizes.get(source_name)
         grown = self.dynamic_dims_of.setdefault(source_name, set())

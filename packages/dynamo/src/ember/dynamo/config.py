@@ -21,6 +21,8 @@ capture_dynamic_output_shape_ops: bool = False
 automatic_dynamic_shapes: bool = True
 # Sizes are static at the first compile unless marked dynamic or dynamic=True.
 assume_static_by_default: bool = True
+# Parameters keep static sizes, even under dynamic=True or after their sizes changed.
+force_parameter_static_shapes: bool = True
 # Turn ember.compile off everywhere: compiled functions run as they are (EMBER_COMPILE_DISABLE=1).
 disable: bool = os.environ.get("EMBER_COMPILE_DISABLE", "0") not in ("", "0")
 

@@ -147,7 +147,7 @@ def _generate(tx, output, code: types.CodeType, f_globals: dict, closure: tuple 
     cg.outputs = index
     output.side_effects.codegen(cg)
     for name, cell in tx.cells.items():
-        if cell.dirty:
+        if cell.dirty and name in code.co_freevars:  # a cellvar is the frame's own: nothing outside sees it
             cg.reconstruct(cell.content)
             cg.instrs.append(Instr("STORE_DEREF", CellVar(name) if name in code.co_cellvars else FreeVar(name)))
     broke = tx.stopped_at is not None
@@ -160,7 +160,7 @@ def _generate(tx, output, code: types.CodeType, f_globals: dict, closure: tuple 
         return None  # nothing worth compiling: run the frame as it is
     graphs = []
     head = PyCodegen(output, cg.cellvars, cg.freevars, "___graph_out")
-    if output.op_count or index.values:
+    if output.op_count or index.values or output.grad_changed:
         compiled = _without_capture(output.compile(list(index.values)))
         graphs.append(output.gm)
         sources = [src for src, _, _ in output.inputs]
@@ -184,7 +184,7 @@ def _generate(tx, output, code: types.CodeType, f_globals: dict, closure: tuple 
 
 def _codegen_break(tx, cg, code: types.CodeType, f_globals: dict, closure: tuple | None) -> None:
     from ember.dynamo.resume_execution import resume_code
-    from ember.dynamo.symbolic_convert import _JUMP_IF
+    from ember.dynamo.symbolic_convert import _JUMP_IF, STACK_OPS
     from ember.dynamo.variables.base import NullVariable
 
     idx = tx.stopped_at
@@ -198,6 +198,8 @@ def _codegen_break(tx, cg, code: types.CodeType, f_globals: dict, closure: tuple
         consumed, pushes = 3 + (int(inst.arg) & 1), 1
     elif name in _JUMP_IF:
         consumed, pushes = 1, 0
+    elif name in STACK_OPS:
+        consumed, pushes = STACK_OPS[name]
     else:
         raise Unsupported(f"a graph break at {name}")
     stack = list(tx.stack)
@@ -238,7 +240,10 @@ def _codegen_break(tx, cg, code: types.CodeType, f_globals: dict, closure: tuple
         cg.call(lambda: cg.load_const(fn), [lambda a=a: cg.load_temp(a) for a in args])
         cg.add("RETURN_VALUE")
 
-    if pushes:
+    if name in STACK_OPS:
+        cg.instrs.append(Instr(name, inst.arg))
+        call_resume(idx + 1, [cg.store_temp()] if pushes else [])
+    elif pushes:
         cg.instrs.append(Instr(name, inst.arg))
         result = cg.store_temp()
         call_resume(idx + 1, [result])

@@ -143,7 +143,18 @@ def _resolve_backend(backend: str | Callable, mode: str | None, options: dict | 
         kwargs["mode"] = mode
     if options:
         kwargs["options"] = options
-    return _BackendWithOptions(compiler, kwargs) if kwargs else compiler
+    if not kwargs:
+        return compiler
+    # One wrapper per (backend, mode, options): entries are per backend object, and blocks compiled
+    # one by one with the same settings must share them.
+    key = (compiler, mode, repr(sorted((options or {}).items())))
+    wrapper = _with_options.get(key)
+    if wrapper is None:
+        wrapper = _with_options[key] = _BackendWithOptions(compiler, kwargs)
+    return wrapper
+
+
+_with_options: dict[tuple, _BackendWithOptions] = {}
 
 
 def optimize(
@@ -218,10 +229,11 @@ def reset() -> None:
     exc.graph_break_log.clear()
 
 
-def _compile_in_place(module: Module, *args: Any, **kwargs: Any) -> None:
+def compile_in_place(module: Module, *args: Any, **kwargs: Any) -> None:
+    """``Module.compile(*args, **kwargs)``: the module's calls run ``ember.compile``d, the module unchanged."""
     module._compiled_call_impl = compile(module._call_impl, *args, **kwargs)
 
 
-_compile_provider.register(_compile_in_place)
+_compile_provider.register(compile_in_place)
 
 is_compiling = decorators.is_compiling

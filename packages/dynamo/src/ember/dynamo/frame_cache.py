@@ -129,8 +129,13 @@ def _hook_module():
 # -- cache entries -----------------------------------------------------------------------------------
 
 
-def _function_name(code: CodeType) -> str:
-    return f"'{code.co_qualname}' ({code.co_filename}:{code.co_firstlineno})"
+def _function_name(code: CodeType, f_locals: dict[str, Any] | None = None) -> str:
+    """``'f' (file:line)``; for a method inherited from a base (Module._call_impl), the caller's class too."""
+    of = ""
+    owner = f_locals.get("self") if f_locals is not None and code.co_varnames[:1] == ("self",) else None
+    if owner is not None and type(owner).__qualname__ != code.co_qualname.rpartition(".")[0]:
+        of = f" of {type(owner).__qualname__}"
+    return f"'{code.co_qualname}'{of} ({code.co_filename}:{code.co_firstlineno})"
 
 
 def _frame_locals(frame: Any) -> dict[str, Any]:
@@ -143,17 +148,17 @@ def _guard_set(entry: Any) -> CompiledGuards | None:
     return getattr(check, "guard_set", None)
 
 
-def _made_for(entry: Any, f_locals: dict[str, Any]) -> bool:
+def _made_for(entry: Any, f_locals: dict[str, Any], compiler: Any) -> bool:
     guards = _guard_set(entry)
-    return guards is None or guards.made_for(f_locals)
+    return guards is None or (guards.backend in (None, compiler) and guards.made_for(f_locals))
 
 
-def failure_reasons(entries: list, f_locals: dict[str, Any]) -> list[str]:
+def failure_reasons(entries: list, f_locals: dict[str, Any], callback: Any = None) -> list[str]:
     """Why each cache entry's guards fail for ``f_locals``: one line per entry, its reasons joined."""
     out = []
     for i, entry in enumerate(entries):
         guards = _guard_set(entry)
-        reasons = guards.failure_reasons(f_locals) if guards is not None else []
+        reasons = guards.failure_reasons(f_locals, callback) if guards is not None else []
         out.append(f"entry {i}: " + ("; ".join(reasons) if reasons else "guard check failed"))
     return out
 
@@ -169,6 +174,7 @@ class FrameCallback:
 
     def __init__(self, options: convert_frame.CompileOptions, backend_name: str = "") -> None:
         self.options = options
+        self.compiler = options.backend  # entries made here serve only callbacks with this backend
         self.backend_name = backend_name or getattr(options.backend, "__name__", repr(options.backend))
 
     def __call__(self, frame: Any, cache_entries: list) -> Any:
@@ -177,21 +183,21 @@ class FrameCallback:
             skip_files_or_code(code)
             return None
         f_locals = _frame_locals(frame)
-        relevant = [e for e in cache_entries if _made_for(e, f_locals)]
+        relevant = [e for e in cache_entries if _made_for(e, f_locals, self.compiler)]
         if len(relevant) >= config.cache_size_limit or len(cache_entries) >= config.accumulated_cache_size_limit:
             self._limit_reached(code, relevant or cache_entries, f_locals)
             return None
         if cache_entries and stance.current == "fail_on_recompile":
-            reasons = "\n".join(f"    - {r}" for r in failure_reasons(cache_entries, f_locals))
+            reasons = "\n".join(f"    - {r}" for r in failure_reasons(cache_entries, f_locals, self))
             raise RuntimeError(
                 f"Detected recompile when torch.compile stance is 'fail_on_recompile': function "
-                f"{_function_name(code)}, whose guards failed:\n{reasons}"
+                f"{_function_name(code, f_locals)}, whose guards failed:\n{reasons}"
             )
         if cache_entries and recompiles_log.isEnabledFor(20):
-            reasons = "\n".join(f"    - {r}" for r in failure_reasons(cache_entries, f_locals))
+            reasons = "\n".join(f"    - {r}" for r in failure_reasons(cache_entries, f_locals, self))
             recompiles_log.info(
                 "Recompiling function %s\n    triggered by the following guard failure(s):\n%s",
-                _function_name(code),
+                _function_name(code, f_locals),
                 reasons,
             )
         return self._compile(frame, code, f_locals)
@@ -200,12 +206,10 @@ class FrameCallback:
         if code in _warned_limit:
             return
         _warned_limit.add(code)
-        reasons = "\n".join(f"    - {r}" for r in failure_reasons(entries, f_locals))
-        owner = f_locals.get("self")
-        of = f" of {type(owner).__qualname__}" if owner is not None and code.co_varnames[:1] == ("self",) else ""
+        reasons = "\n".join(f"    - {r}" for r in failure_reasons(entries, f_locals, self))
         message = (
             f"ember.compile hit config.cache_size_limit ({config.cache_size_limit}) for function "
-            f"{_function_name(code)}{of}: it now runs eagerly (not compiled) for inputs that fit none of its "
+            f"{_function_name(code, f_locals)}: it now runs eagerly (not compiled) for inputs that fit none of its "
             f"{len(entries)} compiled versions. The guards that failed on the last call:\n{reasons}\n"
             "To compile more versions, raise ember._dynamo.config.cache_size_limit; to compile one version for "
             "changing sizes, use dynamic=True or ember._dynamo.mark_dynamic."
@@ -228,17 +232,20 @@ class FrameCallback:
             _log_breaks(first_break)
             if self.options.fullgraph:
                 raise
-            log.debug("%s could not be captured; it runs eagerly", _function_name(code), exc_info=True)
+            # Capture would fail the same way on every call: the frame runs as it is until reset().
+            log.debug("%s could not be captured; it runs eagerly from now on", _function_name(code), exc_info=True)
+            skip_files_or_code(code)
             return None
         except Exception as error:
             if not config.suppress_errors:
                 raise
             log.warning(
-                "ember.compile failed on %s and runs it eagerly (config.suppress_errors is set): %s: %s",
+                "ember.compile failed on %s and runs it eagerly from now on (config.suppress_errors is set): %s: %s",
                 _function_name(code),
                 type(error).__name__,
                 error,
             )
+            skip_files_or_code(code)  # not retried on every call; reset() tries again
             return None
         _log_breaks(first_break)
         if result is None:
@@ -246,15 +253,20 @@ class FrameCallback:
             return None
         taken = {g.kind for g in result.guards if g.source is None}
         state_guards = [g for g in global_state_guards() if g.kind not in taken]
+        hook = _hook_module()
         guards = compile_guards(
-            state_guards + list(result.guards), frame.f_globals, result.shape_env, result.shape_inputs
+            state_guards + list(result.guards),
+            frame.f_globals,
+            result.shape_env,
+            result.shape_inputs,
+            backend=self.compiler,
+            current_callback=getattr(hook, "get_eval_frame_callback", None),
         )
         elapsed = time.perf_counter() - started
-        self._report(code, result, guards, elapsed)
+        self._report(code, _function_name(code, f_locals), result, guards, elapsed)
         return make_cache_entry(code, guards, result.code)
 
-    def _report(self, code: CodeType, result: Any, guards: CompiledGuards, elapsed: float) -> None:
-        name = _function_name(code)
+    def _report(self, code: CodeType, name: str, result: Any, guards: CompiledGuards, elapsed: float) -> None:
         compile_counts[name] = compile_counts.get(name, 0) + 1
         for listener in list(compile_listeners):
             listener(code, result, guards)

@@ -24,11 +24,18 @@ class GeneratorTranslator(InliningInstructionTranslator):
         super().__init__(*args, **kwargs)
         self.pending: VariableTracker | None = None
         self.yields = 0
+        self.started = False
 
-    def resume(self) -> VariableTracker | None:
-        """Run to the next yield: its value, or None once the generator has returned."""
+    def resume(self, sent: VariableTracker | None = None) -> VariableTracker | None:
+        """Run to the next yield: its value, or None once the generator has returned. ``sent`` is what
+        the paused ``yield`` evaluates to (None for ``next``)."""
         if self.return_value is not None:
             return None
+        if self.started:
+            self.push(sent if sent is not None else ConstantVariable(None))
+        elif sent is not None and not (isinstance(sent, ConstantVariable) and sent.value is None):
+            raise Unsupported("can't send a non-None value to a just-started generator")
+        self.started = True
         self.pending = None
         while self.pending is None and self.return_value is None:
             self.step()
@@ -42,7 +49,6 @@ class GeneratorTranslator(InliningInstructionTranslator):
         self.yields += 1
         if self.yields > MAX_YIELDS:
             raise Unsupported("a generator yielded too many values to unroll")
-        self.push(ConstantVariable(None))  # what the consumer sends back: next() sends None
 
     def GET_YIELD_FROM_ITER(self, inst):
         self.push(self.get_iter(self.pop()))
@@ -83,6 +89,23 @@ class GeneratorVariable(IteratorVariable):
         while (item := self.translator.resume()) is not None:
             out.append(item)
         return out
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        from ember.dynamo.variables.functions import BuiltinMethodVariable
+
+        if name in ("send", "__next__"):
+            return BuiltinMethodVariable(self, name)
+        return super().var_getattr(tx, name)
+
+    def call_method(self, tx, name, args, kwargs):
+        if name in ("send", "__next__"):
+            value = self.translator.resume(args[0] if args else None)
+            if value is None:
+                from ember.dynamo.variables.exceptions import user_error
+
+                raise user_error(StopIteration)
+            return value
+        return super().call_method(tx, name, args, kwargs)
 
     def reconstruct(self, cg) -> None:
         raise Unsupported("a generator made inside the compiled region escapes it")

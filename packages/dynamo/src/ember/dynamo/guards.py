@@ -186,8 +186,9 @@ class _Codegen:
     def local(self, source: Source) -> str:
         key = source.name()
         if key not in self.read:
+            text = self.expr(source)  # first: it may read the source's bases into locals of their own
             var = f"v{len(self.read)}"
-            self.lines.append(f"{var} = {self.expr(source)}")
+            self.lines.append(f"{var} = {text}")
             self.read[key] = var
         return self.read[key]
 
@@ -288,10 +289,20 @@ class CompiledGuards:
     ``guard_set`` attribute, for the recompile log.
     """
 
-    def __init__(self, guards: Sequence[Guard], f_globals: dict[str, Any], shape_guards: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        guards: Sequence[Guard],
+        f_globals: dict[str, Any],
+        shape_guards: Sequence[str] = (),
+        backend: Any = None,
+        current_callback: Callable[[], Any] | None = None,
+    ) -> None:
         self.guards = _dedupe(guards)
         self.shape_guards = list(shape_guards)
         self.f_globals = f_globals
+        # The entry serves only calls compiled for the same backend: ``current_callback()`` (the frame
+        # hook's) is then a callback whose ``compiler`` is ``backend``, or False (run-only mode).
+        self.backend = backend
         # What the entry says the frame's own arguments are (by identity or type): the cache limit
         # counts only the entries made for such arguments (a module's forward, per kind of module).
         self.identity = [
@@ -300,6 +311,9 @@ class CompiledGuards:
             if g.kind in (GuardKind.ID_MATCH, GuardKind.TYPE_MATCH) and isinstance(g.source, LocalSource)
         ]
         g = _Codegen(module_types=_module_types(self.guards))
+        if backend is not None and current_callback is not None:
+            g.lines.append(f"cb = {g.const(current_callback)}()")
+            g.check(f"cb is False or cb.compiler is {g.const(backend)}")
         for guard in self.guards:
             g.check(_condition(guard, g))
         names = sorted(g.read, key=len, reverse=True)
@@ -329,10 +343,14 @@ class CompiledGuards:
 
     # -- in the user's terms -----------------------------------------------------------------------
 
-    def failure_reasons(self, f_locals: dict[str, Any]) -> list[str]:
-        """What no longer holds, one line each ("x.size(0) changed from 4 to 6")."""
+    def failure_reasons(self, f_locals: dict[str, Any], callback: Any = None) -> list[str]:
+        """What no longer holds, one line each ("x.size(0) changed from 4 to 6"); ``callback``: the
+        frame callback now asking, for the backend guard."""
         scope = {"L": f_locals, "G": self.f_globals}
         reasons: list[str] = []
+        now = getattr(callback, "compiler", None)
+        if self.backend is not None and now is not None and now is not self.backend:
+            reasons.append(f"the backend changed from {_backend_name(self.backend)} to {_backend_name(now)}")
         for guard in self.guards:
             reasons += _guard_failures(guard, scope)
         for expr in self.shape_guards:
@@ -346,7 +364,8 @@ class CompiledGuards:
 
     def describe(self) -> str:
         """The guards one per line, as the ``guards`` log prints them."""
-        lines = [_describe(guard) for guard in self.guards]
+        lines = [f"BACKEND_MATCH: {_backend_name(self.backend)}"] if self.backend is not None else []
+        lines += [_describe(guard) for guard in self.guards]
         lines += [f"SHAPE: {expr}" for expr in self.shape_guards]
         return "\n".join(lines)
 
@@ -354,11 +373,18 @@ class CompiledGuards:
         return f"CompiledGuards({len(self.guards)} guards, {len(self.shape_guards)} shape guards)"
 
 
+def _backend_name(backend: Any) -> str:
+    name = getattr(backend, "__name__", None)
+    return repr(name) if name else f"a {type(backend).__name__} at {id(backend):#x}"
+
+
 def compile_guards(
     guards: Sequence[Guard],
     f_globals: dict[str, Any],
     shape_env: Any = None,
     shape_inputs: Sequence[tuple[Any, Any]] = (),
+    backend: Any = None,
+    current_callback: Callable[[], Any] | None = None,
 ) -> CompiledGuards:
     """One check function for ``guards`` plus the shape environment's guards on ``shape_inputs``."""
     shape_guards: list[str] = []
@@ -366,7 +392,7 @@ def compile_guards(
         values = [value for value, _ in shape_inputs]
         sources = [source.name() if isinstance(source, Source) else str(source) for _, source in shape_inputs]
         shape_guards = shape_env.produce_guards(values, sources)
-    return CompiledGuards(guards, f_globals, shape_guards)
+    return CompiledGuards(guards, f_globals, shape_guards, backend, current_callback)
 
 
 def _function_source(g: _Codegen) -> str:

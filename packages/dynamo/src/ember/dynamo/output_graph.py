@@ -47,6 +47,7 @@ class OutputGraph:
         self.shape_inputs: list[tuple[Any, Source]] = []
         self.dynamic = False
         self.op_count = 0
+        self.grad_changed = False  # the graph sets the grad mode: it runs even with no other op
         self.add_guard(None, GuardKind.GRAD_MODE, self.initial_grad)
         self.add_guard(None, GuardKind.DEFAULT_DTYPE, ember.get_default_dtype())
         self.add_guard(None, GuardKind.AUTOCAST, autocast_state())
@@ -254,6 +255,7 @@ class OutputGraph:
 
         ember.set_grad_enabled(mode)
         self.graph.call_function(_set_grad_enabled, (mode,))
+        self.grad_changed = True
 
     # -- compiling -----------------------------------------------------------------------------------
     def prune_inputs(self) -> None:

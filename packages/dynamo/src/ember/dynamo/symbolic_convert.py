@@ -38,6 +38,8 @@ _JUMP_IF = {
     "POP_JUMP_BACKWARD_IF_NONE": (True, "none"), "POP_JUMP_BACKWARD_IF_NOT_NONE": (False, "none"),
 }  # fmt: skip
 CALL_OPS = frozenset({"CALL", "CALL_KW", "CALL_FUNCTION_EX"})
+# Other instructions a graph break may stop at: (values consumed, values pushed).
+STACK_OPS = {"BINARY_SUBSCR": (2, 1), "STORE_SUBSCR": (3, 0), "BINARY_OP": (2, 1), "COMPARE_OP": (2, 1)}
 
 
 @dataclass
@@ -273,11 +275,12 @@ class InstructionTranslatorBase(DataOpsMixin):
             if not self.exc_stack:
                 raise Unsupported("bare raise with no active exception")
             raise UserException(self.exc_stack[-1])
-        if inst.arg == 2:
-            self.pop()  # the cause of ``raise ... from cause``
+        cause = as_exception(self.pop()) if inst.arg == 2 else None
         exc = as_exception(self.pop())
         if not isinstance(exc, ExceptionVariable):
             raise Unsupported(f"raise of {exc.describe()}")
+        if cause is not None:
+            exc.cause = cause
         raise UserException(exc)
 
     def RERAISE(self, inst):
@@ -589,9 +592,9 @@ def breakable(tx: InstructionTranslator, index: int) -> bool:
     """Whether a graph break can happen at the root's instruction ``index`` (calls and branches outside
     try/with blocks and loops)."""
     inst = tx.instrs[index]
-    if inst.name not in CALL_OPS and inst.name not in _JUMP_IF:
+    if inst.name not in CALL_OPS and inst.name not in _JUMP_IF and inst.name not in STACK_OPS:
         return False  # a raise, like PyTorch's, leaves the whole frame to run eagerly
-    if tx.prepared.in_try[index]:
+    if tx.prepared.in_try[index] and not _in_grad_mode_block(tx, index):
         return False
     for j in range(index, len(tx.instrs)):
         later = tx.instrs[j]
@@ -601,3 +604,19 @@ def breakable(tx: InstructionTranslator, index: int) -> bool:
 
 
 __all__ = ["InstructionTranslator", "InstructionTranslatorBase", "LazyVariable", "TupleVariable", "breakable"]
+
+
+def _in_grad_mode_block(tx: InstructionTranslator, index: int) -> bool:
+    """Whether the try region at ``index`` is only that of ``with`` blocks over grad modes: a break there
+    leaves the mode set by the graph, and the resume function restores it at the block's end."""
+    from ember.dynamo.variables.functions import BuiltinMethodVariable
+    from ember.dynamo.variables.objects import GradModeVariable
+
+    handler = tx.prepared.handlers[index]
+    if handler is None:
+        return False
+    names = [i.name for i in tx.instrs[handler.target : handler.target + 2]]
+    if names != ["PUSH_EXC_INFO", "WITH_EXCEPT_START"]:
+        return False
+    exits = [v for v in tx.stack if isinstance(v, BuiltinMethodVariable) and v.name == "__exit__"]
+    return bool(exits) and all(isinstance(v.obj, GradModeVariable) for v in exits)

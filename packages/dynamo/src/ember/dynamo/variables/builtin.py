@@ -146,6 +146,12 @@ def apply_operator(tx, fn: Callable, args: list[VariableTracker]) -> VariableTra
             and b.is_python_constant()
         ):
             return ConstantVariable(fn(a.as_python_constant(), b.as_python_constant()))
+    if (
+        fn is operator.or_
+        and all(a.is_python_constant() for a in args)
+        and all(isinstance(a.as_python_constant(), type) for a in args)
+    ):
+        return ConstantVariable(fn(*[a.as_python_constant() for a in args]))  # ``list | tuple``
     if len(args) == 1:
         f = _user_dunder(tx, args[0], _DUNDER.get(fn, ""))
         if f is not None:
@@ -277,7 +283,7 @@ def _isinstance(tx, args, kwargs):
         src_value = tx.output.input_value(obj)
         if src_value is not None:
             t = type(src_value)
-    return ConstantVariable(issubclass(t, cls) if isinstance(cls, type) else any(issubclass(t, c) for c in cls))
+    return ConstantVariable(issubclass(t, cls))
 
 
 def _getattr(tx, args, kwargs):
@@ -555,6 +561,15 @@ BUILTINS: dict[Any, Callable] = {
     id: _id, callable: _callable, object.__setattr__: _object_setattr, abs: _abs, round: _round, pow: _pow,
     divmod: _divmod, functools.reduce: _functools_reduce, functools.partial: _partial,
 }  # fmt: skip
+
+
+def _register_iter_tools() -> None:
+    from ember.dynamo.variables.iter_tools import register
+
+    register(BUILTINS)
+
+
+_register_iter_tools()
 
 
 def _tuple_new(tx, args, kwargs):

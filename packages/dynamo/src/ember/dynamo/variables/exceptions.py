@@ -12,6 +12,7 @@ class ExceptionVariable(VariableTracker):
     def __init__(self, cls: type, args: list[VariableTracker]) -> None:
         self.cls = cls
         self.args = args
+        self.cause: VariableTracker = ConstantVariable(None)
 
     def python_type(self) -> type:
         return self.cls
@@ -27,6 +28,8 @@ class ExceptionVariable(VariableTracker):
 
         if name == "args":
             return TupleVariable(self.args)
+        if name == "__cause__":
+            return self.cause
         raise Unsupported(f"exception attribute {name!r}")
 
     def describe(self) -> str:

@@ -13,6 +13,18 @@ from ember.dynamo.source import AttrSource, TypeSource
 from ember.dynamo.variables.base import ConstantVariable, VariableTracker
 
 _MISSING = object()
+_MODULE_ITERATORS = frozenset(
+    {
+        "parameters",
+        "named_parameters",
+        "buffers",
+        "named_buffers",
+        "children",
+        "named_children",
+        "modules",
+        "named_modules",
+    }
+)
 CONSTANT_TYPES = (int, float, bool, str, bytes, complex, type(None), type(Ellipsis), type(NotImplemented))
 
 
@@ -77,6 +89,10 @@ class ObjectVariable(VariableTracker):
             return wrap(tx, type(obj), TypeSource(self.source) if self.source else None)
         if name == "__dict__":
             raise Unsupported("reading an object's __dict__ is not supported")
+        if self.is_module() and name in _MODULE_ITERATORS:
+            from ember.dynamo.variables.functions import BuiltinMethodVariable
+
+            return BuiltinMethodVariable(self, name)
         if self.is_module():
             d = obj.__dict__
             for store in ("_parameters", "_buffers", "_modules"):
@@ -118,40 +134,27 @@ class ObjectVariable(VariableTracker):
         raise Unsupported(f"calling a {type(obj).__name__} object is not supported")
 
     def call_method(self, tx, name, args, kwargs):
-        if self.is_module() and name in {
-            "parameters",
-            "named_parameters",
-            "buffers",
-            "named_buffers",
-            "children",
-            "named_children",
-            "modules",
-            "named_modules",
-        }:
+        if self.is_module() and name in _MODULE_ITERATORS:
             return self._module_iter(tx, name, args, kwargs)
         return super().call_method(tx, name, args, kwargs)
 
     def _module_iter(self, tx, name, args, kwargs):
         from ember.dynamo.variables.builder import wrap
-        from ember.dynamo.variables.containers import ListVariable, TupleVariable
+        from ember.dynamo.variables.containers import IteratorVariable, TupleVariable
 
         cargs = [a.as_python_constant() for a in args]
         ckw = {k: v.as_python_constant() for k, v in kwargs.items()}
-        items = list(getattr(self.value, name)(*cargs, **ckw))
         named = name.startswith("named")
+        method = name if named else f"named_{name}"
         out = []
-        for item in items:
-            key, val = item if named else (None, item)
-            path = key if named else _find_path(self.value, val)
+        for key, val in getattr(self.value, method)(*cargs, **ckw):
             src = self.source
-            if src is not None and path is not None:
-                for part in path.split(".") if path else []:
+            if src is not None:
+                for part in key.split(".") if key else []:
                     src = AttrSource(src, part)
-            vt = wrap(tx, val, src if path is not None else None)
+            vt = wrap(tx, val, src)
             out.append(TupleVariable([ConstantVariable(key), vt]) if named else vt)
-        from ember.dynamo.variables.containers import IteratorVariable
-
-        return IteratorVariable(out) if out is not None else ListVariable(out)
+        return IteratorVariable(out)
 
     def truth(self, tx) -> bool:
         if hasattr(type(self.value), "__bool__") or hasattr(type(self.value), "__len__"):
@@ -173,13 +176,6 @@ class ObjectVariable(VariableTracker):
 
     def describe(self) -> str:
         return f"a {type(self.value).__name__} object"
-
-
-def _find_path(root, target) -> str | None:
-    for name, m in root.named_modules():
-        if m is target:
-            return name
-    return None
 
 
 def bind_class_attr(tx, obj_vt: VariableTracker, static: Any, name: str, cls_src, inst_src) -> VariableTracker:
@@ -353,12 +349,31 @@ class GradModeVariable(VariableTracker):
             return self.exit(tx)
         raise Unsupported(f"grad mode object method {name!r}")
 
+    def reconstruct(self, cg) -> None:
+        # Only the block's exit is ever rebuilt (a graph break inside the block): restore the mode before it.
+        cg.call_const(GradModeRestore, [ConstantVariable(self.prev)])
+
     def call_function(self, tx, args, kwargs):
         # Used as a decorator: @ember.no_grad() def f(...)
         raise Unsupported("grad-mode decorators made inside the compiled region are not supported")
 
     def describe(self) -> str:
         return f"{self.cls.__name__}()"
+
+
+class GradModeRestore:
+    """The rest of a grad-mode ``with`` block that a graph break split: its exit restores the mode."""
+
+    def __init__(self, prev: bool) -> None:
+        self.prev = prev
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc: object) -> None:
+        import ember
+
+        ember.set_grad_enabled(self.prev)
 
 
 def is_dataclass_instance(value: Any) -> bool:

@@ -59,7 +59,7 @@ class TensorVariable(VariableTracker):
 
         ex = self.example
         if name == "shape":
-            return size_variable(tx, ex.shape)
+            return size_variable(tx, ex.shape, self)
         if name in _STATIC_ATTRS:
             return ConstantVariable(getattr(ex, name))
         if name in _GRAPH_ATTRS:
@@ -88,10 +88,10 @@ class TensorVariable(VariableTracker):
                 if name == "type":
                     return ConstantVariable(ex.type())
                 value = ex.size(*cargs)
-                return size_variable(tx, value) if not cargs else sym_or_const(tx, value)
+                return size_variable(tx, value, self) if not cargs else sym_or_const(tx, value, self, cargs[0])
             return ConstantVariable(getattr(ex, name)(*cargs, **ckw))
         if name == "__len__":
-            return sym_or_const(tx, len(ex))
+            return sym_or_const(tx, len(ex), self, 0)
         if name in {"__getitem__"}:
             import operator
 
@@ -147,14 +147,21 @@ class SymNodeVariable(VariableTracker):
         return f"a symbolic {type(self.value).__name__} ({self.value})"
 
 
-def sym_or_const(tx, value: Any) -> VariableTracker:
-    if isinstance(value, (int, float, bool)) and type(value) in (int, float, bool):
+def sym_or_const(tx, value: Any, tensor: TensorVariable | None = None, dim: int | None = None) -> VariableTracker:
+    """A size as a constant, or (symbolic) as the graph value that computes it."""
+    if type(value) in (int, float, bool):
         return ConstantVariable(value)
-    return tx.output.sym_variable(value)
+    try:
+        return tx.output.sym_variable(value)
+    except Unsupported:
+        if tensor is None or dim is None:
+            raise
+    node = tx.output.graph.call_method("size", (tensor.node, dim))
+    return SymNodeVariable(node, value)
 
 
-def size_variable(tx, shape) -> VariableTracker:
+def size_variable(tx, shape, tensor: TensorVariable | None = None) -> VariableTracker:
     from ember.core.tensor import Size
     from ember.dynamo.variables.containers import TupleVariable
 
-    return TupleVariable([sym_or_const(tx, s) for s in shape], cls=Size)
+    return TupleVariable([sym_or_const(tx, s, tensor, i) for i, s in enumerate(shape)], cls=Size)

@@ -42,6 +42,12 @@ class NewObjectVariable(VariableTracker):
             return tx.inline_function_value(call, [self, *args], kwargs)
         raise Unsupported(f"calling a {self.cls.__name__} object is not supported")
 
+    def unpack(self, tx):
+        iter_fn = inspect.getattr_static(self.cls, "__iter__", None)
+        if isinstance(iter_fn, types.FunctionType):
+            return tx.unpack_iterable(tx.inline_function_value(iter_fn, [self], {}))
+        raise Unsupported(f"iterating over a {self.cls.__name__} object is not supported")
+
     def truth(self, tx) -> bool:
         for dunder in ("__bool__", "__len__"):
             fn = inspect.getattr_static(self.cls, dunder, None)

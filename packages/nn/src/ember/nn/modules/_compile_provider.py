@@ -2,7 +2,8 @@
 
 Graph capture lives in a package to the right of ``ember.nn`` (ember-dynamo), which nn may not
 import; it fills this slot when it is imported. Until then, ``Module.compile()`` loads it through
-the entry-point group ``ember.compile`` that ember-dynamo declares (a plugin, as the layering allows).
+the entry point ``compile_in_place`` of the group ``ember.compile`` that ember-dynamo declares (a
+plugin, as the layering allows).
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ def compile_in_place(module: Any, *args: Any, **kwargs: Any) -> None:
     if _provider is None:
         from importlib.metadata import entry_points
 
-        for entry in entry_points(group="ember.compile"):
-            entry.load()  # importing the provider's module fills the slot
+        for entry in entry_points(group="ember.compile", name="compile_in_place"):
+            register(entry.load())
     if _provider is None:
         raise RuntimeError("Module.compile() needs graph capture (the ember-dynamo package), which is not installed")
     _provider(module, *args, **kwargs)
