@@ -154,6 +154,21 @@ def nonlocal_in_loop(x):
     return x, steps
 
 
+def shared_cell(x):
+    level = 1.0
+
+    def raise_level():
+        nonlocal level
+        level = level * 3
+
+    def read(t):
+        return t * level
+
+    before = read(x)
+    raise_level()
+    return before, read(x), level
+
+
 CASES = [
     dict(fn=inner_function, inputs=lambda rng: (randn(rng, 3, 3),), graphs=1),
     dict(fn=closure_over_tensor, inputs=lambda rng: (randn(rng, 3, 4),), graphs=1),
@@ -168,5 +183,6 @@ CASES = [
     dict(fn=closure_program, name="closure_program", inputs=lambda rng: (randn(rng, 3),), graphs=1),
     dict(fn=returns_a_closure, inputs=lambda rng: (randn(rng, 3),), graphs=1),
     dict(fn=closure_over_function, inputs=lambda rng: (randn(rng, 3),), graphs=1),
+    dict(fn=shared_cell, inputs=lambda rng: (randn(rng, 3),), graphs=1),
     dict(fn=nonlocal_in_loop, inputs=lambda rng: (randn(rng, 3),), graphs=1),
 ]

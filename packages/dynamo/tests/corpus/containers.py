@@ -166,6 +166,13 @@ def zip_star_transpose(rows):
     return [torch.stack(list(c)).sum(0) for c in cols]
 
 
+def counter_and_fromkeys(x, words):
+    counts = collections.Counter(words)
+    flags = dict.fromkeys(sorted(counts), 0)
+    frozen = frozenset(words)
+    return x * counts["a"] + len(counts), flags, "b" in frozen
+
+
 def _tree(rng):
     return {
         "l1": (randn(rng, 2, 3), [randn(rng, 3, 2), randn(rng, 2, 2)]),
@@ -197,5 +204,6 @@ CASES = [
     dict(fn=nested_structures, inputs=lambda rng: (_tree(rng),), graphs=1),
     dict(fn=list_sort_and_slices, inputs=lambda rng: ([randn(rng, n) for n in (4, 2, 3, 1)],), graphs=1),
     dict(fn=zip_star_transpose, inputs=lambda rng: ([[randn(rng, 2), randn(rng, 2)] for _ in range(3)],), graphs=1),
+    dict(fn=counter_and_fromkeys, inputs=lambda rng: (randn(rng, 2), ["a", "b", "a", "c", "a"]), graphs=1),
     dict(fn=list_of_tensors_stats, inputs=lambda rng: ([randn(rng, 2), randn(rng, 4), randn(rng, 3)],), graphs=1),
 ]

@@ -74,6 +74,10 @@ def same_size_check(x, y):
     return x.sum() * y.sum()
 
 
+def int_argument(x, n):
+    return x[:n] * n
+
+
 def _linear(rng):
     layer = torch.nn.Linear(4, 3)
     with torch.no_grad():
@@ -122,6 +126,12 @@ CASES = [
         graphs=1,
     ),
     dict(fn=linear_batch, calls=_linear_calls, graphs=2),
+    dict(
+        fn=int_argument,
+        calls=lambda rng: [(randn(rng, 8), n) for n in (2, 3, 5)],
+        options={"dynamic": True},
+        graphs=1,
+    ),
     dict(
         fn=same_size_check,
         calls=lambda rng: [(randn(rng, n), randn(rng, m)) for n, m in ((2, 2), (3, 3), (4, 5), (6, 6))],

@@ -188,6 +188,34 @@ def type_checks(x, n):
     return x * n if isinstance(n, int) else x, kinds
 
 
+class ScaleMixin:
+    def apply(self, x):
+        return super().apply(x) * 2
+
+
+class Mixed(ScaleMixin, Child):
+    pass
+
+
+def mro_with_mixin(x):
+    return Mixed(1.5, 0.5).apply(x), [c.__name__ for c in Mixed.__mro__[:3]]
+
+
+class Lazy:
+    base = 2.0
+
+    def __init__(self):
+        self.base = 3.0
+
+    def __getattr__(self, name):
+        return len(name)
+
+
+def getattr_fallback_and_shadowing(x):
+    obj = Lazy()
+    return x * obj.base + obj.abcd, Lazy.base
+
+
 def _star_args_inputs(rng):
     return (randn(rng, 3), randn(rng, 3))
 
@@ -207,5 +235,7 @@ CASES = [
     dict(fn=callable_object, inputs=lambda rng: (randn(rng, 3),), graphs=1),
     dict(fn=wraps_and_reduce, inputs=lambda rng: ([randn(rng, 2) for _ in range(3)],), graphs=1),
     dict(fn=type_checks, inputs=lambda rng: (randn(rng, 3), 3), graphs=1),
+    dict(fn=mro_with_mixin, inputs=lambda rng: (randn(rng, 3),), graphs=1),
+    dict(fn=getattr_fallback_and_shadowing, inputs=lambda rng: (randn(rng, 3),), graphs=1),
     dict(fn=getattr_setattr, inputs=lambda rng: (randn(rng, 3), Base(1.5)), graphs=1),
 ]

@@ -126,6 +126,10 @@ def break_out_of_generator(x):
     return out
 
 
+def stack_of_generator(xs):
+    return torch.stack(tuple(x * i for i, x in enumerate(xs, start=1))), next(iter([]), "empty")
+
+
 CASES = [
     dict(fn=list_comprehension, inputs=lambda rng: (randn(rng, 3),), graphs=1),
     dict(fn=dict_comprehension, inputs=lambda rng: (randn(rng, 3),), graphs=1),
@@ -142,5 +146,6 @@ CASES = [
     dict(fn=reversed_enumerate, inputs=lambda rng: ([randn(rng, 2) for _ in range(3)],), graphs=1),
     dict(fn=generator_send, inputs=lambda rng: (randn(rng, 3),), graphs=1),
     dict(fn=break_out_of_generator, inputs=lambda rng: (randn(rng, 3),), graphs=1),
+    dict(fn=stack_of_generator, inputs=lambda rng: ([randn(rng, 2) for _ in range(3)],), graphs=1),
     dict(fn=accumulate_tensors, inputs=lambda rng: ([randn(rng, 2) for _ in range(3)],), graphs=1),
 ]

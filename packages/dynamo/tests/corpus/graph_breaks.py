@@ -126,6 +126,37 @@ def break_then_inplace(x):
     return x
 
 
+class Chatty(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+
+    def forward(self, x):
+        y = self.lin(x)
+        print("forward", tuple(y.shape))
+        return y.relu()
+
+
+def break_in_forward(model, x):
+    return model(x * 2) + 1
+
+
+def live_containers_across_break(x):
+    parts = [x * 1, x * 2]
+    table = {"a": x.sin()}
+    print("parts", len(parts))
+    parts.append(table["a"] + parts[0])
+    return torch.stack(parts).sum(0)
+
+
+def _chatty(rng):
+    model = Chatty()
+    with torch.no_grad():
+        model.lin.weight.copy_(randn(rng, 3, 3))
+        model.lin.bias.copy_(randn(rng, 3))
+    return model, randn(rng, 2, 3)
+
+
 CASES = [
     dict(fn=disabled_helper, inputs=lambda rng: (randn(rng, 3),), graphs=2),
     dict(fn=print_between, inputs=lambda rng: (randn(rng, 3),), graphs=2),
@@ -141,5 +172,7 @@ CASES = [
     dict(fn=break_in_no_grad, inputs=lambda rng: (randn(rng, 2, 3).requires_grad_(), randn(rng, 3, 2)), graphs=2),
     dict(fn=item_as_scalar, inputs=lambda rng: (randn(rng, 4),), graphs=2),
     dict(fn=data_dependent_loop, inputs=lambda rng: (randn(rng, 4) * 3,), graphs=3),
+    dict(fn=break_in_forward, inputs=_chatty, graphs=4),
+    dict(fn=live_containers_across_break, inputs=lambda rng: (randn(rng, 3),), graphs=2),
     dict(fn=break_then_inplace, inputs=lambda rng: (randn(rng, 3),), graphs=2),
 ]

@@ -137,6 +137,11 @@ def _train_eval(f, rng):
     return [first, second]
 
 
+def _layouts(rng):
+    x = randn(rng, 3, 4)
+    return [(x,), (x.t().contiguous().t(),), (randn(rng, 3, 4),)]
+
+
 CASES = [
     dict(fn=simple, name="same_inputs_reuse", calls=lambda rng: [(randn(rng, 4),) for _ in range(3)], graphs=1),
     dict(fn=simple, name="shape_change", calls=lambda rng: [(randn(rng, n),) for n in (3, 5, 7)], graphs=2),
@@ -153,6 +158,7 @@ CASES = [
         graphs=2,
     ),
     dict(fn=scaled, name="int_constant", calls=lambda rng: [(randn(rng, 3), k) for k in (2, 3, 4)], graphs=2),
+    dict(fn=simple, name="stride_change", calls=_layouts, graphs=2),
     dict(fn=by_mode, calls=lambda rng: [(randn(rng, 3), m) for m in ("sum", "mean", "sum")], graphs=2),
     dict(
         fn=by_name,

@@ -134,10 +134,31 @@ def global_cache(x):
     return CACHE["w"].sum()
 
 
+def aliased_list(x, xs):
+    ys = xs
+    ys.append(x * 2)
+    nested = {"inner": xs}
+    nested["inner"].append(len(ys))
+    return xs is ys, len(xs)
+
+
+def delete_attribute(x, obj):
+    del obj.temporary
+    obj.result = x + obj.base
+    return obj.result.sum()
+
+
 def mutation_then_return_alias(xs):
     xs[0] = xs[0] * 10
     xs.reverse()
     return xs
+
+
+def _holder(rng):
+    obj = Tracker()
+    obj.temporary = "drop me"
+    obj.base = randn(rng, 2)
+    return obj
 
 
 def _with_tracker(f, rng):
@@ -164,5 +185,7 @@ CASES = [
     dict(fn=print_python_values, inputs=lambda rng: (randn(rng, 2), 3), graphs=2),
     dict(fn=logging_call, inputs=lambda rng: (randn(rng, 3),), graphs=2),
     dict(fn=global_cache, calls=lambda rng: [(randn(rng, 3),), (randn(rng, 3),)], graphs=2),
+    dict(fn=aliased_list, inputs=lambda rng: (randn(rng, 2), [1]), graphs=1),
+    dict(fn=delete_attribute, inputs=lambda rng: (randn(rng, 2), _holder(rng)), graphs=1),
     dict(fn=mutation_then_return_alias, inputs=lambda rng: ([randn(rng, 2), randn(rng, 2), randn(rng, 2)],), graphs=1),
 ]
