@@ -245,8 +245,14 @@ class DataOpsMixin:
         obj.call_method(self, "__delitem__", [key], {})
 
     def BUILD_SLICE(self, inst):
-        parts = self.popn(inst.arg)
-        self.push(ConstantVariable(slice(*[self.as_index(p) for p in parts])))
+        self.push(self.make_slice(self.popn(inst.arg)))
+
+    def make_slice(self, parts):
+        from ember.dynamo.variables.tensor import SliceVariable, SymNodeVariable
+
+        if any(isinstance(p, SymNodeVariable) for p in parts):
+            return SliceVariable(parts)
+        return ConstantVariable(slice(*[p.as_python_constant() for p in parts]))
 
     def as_index(self, vt):
         from ember.dynamo.variables.tensor import SymNodeVariable
@@ -259,14 +265,14 @@ class DataOpsMixin:
         stop = self.pop()
         start = self.pop()
         obj = self.pop()
-        self.push(getitem(self, obj, ConstantVariable(slice(self.as_index(start), self.as_index(stop)))))
+        self.push(getitem(self, obj, self.make_slice([start, stop])))
 
     def STORE_SLICE(self, inst):
         stop = self.pop()
         start = self.pop()
         obj = self.pop()
         value = self.pop()
-        self.store_subscr(obj, ConstantVariable(slice(self.as_index(start), self.as_index(stop))), value)
+        self.store_subscr(obj, self.make_slice([start, stop]), value)
 
     # -- building containers ----------------------------------------------------------------------
     def BUILD_TUPLE(self, inst):

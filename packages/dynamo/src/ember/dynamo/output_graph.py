@@ -9,7 +9,7 @@ from typing import Any
 from ember.dynamo.exc import BackendCompilerFailed, Unsupported
 from ember.dynamo.guards import Guard, GuardKind, TensorSpec, autocast_state
 from ember.dynamo.side_effects import SideEffects
-from ember.dynamo.source import Source, TensorPropertySource
+from ember.dynamo.source import LocalSource, Source, TensorPropertySource
 from ember.dynamo.variables.base import ConstantVariable, VariableTracker
 
 
@@ -139,6 +139,8 @@ class OutputGraph:
     def dynamic_scalar(self, source: Source, value: Any) -> bool:
         if type(value) is not int or self.options.dynamic is False:
             return False
+        if self.options.dynamic is True:
+            return value not in (0, 1) and isinstance(source, LocalSource)  # 0 and 1 specialize, as in PyTorch
         if self.frame_state is not None and hasattr(self.frame_state, "dynamic_scalar"):
             return bool(self.frame_state.dynamic_scalar(source.name(), value))
         return False
@@ -174,7 +176,7 @@ class OutputGraph:
     def _to_node_args(self, value: Any) -> tuple[Any, Any]:
         """(graph argument, fake example) for a tracker (recursively through containers)."""
         from ember.dynamo.variables.containers import BaseListVariable, DictVariable
-        from ember.dynamo.variables.tensor import SymNodeVariable, TensorVariable
+        from ember.dynamo.variables.tensor import SliceVariable, SymNodeVariable, TensorVariable
 
         if isinstance(value, TensorVariable):
             return value.node, value.example
@@ -186,6 +188,9 @@ class OutputGraph:
             return ctor(p[0] for p in pairs), value.python_type()(p[1] for p in pairs) if ctor is list else tuple(
                 p[1] for p in pairs
             )
+        if isinstance(value, SliceVariable):
+            pairs = [self._to_node_args(p) for p in value.parts]
+            return slice(*[p[0] for p in pairs]), slice(*[p[1] for p in pairs])
         if isinstance(value, DictVariable):
             pairs = {k: self._to_node_args(v) for k, v in value.items.items()}
             return {k: p[0] for k, p in pairs.items()}, {k: p[1] for k, p in pairs.items()}

@@ -93,7 +93,7 @@ def _wrap(tx, value: Any, source: Source | None) -> VariableTracker:
         if type(value) is list:
             return ListVariable(items, source)
         return TupleVariable(items, source, cls=type(value))
-    if type(value) in (dict, collections.OrderedDict, collections.defaultdict):
+    if type(value) in (dict, collections.OrderedDict, collections.defaultdict, collections.Counter):
         _guard(tx, source, GuardKind.TYPE_MATCH, type(value))
         _guard(tx, source, GuardKind.DICT_KEYS, tuple(value.keys()))
         items = {}
@@ -165,7 +165,7 @@ def _is_table_builtin(value: Any) -> bool:
     from ember.dynamo.variables.builtin import BUILTINS
 
     try:
-        return value in BUILTINS
+        return value in BUILTINS or value == dict.fromkeys
     except TypeError:
         return False
 

@@ -580,6 +580,13 @@ def _register_iter_tools() -> None:
 _register_iter_tools()
 
 
+def _dict_fromkeys(tx, args, kwargs):
+    from ember.dynamo.variables.objects import hashable_key
+
+    value = args[1] if len(args) > 1 else ConstantVariable(None)
+    return DictVariable({hashable_key(k): value for k in tx.unpack_iterable(args[0])})
+
+
 def _tuple_new(tx, args, kwargs):
     cls = args[0].as_python_constant()
     items = tx.unpack_iterable(args[1]) if len(args) > 1 else []
@@ -593,6 +600,8 @@ def call_builtin(tx, fn: Any, args: list[VariableTracker], kwargs: dict[str, Var
         return ExceptionVariable(fn, list(args))
     if fn is tuple.__new__:
         return _tuple_new(tx, args, kwargs)
+    if fn == dict.fromkeys:
+        return _dict_fromkeys(tx, args, kwargs)
     if fn in (min, max):
         return _minmax(tx, fn, args, kwargs)
     handler = BUILTINS.get(fn)

@@ -15,7 +15,8 @@ from ember.dynamo.variables.base import ConstantVariable, VariableTracker
 
 
 def _index(vt: VariableTracker) -> Any:
-    key = vt.as_python_constant()
+    concrete = getattr(vt, "concrete", None)
+    key = concrete() if concrete is not None else vt.as_python_constant()
     if not isinstance(key, (int, slice)):
         raise Unsupported(f"indexing a sequence with {type(key).__name__} is not supported")
     return key
@@ -230,6 +231,8 @@ class DictVariable(VariableTracker):
         k = _key(key)
         if k in self.items:
             return self.items[k]
+        if self.cls is collections.Counter:
+            return ConstantVariable(0)  # a Counter's missing key counts zero (and is not inserted)
         if self.default_factory is not None:
             tx.output.side_effects.mutate(self)
             value = self.default_factory.call_function(tx, [], {})

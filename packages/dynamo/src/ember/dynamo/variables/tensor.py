@@ -154,6 +154,23 @@ class SymNodeVariable(VariableTracker):
         return f"a symbolic {type(self.value).__name__} ({self.value})"
 
 
+class SliceVariable(VariableTracker):
+    """A slice with a symbolic bound (``x[:n]`` with ``n`` dynamic): a graph argument, not a constant."""
+
+    def __init__(self, parts: list[VariableTracker]) -> None:
+        self.parts = parts
+
+    def as_python_constant(self) -> Any:
+        raise Unsupported("a slice with a symbolic bound is not a constant")
+
+    def concrete(self) -> slice:
+        """The slice with its symbolic bounds fixed to their values (guarded)."""
+        return slice(*[p.as_int() if isinstance(p, SymNodeVariable) else p.as_python_constant() for p in self.parts])
+
+    def describe(self) -> str:
+        return "a slice with a symbolic bound"
+
+
 def sym_or_const(tx, value: Any, tensor: TensorVariable | None = None, dim: int | None = None) -> VariableTracker:
     """A size as a constant, or (symbolic) as the graph value that computes it."""
     if type(value) in (int, float, bool):

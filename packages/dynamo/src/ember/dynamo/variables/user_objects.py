@@ -94,6 +94,15 @@ def construct(tx, cls_vt: ClassVariable, args: list[VariableTracker], kwargs: di
         vt.prev = api.is_grad_enabled()
         tx.output.set_grad_mode(bool(mode))  # a plain call takes effect at once, as in eager
         return vt
+    if cls is collections.Counter:
+        from ember.dynamo.variables.containers import DictVariable
+        from ember.dynamo.variables.objects import hashable_key
+
+        counts: dict = {}
+        for item in tx.unpack_iterable(args[0]) if args else []:
+            k = hashable_key(item)
+            counts[k] = counts.get(k, 0) + 1
+        return DictVariable({k: ConstantVariable(n) for k, n in counts.items()}, cls=collections.Counter)
     if cls in (collections.OrderedDict, collections.defaultdict):
         from ember.dynamo.variables.containers import DictVariable
 
