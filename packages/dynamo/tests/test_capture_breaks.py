@@ -359,3 +359,35 @@ def test_itertools_and_deque():
     xs = [ember.randn(2) for _ in range(3)]
     got, cf = compile_and_run(f, xs)
     assert cf is not None and same(got, f(xs))
+
+
+def test_closures_made_inside_escape():
+    def f(x):
+        k = 2
+
+        def scale(t):
+            return t * k
+
+        def fact(n):
+            return 1 if n <= 1 else n * fact(n - 1)
+
+        k = 3
+        return scale(x) * fact(3), scale, fact
+
+    x = ember.ones(2)
+    got, cf = compile_and_run(f, x)
+    expected = f(x)
+    assert cf is not None and same(got[0], expected[0])
+    assert same(got[1](x), expected[1](x)) and got[2](4) == 24
+
+
+def test_closure_is_live_across_a_break():
+    def f(x):
+        k = 2
+        add = lambda t: t + k  # noqa: E731
+        print("between")
+        return add(x)
+
+    x = ember.ones(2)
+    got, cf = compile_and_run(f, x)
+    assert cf is not None and same(got, f(x))

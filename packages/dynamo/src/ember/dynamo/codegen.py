@@ -28,6 +28,7 @@ class PyCodegen:
         self.graph_out_name = graph_out_name
         self.outputs: Any = None  # assigns each graph value rebuilt here a position in the graph's outputs
         self.temps: dict[int, str] = {}
+        self.written_cells: set[int] = set()
         self._counter = 0
 
     # -- plain instructions ---------------------------------------------------------------------
@@ -71,6 +72,20 @@ class PyCodegen:
 
     def load_global(self, name: str) -> None:
         self.instrs.append(Instr("LOAD_GLOBAL", (False, name)))
+
+    def load_closure(self, name: str) -> None:
+        var = CellVar(name) if name in self.cellvars else FreeVar(name)
+        self.instrs.append(Instr("LOAD_CLOSURE" if PY < (3, 13) else "LOAD_FAST", var))
+
+    def write_back_cell(self, cell: Any) -> None:
+        """Store a frame cell's content, once, when capture changed it (before anything reads the cell)."""
+        if id(cell) in self.written_cells:
+            return
+        self.written_cells.add(id(cell))
+        if cell.dirty and cell.content is not None:
+            name = cell.root_name
+            self.reconstruct(cell.content)
+            self.instrs.append(Instr("STORE_DEREF", CellVar(name) if name in self.cellvars else FreeVar(name)))
 
     # -- sources ----------------------------------------------------------------------------------
     def load_source(self, source: Source) -> None:

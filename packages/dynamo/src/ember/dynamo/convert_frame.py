@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from bytecode import Bytecode, CellVar, FreeVar, Instr, Label
+from bytecode import Bytecode, Instr, Label
 
 from ember.dynamo.exc import BackendCompilerFailed, GraphBreak, Unsupported, graph_break_log
 from ember.dynamo.guards import Guard
@@ -137,9 +137,8 @@ def _generate(tx, output, code: types.CodeType, f_globals: dict, closure: tuple 
     cg.outputs = index
     output.side_effects.codegen(cg)
     for name, cell in tx.cells.items():
-        if cell.dirty and name in code.co_freevars:  # a cellvar is the frame's own: nothing outside sees it
-            cg.reconstruct(cell.content)
-            cg.instrs.append(Instr("STORE_DEREF", CellVar(name) if name in code.co_cellvars else FreeVar(name)))
+        if name in code.co_freevars:  # a cellvar is the frame's own: written only when a closure needs it
+            cg.write_back_cell(cell)
     broke = tx.stopped_at is not None
     if not broke:
         cg.reconstruct(tx.return_value)

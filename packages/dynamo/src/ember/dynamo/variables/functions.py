@@ -205,7 +205,8 @@ class NestedFunctionVariable(BaseUserFunctionVariable):
 
     def reconstruct(self, cg) -> None:
         if self.closure is not None:
-            raise Unsupported("a closure made inside the compiled region escapes it")
+            self._make_closure(cg)
+            return
         fn = types.FunctionType(self.code, self.f_globals, self.code.co_name)
         if self.defaults is not None:
             fn.__defaults__ = self.defaults.as_python_constant()
@@ -213,6 +214,35 @@ class NestedFunctionVariable(BaseUserFunctionVariable):
             fn.__kwdefaults__ = self.kwdefaults.as_python_constant()
         fn.__qualname__ = self.qualname
         cg.load_const(fn)
+
+    def _make_closure(self, cg) -> None:
+        """MAKE_FUNCTION in the generated code, over the frame's own cells (written back first)."""
+        import sys
+
+        cells = list(self.closure.items)
+        if self.f_globals is not cg.tx_output.f_globals or not all(hasattr(c, "root_name") for c in cells):
+            raise Unsupported("a closure over the cells of an inlined function escapes the compiled region")
+        for c in cells:
+            cg.write_back_cell(c)
+        flags = 0
+        if self.defaults is not None:
+            cg.reconstruct(self.defaults)
+            flags |= 0x01
+        if self.kwdefaults is not None:
+            cg.reconstruct(self.kwdefaults)
+            flags |= 0x02
+        for c in cells:
+            cg.load_closure(c.root_name)
+        cg.build("BUILD_TUPLE", len(cells))
+        flags |= 0x08
+        cg.load_const(self.code)
+        if sys.version_info < (3, 13):
+            cg.build("MAKE_FUNCTION", flags)
+            return
+        cg.add("MAKE_FUNCTION")
+        for flag in (0x08, 0x02, 0x01):
+            if flags & flag:
+                cg.build("SET_FUNCTION_ATTRIBUTE", flag)
 
     def describe(self) -> str:
         return f"the nested function {self.qualname}"
