@@ -391,3 +391,20 @@ def test_closure_is_live_across_a_break():
     x = ember.ones(2)
     got, cf = compile_and_run(f, x)
     assert cf is not None and same(got, f(x))
+
+
+def test_logging_breaks_the_graph(caplog):
+    import logging
+
+    log = logging.getLogger("capture-test")
+
+    def f(x):
+        y = x + 1
+        log.warning("value %d", 3)
+        return y * 2
+
+    with caplog.at_level(logging.WARNING, logger="capture-test"):
+        got, cf = compile_and_run(f, ember.ones(2))
+    assert cf is not None and same(got, f(ember.ones(2)))
+    assert "logging.Logger.warning" in graph_break_log[-1].reason
+    assert [r.getMessage() for r in caplog.records].count("value 3") == 2

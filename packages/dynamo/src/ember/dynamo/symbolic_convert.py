@@ -511,8 +511,14 @@ class InstructionTranslatorBase(DataOpsMixin):
     def inline_user_function(self, fn_vt, args, kwargs) -> VariableTracker:
         from ember.dynamo import trace_rules
 
-        if trace_rules.is_disabled(getattr(fn_vt, "fn", None)):
+        fn = getattr(fn_vt, "fn", None)
+        if trace_rules.is_disabled(fn):
             raise Unsupported(f"{fn_vt.describe()} is disabled for capture", "it runs eagerly, outside the graph")
+        if getattr(fn, "__module__", None) in trace_rules.SIDE_EFFECT_MODULES:
+            raise Unsupported(
+                f"{fn.__module__}.{fn.__qualname__}() has a side effect outside the graph",
+                "log outside the compiled function, or accept the graph break",
+            )
         code = fn_vt.get_code()
         if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
             from ember.dynamo.generators import inline_generator

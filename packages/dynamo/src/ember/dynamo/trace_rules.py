@@ -29,6 +29,10 @@ _NOT_IN_GRAPH = {
 }
 
 
+# Modules whose functions act on the world (logs, warnings): a call to one breaks the graph.
+SIDE_EFFECT_MODULES = frozenset({"logging", "warnings"})
+
+
 def allow_in_graph(fn: Callable) -> Callable:
     """Record calls to ``fn`` as one graph node (run on fake tensors at capture), never inlined."""
     if not callable(fn):
