@@ -91,6 +91,14 @@ def tests(session: nox.Session) -> None:
     run_tests(session)
 
 
+@nox.session(python=ORACLE_PYTHON)
+def slow(session: nox.Session) -> None:
+    """The tests marked slow (tens of seconds each), which every other session skips."""
+    install_ember(session)
+    install_test_deps(session)
+    session.run("pytest", *TEST_PATHS, "-m", "slow", *session.posargs, env={"EMBER_SLOW_TESTS": "1"})
+
+
 @nox.session(python="3.11")
 def lint(session: nox.Session) -> None:
     """ruff check and ruff format --check."""
@@ -127,6 +135,7 @@ def bench(session: nox.Session) -> None:
     session.run("python", "tools/bench/autograd.py")
     session.run("python", "tools/bench/train.py")
     session.run("python", "tools/bench/collectives.py")
+    session.run("python", "tools/bench/dynamo.py")
 
 
 @nox.session(python="3.11")

@@ -64,11 +64,14 @@ _install_cuda_fallback()  # `import ember.cuda` works without the ember-cuda pac
 # ``ember.nn``, ``ember.optim``, ``ember.utils``, ``ember.accelerator``, ``ember.hub``, ``ember.onnx``, ``ember.testing``; ``ember.cuda`` is the ember-cuda package or, without it,
 # ``ember._cuda_fallback``.
 _LAZY_SUBPACKAGES = (
+    "_dynamo",
     "accelerator",
     "amp",
+    "compiler",
     "cuda",
     "distributed",
     "distributions",
+    "dynamo",
     "func",
     "fx",
     "hub",
@@ -151,6 +154,34 @@ def _functionalize_on_first_use(func, *, remove: str = "mutations"):
 
 if _providers.functionalize_implementation() is None:
     _providers.register_functionalize(_functionalize_on_first_use)
+
+
+def compile(
+    model=None,
+    *,
+    fullgraph=False,
+    dynamic=None,
+    backend="inductor",
+    mode=None,
+    options=None,
+    disable=False,
+):  # no annotations: `bool` here is ember.bool, the dtype
+    """Compile a function or a Module with graph capture (``ember.dynamo``, imported on first use).
+
+    Usable as ``ember.compile(fn)``, ``@ember.compile`` and ``@ember.compile(backend="eager")``; see
+    ``ember.dynamo.eval_frame.compile``.
+    """
+    from ember.dynamo.eval_frame import compile as _compile
+
+    return _compile(
+        model,
+        fullgraph=fullgraph,
+        dynamic=dynamic,
+        backend=backend,
+        mode=mode,
+        options=options,
+        disable=disable,
+    )
 
 
 def __getattr__(name: str):

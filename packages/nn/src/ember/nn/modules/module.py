@@ -520,7 +520,23 @@ class Module:
                         pass
             raise
 
-    __call__ = _call_impl
+    # Set by compile(): the compiled version of _call_impl, which __call__ then runs.
+    _compiled_call_impl: Callable | None = None
+
+    def _wrapped_call_impl(self, *args: Any, **kwargs: Any) -> Any:
+        compiled = self._compiled_call_impl
+        if compiled is not None:
+            return compiled(*args, **kwargs)
+        return self._call_impl(*args, **kwargs)
+
+    __call__ = _wrapped_call_impl
+
+    def compile(self, *args: Any, **kwargs: Any) -> None:
+        """Compile this module's calls in place with ``ember.compile`` (same arguments): the module
+        stays itself (same type, same state dict keys) and its ``__call__`` runs compiled."""
+        from ember.nn.modules import _compile_provider
+
+        _compile_provider.compile_in_place(self, *args, **kwargs)
 
     # -- printing --------------------------------------------------------------------------------
 

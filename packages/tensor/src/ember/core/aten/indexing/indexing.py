@@ -27,6 +27,7 @@ from ember.core.aten.indexing.advanced_indexing import index as index_op
 from ember.core.aten.indexing.advanced_indexing import index_put_
 from ember.core.aten.shape.copying import checked_scalar, copy_, fill_
 from ember.core.aten.shape.views import select, slice_, unsqueeze
+from ember.core.symbolic import SymInt
 from ember.core.tensor import Tensor, from_array
 
 
@@ -42,9 +43,14 @@ def _slice_dim(result: Tensor, dim: int, item: slice) -> Tensor:
     step = 1 if item.step is None else operator.index(item.step)
     if step <= 0:
         raise ValueError("step must be greater than zero")
-    start = None if item.start is None else operator.index(item.start)
-    stop = None if item.stop is None else operator.index(item.stop)
+    start = None if item.start is None else _bound(item.start)
+    stop = None if item.stop is None else _bound(item.stop)
     return slice_(result, dim, start, stop, step)
+
+
+def _bound(value):
+    """A slice bound as an int; a symbolic int stays symbolic (slice_ takes it), not fixed to its value."""
+    return value if isinstance(value, SymInt) else operator.index(value)
 
 
 def apply_index(self: Tensor, index) -> tuple[Tensor, bool]:

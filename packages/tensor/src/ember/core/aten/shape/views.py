@@ -42,7 +42,8 @@ def _sizes(args, name: str = "view", what: str = "size") -> tuple:
 
 def infer_size(shape: tuple, n: int) -> tuple:
     """Fill in one ``-1`` so that the sizes hold ``n`` elements."""
-    if -1 not in shape and numel(shape) == n and min(shape, default=0) >= 0:
+    # Each size on its own (not min()): symbolic sizes then need no guard ordering them.
+    if -1 not in shape and numel(shape) == n and all(size >= 0 for size in shape):
         return shape
     infer, known = None, 1
     for i, size in enumerate(shape):
