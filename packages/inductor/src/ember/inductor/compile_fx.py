@@ -72,7 +72,9 @@ def compile_fx_inner(gm: Any, example_inputs: list) -> CompiledGraph:
         outs = ", ".join(o.name if isinstance(o, Buffer) else repr(o) for o in graph.outputs)
         output_code_log.info("Output code:\n%s\n// wrapper:\n// %s\n// return %s", source, "\n// ".join(lines), outs)
     log.info("compiled a graph into %d kernels in %.2fs", len(kernels), time.perf_counter() - start)
-    return CompiledGraph(graph.inputs, run_steps, graph.outputs, source)
+    compiled = CompiledGraph(graph.inputs, run_steps, graph.outputs, source)
+    compiled.lowered, compiled.fallbacks = graph.lowered, graph.fallbacks
+    return compiled
 
 
 def _check_options(mode: str | None, options: dict | None) -> None:

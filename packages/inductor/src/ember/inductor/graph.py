@@ -65,6 +65,7 @@ class GraphLowering:
         self.inputs: list[InputBuffer | Any] = []
         self.outputs: list[Any] = []
         self.fallbacks: list[tuple[str, str]] = []
+        self.lowered: set[Any] = set()
         self.current: Any = None
 
     # -- used by lowerings ------------------------------------------------------------------------
@@ -184,6 +185,7 @@ class GraphLowering:
                 if reason is None:
                     try:
                         result = LOWERINGS[node.target](self, *args, **kwargs)
+                        self.lowered.add(node.target)
                     except NotImplementedError as e:
                         reason = str(e)
                 if reason is not None:

@@ -111,6 +111,8 @@ class ComputedBuffer(Buffer):
             reduced = ops.reduction(self.dtype, self.reduction_type, value)
             if self.reduction_type == "welford":
                 reduced = ops.getitem(reduced, self.welford_output)
+            elif self.reduction_type in ("argmax", "argmin"):
+                reduced = ops.getitem(reduced, 0)  # the index
             ops.store_reduction(self.name, out, reduced)
 
 

@@ -213,11 +213,13 @@ def where(ctx, cond, a, b):
 
 @register("clamp.default")
 def clamp(ctx, x, min=None, max=None):
+    dt = compute_dtype(ctx.out_dtype)  # read now: bodies run after the node is lowered
+
     def fn(v):
         if min is not None:
-            v = ops.maximum(v, ops.constant(min, compute_dtype(ctx.out_dtype)))
+            v = ops.maximum(v, ops.constant(min, dt))
         if max is not None:
-            v = ops.minimum(v, ops.constant(max, compute_dtype(ctx.out_dtype)))
+            v = ops.minimum(v, ops.constant(max, dt))
         return v
 
     return pointwise(ctx, [x], fn)
@@ -253,12 +255,14 @@ def clone(ctx, x, *, memory_format=None):
 
 @register("full.default")
 def full(ctx, size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None):
-    return make_box(tuple(size), ctx.out_dtype, lambda i: ops.constant(fill_value, compute_dtype(ctx.out_dtype)))
+    dt = compute_dtype(ctx.out_dtype)
+    return make_box(tuple(size), ctx.out_dtype, lambda i: ops.constant(fill_value, dt))
 
 
 @register("scalar_tensor.default")
 def scalar_tensor(ctx, value, *, dtype=None, layout=None, device=None, pin_memory=None):
-    return make_box((), ctx.out_dtype, lambda i: ops.constant(value, compute_dtype(ctx.out_dtype)))
+    dt = compute_dtype(ctx.out_dtype)
+    return make_box((), ctx.out_dtype, lambda i: ops.constant(value, dt))
 
 
 @register("_softmax.default")
@@ -340,6 +344,26 @@ def mean_dim(ctx, x, dim, keepdim=False, *, dtype=None):
     ld = total.loader
     dt = compute_dtype(ctx.out_dtype)
     return make_box(total.size, ctx.out_dtype, lambda i: ops.truediv(ld(i), ops.constant(float(n), dt)))
+
+
+@register("mean.default")
+def mean_all(ctx, x, *, dtype=None):
+    return mean_dim(ctx, x, None)
+
+
+@register("prod.default")
+def prod_all(ctx, x, *, dtype=None):
+    return reduce_box(ctx, x, [], False, "prod", ctx.out_dtype)
+
+
+@register("max.default")
+def max_all(ctx, x):
+    return reduce_box(ctx, x, [], False, "max", ctx.out_dtype)
+
+
+@register("min.default")
+def min_all(ctx, x):
+    return reduce_box(ctx, x, [], False, "min", ctx.out_dtype)
 
 
 @register("amax.default")

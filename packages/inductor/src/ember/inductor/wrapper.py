@@ -84,6 +84,13 @@ class CompiledGraph:
         self.steps = steps
         self.outputs = outputs
         self.source = source
+        # filled in by compile_fx_inner, for tests and debugging
+        self.lowered: set = set()
+        self.fallbacks: list[tuple[str, str]] = []
+
+    @property
+    def kernel_count(self) -> int:
+        return sum(isinstance(s, KernelStep) for s in self.steps)
 
     def __call__(self, args: list) -> list:
         env: dict[str, Any] = {}
