@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+import ember
 from ember.aot.aot_autograd import aot_function
 from ember.aot.backends import core_decompositions
 from ember.inductor.compile_fx import compile_fx_inner
@@ -33,8 +34,10 @@ def assert_same(got, want, rtol=1e-5, atol=1e-5, check_strides=True):
         a = [s for s, n in zip(got.stride(), got.shape, strict=True) if n != 1]
         b = [s for s, n in zip(want.stride(), want.shape, strict=True) if n != 1]
         assert a == b, (got.stride(), want.stride())
+    if got.dtype.is_floating_point:
+        got, want = got.detach().to(ember.float64), want.detach().to(ember.float64)
     g, w = got.detach().numpy(), want.detach().numpy()
-    if g.dtype.kind in "fc" or str(g.dtype) == "bfloat16":
+    if g.dtype.kind in "fc":
         np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=rtol, atol=atol, equal_nan=True)
     else:
         np.testing.assert_array_equal(g, w)

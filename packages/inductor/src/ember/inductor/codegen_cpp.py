@@ -44,7 +44,7 @@ def _node_code(node: ScheduledNode, k: int, arg_of: dict, dtype_of: dict, rows: 
     rindex = index_symbols("r", len(buf.reduction_size))
     with set_ops_handler(handler):
         buf.store_body(list(index), list(rindex))
-    lines = [f"{{  // {buf.name}: {'; '.join(buf.origins) or 'copy'}"]
+    lines = [f"{{  // {buf.name}"] + [f"  // {origin}" for origin in buf.origins]
     # the row dims, from the row number
     split, size = node.split, buf.size
     for d in range(split):

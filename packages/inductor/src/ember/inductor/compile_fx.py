@@ -30,8 +30,6 @@ log = logging.getLogger(__name__)
 output_code_log = get_artifact_logger(__name__, "output_code")
 schedule_log = get_artifact_logger(__name__, "schedule")
 
-_counter = [0]
-
 
 def compile_fx_inner(gm: Any, example_inputs: list) -> CompiledGraph:
     """One functional graph of core ops compiled to C++ kernels and a wrapper (a boxed callable)."""
@@ -42,11 +40,10 @@ def compile_fx_inner(gm: Any, example_inputs: list) -> CompiledGraph:
     live = remove_dead([b for b in graph.buffers if not isinstance(b, InputBuffer)], out_names)
     steps = schedule(live)
     external = {b.name for b in graph.buffers if not isinstance(b, ComputedBuffer)}
-    _counter[0] += 1
     kernels = []
     for step in steps:
         if isinstance(step, FusedGroup):
-            kernels.append(group_kernel(step, f"kernel_{_counter[0]}_{len(kernels)}", graph.name_to_buffer, external))
+            kernels.append(group_kernel(step, f"kernel{len(kernels)}", graph.name_to_buffer, external))
     source = module_source(kernels) if kernels else ""
     lib = cpp_builder.load(source) if kernels else None
     run_steps = []

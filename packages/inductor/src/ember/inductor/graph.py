@@ -82,7 +82,9 @@ class GraphLowering:
         self.name_to_buffer[buf.name] = buf
         return buf
 
-    def new_buffer(self, size, dtype, body, reduction_size=(), reduction_type=None, welford_output=0, layout=None):
+    def new_buffer(
+        self, size, dtype, body, reduction_size=(), reduction_type=None, welford_output=0, layout=None, origins=None
+    ):
         origin = f"{self.current.name} = {self.current.target}" if self.current is not None else "output"
         buf = ComputedBuffer(
             f"buf{len(self.buffers)}",
@@ -92,7 +94,7 @@ class GraphLowering:
             tuple(reduction_size),
             reduction_type,
             welford_output,
-            [origin],
+            list(origins) if origins else [*self._input_origins(), origin],
         )
         return self._register(buf)
 
@@ -100,7 +102,20 @@ class GraphLowering:
         if box.buffer is not None and (layout is None or box.buffer.layout == layout):
             return box.buffer
         loader = box.loader
-        return self.new_buffer(box.size, box.dtype, lambda index, rindex: loader(index), layout=layout)
+        origins = box.origins or None
+        return self.new_buffer(box.size, box.dtype, lambda index, rindex: loader(index), layout=layout, origins=origins)
+
+    def _input_origins(self) -> list[str]:
+        """The origins of the unrealized boxes the current node reads (they are fused into it)."""
+        if self.current is None:
+            return []
+        out: list[str] = []
+        for a in self.current.all_input_nodes:
+            box = self._env.get(a)
+            for b in box if isinstance(box, tuple) else (box,):
+                if isinstance(b, TensorBox) and b.buffer is None:
+                    out += [o for o in b.origins if o not in out]
+        return out
 
     # -- the graph --------------------------------------------------------------------------------
 
@@ -154,6 +169,7 @@ class GraphLowering:
 
     def run(self) -> None:
         env: dict[Any, Any] = {}
+        self._env = env
         placeholders = 0
         for node in self.gm.graph.nodes:
             self.current = node
@@ -190,6 +206,7 @@ class GraphLowering:
                         reason = str(e)
                 if reason is not None:
                     result = self._fallback(node, args, kwargs, reason)
+                self._set_origins(node, result)
                 env[node] = self._maybe_realize(node, result)
             elif node.op == "output":
                 self.current = None
@@ -206,6 +223,11 @@ class GraphLowering:
                         self.outputs.append(o)
             else:
                 raise NotImplementedError(f"the code generator cannot lower a graph node of kind {node.op!r}")
+
+    def _set_origins(self, node: Any, result: Any) -> None:
+        for r in result if isinstance(result, tuple) else (result,):
+            if isinstance(r, TensorBox) and r.buffer is None:
+                r.origins = [*self._input_origins(), f"{node.name} = {node.target}"]
 
     def _maybe_realize(self, node: Any, result: Any) -> Any:
         if isinstance(result, tuple):

@@ -146,6 +146,8 @@ class TensorBox:
     loader: Callable[[Index], Any]
     buffer: Buffer | None = None
     ops_count: int = 0
+    # the graph nodes whose code this box holds ("name = target"), for comments in the kernels
+    origins: list[str] = field(default_factory=list)
 
     @staticmethod
     def of(buffer: Buffer) -> TensorBox:
