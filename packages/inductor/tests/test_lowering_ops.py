@@ -118,6 +118,11 @@ def test_reductions(reductions, name):
     assert_same(got[name], want[name], rtol=1e-5, atol=1e-5)
 
 
+def test_var_is_a_welford_reduction(reductions):
+    kernels = reductions[2].source.split('extern "C"', 1)[1]
+    assert "ember_welford<float>" in kernels
+
+
 def test_no_fallbacks_and_the_ops_were_lowered(pointwise, views, reductions):
     lowered = set()
     for _, _, graph in (pointwise, views, reductions):

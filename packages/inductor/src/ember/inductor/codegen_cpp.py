@@ -69,10 +69,13 @@ def _node_code(node: ScheduledNode, k: int, arg_of: dict, dtype_of: dict, rows: 
         inner_pragma = "#pragma omp simd"
     elif info[1] == "sum" and info[2] in ("float", "double", "int64_t"):
         inner_pragma = f"#pragma omp simd reduction(+:{info[0]})"
+    simple_sum = info is not None and info[1] == "sum" and info[2] in ("float", "double", "int64_t")
+    manual = parallel and info is not None and not (simple_sum and len(loops) == 1)
+    simple_sum = simple_sum and len(loops) == 1
     out: list[str] = []
     if info is not None:
         acc, rtype, acc_t = info
-        if parallel:
+        if manual:
             out.append(f"{acc_t} {acc}_all = {acc_init(rtype, acc_t)};")
             out.append("#pragma omp parallel")
             out.append("{")
@@ -80,7 +83,12 @@ def _node_code(node: ScheduledNode, k: int, arg_of: dict, dtype_of: dict, rows: 
     for depth, (var, n) in enumerate(loops):
         last = depth == len(loops) - 1
         if depth == 0 and parallel:
-            out.append("#pragma omp for nowait" if info is not None else "#pragma omp parallel for")
+            if info is None:
+                out.append("#pragma omp parallel for simd" if last else "#pragma omp parallel for")
+            elif simple_sum:
+                out.append(f"#pragma omp parallel for simd reduction(+:{info[0]})")
+            else:
+                out.append("#pragma omp for nowait")
         elif last and inner_pragma:
             out.append(inner_pragma)
         out.append(_loop(var, n) + " {")
@@ -88,7 +96,7 @@ def _node_code(node: ScheduledNode, k: int, arg_of: dict, dtype_of: dict, rows: 
     out.extend("}" for _ in loops)
     if info is not None:
         acc, rtype, acc_t = info
-        if parallel:
+        if manual:
             out.append("#pragma omp critical")
             out.append("{ " + REDUCTION_COMBINE[rtype].format(acc=f"{acc}_all", other=acc) + " }")
             out.append("}")

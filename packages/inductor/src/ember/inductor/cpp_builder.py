@@ -73,6 +73,8 @@ def compiler_flags() -> tuple[str, ...]:
     flags = list(BASE_FLAGS)
     if _probe(cxx, ("-march=native",)):
         flags.append("-march=native")
+    # glibc's vector math library, for vectorized exp/log/sin... (the prelude declares them)
+    flags.append("-lmvec" if _probe(cxx, ("-lmvec",)) else "-DEMBER_NO_MVEC")
     return (*flags, *config.cpp.extra_flags)
 
 

@@ -276,6 +276,32 @@ PRELUDE = r"""
 #include <limits>
 #include <type_traits>
 
+// glibc's vector math (libmvec) for the float functions, so loops calling them vectorize; glibc
+// declares these only under -ffast-math, whose other effects (no NaN, no inf) we do not want.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(EMBER_NO_MVEC)
+#define EMBER_SIMD __attribute__((__simd__("notinbranch")))
+extern "C" {
+EMBER_SIMD float expf(float) noexcept;
+EMBER_SIMD float exp2f(float) noexcept;
+EMBER_SIMD float expm1f(float) noexcept;
+EMBER_SIMD float logf(float) noexcept;
+EMBER_SIMD float log2f(float) noexcept;
+EMBER_SIMD float log10f(float) noexcept;
+EMBER_SIMD float log1pf(float) noexcept;
+EMBER_SIMD float sinf(float) noexcept;
+EMBER_SIMD float cosf(float) noexcept;
+EMBER_SIMD float tanf(float) noexcept;
+EMBER_SIMD float tanhf(float) noexcept;
+EMBER_SIMD float sinhf(float) noexcept;
+EMBER_SIMD float coshf(float) noexcept;
+EMBER_SIMD float asinf(float) noexcept;
+EMBER_SIMD float acosf(float) noexcept;
+EMBER_SIMD float atanf(float) noexcept;
+EMBER_SIMD float erff(float) noexcept;
+EMBER_SIMD float erfcf(float) noexcept;
+}
+#endif
+
 template <typename T> static inline T ember_lowest() {
   return std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
 }

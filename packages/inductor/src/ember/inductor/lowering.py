@@ -412,9 +412,19 @@ def native_layer_norm(ctx, x, normalized_shape, weight, bias, eps):
     ndim, k = len(x.size), len(normalized_shape)
     dims = list(range(ndim - k, ndim))
     dt = compute_dtype(x.dtype)
-    mean = reduce_box(ctx, x, dims, True, "welford", dt, welford_output=0)
-    m2 = reduce_box(ctx, x, dims, True, "welford", dt, welford_output=1)
+    # two passes over each row (sum, then the sum of squared deviations): both vectorize, unlike a
+    # Welford update, and the row is still in cache for the second
     n = float(numel(normalized_shape))
+    total = reduce_box(ctx, x, dims, True, "sum", dt)
+    lt = total.loader
+    mean = TensorBox.of(ctx.realize(make_box(total.size, dt, lambda i: ops.truediv(lt(i), ops.constant(n, dt)))))
+    lx0, lm0 = as_loader(x, x.size, dt), as_loader(mean, x.size, dt)
+
+    def centered_sq(i):
+        d = ops.sub(lx0(i), lm0(i))
+        return ops.mul(d, d)
+
+    m2 = reduce_box(ctx, make_box(x.size, dt, centered_sq), dims, True, "sum", dt)
     lm2 = m2.loader
     rstd = make_box(
         m2.size, dt, lambda i: ops.rsqrt(ops.add(ops.truediv(lm2(i), ops.constant(n, dt)), ops.constant(eps, dt)))
