@@ -21,9 +21,9 @@ from typing import Any
 from ember.inductor import config, cpp_builder
 from ember.inductor.codegen_cpp import group_kernel, module_source
 from ember.inductor.graph import GraphLowering
-from ember.inductor.ir import Buffer, ComputedBuffer, ExternBuffer, InputBuffer, MultiOutput
+from ember.inductor.ir import AliasBuffer, Buffer, ComputedBuffer, ExternBuffer, InputBuffer, MultiOutput
 from ember.inductor.scheduler import FusedGroup, remove_dead, schedule
-from ember.inductor.wrapper import CompiledGraph, ExternStep, KernelStep, MultiOutputStep
+from ember.inductor.wrapper import AliasStep, CompiledGraph, ExternStep, KernelStep, MultiOutputStep
 from ember.logs import get_artifact_logger
 
 log = logging.getLogger(__name__)
@@ -57,6 +57,9 @@ def compile_fx_inner(gm: Any, example_inputs: list) -> CompiledGraph:
             fn.restype = ctypes.c_int
             run_steps.append(KernelStep(spec, fn, graph.name_to_buffer))
             lines.append(f"{', '.join(spec.outputs)} = {spec.name}({', '.join(spec.args[: -len(spec.outputs)])})")
+        elif isinstance(step, AliasBuffer):
+            run_steps.append(AliasStep(step))
+            lines.append(f"{step.name} = {step.source.name}.as_strided({step.layout.size}, {step.layout.stride})")
         elif isinstance(step, MultiOutput):
             run_steps.append(MultiOutputStep(step))
             lines.append(f"{step.name} = {step.source.name}[{step.index}]")

@@ -12,10 +12,13 @@ import logging
 import operator
 from typing import Any
 
+import sympy
+
 from ember.core.tensor import Tensor
 from ember.inductor import config
 from ember.inductor.cpp_ops import CTYPES
 from ember.inductor.ir import (
+    AliasBuffer,
     Buffer,
     ComputedBuffer,
     ExternBuffer,
@@ -24,8 +27,10 @@ from ember.inductor.ir import (
     MultiOutput,
     TensorBox,
     contiguous_strides,
+    index_symbols,
 )
 from ember.inductor.lowering import LOWERINGS
+from ember.inductor.virtualized import CountHandler, set_ops_handler
 from ember.logs import get_artifact_logger
 
 perf_log = get_artifact_logger(__name__, "perf_hints")
@@ -99,7 +104,7 @@ class GraphLowering:
         return self._register(buf)
 
     def realize(self, box: TensorBox, layout: Layout | None = None) -> Buffer:
-        if box.buffer is not None and (layout is None or box.buffer.layout == layout):
+        if box.buffer is not None and (layout is None or box.buffer.layout.same_as(layout)):
             return box.buffer
         loader = box.loader
         origins = box.origins or None
@@ -214,7 +219,10 @@ class GraphLowering:
                 outs = outs if isinstance(outs, list | tuple) else [outs]
                 vals = [o.meta.get("val") if hasattr(o, "meta") else None for o in outs]
                 for o, v in zip(_map(list(outs), env), vals, strict=True):
-                    if isinstance(o, TensorBox):
+                    alias = self._input_alias(o, v)
+                    if alias is not None:
+                        self.outputs.append(self._register(alias))
+                    elif isinstance(o, TensorBox):
                         layout = _dense_layout(v) if _is_tensor(v) else None
                         if o.buffer is not None and not isinstance(o.buffer, ComputedBuffer):
                             layout = None  # inputs and extern outputs are returned as they are
@@ -223,6 +231,32 @@ class GraphLowering:
                         self.outputs.append(o)
             else:
                 raise NotImplementedError(f"the code generator cannot lower a graph node of kind {node.op!r}")
+
+    def _input_alias(self, box: Any, val: Any) -> AliasBuffer | None:
+        """An output that only reads one input through index arithmetic is a view of it (AOT autograd
+        remakes such outputs from the real inputs with the sizes, strides and offset they have)."""
+        if not isinstance(box, TensorBox) or box.buffer is not None or not _is_tensor(val):
+            return None
+        probe = _ViewProbe()
+        with set_ops_handler(probe):
+            symbols = list(index_symbols("x", len(box.size)))
+            result = box.loader(symbols)
+        if (
+            probe.count != 1
+            or not isinstance(result, tuple)
+            or not isinstance(self.name_to_buffer[result[1]], InputBuffer)
+        ):
+            return None
+        source = self.name_to_buffer[result[1]]
+        example = self.example_inputs[self.inputs.index(source)]
+        if getattr(val, "_storage", None) is not getattr(example, "_storage", 0):
+            return None  # eager's output has its own memory: a copy it is
+        delta = val.storage_offset() - example.storage_offset()
+        strided = delta + sum((i * s for i, s, n in zip(symbols, val.stride(), val.shape, strict=True) if n != 1), 0)
+        if sympy.expand(result[2] - strided) != 0:
+            return None
+        layout = Layout(tuple(val.shape), tuple(val.stride()), 0)
+        return AliasBuffer(f"buf{len(self.buffers)}", val.dtype, layout, source, delta)
 
     def _set_origins(self, node: Any, result: Any) -> None:
         for r in result if isinstance(result, tuple) else (result,):
@@ -240,6 +274,14 @@ class GraphLowering:
         ):
             return TensorBox.of(self.realize(result))
         return result
+
+
+class _ViewProbe(CountHandler):
+    """Counts ops; a load returns ``("load", buffer)`` so a body that is one bare load shows as such."""
+
+    def load(self, name, index):
+        self.count += 1
+        return ("load", name, index)
 
 
 def _dense_layout_of_extern(val: Tensor) -> Layout:

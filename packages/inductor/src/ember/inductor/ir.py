@@ -52,6 +52,14 @@ class Layout:
             (i * s for i, s, n in zip(index, self.stride, self.size, strict=True) if n != 1), sympy.Integer(0)
         )
 
+    def same_as(self, other: Layout) -> bool:
+        """Equal as memory layouts: strides of size-1 dims do not matter."""
+        return (
+            self.size == other.size
+            and self.offset == other.offset
+            and all(a == b for a, b, n in zip(self.stride, other.stride, self.size, strict=True) if n != 1)
+        )
+
     def is_contiguous(self) -> bool:
         return self.offset == 0 and all(
             s == c for s, c, n in zip(self.stride, contiguous_strides(self.size), self.size, strict=True) if n != 1
@@ -135,6 +143,16 @@ class MultiOutput(Buffer):
 
     source: ExternBuffer = None  # type: ignore[assignment]
     index: int = 0
+
+
+@dataclass(eq=False)
+class AliasBuffer(Buffer):
+    """An output that is a view of a graph input, returned as a view (as eager does), not as a copy.
+
+    ``layout`` is the view's, ``offset_delta`` its storage offset less the input's."""
+
+    source: InputBuffer = None  # type: ignore[assignment]
+    offset_delta: int = 0
 
 
 @dataclass(eq=False)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import sympy
 
-from ember.inductor.ir import Buffer, ComputedBuffer, ExternBuffer, MultiOutput, index_symbols
+from ember.inductor.ir import AliasBuffer, Buffer, ComputedBuffer, ExternBuffer, MultiOutput, index_symbols
 from ember.inductor.virtualized import ReadsHandler, set_ops_handler
 
 
@@ -48,7 +48,7 @@ def node_reads(buf: ComputedBuffer) -> tuple[list[tuple[str, sympy.Expr]], list[
 
 
 def extern_reads(buf: Buffer) -> set[str]:
-    if isinstance(buf, MultiOutput):
+    if isinstance(buf, MultiOutput | AliasBuffer):
         return {buf.source.name}
     names: set[str] = set()
 

@@ -15,7 +15,7 @@ import numpy as np
 from ember.core.devices import CPU
 from ember.core.tensor import empty
 from ember.inductor.codegen_cpp import KernelSpec
-from ember.inductor.ir import Buffer, ExternBuffer, InputBuffer, MultiOutput
+from ember.inductor.ir import AliasBuffer, Buffer, ExternBuffer, InputBuffer, MultiOutput
 
 
 class KernelStep:
@@ -72,6 +72,16 @@ class MultiOutputStep:
 
     def __call__(self, env: dict[str, Any]) -> None:
         env[self.buf.name] = env[self.buf.source.name][self.buf.index]
+
+
+class AliasStep:
+    def __init__(self, buf: AliasBuffer) -> None:
+        self.buf = buf
+
+    def __call__(self, env: dict[str, Any]) -> None:
+        b = self.buf
+        base = env[b.source.name]
+        env[b.name] = base.as_strided(b.layout.size, b.layout.stride, base.storage_offset() + b.offset_delta)
 
 
 class CompiledGraph:
