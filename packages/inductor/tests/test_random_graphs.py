@@ -48,7 +48,11 @@ def _build(program):
     return fn
 
 
-@settings(max_examples=int(__import__("os").environ.get("EMBER_RANDOM_GRAPHS", "6")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=int(__import__("os").environ.get("EMBER_RANDOM_GRAPHS", "6")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(st.lists(step, min_size=1, max_size=6))
 def test_random_graph_matches_eager(program):
     ember.manual_seed(0)
