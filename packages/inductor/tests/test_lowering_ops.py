@@ -27,7 +27,8 @@ def pointwise_graph(x, y, i, m):
         "int_add": i + 3, "int_mul": i * i, "int_to_float": i * 0.5, "to_int": x.to(ember.int64),
         "to_f64": x.to(ember.float64), "bool_to_f": m.float(), "full": ember.full((4, 8), 2.5) + x,
         "gelu": F.gelu(x), "gelu_tanh": F.gelu(x, approximate="tanh"), "isnan": ember.isnan(x / x),
-        "scalar_add": x + 1, "remainder": ember.remainder(i, 3), "bcast_col": x + y[:, :1],
+        "scalar_add": x + 1, "full_like": ember.full_like(x, 7.0) * y,
+        "arange": ember.arange(8) + i, "arange_float": ember.arange(0.5, 4.5, 0.5) * x, "remainder": ember.remainder(i, 3), "bcast_col": x + y[:, :1],
     }  # fmt: skip
     return out
 
@@ -50,7 +51,7 @@ def reduction_graph(x, z, i):
         "max_all": x.amax((0, 1)), "max_full": z.max(), "prod_all": x[:2].prod(), "var": x.var(1), "var_unbiased_all": z.var(), "var_keep": x.var(0, keepdim=True),
         "std": x.std(1), "argmax": x.argmax(1), "argmin": z.argmin(2), "prod": x.prod(1), "int_sum": i.sum(1),
         "softmax": ember.softmax(x, -1), "log_softmax_like": x - x.exp().sum(-1, keepdim=True).log(),
-        "softmax_dim0": ember.softmax(z, 0), "layer_norm": F.layer_norm(x, (8,)),
+        "softmax_dim0": ember.softmax(z, 0), "log_softmax": ember.log_softmax(x, -1), "layer_norm": F.layer_norm(x, (8,)),
     }  # fmt: skip
 
 
@@ -131,5 +132,6 @@ def test_no_fallbacks_and_the_ops_were_lowered(pointwise, views, reductions):
     for op in ("aten.add.Tensor", "aten.where.self", "aten.clamp.default", "aten.permute.default",
                "aten.expand.default", "aten.slice.Tensor", "aten.select.int", "aten.unsqueeze.default",
                "aten.sum.dim_IntList", "aten.amax.default", "aten.var.correction", "aten._softmax.default",
-               "aten.native_layer_norm.default", "aten.view.default"):  # fmt: skip
+               "aten.native_layer_norm.default", "aten.view.default", "aten._log_softmax.default",
+               "aten.arange.start_step", "aten.full_like.default"):  # fmt: skip
         assert op in lowered, op

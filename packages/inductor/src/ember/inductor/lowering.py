@@ -259,6 +259,24 @@ def full(ctx, size, fill_value, *, dtype=None, layout=None, device=None, pin_mem
     return make_box(tuple(size), ctx.out_dtype, lambda i: ops.constant(fill_value, dt))
 
 
+@register("full_like.default")
+def full_like(ctx, x, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    return full(ctx, x.size, fill_value)
+
+
+@register("arange.start_step")
+def arange(ctx, start, end, step=1, *, dtype=None, layout=None, device=None, pin_memory=None):
+    n = max(0, math.ceil((end - start) / step))
+    dt = compute_dtype(ctx.out_dtype)
+    if all(isinstance(v, int) for v in (start, step)):
+        return make_box((n,), ctx.out_dtype, lambda i: ops.index_expr(i[0] * step + start, dt))
+    return make_box(
+        (n,),
+        ctx.out_dtype,
+        lambda i: ops.add(ops.constant(float(start), dt), ops.mul(ops.index_expr(i[0], dt), ops.constant(step, dt))),
+    )
+
+
 @register("scalar_tensor.default")
 def scalar_tensor(ctx, value, *, dtype=None, layout=None, device=None, pin_memory=None):
     dt = compute_dtype(ctx.out_dtype)
@@ -273,6 +291,16 @@ def softmax(ctx, x, dim, half_to_float):
     total = reduce_box(ctx, shifted, [dim], True, "sum", compute_dtype(x.dtype))
     ls, lt = shifted.loader, as_loader(total, x.size, total.dtype)
     return make_box(x.size, ctx.out_dtype, lambda i: ops.truediv(ls(i), lt(i)))
+
+
+@register("_log_softmax.default")
+def log_softmax(ctx, x, dim, half_to_float):
+    dim = dim % max(len(x.size), 1)
+    dt = compute_dtype(x.dtype)
+    mx = reduce_box(ctx, x, [dim], True, "max", x.dtype)
+    total = reduce_box(ctx, _sub_exp(x, mx), [dim], True, "sum", dt)
+    lx, lm, lt = as_loader(x, x.size, dt), as_loader(mx, x.size, dt), as_loader(total, x.size, dt)
+    return make_box(x.size, ctx.out_dtype, lambda i: ops.sub(ops.sub(lx(i), lm(i)), ops.log(lt(i))))
 
 
 def _sub_exp(x: TensorBox, mx: TensorBox) -> TensorBox:

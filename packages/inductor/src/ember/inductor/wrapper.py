@@ -84,6 +84,18 @@ class AliasStep:
         env[b.name] = base.as_strided(b.layout.size, b.layout.stride, base.storage_offset() + b.offset_delta)
 
 
+def _same_strides(t: Any, spec: InputBuffer) -> bool:
+    return all(a == b for a, b, n in zip(t._stride, spec.layout.stride, spec.size, strict=True) if n != 1)
+
+
+def _restride(t: Any, spec: InputBuffer) -> Any:
+    """A copy of ``t`` laid out as the kernels were specialized for (AOT autograd may hand the backward
+    saved tensors or gradients whose strides differ from the ones it traced with)."""
+    out = empty(spec.size, spec.dtype, CPU, spec.layout.stride)
+    out.copy_(t)
+    return out
+
+
 class CompiledGraph:
     """A boxed callable (it takes its inputs as one list), as AOT autograd's compilers return."""
 
@@ -112,6 +124,8 @@ class CompiledGraph:
                         f"{tuple(a._shape)} and {a.dtype}: kernels are specialized on sizes (dynamic shapes in "
                         "kernels are not built yet)"
                     )
+                if not _same_strides(a, spec):
+                    a = _restride(a, spec)
                 env[spec.name] = a
             elif a != spec:
                 raise RuntimeError(f"compiled graph was specialized for the value {spec!r}, got {a!r}")
