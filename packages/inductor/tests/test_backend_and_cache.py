@@ -119,13 +119,14 @@ def test_unbuilt_modes_raise():
         ember.inductor.compile_fx(None, [], options={"check": True})
 
 
-def test_output_code_is_logged_with_each_nodes_op(caplog):
+def test_output_code_is_logged_with_each_nodes_op(capfd):
     ember.logs.set_logs(output_code=True)
     try:
         compiled, rec = compile_with_inductor(lambda t: t.exp() + 1)
         np.testing.assert_allclose(compiled(ember.ones(3)).numpy(), np.e + 1, rtol=1e-6)
     finally:
         ember.logs.set_logs()
+    assert "// exp = aten.exp.default" in capfd.readouterr().err
     assert "// exp = aten.exp.default" in rec.graphs[0].source
     assert "// add = aten.add.Tensor" in rec.graphs[0].source
 

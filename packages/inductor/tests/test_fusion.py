@@ -84,7 +84,7 @@ def test_gelu_mlp_forward_and_backward_through_aot():
         np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-5)
 
 
-def test_gemms_run_as_extern_calls_with_a_perf_hint(caplog):
+def test_gemms_run_as_extern_calls_with_a_perf_hint(capfd):
     ember.logs.set_logs(perf_hints=True)
     try:
         a, b = ember.randn(4, 5), ember.randn(5, 3)
@@ -92,6 +92,7 @@ def test_gemms_run_as_extern_calls_with_a_perf_hint(caplog):
         assert_same(compiled(a, b), (a @ b).relu())
     finally:
         ember.logs.set_logs()
+    assert "aten.mm.default) runs as an extern call of its eager kernel: a GEMM" in capfd.readouterr().err
     graph = rec.graphs[0]
     assert any(isinstance(s, ExternStep) for s in graph.steps)
     assert graph.fallbacks and "GEMM" in graph.fallbacks[0][1]
