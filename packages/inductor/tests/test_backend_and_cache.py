@@ -101,6 +101,12 @@ def test_the_kernel_checks_the_strides_it_was_built_for():
         step({"arg0": ember.randn(4, 3).t()})  # called directly: no copy to the expected layout
 
 
+def test_dynamic_shapes_are_refused_clearly():
+    compiled = ember.compile(lambda t: t + 1, backend=ember.inductor.compile_fx, dynamic=True)
+    with pytest.raises(Exception, match="dynamic shapes in kernels are not built yet"):
+        compiled(ember.randn(5, 3))
+
+
 def test_no_compiler_gives_a_clear_error(monkeypatch):
     monkeypatch.setattr(config.cpp, "cxx", "no-such-compiler-xyz")
     cpp_builder.find_compiler.cache_clear()

@@ -86,6 +86,20 @@ def _check_options(mode: str | None, options: dict | None) -> None:
         raise NotImplementedError("ember._inductor.config.freezing and max_autotune are not built yet")
 
 
+def _check_static(gm: Any) -> None:
+    from ember.inductor.graph import _is_static
+
+    for node in getattr(getattr(gm, "graph", None), "nodes", ()):
+        if node.op != "placeholder":
+            continue
+        value = node.meta.get("val", node.meta.get("example_value"))
+        if value is not None and not _is_static(value):
+            raise NotImplementedError(
+                f"graph input {node.name} has symbolic sizes: the code generator specializes kernels on sizes, "
+                "and dynamic shapes in kernels are not built yet (compile with dynamic=False)"
+            )
+
+
 def compile_fx(
     model: Any, example_inputs: list, *, mode: str | None = None, options: dict | None = None, **kwargs: Any
 ) -> Callable:
@@ -95,6 +109,7 @@ def compile_fx(
     from ember.aot.backends import core_decompositions
 
     _check_options(mode, options)
+    _check_static(model)
     return aot_module_simplified(
         model,
         example_inputs,

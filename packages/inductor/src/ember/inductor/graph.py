@@ -181,6 +181,11 @@ class GraphLowering:
             if node.op == "placeholder":
                 value = self.example_inputs[placeholders]
                 placeholders += 1
+                if not _is_static(value):
+                    raise NotImplementedError(
+                        f"graph input {node.name} has symbolic sizes: the code generator specializes kernels on "
+                        "sizes, and dynamic shapes in kernels are not built yet (compile with dynamic=False)"
+                    )
                 if _is_tensor(value):
                     if value.device.type != "cpu":
                         raise NotImplementedError(
@@ -282,6 +287,12 @@ class _ViewProbe(CountHandler):
     def load(self, name, index):
         self.count += 1
         return ("load", name, index)
+
+
+def _is_static(value: Any) -> bool:
+    if _is_tensor(value):
+        return all(type(s) is int for s in (*value.shape, *value.stride()))
+    return type(value).__name__ not in ("SymInt", "SymFloat", "SymBool")
 
 
 def _dense_layout_of_extern(val: Tensor) -> Layout:
