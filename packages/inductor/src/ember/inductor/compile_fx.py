@@ -86,18 +86,34 @@ def _check_options(mode: str | None, options: dict | None) -> None:
         raise NotImplementedError("ember._inductor.config.freezing and max_autotune are not built yet")
 
 
-def _check_static(gm: Any) -> None:
+def _has_symbolic_inputs(gm: Any) -> bool:
     from ember.inductor.graph import _is_static
 
     for node in getattr(getattr(gm, "graph", None), "nodes", ()):
-        if node.op != "placeholder":
-            continue
-        value = node.meta.get("val", node.meta.get("example_value"))
-        if value is not None and not _is_static(value):
-            raise NotImplementedError(
-                f"graph input {node.name} has symbolic sizes: the code generator specializes kernels on sizes, "
-                "and dynamic shapes in kernels are not built yet (compile with dynamic=False)"
-            )
+        if node.op == "placeholder":
+            value = node.meta.get("val", node.meta.get("example_value"))
+            if value is not None and not _is_static(value):
+                return True
+    return False
+
+
+class _PerSizes:
+    """A graph with symbolic sizes, compiled again for each set of concrete input sizes it is called with:
+    kernels are specialized on sizes (one kernel serving every size is not built yet)."""
+
+    def __init__(self, gm: Any, compile_one: Callable) -> None:
+        self.gm, self.compile_one = gm, compile_one
+        self.compiled: dict[tuple, Callable] = {}
+
+    def __call__(self, *args: Any) -> Any:
+        key = tuple(
+            (tuple(a.shape), tuple(a.stride()), a.dtype) if hasattr(a, "stride") else (type(a), a) for a in args
+        )
+        fn = self.compiled.get(key)
+        if fn is None:
+            log.info("compiling %s for the sizes %s", type(self.gm).__name__, key)
+            fn = self.compiled[key] = self.compile_one(self.gm, list(args))
+        return fn(*args)
 
 
 def compile_fx(
@@ -109,14 +125,15 @@ def compile_fx(
     from ember.aot.backends import core_decompositions
 
     _check_options(mode, options)
-    _check_static(model)
-    return aot_module_simplified(
-        model,
-        example_inputs,
-        fw_compiler=compile_fx_inner,
-        bw_compiler=compile_fx_inner,
-        decompositions=core_decompositions(),
-    )
+
+    def compile_one(gm: Any, inputs: list) -> Callable:
+        return aot_module_simplified(
+            gm, inputs, fw_compiler=compile_fx_inner, bw_compiler=compile_fx_inner, decompositions=core_decompositions()
+        )
+
+    if _has_symbolic_inputs(model):
+        return _PerSizes(model, compile_one)
+    return compile_one(model, example_inputs)
 
 
 inductor = compile_fx
