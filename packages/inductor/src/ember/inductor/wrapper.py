@@ -16,6 +16,9 @@ from ember.core.devices import CPU
 from ember.core.tensor import empty
 from ember.inductor.codegen_cpp import KernelSpec
 from ember.inductor.ir import AliasBuffer, Buffer, ExternBuffer, InputBuffer, MultiOutput
+from ember.logs import get_artifact_logger
+
+perf_log = get_artifact_logger(__name__, "perf_hints")
 
 
 class KernelStep:
@@ -91,6 +94,8 @@ def _same_strides(t: Any, spec: InputBuffer) -> bool:
 def _restride(t: Any, spec: InputBuffer) -> Any:
     """A copy of ``t`` laid out as the kernels were specialized for (AOT autograd may hand the backward
     saved tensors or gradients whose strides differ from the ones it traced with)."""
+    if perf_log.isEnabledFor(20):
+        perf_log.info("input %s copied from strides %s to %s", spec.name, tuple(t._stride), spec.layout.stride)
     out = empty(spec.size, spec.dtype, CPU, spec.layout.stride)
     out.copy_(t)
     return out
