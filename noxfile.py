@@ -22,6 +22,7 @@ PACKAGES = [
     "packages/nn",
     "packages/fx",
     "packages/dynamo",
+    "packages/inductor",
     "packages/distributed",
     "packages/ember",
 ]

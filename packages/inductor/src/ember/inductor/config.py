@@ -1,0 +1,41 @@
+"""Settings of the code generator (``ember._inductor.config`` is this module).
+
+Environment overrides: ``EMBER_CACHE_DIR`` (where compiled kernels are kept), ``CXX`` (the C++
+compiler to use).
+"""
+
+from __future__ import annotations
+
+import os
+from types import SimpleNamespace
+
+# A pointwise value read by more than one consumer is kept in memory once its body has this many
+# ops; below that it is recomputed in each consumer (fused into it).
+realize_reads_threshold = 8
+# Any value whose body grows past this many ops is kept in memory.
+realize_ops_threshold = 96
+
+cpp = SimpleNamespace(
+    # The compiler: $CXX, else the first of these found on PATH.
+    cxx=os.environ.get("CXX") or None,
+    candidates=("g++", "c++", "clang++"),
+    # Elements below which a loop runs on one thread.
+    parallel_threshold=32768,
+    # Rows below which the row loop is not the parallel one (the node's own loop is).
+    min_parallel_rows=16,
+    # Extra flags, appended (and part of the cache key).
+    extra_flags=(),
+)
+
+
+def cache_dir() -> str:
+    """``EMBER_CACHE_DIR``, else ``~/.cache/ember``; kernels live under ``inductor/`` in it."""
+    base = os.environ.get("EMBER_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "ember"
+    )
+    return os.path.join(base, "inductor")
+
+
+# Not built yet; setting them raises where they would be used.
+max_autotune = False
+freezing = False

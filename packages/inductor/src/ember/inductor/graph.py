@@ -1,0 +1,310 @@
+"""Lowering a whole FX graph: inputs become buffers, nodes become boxes and buffers, outputs are realized.
+
+A node's result stays a ``TensorBox`` (fused into its readers) unless it is read by several nodes
+and is not cheap to recompute, grows too big, or is read by an extern call; then it is realized.
+Ops with no lowering (and GEMMs, convolutions) run as extern calls of their eager kernel, and each
+such decision is logged under the ``perf_hints`` artifact with its reason.
+"""
+
+from __future__ import annotations
+
+import logging
+import operator
+from typing import Any
+
+import sympy
+
+from ember.core.tensor import Tensor
+from ember.inductor import config
+from ember.inductor.cpp_ops import CTYPES
+from ember.inductor.ir import (
+    AliasBuffer,
+    Buffer,
+    ComputedBuffer,
+    ExternBuffer,
+    InputBuffer,
+    Layout,
+    MultiOutput,
+    TensorBox,
+    contiguous_strides,
+    index_symbols,
+)
+from ember.inductor.lowering import LOWERINGS
+from ember.inductor.virtualized import CountHandler, set_ops_handler
+from ember.logs import get_artifact_logger
+
+perf_log = get_artifact_logger(__name__, "perf_hints")
+log = logging.getLogger(__name__)
+
+_EXTERN_KIND = {
+    "mm": "a GEMM",
+    "bmm": "a batched GEMM",
+    "addmm": "a GEMM",
+    "convolution": "a convolution",
+    "_scaled_dot_product_flash_attention_for_cpu": "attention",
+}
+
+
+def _is_tensor(v: Any) -> bool:
+    return isinstance(v, Tensor)
+
+
+def _dense_layout(val: Tensor) -> Layout:
+    """The layout eager gives ``val`` when it is dense and non-overlapping, else a contiguous one."""
+    size, stride = tuple(val.shape), tuple(val.stride())
+    dims = sorted((s, n) for s, n in zip(stride, size, strict=True) if n != 1)
+    expected = 1
+    for s, n in dims:
+        if s != expected:
+            return Layout(size, contiguous_strides(size))
+        expected *= n
+    return Layout(size, stride)
+
+
+class GraphLowering:
+    def __init__(self, gm: Any, example_inputs: list) -> None:
+        self.gm = gm
+        self.example_inputs = list(example_inputs)
+        self.buffers: list[Buffer] = []
+        self.name_to_buffer: dict[str, Buffer] = {}
+        self.inputs: list[InputBuffer | Any] = []
+        self.outputs: list[Any] = []
+        self.fallbacks: list[tuple[str, str]] = []
+        self.lowered: set[Any] = set()
+        self.current: Any = None
+
+    # -- used by lowerings ------------------------------------------------------------------------
+
+    @property
+    def out_dtype(self) -> Any:
+        val = self.current.meta.get("val")
+        if isinstance(val, list | tuple):
+            val = val[0]
+        return val.dtype
+
+    def _register(self, buf: Buffer) -> Buffer:
+        self.buffers.append(buf)
+        self.name_to_buffer[buf.name] = buf
+        return buf
+
+    def new_buffer(
+        self, size, dtype, body, reduction_size=(), reduction_type=None, welford_output=0, layout=None, origins=None
+    ):
+        origin = f"{self.current.name} = {self.current.target}" if self.current is not None else "output"
+        buf = ComputedBuffer(
+            f"buf{len(self.buffers)}",
+            dtype,
+            layout or Layout(tuple(size), contiguous_strides(size)),
+            body,
+            tuple(reduction_size),
+            reduction_type,
+            welford_output,
+            list(origins) if origins else [*self._input_origins(), origin],
+        )
+        return self._register(buf)
+
+    def realize(self, box: TensorBox, layout: Layout | None = None) -> Buffer:
+        if box.buffer is not None and (layout is None or box.buffer.layout.same_as(layout)):
+            return box.buffer
+        loader = box.loader
+        origins = box.origins or None
+        return self.new_buffer(box.size, box.dtype, lambda index, rindex: loader(index), layout=layout, origins=origins)
+
+    def _input_origins(self) -> list[str]:
+        """The origins of the unrealized boxes the current node reads (they are fused into it)."""
+        if self.current is None:
+            return []
+        out: list[str] = []
+        for a in self.current.all_input_nodes:
+            box = self._env.get(a)
+            for b in box if isinstance(box, tuple) else (box,):
+                if isinstance(b, TensorBox) and b.buffer is None:
+                    out += [o for o in b.origins if o not in out]
+        return out
+
+    # -- the graph --------------------------------------------------------------------------------
+
+    def _fallback(self, node: Any, args: tuple, kwargs: dict, reason: str) -> Any:
+        def buffers_of(a):
+            if isinstance(a, TensorBox):
+                return self.realize(a)
+            if isinstance(a, list | tuple):
+                return type(a)(buffers_of(x) for x in a)
+            return a
+
+        args, kwargs = buffers_of(args), {k: buffers_of(v) for k, v in kwargs.items()}
+        val = node.meta.get("val")
+        self.fallbacks.append((str(node.target), reason))
+        perf_log.info("%s (%s) runs as an extern call of its eager kernel: %s", node.name, node.target, reason)
+        origin = [f"{node.name} = {node.target}"]
+        if _is_tensor(val):
+            buf = ExternBuffer(f"buf{len(self.buffers)}", val.dtype, _dense_layout_of_extern(val), node.target, args,
+                               kwargs, reason, origin)  # fmt: skip
+            return TensorBox.of(self._register(buf))
+        if isinstance(val, list | tuple):
+            src = ExternBuffer(f"buf{len(self.buffers)}", None, Layout((), ()), node.target, args, kwargs, reason,
+                               origin)  # fmt: skip
+            self._register(src)
+            outs = []
+            for i, v in enumerate(val):
+                if _is_tensor(v):
+                    m = MultiOutput(f"buf{len(self.buffers)}", v.dtype, _dense_layout_of_extern(v), src, i)
+                    outs.append(TensorBox.of(self._register(m)))
+                else:
+                    outs.append(v)
+            return tuple(outs)
+        raise NotImplementedError(f"{node.target} returns {type(val).__name__}, which the code generator cannot hold")
+
+    def _lowerable(self, node: Any, args: tuple, kwargs: dict) -> str | None:
+        """Why ``node`` cannot be lowered (``None``: it can)."""
+        target = node.target
+        packet = getattr(target, "__name__", str(target)).split(".")[1] if "." in str(target) else str(target)
+        if packet in _EXTERN_KIND:
+            return f"{_EXTERN_KIND[packet]} runs as an extern kernel (eager's)"
+        if target not in LOWERINGS:
+            return f"no lowering for {target}"
+        vals = node.meta.get("val")
+        vals = list(vals) if isinstance(vals, list | tuple) else [vals]
+        dtypes = [v.dtype for v in vals if _is_tensor(v)]
+        dtypes += [a.dtype for a in list(args) + list(kwargs.values()) if isinstance(a, TensorBox)]
+        for d in dtypes:
+            if d not in CTYPES:
+                return f"the C++ code generator has no kernels for {d}"
+        return None
+
+    def run(self) -> None:
+        env: dict[Any, Any] = {}
+        self._env = env
+        placeholders = 0
+        for node in self.gm.graph.nodes:
+            self.current = node
+            if node.op == "placeholder":
+                value = self.example_inputs[placeholders]
+                placeholders += 1
+                if not _is_static(value):
+                    raise NotImplementedError(
+                        f"graph input {node.name} has symbolic sizes: the code generator specializes kernels on "
+                        "sizes, and dynamic shapes in kernels are not built yet (compile with dynamic=False)"
+                    )
+                if _is_tensor(value):
+                    if value.device.type != "cpu":
+                        raise NotImplementedError(
+                            f"the code generator builds C++ kernels for cpu tensors only; {value.device.type} "
+                            "tensors need Triton code generation, which is not built yet (use backend='aot_eager')"
+                        )
+                    buf = InputBuffer(f"arg{placeholders - 1}", value.dtype,
+                                      Layout(tuple(value.shape), tuple(value.stride())))  # fmt: skip
+                    self._register(buf)
+                    self.inputs.append(buf)
+                    env[node] = TensorBox.of(buf)
+                else:
+                    self.inputs.append(value)
+                    env[node] = value
+            elif node.op == "call_function":
+                args = _map(node.args, env)
+                kwargs = {k: _map(v, env) for k, v in node.kwargs.items()}
+                if node.target is operator.getitem:
+                    env[node] = args[0][args[1]]
+                    continue
+                reason = self._lowerable(node, args, kwargs)
+                result = None
+                if reason is None:
+                    try:
+                        result = LOWERINGS[node.target](self, *args, **kwargs)
+                        self.lowered.add(node.target)
+                    except NotImplementedError as e:
+                        reason = str(e)
+                if reason is not None:
+                    result = self._fallback(node, args, kwargs, reason)
+                self._set_origins(node, result)
+                env[node] = self._maybe_realize(node, result)
+            elif node.op == "output":
+                self.current = None
+                outs = node.args[0]
+                outs = outs if isinstance(outs, list | tuple) else [outs]
+                vals = [o.meta.get("val") if hasattr(o, "meta") else None for o in outs]
+                for o, v in zip(_map(list(outs), env), vals, strict=True):
+                    alias = self._input_alias(o, v)
+                    if alias is not None:
+                        self.outputs.append(self._register(alias))
+                    elif isinstance(o, TensorBox):
+                        layout = _dense_layout(v) if _is_tensor(v) else None
+                        if o.buffer is not None and not isinstance(o.buffer, ComputedBuffer):
+                            layout = None  # inputs and extern outputs are returned as they are
+                        self.outputs.append(self.realize(o, layout))
+                    else:
+                        self.outputs.append(o)
+            else:
+                raise NotImplementedError(f"the code generator cannot lower a graph node of kind {node.op!r}")
+
+    def _input_alias(self, box: Any, val: Any) -> AliasBuffer | None:
+        """An output that only reads one input through index arithmetic is a view of it (AOT autograd
+        remakes such outputs from the real inputs with the sizes, strides and offset they have)."""
+        if not isinstance(box, TensorBox) or box.buffer is not None or not _is_tensor(val):
+            return None
+        probe = _ViewProbe()
+        with set_ops_handler(probe):
+            symbols = list(index_symbols("x", len(box.size)))
+            result = box.loader(symbols)
+        if (
+            probe.count != 1
+            or not isinstance(result, tuple)
+            or not isinstance(self.name_to_buffer[result[1]], InputBuffer)
+        ):
+            return None
+        source = self.name_to_buffer[result[1]]
+        example = self.example_inputs[self.inputs.index(source)]
+        if getattr(val, "_storage", None) is not getattr(example, "_storage", 0):
+            return None  # eager's output has its own memory: a copy it is
+        delta = val.storage_offset() - example.storage_offset()
+        strided = delta + sum((i * s for i, s, n in zip(symbols, val.stride(), val.shape, strict=True) if n != 1), 0)
+        if sympy.expand(result[2] - strided) != 0:
+            return None
+        layout = Layout(tuple(val.shape), tuple(val.stride()), 0)
+        return AliasBuffer(f"buf{len(self.buffers)}", val.dtype, layout, source, delta)
+
+    def _set_origins(self, node: Any, result: Any) -> None:
+        for r in result if isinstance(result, tuple) else (result,):
+            if isinstance(r, TensorBox) and r.buffer is None:
+                r.origins = [*self._input_origins(), f"{node.name} = {node.target}"]
+
+    def _maybe_realize(self, node: Any, result: Any) -> Any:
+        if isinstance(result, tuple):
+            return tuple(self._maybe_realize(node, r) for r in result)
+        if not isinstance(result, TensorBox) or result.buffer is not None:
+            return result
+        users = len(node.users)
+        if result.ops_count > config.realize_ops_threshold or (
+            users > 1 and result.ops_count > config.realize_reads_threshold
+        ):
+            return TensorBox.of(self.realize(result))
+        return result
+
+
+class _ViewProbe(CountHandler):
+    """Counts ops; a load returns ``("load", buffer)`` so a body that is one bare load shows as such."""
+
+    def load(self, name, index):
+        self.count += 1
+        return ("load", name, index)
+
+
+def _is_static(value: Any) -> bool:
+    if _is_tensor(value):
+        return all(type(s) is int for s in (*value.shape, *value.stride()))
+    return type(value).__name__ not in ("SymInt", "SymFloat", "SymBool")
+
+
+def _dense_layout_of_extern(val: Tensor) -> Layout:
+    # the wrapper passes an extern result's data pointer (its offset included): offset 0 here
+    return Layout(tuple(val.shape), tuple(val.stride()))
+
+
+def _map(a: Any, env: dict) -> Any:
+    if hasattr(a, "op") and hasattr(a, "users"):
+        return env[a]
+    if isinstance(a, list | tuple):
+        return type(a)(_map(x, env) for x in a)
+    if isinstance(a, dict):
+        return {k: _map(v, env) for k, v in a.items()}
+    return a
