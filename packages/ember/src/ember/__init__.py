@@ -65,6 +65,7 @@ _install_cuda_fallback()  # `import ember.cuda` works without the ember-cuda pac
 # ``ember._cuda_fallback``.
 _LAZY_SUBPACKAGES = (
     "_dynamo",
+    "_inductor",
     "accelerator",
     "amp",
     "compiler",
@@ -75,6 +76,7 @@ _LAZY_SUBPACKAGES = (
     "func",
     "fx",
     "hub",
+    "inductor",
     "library",
     "nn",
     "onnx",
