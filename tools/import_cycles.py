@@ -36,6 +36,14 @@ KNOWN: list[frozenset[str]] = [
         # tensors of that mode (PyTorch keeps the same knot inside one file).
         "ember._subclasses.fake_converter ember._subclasses.fake_dynamic ember._subclasses.fake_impls "
         "ember._subclasses.fake_tensor",
+        # Bytecode capture: the translator makes trackers of the values it meets, and trackers inline
+        # calls through new translators (PyTorch's dynamo has the same knot).
+        "ember.dynamo.bytecode_ops ember.dynamo.codegen ember.dynamo.convert_frame ember.dynamo.decorators "
+        "ember.dynamo.frame_cache ember.dynamo.generators ember.dynamo.output_graph ember.dynamo.side_effects "
+        "ember.dynamo.symbolic_convert ember.dynamo.trace_rules ember.dynamo.variables.base "
+        "ember.dynamo.variables.builder ember.dynamo.variables.builtin ember.dynamo.variables.containers "
+        "ember.dynamo.variables.exceptions ember.dynamo.variables.functions ember.dynamo.variables.iter_tools "
+        "ember.dynamo.variables.objects ember.dynamo.variables.tensor ember.dynamo.variables.user_objects",
     )
 ]
 

@@ -243,7 +243,10 @@ def test_normal_rsample_gradient_is_the_reparameterization():
     _close(es.grad, ts.grad, "d/dscale")
 
 
-def test_validation_errors_match_torch():
+def test_validation_errors_match_torch(monkeypatch):
+    # Validation on in both, whatever other tests in this process set PyTorch's default to.
+    monkeypatch.setattr(TD.Distribution, "_validate_args", True)
+    monkeypatch.setattr(D.Distribution, "_validate_args", True)
     for ctor in (lambda m: m.Normal(0.0, -1.0), lambda m: m.Bernoulli(probs=1.5), lambda m: m.Gamma(-1.0, 1.0)):
         with pytest.raises(ValueError) as ours:
             ctor(D)

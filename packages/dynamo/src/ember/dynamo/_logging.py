@@ -2,18 +2,15 @@
 
 The component ``dynamo`` (``EMBER_LOGS=dynamo``: one INFO line per compiled frame with its time;
 ``+dynamo`` for DEBUG) and the artifacts ``bytecode``, ``graph``, ``graph_code``, ``graph_breaks``,
-``guards``, ``recompiles`` and ``dynamic`` (which sizes became symbolic, and why). The names live in
-``ember.logs``'s registry; ``dynamic`` is declared here, by the package that writes it.
+``guards``, ``recompiles`` and ``dynamic`` (which sizes became symbolic, and why), declared with the
+others in ``ember.logs``'s registry.
 """
 
 from __future__ import annotations
 
 import logging
 
-from ember.logs import get_artifact_logger, register_artifact, registry
-
-if "dynamic" not in registry.artifacts:
-    register_artifact("dynamic", "which sizes and ints became symbolic (automatic dynamic shapes), and why")
+from ember.logs import get_artifact_logger
 
 ARTIFACTS = ("bytecode", "graph", "graph_code", "graph_breaks", "guards", "recompiles", "dynamic")
 
