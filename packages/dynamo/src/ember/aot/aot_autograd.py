@@ -328,6 +328,7 @@ def aot_module_simplified(
     lifted as inputs before ``args``, and the compiled function takes ``args`` only."""
     from ember.func import functional_call
 
+    _refuse_unbacked(mod)
     named = dict(mod.named_parameters(remove_duplicate=False))
     named.update(dict(mod.named_buffers(remove_duplicate=False)))
     names = list(named)
@@ -354,3 +355,35 @@ def aot_module_simplified(
         return compiled(*params, *runtime_args)
 
     return forward
+
+
+def _refuse_unbacked(mod: Any) -> None:
+    """AOT autograd cannot trace values known only at run time (``item()`` under
+    ``capture_scalar_outputs``, sizes of ``nonzero`` and the like under
+    ``capture_dynamic_output_shape_ops``): say so instead of failing inside the trace."""
+    from ember.fx.experimental.symbolic_shapes import free_symbols
+
+    graph = getattr(mod, "graph", None)
+    for node in graph.nodes if graph is not None else ():
+        value = node.meta.get("example_value")
+        for sym in _sym_scalars(value):
+            env = getattr(sym.node, "shape_env", None)
+            known = getattr(env, "var_to_val", {})
+            if any(s not in known for s in free_symbols(sym)):
+                raise NotImplementedError(
+                    f"AOT autograd does not support data-dependent (unbacked) values: node {node.name!r} "
+                    f"({node.format_node()}) has {sym}; use backend='eager', or turn off "
+                    "ember._dynamo.config.capture_scalar_outputs / capture_dynamic_output_shape_ops"
+                )
+
+
+def _sym_scalars(value: Any) -> list:
+    from ember.fx.experimental.symbolic_shapes import SymBool, SymFloat, SymInt
+
+    if isinstance(value, SymInt | SymFloat | SymBool):
+        return [value]
+    if isinstance(value, list | tuple):
+        return [s for v in value for s in _sym_scalars(v)]
+    if isinstance(value, Tensor):
+        return [s for s in (*value.shape, *value.stride()) if isinstance(s, SymInt)]
+    return []

@@ -55,13 +55,23 @@ class OutputGraph:
         self.add_guard(None, GuardKind.GRAD_MODE, self.initial_grad)
         self.add_guard(None, GuardKind.DEFAULT_DTYPE, api.get_default_dtype())
         self.add_guard(None, GuardKind.AUTOCAST, autocast_state())
+        from ember.dynamo import config
+
+        # item() and data-dependent sizes become unbacked symbols: the fakes need a ShapeEnv for them.
+        self.capture_scalars = bool(config.capture_scalar_outputs)
+        self.capture_dynamic_shapes = bool(config.capture_dynamic_output_shape_ops)
+        if self.capture_scalars or self.capture_dynamic_shapes:
+            self.shape_env  # noqa: B018
 
     @property
     def shape_env(self) -> Any:
         if self.fake_mode.shape_env is None:
             from ember.fx.experimental.symbolic_shapes import ShapeEnv
 
-            self.fake_mode.shape_env = ShapeEnv()
+            self.fake_mode.shape_env = ShapeEnv(
+                allow_scalar_outputs=self.capture_scalars,
+                allow_dynamic_output_shape_ops=self.capture_dynamic_shapes,
+            )
         return self.fake_mode.shape_env
 
     # -- guards ------------------------------------------------------------------------------------
@@ -215,6 +225,10 @@ class OutputGraph:
         except Unsupported:
             raise
         except Exception as e:
+            if type(e).__name__ == "GuardOnDataDependentSymNode":
+                from ember.dynamo.variables.tensor import data_dependent_branch
+
+                raise data_dependent_branch(getattr(e, "cond", e)) from None
             if type(e).__name__ in _DATA_DEPENDENT:
                 raise Unsupported(
                     f"{_target_name(target)} has an output that depends on data ({type(e).__name__})",

@@ -140,18 +140,34 @@ class SymNodeVariable(VariableTracker):
         return type(self.value)
 
     def truth(self, tx) -> bool:
-        return bool(self.value)  # guards through the ShapeEnv
+        from ember.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
+
+        try:
+            return bool(self.value)  # guards through the ShapeEnv
+        except GuardOnDataDependentSymNode:
+            raise data_dependent_branch(self.value) from None
 
     def as_int(self) -> int:
-        from ember.fx.experimental.symbolic_shapes import guard_int
+        from ember.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, guard_int
 
-        return guard_int(self.value)
+        try:
+            return guard_int(self.value)
+        except GuardOnDataDependentSymNode:
+            raise data_dependent_branch(self.value) from None
 
     def call_method(self, tx, name, args, kwargs):
         return tx.output.call_graph("call_method", name, [self, *args], kwargs)
 
     def describe(self) -> str:
         return f"a symbolic {type(self.value).__name__} ({self.value})"
+
+
+def data_dependent_branch(value: Any) -> Unsupported:
+    """The graph break for a decision on a value only known when the graph runs (an unbacked symbol)."""
+    return Unsupported(
+        f"a decision depends on the data-dependent value {value} (from Tensor.item() or a data-dependent size)",
+        "keep the branch out of the compiled region, or use ember.cond / ember.where on tensors",
+    )
 
 
 class SliceVariable(VariableTracker):
