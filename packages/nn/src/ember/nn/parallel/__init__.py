@@ -13,3 +13,7 @@ def __getattr__(name: str) -> Any:
     if name == "DistributedDataParallel":
         return distributed.resolve()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), "DistributedDataParallel"})
