@@ -5,7 +5,9 @@
 The model is the GPT of tools/bench/train.py (4 layers, width 128, context 64); each rank trains on
 its own batch of ``--batch`` sequences (global batch nproc x batch). One step is forward, loss,
 backward (DDP's gradient buckets all-reduced as backward produces them) and an AdamW update. Both
-libraries start from the same weights (PyTorch's, seed 0, copied) and see the same batches.
+libraries start from the same weights (PyTorch's, seed 0, copied) and see the same batches. Each job
+first times the same step without DDP, every rank busy alike: it tells DDP's own cost (the DDP
+step over the plain one) from the library's eager speed.
 
 Both run under the same launcher (``python -m ember.distributed.run``), each job its own set of
 ranks, phases alternating Ember and PyTorch. In a job, after two warm-up steps, each of R rounds
@@ -50,17 +52,33 @@ def _worker(library: str, batch: int, steps: int, rounds: int) -> None:
         model = reference
     del reference
     rank = dist.get_rank()
-    ddp = lib.nn.parallel.DistributedDataParallel(model)
-    opt = lib.optim.AdamW(ddp.parameters(), lr=1e-3)
     x, y = gpt_batch(np.random.default_rng(rank), batch=batch)
     x, y = lib.tensor(x), lib.tensor(y)
+    # The same step without DDP first (DDP's hooks would fire on a plain backward once it wraps the
+    # model): what each rank's compute costs on this machine with every rank busy, so that the
+    # table tells DDP's own cost from the library's eager speed.
+    plain = _times(dist, lib, _stepper(lib, model, x, y), steps, rounds)
+    ddp = lib.nn.parallel.DistributedDataParallel(model)
+    times = {"plain": plain, "ddp": _times(dist, lib, _stepper(lib, ddp, x, y), steps, rounds)}
+    if rank == 0:
+        print("RESULTS " + json.dumps(times), flush=True)
+    dist.destroy_process_group()
+
+
+def _stepper(lib, model, x, y):
+    opt = lib.optim.AdamW(model.parameters(), lr=1e-3)
 
     def step() -> None:
-        loss = ddp(x, y)
+        loss = model(x, y)
         opt.zero_grad()
         loss.backward()
         opt.step()
 
+    return step
+
+
+def _times(dist, lib, step, steps: int, rounds: int) -> list[float]:
+    """Seconds per step of each round, the slowest rank's, after two warm-up steps."""
     step()
     step()
     times = []
@@ -72,12 +90,10 @@ def _worker(library: str, batch: int, steps: int, rounds: int) -> None:
         slowest = lib.tensor([(time.perf_counter() - start) / steps], dtype=lib.float64)
         dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
         times.append(slowest.item())
-    if rank == 0:
-        print("RESULTS " + json.dumps(times), flush=True)
-    dist.destroy_process_group()
+    return times
 
 
-def _job(library: str, args: argparse.Namespace) -> list[float]:
+def _job(library: str, args: argparse.Namespace) -> dict[str, list[float]]:
     command = [sys.executable, "-m", "ember.distributed.run", "--nproc-per-node", str(args.nproc), __file__,
                "--worker", library, "--batch", str(args.batch), "--steps", str(args.steps),
                "--rounds", str(args.rounds)]  # fmt: skip
@@ -101,17 +117,22 @@ def main() -> None:
     if args.worker:
         _worker(args.worker, args.batch, args.steps, args.rounds)
         return
-    times: dict[str, list[float]] = {"ember": [], "torch": []}
+    times: dict[tuple[str, str], list[float]] = {}
     for _ in range(args.phases):
         for library in ("ember", "torch"):
-            times[library] += _job(library, args)
-    ours, theirs = min(times["ember"]), min(times["torch"])
+            for kind, rounds in _job(library, args).items():
+                times.setdefault((library, kind), []).extend(rounds)
     print(f"GPT 4x128, ctx 64, {args.nproc} ranks x batch {args.batch}, ms per step (best of "
-          f"{args.phases * args.rounds} rounds of {args.steps} steps)")  # fmt: skip
-    print("| model | Ember DDP (MPI) | PyTorch DDP (gloo) | ratio | spread Ember / PyTorch |")
-    print("|---|---|---|---|---|")
-    spread = f"{max(times['ember']) / ours:.2f} / {max(times['torch']) / theirs:.2f}"
-    print(f"| GPT 4x128 | {ours * 1e3:.1f} | {theirs * 1e3:.1f} | {theirs / ours:.2f} | {spread} |")
+          f"{args.phases * args.rounds} rounds of {args.steps} steps; spread: worst round / best)")  # fmt: skip
+    print("| step | Ember | PyTorch | ratio | spread Ember / PyTorch |\n|---|---|---|---|---|")
+    for kind, name in (("ddp", "DDP (MPI / gloo)"), ("plain", "same step without DDP")):
+        ours, theirs = times[("ember", kind)], times[("torch", kind)]
+        spread = f"{max(ours) / min(ours):.2f} / {max(theirs) / min(theirs):.2f}"
+        ratio = min(theirs) / min(ours)
+        print(f"| {name} | {min(ours) * 1e3:.1f} | {min(theirs) * 1e3:.1f} | {ratio:.2f} | {spread} |")
+    for library, name in (("ember", "Ember"), ("torch", "PyTorch")):
+        cost = min(times[(library, "ddp")]) / min(times[(library, "plain")])
+        print(f"{name}: a DDP step takes {cost:.2f}x the step without DDP")
 
 
 if __name__ == "__main__":
