@@ -136,6 +136,7 @@ def bench(session: nox.Session) -> None:
     session.run("python", "tools/bench/autograd.py")
     session.run("python", "tools/bench/train.py")
     session.run("python", "tools/bench/collectives.py")
+    session.run("python", "tools/bench/ddp.py")
     session.run("python", "tools/bench/dynamo.py")
 
 
