@@ -138,6 +138,8 @@ def bench(session: nox.Session) -> None:
     session.run("python", "tools/bench/collectives.py")
     session.run("python", "tools/bench/ddp.py")
     session.run("python", "tools/bench/dynamo.py")
+    session.run("python", "tools/bench/dynamo_guards.py")
+    session.run("python", "tools/bench/inductor.py")
 
 
 @nox.session(python="3.11")
