@@ -122,6 +122,7 @@ def demo(session: nox.Session) -> None:
     session.run("python", "demo/tensors_demo.py")
     session.run("python", "demo/logs_demo.py")
     session.run("python", "demo/gpt_demo.py")
+    session.run("python", "demo/compile_demo.py")
 
 
 @nox.session(python="3.11")
