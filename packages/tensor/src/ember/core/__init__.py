@@ -36,6 +36,7 @@ from ember.core.symbolic import (
     sym_not,
 )
 from ember.core.tensor import Size, Tensor
+from ember.core.interop_threads import get_num_interop_threads, set_num_interop_threads
 from ember.core.threads import get_num_threads, set_num_threads
 
 _attach_methods(Tensor)
@@ -68,6 +69,7 @@ __all__ = [
     "functions",
     "get_default_device",
     "get_default_dtype",
+    "get_num_interop_threads",
     "get_num_threads",
     "iinfo",
     "ops",
@@ -77,6 +79,7 @@ __all__ = [
     "set_default_device",
     "set_default_dtype",
     "set_default_tensor_type",
+    "set_num_interop_threads",
     "set_num_threads",
     "sym_float",
     "sym_int",
