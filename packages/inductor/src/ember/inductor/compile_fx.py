@@ -91,9 +91,10 @@ def _check_options(mode: str | None, options: dict | None) -> None:
     if mode not in (None, "default", "reduce-overhead"):
         raise NotImplementedError(f"mode={mode!r} is not built yet in Ember's code generator (max-autotune, ...)")
     for key in options or {}:
-        raise NotImplementedError(f"options[{key!r}] is not built yet in Ember's code generator (the check mode, ...)")
-    if config.freezing or config.max_autotune:
-        raise NotImplementedError("ember._inductor.config.freezing and max_autotune are not built yet")
+        if key != "check":
+            raise NotImplementedError(f"options[{key!r}] is not built yet in Ember's code generator")
+    if config.max_autotune:
+        raise NotImplementedError("ember._inductor.config.max_autotune is not built yet")
 
 
 def _has_symbolic_inputs(gm: Any) -> bool:
@@ -133,12 +134,20 @@ def compile_fx(
     compiled to C++/OpenMP kernels. Kernels are specialized on the sizes of ``example_inputs``."""
     from ember.aot.aot_autograd import aot_module_simplified
     from ember.aot.backends import core_decompositions
+    from ember.autograd import is_grad_enabled
 
     _check_options(mode, options)
+    inner: Callable = compile_fx_inner
+    if (options or {}).get("check"):
+        from ember.inductor.check import compile_checked as inner
 
     def compile_one(gm: Any, inputs: list) -> Callable:
+        if config.freezing and not is_grad_enabled():
+            from ember.inductor.freezing import compile_frozen
+
+            return compile_frozen(gm, inputs, inner, core_decompositions())
         return aot_module_simplified(
-            gm, inputs, fw_compiler=compile_fx_inner, bw_compiler=compile_fx_inner, decompositions=core_decompositions()
+            gm, inputs, fw_compiler=inner, bw_compiler=inner, decompositions=core_decompositions()
         )
 
     if _has_symbolic_inputs(model):
