@@ -13,11 +13,17 @@ rewound for the eager run and left where the compiled run moved it.
 Tolerances: ``rtol = atol = 1e-4`` for float32/float64, ``1e-2`` for float16/bfloat16, exact
 equality for integers and bools; NaN equals NaN. It is a debugging mode: each call runs the graph
 twice and compiles it with extra outputs.
+
+The user's line: Dynamo records it on each node of its graph (``stack_trace``). AOT autograd traces
+that graph into the functional one by running it, and records on each node it makes the Python frames
+it runs under; ``with_user_frames`` runs Dynamo's graph node by node, each op called from a frame
+placed at that node's file and line (a one-line function compiled under the user's file name), so
+the functional graph's nodes name the user's line too.
 """
 
 from __future__ import annotations
 
-import copy
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -34,6 +40,63 @@ class AccuracyError(RuntimeError):
     """Compiled code computed a node's value other than eager does."""
 
 
+_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<name>\S+)')
+_trampolines: dict[tuple[str, int, str], Callable] = {}
+
+
+def _trampoline(filename: str, lineno: int, name: str) -> Callable:
+    """``call(fn, *args, **kwargs)`` whose frame sits at ``filename:lineno`` in a function named ``name``."""
+    key = (filename, lineno, name)
+    fn = _trampolines.get(key)
+    if fn is None:
+        ident = name if name.isidentifier() else "user_code"
+        source = "\n" * (lineno - 1) + f"def {ident}(__fn, *args, **kwargs): return __fn(*args, **kwargs)\n"
+        namespace: dict = {}
+        exec(compile(source, filename, "exec"), namespace)
+        fn = _trampolines[key] = namespace[ident]
+    return fn
+
+
+def with_user_frames(gm: Any) -> Any:
+    """A module that runs ``gm`` node by node, each op called from a frame at the node's user line
+    (from its ``stack_trace``), so a tracer that records frames (AOT autograd's) records that line."""
+    from ember.fx.interpreter import Interpreter
+    from ember.nn.modules.module import Module
+
+    class FramedInterpreter(Interpreter):
+        def run_node(self, n):
+            self._user = None
+            frames = _FRAME.findall(n.meta.get("stack_trace") or "")
+            if frames:
+                filename, line, name = frames[-1]
+                self._user = _trampoline(filename, int(line), name)
+            return super().run_node(n)
+
+        def call_function(self, target, args, kwargs):
+            if self._user is None:
+                return super().call_function(target, args, kwargs)
+            return self._user(target, *args, **kwargs)
+
+        def call_method(self, target, args, kwargs):
+            if self._user is None:
+                return super().call_method(target, args, kwargs)
+            return self._user(getattr(args[0], target), *args[1:], **kwargs)
+
+    class WithUserFrames(Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = gm
+
+        @property
+        def graph(self) -> Any:
+            return gm.graph
+
+        def forward(self, *args: Any) -> Any:
+            return FramedInterpreter(gm).run(*args)
+
+    return WithUserFrames()
+
+
 def _tensor_nodes(gm: Any) -> list[Any]:
     return [
         n
@@ -44,14 +107,13 @@ def _tensor_nodes(gm: Any) -> list[Any]:
 
 def _with_every_value(gm: Any, nodes: list[Any]) -> Any:
     """A copy of ``gm`` whose output is its own outputs followed by the value of each of ``nodes``."""
+    from ember.fx.graph import Graph
     from ember.fx.graph_module import GraphModule
 
-    memo: dict = {}
-    graph = copy.deepcopy(gm.graph, memo)
-    out = graph.output_node()
-    outs = out.args[0]
+    graph, val_map = Graph(), {}
+    outs = graph.graph_copy(gm.graph, val_map)
     outs = list(outs) if isinstance(outs, list | tuple) else [outs]
-    out.args = ((*outs, *[memo[n] for n in nodes]),)
+    graph.output((*outs, *[val_map[n] for n in nodes]))
     return GraphModule(gm, graph)
 
 
@@ -139,4 +201,4 @@ def compile_checked(gm: Any, example_inputs: list) -> CheckedGraph:
     return CheckedGraph(gm, compiled, nodes, n_outputs)
 
 
-__all__ = ["AccuracyError", "CheckedGraph", "compile_checked"]
+__all__ = ["AccuracyError", "CheckedGraph", "compile_checked", "with_user_frames"]

@@ -138,10 +138,14 @@ def compile_fx(
 
     _check_options(mode, options)
     inner: Callable = compile_fx_inner
-    if (options or {}).get("check"):
+    check = bool((options or {}).get("check"))
+    if check:
         from ember.inductor.check import compile_checked as inner
+        from ember.inductor.check import with_user_frames
 
     def compile_one(gm: Any, inputs: list) -> Callable:
+        if check:
+            gm = with_user_frames(gm)
         if config.freezing and not is_grad_enabled():
             from ember.inductor.freezing import compile_frozen
 
