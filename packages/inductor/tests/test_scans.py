@@ -118,3 +118,71 @@ def test_scan_backward_compiles_and_matches_eager():
     x.grad = None
     (x.cumsum(1) * x.sin()).sum().backward()
     assert_same(gx, x.grad, rtol=1e-5, atol=1e-5)
+
+
+# cummax, cummin and logcumsumexp have scan lowerings for graphs that hold them as single ops (the core
+# builds them from other ops today); these graphs are made by hand, with a stand-in op for each.
+
+
+def standin_cummax(x, dim):
+    return ember.cummax(x, dim)
+
+
+def standin_cummin(x, dim):
+    return ember.cummin(x, dim)
+
+
+def standin_logcumsumexp(x, dim):
+    return ember.logcumsumexp(x, dim)
+
+
+def _one_op_graph(target, xs, dims):
+    """``target(x, dim)`` for each input and dim, as nodes of one graph; and the eager results."""
+    import operator
+
+    from ember.fx.graph import Graph
+    from ember.fx.graph_module import GraphModule
+
+    g = Graph()
+    outs, wants = [], []
+    phs = []
+    for k, x in enumerate(xs):
+        ph = g.placeholder(f"x{k}")
+        ph.meta["val"] = x
+        phs.append(ph)
+    for ph, x in zip(phs, xs, strict=True):
+        for dim in dims:
+            node = g.call_function(target, (ph, dim))
+            val = target(x, dim)
+            node.meta["val"] = tuple(val) if isinstance(val, tuple) else val
+            for i, v in enumerate(val if isinstance(val, tuple) else [val]):
+                item = g.call_function(operator.getitem, (node, i)) if isinstance(val, tuple) else node
+                item.meta["val"] = v
+                outs.append(item)
+                wants.append(v)
+    g.output(tuple(outs))
+    return GraphModule({}, g), wants
+
+
+@pytest.mark.parametrize("name", ["cummax", "cummin", "logcumsumexp"])
+def test_scan_kinds_for_single_op_graphs(name, monkeypatch):
+    from ember.inductor import lowering, lowering_scan
+    from ember.inductor.compile_fx import compile_fx_inner
+
+    target = globals()[f"standin_{name}"]
+    monkeypatch.setitem(lowering.LOWERINGS, target, getattr(lowering_scan, name))
+    rng = np.random.default_rng(1)
+    xs = []
+    for dtype in ("float32", "float64") if name == "logcumsumexp" else ("float32", "float64", "int64"):
+        values = rng.integers(-3, 4, size=(4, 5, 6)).astype(dtype)  # ties, for the index rule
+        if dtype != "int64":
+            values[1, 2, 3] = values[1, 2, 5] = np.nan
+            values[2, 0, 1] = -np.inf
+        xs.append(ember.tensor(values))
+    gm, want = _one_op_graph(target, xs, (0, 1, -1))
+    compiled = compile_fx_inner(gm, xs)
+    got = compiled(xs)
+    assert compiled.fallbacks == []
+    assert compiled.source.count('extern "C" int scan_') == len(xs) * 3
+    for g, w in zip(got, want, strict=True):
+        assert_same(g, w, rtol=1e-6, atol=1e-6)

@@ -7,8 +7,9 @@ step. The input is read through its loader, so pointwise producers fuse into the
 The kernel is a function of its own in the graph's C++ module (``GeneratedKernel``); the graph holds
 it as an ``ExternBuffer`` whose op is the kernel, so the scheduler and the wrapper treat it as an
 extern call, and ``compile_fx_inner`` adds its source to the module and binds it once loaded. The
-combine steps (``SCANS``) also cover ``logcumsumexp`` and ``cummax``/``cummin`` (value and index),
-for graphs that hold those as ops.
+combine steps (``SCANS``) also cover ``logcumsumexp`` and ``cummax``/``cummin`` (value and index, with
+eager's rules for ties and NaN); their lowerings register under the ATen ops of those names where the
+core has them (today it builds them from other ops, which their graphs then hold).
 """
 
 from __future__ import annotations
