@@ -125,8 +125,8 @@ def test_no_compiler_gives_a_clear_error(monkeypatch):
 def test_unbuilt_modes_raise():
     with pytest.raises(NotImplementedError, match="max-autotune"):
         ember.inductor.compile_fx(None, [], mode="max-autotune")
-    with pytest.raises(NotImplementedError, match="check"):
-        ember.inductor.compile_fx(None, [], options={"check": True})
+    with pytest.raises(NotImplementedError, match="coordinate_descent_tuning"):
+        ember.inductor.compile_fx(None, [], options={"coordinate_descent_tuning": True})
 
 
 def test_output_code_is_logged_with_each_nodes_op(capfd):

@@ -22,6 +22,8 @@ from ember.inductor import config, cpp_builder
 from ember.inductor.codegen_cpp import group_kernel, module_source
 from ember.inductor.graph import GraphLowering
 from ember.inductor.ir import AliasBuffer, Buffer, ComputedBuffer, ExternBuffer, InputBuffer, MultiOutput
+from ember.inductor.lowering_random import RngGraph, as_rng_tensor, rng_inputs
+from ember.inductor.lowering_scan import GeneratedKernel
 from ember.inductor.scheduler import FusedGroup, remove_dead, schedule
 from ember.inductor.wrapper import AliasStep, CompiledGraph, ExternStep, KernelStep, MultiOutputStep
 from ember.logs import get_artifact_logger
@@ -31,9 +33,13 @@ output_code_log = get_artifact_logger(__name__, "output_code")
 schedule_log = get_artifact_logger(__name__, "schedule")
 
 
-def compile_fx_inner(gm: Any, example_inputs: list) -> CompiledGraph:
+def compile_fx_inner(gm: Any, example_inputs: list) -> CompiledGraph | RngGraph:
     """One functional graph of core ops compiled to C++ kernels and a wrapper (a boxed callable)."""
     start = time.perf_counter()
+    # the Philox seed and offset ints of AOT autograd's random ops travel as one-element buffers
+    rng_in, rng_out = rng_inputs(gm)
+    if rng_in:
+        example_inputs = [as_rng_tensor(a) if i in rng_in else a for i, a in enumerate(example_inputs)]
     graph = GraphLowering(gm, example_inputs)
     graph.run()
     out_names = {o.name for o in graph.outputs if isinstance(o, Buffer)}
@@ -44,8 +50,12 @@ def compile_fx_inner(gm: Any, example_inputs: list) -> CompiledGraph:
     for step in steps:
         if isinstance(step, FusedGroup):
             kernels.append(group_kernel(step, f"kernel{len(kernels)}", graph.name_to_buffer, external))
-    source = module_source(kernels) if kernels else ""
-    lib = cpp_builder.load(source) if kernels else None
+    # scans and other kernels generated for one node, called as extern ops: their source joins the module
+    generated = [b.op for b in live if isinstance(b, ExternBuffer) and isinstance(b.op, GeneratedKernel)]
+    source = module_source([*kernels, *generated]) if kernels or generated else ""
+    lib = cpp_builder.load(source) if source else None
+    for g in generated:
+        g.bind(lib)
     run_steps = []
     specs = iter(kernels)
     lines = []
@@ -74,16 +84,17 @@ def compile_fx_inner(gm: Any, example_inputs: list) -> CompiledGraph:
     log.info("compiled a graph into %d kernels in %.2fs", len(kernels), time.perf_counter() - start)
     compiled = CompiledGraph(graph.inputs, run_steps, graph.outputs, source)
     compiled.lowered, compiled.fallbacks = graph.lowered, graph.fallbacks
-    return compiled
+    return RngGraph(compiled, rng_in, rng_out) if rng_in or rng_out else compiled
 
 
 def _check_options(mode: str | None, options: dict | None) -> None:
     if mode not in (None, "default", "reduce-overhead"):
         raise NotImplementedError(f"mode={mode!r} is not built yet in Ember's code generator (max-autotune, ...)")
     for key in options or {}:
-        raise NotImplementedError(f"options[{key!r}] is not built yet in Ember's code generator (the check mode, ...)")
-    if config.freezing or config.max_autotune:
-        raise NotImplementedError("ember._inductor.config.freezing and max_autotune are not built yet")
+        if key != "check":
+            raise NotImplementedError(f"options[{key!r}] is not built yet in Ember's code generator")
+    if config.max_autotune:
+        raise NotImplementedError("ember._inductor.config.max_autotune is not built yet")
 
 
 def _has_symbolic_inputs(gm: Any) -> bool:
@@ -123,12 +134,24 @@ def compile_fx(
     compiled to C++/OpenMP kernels. Kernels are specialized on the sizes of ``example_inputs``."""
     from ember.aot.aot_autograd import aot_module_simplified
     from ember.aot.backends import core_decompositions
+    from ember.autograd import is_grad_enabled
 
     _check_options(mode, options)
+    inner: Callable = compile_fx_inner
+    check = bool((options or {}).get("check"))
+    if check:
+        from ember.inductor.check import compile_checked as inner
+        from ember.inductor.check import with_user_frames
 
     def compile_one(gm: Any, inputs: list) -> Callable:
+        if check:
+            gm = with_user_frames(gm)
+        if config.freezing and not is_grad_enabled():
+            from ember.inductor.freezing import compile_frozen
+
+            return compile_frozen(gm, inputs, inner, core_decompositions())
         return aot_module_simplified(
-            gm, inputs, fw_compiler=compile_fx_inner, bw_compiler=compile_fx_inner, decompositions=core_decompositions()
+            gm, inputs, fw_compiler=inner, bw_compiler=inner, decompositions=core_decompositions()
         )
 
     if _has_symbolic_inputs(model):
