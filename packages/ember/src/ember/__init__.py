@@ -82,6 +82,7 @@ _LAZY_SUBPACKAGES = (
     "nn",
     "onnx",
     "optim",
+    "storage",
     "testing",
     "utils",
     "version",

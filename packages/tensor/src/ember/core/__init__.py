@@ -6,6 +6,7 @@ from ember.core import malloc_tuning as _malloc_tuning  # noqa: F401, I001  (fir
 from ember.core import aten as _aten  # noqa: F401  (registers every op)
 from ember.core import printing as _printing  # noqa: F401  (set_printoptions, Tensor.__format__)
 from ember.core import serialization as _serialization  # noqa: F401  (ember.save, ember.load)
+from ember.core import storages as _storages  # noqa: F401  (ember.UntypedStorage, Tensor.storage())
 from ember.core import surface as _surface  # aliases, predicates, housekeeping methods
 from ember.core.api import attach_methods as _attach_methods
 from ember.core.api import functions

@@ -190,8 +190,14 @@ class Tensor:
         base = self._storage.data_ptr()
         return base + self._offset * self.dtype.itemsize if base else 0
 
-    def untyped_storage(self) -> Storage:
-        return self._storage
+    def untyped_storage(self):
+        """The public handle of this tensor's bytes (``ember.UntypedStorage``), one per storage."""
+        handle = self._storage.handle
+        if handle is None:
+            from ember.core.storages import untyped
+
+            handle = untyped(self._storage)
+        return handle
 
     # -- autograd's methods: the autograd package installs them with its dispatch level ---------
 
