@@ -230,3 +230,29 @@ def test_a_kernel_called_with_a_layout_it_does_not_support_raises():
     values = graph.binder.bind([ember.randn(6, 4)])
     with pytest.raises(RuntimeError, match=r"specialized for arg0 .*\(1, 6\).*strides \(s1, 1\)"):
         step({"": values, "arg0": ember.randn(4, 6).t()})  # called directly: no copy to the expected layout
+
+
+def test_gpt_training_step_with_dynamic_batch_and_context():
+    import copy
+
+    import numpy as np
+    from training_models import gpt, gpt_batch
+
+    ember.manual_seed(0)
+    rng = np.random.default_rng(0)
+    model = gpt(ember, layers=1, width=32, context=16)
+    twin = copy.deepcopy(model)
+    counter = CompileCounterWithBackend("inductor")
+    compiled = ember.compile(twin, backend=counter, dynamic=True)
+    # (2, 16): batch * context equals the width, which the first trace assumes; the next sizes break it
+    for batch, context in ((2, 16), (5, 9), (3, 13)):
+        x, y = (ember.tensor(a) for a in gpt_batch(rng, batch=batch, context=context))
+        model.zero_grad()
+        twin.zero_grad()
+        want, got = model(x, y), compiled(x, y)
+        want.backward()
+        got.backward()
+        np.testing.assert_allclose(float(got), float(want), rtol=1e-5)
+        for p, q in zip(twin.parameters(), model.parameters(), strict=True):
+            np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-4, atol=1e-5)
+    assert counter.frame_count == 1

@@ -23,7 +23,7 @@ from ember.inductor.codegen_cpp import group_kernel, module_source
 from ember.inductor.graph import GraphLowering
 from ember.inductor.ir import AliasBuffer, Buffer, ComputedBuffer, ExternBuffer, InputBuffer, MultiOutput, SizeInput
 from ember.inductor.scheduler import FusedGroup, remove_dead, schedule
-from ember.inductor.size_binding import SizeBinder
+from ember.inductor.size_binding import SizeAssumptionError, SizeBinder
 from ember.inductor.sizevars import size_symbols
 from ember.inductor.wrapper import AliasStep, CompiledGraph, ExternStep, KernelStep, MultiOutputStep
 from ember.logs import get_artifact_logger
@@ -121,7 +121,9 @@ class _Dynamic:
     as arguments and serve every size of its dynamic dimensions.
 
     AOT autograd's trace specializes sizes 0 and 1 and makes equal sizes one symbol, so each pattern of
-    those (a cheap key of the inputs' sizes) gets its own trace; the sizes themselves do not. Size inputs
+    those (a cheap key of the inputs' sizes) gets its own trace; the sizes themselves do not. A call whose
+    sizes break another assumption of a trace (a guard its meta kernels took, checked before any kernel
+    runs) is traced again, as dynamo recompiles on a failed guard. Size inputs
     that are a tensor input's size (``x.size(0)``) are read from the tensor inside the graph instead, so
     that AOT autograd does not take them for constants.
     """
@@ -130,15 +132,20 @@ class _Dynamic:
         self.gm, self.positions = _sizes_from_tensors(gm)
         self.compile_one = compile_one
         self.examples = [_example_value(n) for n in self.gm.graph.nodes if n.op == "placeholder"]
-        self.compiled: dict[tuple, Callable] = {}
+        self.compiled: dict[tuple, list[Callable]] = {}
 
     def __call__(self, *args: Any) -> Any:
         args = [args[i] for i in self.positions]
         key = _size_pattern(args)
-        fn = self.compiled.get(key)
-        if fn is None:
-            log.info("tracing %s with symbolic sizes for the size pattern %s", type(self.gm).__name__, key)
-            fn = self.compiled[key] = self.compile_one(self.gm, self.examples)
+        traced = self.compiled.setdefault(key, [])
+        for fn in traced:
+            try:
+                return fn(*args)
+            except SizeAssumptionError as e:
+                log.info("%s: %s", type(self.gm).__name__, e)
+        log.info("tracing %s with symbolic sizes for the size pattern %s", type(self.gm).__name__, key)
+        fn = self.compile_one(self.gm, self.examples)
+        traced.append(fn)
         return fn(*args)
 
 
@@ -165,7 +172,7 @@ def _sizes_from_tensors(gm: Any) -> tuple[Any, list[int]]:
         source = n.meta.get("source")
         base = getattr(source, "base", None)
         if getattr(source, "prop", None) == "size" and base is not None and base.name() in by_source:
-            with graph.inserting_after(placeholders[-1]):
+            with graph.inserting_before(n):  # after its tensor (made first), before its uses
                 size = graph.call_method("size", (by_source[base.name()], source.index))
             size.meta = dict(n.meta)
             n.replace_all_uses_with(size)

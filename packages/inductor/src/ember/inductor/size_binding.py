@@ -119,8 +119,12 @@ def _guard_checks(shape_env: Any, bound: set) -> list[tuple[str, str]]:
     return out
 
 
+class SizeAssumptionError(RuntimeError):
+    """A call's sizes break an assumption the compiled graph's trace took."""
+
+
 def _fail(what: str) -> None:
-    raise RuntimeError(
+    raise SizeAssumptionError(
         f"compiled graph called with inputs that break an assumption its kernels were compiled under: {what} "
         "does not hold (sizes 0 and 1 and sizes that were equal in the trace are specialized); compile again "
         "for these inputs"
