@@ -212,6 +212,15 @@ def test_one_kernel_source_for_every_size():
         assert_same(out, (x * 2).sum(-1), rtol=1e-5, atol=1e-5)
 
 
+def test_inputs_with_other_strides_are_copied_to_the_kernels_layout():
+    graph = _aot_dynamic(lambda x: x.exp() + x.sum(0), ember.randn(5, 4))
+    x = ember.randn(9, 7).t()  # (7, 9), strides (1, 7)
+    (out,) = graph([x])
+    assert_same(out, x.exp() + x.sum(0), rtol=1e-5, atol=1e-5, check_strides=False)
+    with pytest.raises(RuntimeError, match=r"expected arg0 with 2 dims of .*int64"):
+        graph([ember.ones(7, 9, dtype=ember.int64)])
+
+
 def test_a_broken_assumption_is_a_clear_error():
     # traced with two equal sizes (one symbol) and no size 1: other inputs break those assumptions
     graph = _aot_dynamic(lambda x, y: x * 2 + y.sum(), ember.randn(5, 3), ember.randn(5))
@@ -227,12 +236,12 @@ def test_a_broken_assumption_is_a_clear_error():
 def test_a_kernel_called_with_a_layout_it_does_not_support_raises():
     graph = _aot_dynamic(lambda x: x * 2, ember.randn(5, 4))
     (step,) = [s for s in graph.steps if isinstance(s, KernelStep)]
-    values = graph.binder.bind([ember.randn(6, 4)])
+    values, _ = graph.binder.bind([ember.randn(6, 4)])
     with pytest.raises(RuntimeError, match=r"specialized for arg0 .*\(1, 6\).*strides \(s1, 1\)"):
         step({"": values, "arg0": ember.randn(4, 6).t()})  # called directly: no copy to the expected layout
 
 
-def test_gpt_training_step_with_dynamic_batch_and_context():
+def test_gpt_training_step_with_dynamic_batch_and_context(lowered):
     import copy
 
     import numpy as np
@@ -244,8 +253,10 @@ def test_gpt_training_step_with_dynamic_batch_and_context():
     twin = copy.deepcopy(model)
     counter = CompileCounterWithBackend("inductor")
     compiled = ember.compile(twin, backend=counter, dynamic=True)
-    # (2, 16): batch * context equals the width, which the first trace assumes; the next sizes break it
-    for batch, context in ((2, 16), (5, 9), (3, 13)):
+    # (2, 16): batch * context equals the width, and the context the position table's length, which the
+    # first trace assumes; the next sizes break that (traced again), and then no size needs a new trace
+    counts = []
+    for batch, context in ((2, 16), (5, 9), (3, 13), (4, 11)):
         x, y = (ember.tensor(a) for a in gpt_batch(rng, batch=batch, context=context))
         model.zero_grad()
         twin.zero_grad()
@@ -255,4 +266,6 @@ def test_gpt_training_step_with_dynamic_batch_and_context():
         np.testing.assert_allclose(float(got), float(want), rtol=1e-5)
         for p, q in zip(twin.parameters(), model.parameters(), strict=True):
             np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-4, atol=1e-5)
+        counts.append(lowered["graphs"])
     assert counter.frame_count == 1
+    assert counts[1] == counts[2] == counts[3]

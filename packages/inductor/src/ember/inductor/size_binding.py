@@ -4,9 +4,11 @@ At compile time the inputs' sizes (and strides that are symbols of their own, an
 read into a generated Python function: each symbol is read once from the first place that holds it
 alone; every other size is compared with its expression; the guards the trace took on the sizes
 (``ShapeEnv.guards``: equalities, divisibility, comparisons) and each symbol's range (a size symbol
-is at least 2: sizes 0 and 1 are specialized) are checked. A call that breaks an assumption raises a
-``RuntimeError`` naming it, before any kernel runs; one that keeps them gets the symbols' values in
-a tuple, in the order of ``symbols``, which the kernels take as arguments.
+is at least 2: sizes 0 and 1 are specialized) are checked, and the dtypes. A call that breaks an
+assumption raises a ``SizeAssumptionError`` (a ``RuntimeError``) naming it, before any kernel runs;
+one that keeps them gets the symbols' values in a tuple, in the order of ``symbols``, which the
+kernels take as arguments, and the positions of the tensor inputs whose strides differ from the ones
+the kernels were built for (the wrapper copies those to that layout).
 """
 
 from __future__ import annotations
@@ -24,11 +26,12 @@ log = logging.getLogger(__name__)
 
 
 class SizeBinder:
-    """``bind(args) -> values`` for the graph's inputs (a list as the compiled graph takes it)."""
+    """``bind(args) -> (values, moved)`` for the graph's inputs (a list as the compiled graph takes it)."""
 
     def __init__(self, inputs: list, shape_env: Any) -> None:
         self.symbols: list[sympy.Symbol] = []
         lines: list[str] = []
+        scope: dict[str, Any] = {"_fail": _fail, "_fail_dtype": _fail_dtype}
         bound: set[sympy.Symbol] = set()
         later: list[tuple[str, Any, str]] = []  # (python value, expression, what it is)
 
@@ -42,17 +45,17 @@ class SizeBinder:
 
         for i, spec in enumerate(inputs):
             if isinstance(spec, InputBuffer):
-                lines.append(f"    z{i} = args[{i}]._shape")
-                lines.append(f"    if len(z{i}) != {len(spec.size)}:")
-                lines.append(f"        _fail({spec.name!r} + ' has ' + str(len(z{i})) + ' dims, not {len(spec.size)}')")
+                scope[f"D{i}"] = spec.dtype
+                lines.append(f"    t{i} = args[{i}]")
+                lines.append(f"    z{i} = t{i}._shape")
+                lines.append(f"    w{i} = t{i}._stride")
+                lines.append(f"    if len(z{i}) != {len(spec.size)} or t{i}.dtype is not D{i}:")
+                lines.append(f"        _fail_dtype({spec.name!r}, t{i}, {len(spec.size)}, D{i})")
                 for d, n in enumerate(spec.size):
                     place(f"z{i}[{d}]", n, f"{spec.name}.size({d})")
-                stride_symbols = [(d, s) for d, s in enumerate(spec.layout.stride) if _is_symbol(s)]
-                if stride_symbols:
-                    lines.append(f"    w{i} = args[{i}]._stride")
-                for d, s in stride_symbols:
-                    if s not in bound and not any(_mentions(n, s) for n in spec.size):
-                        place(f"w{i}[{d}]", s, f"{spec.name}.stride({d})")
+                for d, st in enumerate(spec.layout.stride):
+                    if _is_symbol(st) and st not in bound and not any(_mentions(n, st) for n in spec.size):
+                        place(f"w{i}[{d}]", st, f"{spec.name}.stride({d})")
             elif isinstance(spec, SizeInput):
                 place(f"args[{i}]", spec.expr, spec.name)
         # a symbol held only inside expressions: solved from a linear one
@@ -76,10 +79,18 @@ class SizeBinder:
         for cond, text in checks:
             lines.append(f"    if not ({cond}):")
             lines.append(f"        _fail({text!r})")
-        lines.append(f"    return ({''.join(s.name + ', ' for s in symbols)})")
+        # strides the kernels were built for (dims of size 1 aside)
+        lines.append("    moved = None")
+        for i, spec in enumerate(inputs):
+            if isinstance(spec, InputBuffer):
+                conds = [f"w{i}[{d}] != {pyexpr(st)}" for d, (st, n) in enumerate(zip(spec.layout.stride, spec.size,
+                         strict=True)) if n != 1]  # fmt: skip
+                if conds:
+                    lines.append(f"    if {' or '.join(conds)}:")
+                    lines.append(f"        moved = (moved or ()) + ({i},)")
+        lines.append(f"    return ({''.join(s.name + ', ' for s in symbols)}), moved")
         self.symbols = symbols
         self.source = "def bind(args):\n" + "\n".join(lines) + "\n"
-        scope: dict[str, Any] = {"_fail": _fail}
         exec(compile(self.source, "<ember.inductor size binding>", "exec"), scope)
         self.bind: Callable[[list], tuple] = scope["bind"]
 
@@ -117,6 +128,12 @@ def _guard_checks(shape_env: Any, bound: set) -> list[tuple[str, str]]:
         if r.upper.is_finite:
             out.append((f"{s.name} <= {int(r.upper)}", f"{s.name} <= {int(r.upper)}"))
     return out
+
+
+def _fail_dtype(name: str, t: Any, ndim: int, dtype: Any) -> None:
+    raise RuntimeError(
+        f"compiled graph expected {name} with {ndim} dims of {dtype}, got {len(t._shape)} dims of {t.dtype}"
+    )
 
 
 class SizeAssumptionError(RuntimeError):

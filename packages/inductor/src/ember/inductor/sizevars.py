@@ -13,6 +13,7 @@ fusion, a run-time ``if`` for parallel loops).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import sympy
@@ -49,11 +50,16 @@ def _shifted(expr: sympy.Expr) -> sympy.Expr:
 def statically_nonneg(expr: Any) -> bool:
     """Whether ``expr >= 0`` for every value of its symbols (sufficient test: after ``s -> s + 2`` a
     polynomial with non-negative coefficients, the index symbols being non-negative)."""
+    if isinstance(expr, int):
+        return expr >= 0
     expr = sympy.sympify(expr)
     if expr.is_number:
         return bool(expr >= 0)
-    if expr.is_nonnegative:
-        return True
+    return _nonneg(expr)
+
+
+@functools.lru_cache(maxsize=4096)
+def _nonneg(expr: sympy.Expr) -> bool:
     shifted = _shifted(expr)
     if shifted.is_number:
         return bool(shifted >= 0)

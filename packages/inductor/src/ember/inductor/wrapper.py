@@ -27,9 +27,9 @@ SYMBOLS = ""  # the environment's key for the values of the size symbols
 
 
 def _layout_fn(layout: Any, symbols: list) -> Callable[[tuple], tuple]:
-    n = len(layout.size)
-    f = evaluator(symbols, [*layout.size, *layout.stride])
-    return lambda values: (lambda t: (t[:n], t[n:]))(f(values))
+    """``f(values) -> (sizes, strides)`` of ``layout`` at the symbols' values."""
+    size, stride = evaluator(symbols, layout.size), evaluator(symbols, layout.stride)
+    return lambda values: (size(values), stride(values))
 
 
 class KernelStep:
@@ -151,6 +151,7 @@ class CompiledGraph:
         self.binder = binder
         if binder is not None:
             symbols = binder.symbols
+            self.tensor_inputs = [(i, spec.name) for i, spec in enumerate(inputs) if isinstance(spec, InputBuffer)]
             self.input_strides = [
                 evaluator(symbols, spec.layout.stride) if isinstance(spec, InputBuffer) else None for spec in inputs
             ]
@@ -185,16 +186,12 @@ class CompiledGraph:
         return [env[o.name] if isinstance(o, Buffer) else o for o in self.outputs]
 
     def _call_symbolic(self, args: list) -> list:
-        values = self.binder.bind(args)  # checks every size the kernels assume
+        values, moved = self.binder.bind(args)  # checks every size the kernels assume, and the dtypes
         env: dict[str, Any] = {SYMBOLS: values}
-        for spec, a, strides in zip(self.inputs, args, self.input_strides, strict=True):
-            if isinstance(spec, InputBuffer):
-                if a.dtype != spec.dtype:
-                    raise RuntimeError(f"compiled graph expected {spec.name} of {spec.dtype}, got {a.dtype}")
-                stride = strides(values)
-                if not _same_strides(a, spec, stride):
-                    a = _restride(a, spec, stride)
-                env[spec.name] = a
+        for i, name in self.tensor_inputs:
+            env[name] = args[i]
+        for i in moved or ():
+            env[self.inputs[i].name] = _restride(args[i], self.inputs[i], self.input_strides[i](values))
         for step in self.steps:
             step(env)
         return [
