@@ -127,6 +127,56 @@ def test_sizes_as_values(lowered):
     assert lowered["graphs"] == 1
 
 
+def _views_of_the_input(x):
+    return x[1:], x.t(), x.view(-1)
+
+
+def _extern_and_fallback_ops(x, w):
+    return (x @ w).relu(), ember.cumsum(x, 0) * 2, ember.nn.functional.pad(x, (1, 2)) + 1
+
+
+def _factories(x):
+    return x + ember.arange(x.shape[0]).unsqueeze(1), ember.zeros(x.shape[0], 2), ember.ones_like(x)
+
+
+def _cat_and_stack(x):
+    return ember.cat([x, x[1:]], 0) * 2, ember.stack([x, x]).sum(0)
+
+
+def _negative_indexes(x):
+    return x[-1] + x[0], x[:, -1], x[-2:, :].sum()
+
+
+def _expand(x):
+    return x.expand(3, -1, -1) + x.unsqueeze(0), x.unsqueeze(1).expand(-1, 5, -1).sum(1)
+
+
+def _merged_dims(x):
+    return x.reshape(-1, 4).sum(0) + x.flatten()[-1]
+
+
+def _integer_math(x):
+    return (x // 3 + x % 5) * x.shape[0], x.amax(0), (x > 2).sum(1)
+
+
+@pytest.mark.parametrize(
+    ("fn", "make"),
+    [
+        (_views_of_the_input, lambda n: (ember.randn(n, 4),)),
+        (_extern_and_fallback_ops, lambda n: (ember.randn(n, 4), ember.randn(4, 6))),
+        (_factories, lambda n: (ember.randn(n, 4),)),
+        (_cat_and_stack, lambda n: (ember.randn(n, 4),)),
+        (_negative_indexes, lambda n: (ember.randn(n, 4),)),
+        (_expand, lambda n: (ember.randn(n, 4),)),
+        (_merged_dims, lambda n: (ember.randn(n, 2, 2),)),
+        (_integer_math, lambda n: (ember.randint(0, 100, (n, 6)),)),
+    ],
+    ids=lambda v: getattr(v, "__name__", "")[1:] or None,
+)
+def test_more_ops_over_a_dynamic_dim(fn, make):
+    _check_sizes(fn, make, sizes=(3, 5, 40))
+
+
 def test_reductions_over_dynamic_dims(lowered):
     def fn(x):
         return (
@@ -241,6 +291,7 @@ def test_a_kernel_called_with_a_layout_it_does_not_support_raises():
         step({"": values, "arg0": ember.randn(4, 6).t()})  # called directly: no copy to the expected layout
 
 
+@pytest.mark.slow  # about 15 s of C++ compiles
 def test_gpt_training_step_with_dynamic_batch_and_context(lowered):
     import copy
 

@@ -235,6 +235,10 @@ class GraphLowering:
                     # a size computed from sizes (sym_size, arithmetic): its expression, read at run time
                     env[node] = _size_expr(node, val)
                     continue
+                if val is None and getattr(node.target, "__module__", None) in ("_operator", "operator"):
+                    # arithmetic on sizes the trace kept no value for: done on the expressions
+                    env[node] = as_expr(sympy.sympify(node.target(*args, **kwargs)))
+                    continue
                 reason = self._lowerable(node, args, kwargs)
                 result = None
                 if reason is None:
