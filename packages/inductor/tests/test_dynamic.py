@@ -9,6 +9,8 @@ from __future__ import annotations
 import sys
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from inductor_testing import assert_same
 
 import ember
@@ -289,6 +291,62 @@ def test_a_kernel_called_with_a_layout_it_does_not_support_raises():
     values, _ = graph.binder.bind([ember.randn(6, 4)])
     with pytest.raises(RuntimeError, match=r"specialized for arg0 .*\(1, 6\).*strides \(s1, 1\)"):
         step({"": values, "arg0": ember.randn(4, 6).t()})  # called directly: no copy to the expected layout
+
+
+# random graphs over (n, n) inputs, traced once and called with other n (views read n from the shapes)
+UNARY = [lambda t: t.exp() * 0.1, lambda t: t.tanh(), lambda t: t.abs().sqrt(), lambda t: -t]
+BINARY = [lambda a, b: a + b, lambda a, b: a * b, lambda a, b: ember.maximum(a, b), lambda a, b: a - b * 0.5]
+VIEWS = [
+    lambda t: t.t(),
+    lambda t: t.t().reshape(-1).reshape(t.shape[0], -1),
+    lambda t: t[:, :1].expand(t.shape[0], t.shape[1]),
+    lambda t: t[1:, :-1].contiguous().view(-1)[:1].expand(t.shape[0], t.shape[1]) + t,
+    lambda t: ember.cat([t[:, 1:], t[:, :1]], 1),
+]
+REDUCE = [
+    lambda t: t.sum(-1, keepdim=True),
+    lambda t: t.amax(0, keepdim=True),
+    lambda t: t.mean(-1, keepdim=True),
+    lambda t: t.var(-1, keepdim=True),
+    lambda t: ember.softmax(t, -1),
+    lambda t: ember.softmax(t, 0),
+]
+STEP = st.tuples(st.sampled_from(["unary", "binary", "view", "reduce"]), st.integers(0, 100), st.integers(0, 100))
+
+
+def _random_program(program):
+    def fn(x, y):
+        vals = [x, y]
+        for kind, a, b in program:
+            u = vals[a % len(vals)]
+            if kind == "unary":
+                v = UNARY[b % len(UNARY)](u)
+            elif kind == "binary":
+                v = BINARY[a % len(BINARY)](u, vals[b % len(vals)])
+            elif kind == "view":
+                v = VIEWS[b % len(VIEWS)](u)
+            else:
+                v = REDUCE[b % len(REDUCE)](u) + u
+            vals.append(v)
+        return tuple(vals[2:])
+
+    return fn
+
+
+@settings(
+    max_examples=int(__import__("os").environ.get("EMBER_RANDOM_GRAPHS", "6")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(st.lists(STEP, min_size=1, max_size=6))
+def test_random_graph_over_a_dynamic_size_matches_eager(program):
+    fn = _random_program(program)
+    compiled, graphs = _aot(fn)
+    for n in (6, 5, 9, 13):
+        x, y = ember.randn(n, n), ember.randn(n, n)
+        for got, want in zip(compiled(x, y), fn(x, y), strict=True):
+            assert_same(got, want, rtol=1e-4, atol=1e-5, check_strides=False)
+    assert len(graphs) == 1
 
 
 @pytest.mark.slow  # about 15 s of C++ compiles
