@@ -73,15 +73,22 @@ def _nonneg(expr: sympy.Expr) -> bool:
 
 
 def statically_equal(a: Any, b: Any) -> bool:
+    """Whether ``a == b`` for every value of the symbols."""
+    if type(a) is int and type(b) is int:
+        return a == b
     return sympy.expand(sympy.sympify(a) - sympy.sympify(b)) == 0
 
 
 def statically_ge(a: Any, b: Any) -> bool:
+    if type(a) is int and type(b) is int:
+        return a >= b
     return statically_nonneg(sympy.sympify(a) - sympy.sympify(b))
 
 
 def decide_ge(a: Any, b: Any) -> bool | None:
     """``a >= b`` when it is decided for every size, else None."""
+    if type(a) is int and type(b) is int:
+        return a >= b
     if statically_ge(a, b):
         return True
     if statically_nonneg(sympy.sympify(b) - sympy.sympify(a) - 1):
