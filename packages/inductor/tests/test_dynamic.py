@@ -273,6 +273,18 @@ def test_inputs_with_other_strides_are_copied_to_the_kernels_layout():
         graph([ember.ones(7, 9, dtype=ember.int64)])
 
 
+def test_loops_go_parallel_when_the_run_time_size_is_large_enough():
+    def fn(x):
+        return x.sum(), x.amax(), x.argmax(), (x * 2).exp().sum(1), x.var()
+
+    graph = _aot_dynamic(fn, ember.randn(3, 1000))
+    assert "#pragma omp parallel for if(" in graph.source
+    for n in (2, 5, 70, 300):  # 2 000 to 300 000 elements: below and above the parallel threshold
+        x = ember.randn(n, 1000)
+        for got, want in zip(graph([x]), fn(x), strict=True):
+            assert_same(got, want, rtol=1e-4, atol=1e-3)
+
+
 def test_a_broken_assumption_is_a_clear_error():
     # traced with two equal sizes (one symbol) and no size 1: other inputs break those assumptions
     graph = _aot_dynamic(lambda x, y: x * 2 + y.sum(), ember.randn(5, 3), ember.randn(5))
