@@ -18,6 +18,7 @@ import ember.inductor.compile_fx
 from ember.aot.aot_autograd import aot_function
 from ember.aot.backends import core_decompositions
 from ember.dynamo.testing import CompileCounterWithBackend
+from ember.inductor import cpp_builder
 from ember.inductor.wrapper import KernelStep
 
 compile_fx_module = sys.modules["ember.inductor.compile_fx"]  # the module (the package exports the function)
@@ -257,7 +258,10 @@ def test_one_kernel_source_for_every_size():
         return (x * 2).sum(-1)
 
     graph = _aot_dynamic(fn, ember.randn(5, 7))
+    before = dict(cpp_builder.stats)
+    # traced again at other sizes: the same source, so the same disk-cache entry (no compile)
     assert "s0" in graph.source and graph.source == _aot_dynamic(fn, ember.randn(40, 3)).source
+    assert cpp_builder.stats["compiles"] == before["compiles"]
     for n, m in ((2, 3), (9, 4), (50, 100)):
         x = ember.randn(n, m)
         (out,) = graph([x])
@@ -295,6 +299,12 @@ def test_a_broken_assumption_is_a_clear_error():
         graph([ember.randn(8, 3), ember.randn(9)])
     with pytest.raises(RuntimeError, match=r"s0 >= 2 does not hold"):
         graph([ember.randn(1, 3), ember.randn(1)])
+    # a divisibility the view's meta kernel guarded
+    graph = _aot_dynamic(lambda x: x.view(-1, 2).sum(1), ember.randn(10))
+    x = ember.randn(12)
+    assert_same(graph([x])[0], x.view(-1, 2).sum(1), rtol=1e-5, atol=1e-6)
+    with pytest.raises(RuntimeError, match=r"Eq\(Mod\(s0, 2\), 0\) does not hold"):
+        graph([ember.randn(7)])
 
 
 def test_a_kernel_called_with_a_layout_it_does_not_support_raises():
