@@ -400,3 +400,15 @@ def test_gpt_training_step_with_dynamic_batch_and_context(lowered):
         counts.append(lowered["graphs"])
     assert counter.frame_count == 1
     assert counts[1] == counts[2] == counts[3]
+
+
+def test_the_reduction_table_over_dynamic_sizes():
+    from test_lowering_ops import reduction_graph
+
+    compiled, graphs = _aot(lambda *a: tuple(reduction_graph(*a).values()))
+    for n, a, b in ((4, 2, 3), (6, 5, 7), (9, 3, 2)):  # one trace: rows, and two dims of the 3-d input, vary
+        x, z, i = ember.randn(n, 8), ember.randn(a, b, n), ember.randint(0, 6, (n, 8))
+        want = reduction_graph(x, z, i)
+        for key, got in zip(want, compiled(x, z, i), strict=True):
+            assert_same(got, want[key], rtol=1e-4, atol=1e-5)
+    assert len(graphs) == 1
