@@ -121,11 +121,11 @@ class _Dynamic:
     as arguments and serve every size of its dynamic dimensions.
 
     AOT autograd's trace specializes sizes 0 and 1 and makes equal sizes one symbol, so each pattern of
-    those (a cheap key of the inputs' sizes) gets its own trace; the sizes themselves do not. A call whose
-    sizes break another assumption of a trace (a guard its meta kernels took, checked before any kernel
-    runs) is traced again, as dynamo recompiles on a failed guard. Size inputs
-    that are a tensor input's size (``x.size(0)``) are read from the tensor inside the graph instead, so
-    that AOT autograd does not take them for constants.
+    those (a cheap key of the inputs' sizes) gets its own trace; the sizes themselves do not. A call
+    whose sizes break another assumption of a trace (a guard its meta kernels took, checked before any
+    kernel runs) is traced again, as dynamo recompiles on a failed guard. Size inputs that are a tensor
+    input's size (``x.size(0)``) are read from the tensor inside the graph instead, so that AOT autograd
+    does not take them for constants.
     """
 
     def __init__(self, gm: Any, compile_one: Callable) -> None:
