@@ -70,14 +70,14 @@ def compile_fx_inner(gm: Any, example_inputs: list) -> CompiledGraph:
         elif isinstance(step, ExternBuffer):
             run_steps.append(ExternStep(step, symbols))
             lines.append(f"{step.name} = {step.op}(...)  # extern: {step.reason}")
+    if binder is not None:
+        lines.insert(0, "size symbols bound from the inputs by:\n" + binder.source.rstrip())
     if schedule_log.isEnabledFor(logging.INFO):
         schedule_log.info("schedule of %s:\n%s", gm.__class__.__name__, "\n".join(lines))
     if output_code_log.isEnabledFor(logging.INFO):
         outs = ", ".join(o.name if isinstance(o, Buffer) else repr(o) for o in graph.outputs)
         output_code_log.info("Output code:\n%s\n// wrapper:\n// %s\n// return %s", source, "\n// ".join(lines), outs)
     log.info("compiled a graph into %d kernels in %.2fs", len(kernels), time.perf_counter() - start)
-    if binder is not None:
-        lines.insert(0, "bind the size symbols:\n" + binder.source)
     compiled = CompiledGraph(graph.inputs, run_steps, graph.outputs, source, binder)
     compiled.lowered, compiled.fallbacks = graph.lowered, graph.fallbacks
     return compiled
