@@ -158,6 +158,10 @@ def _merged_dims(x):
     return x.reshape(-1, 4).sum(0) + x.flatten()[-1]
 
 
+def _sizes_in_float_math(x):
+    return x / x.shape[0] + x * (x.shape[1] / 2), x.mean(0) * x.shape[0]
+
+
 def _integer_math(x):
     return (x // 3 + x % 5) * x.shape[0], x.amax(0), (x > 2).sum(1)
 
@@ -173,6 +177,7 @@ def _integer_math(x):
         (_expand, lambda n: (ember.randn(n, 4),)),
         (_merged_dims, lambda n: (ember.randn(n, 2, 2),)),
         (_integer_math, lambda n: (ember.randint(0, 100, (n, 6)),)),
+        (_sizes_in_float_math, lambda n: (ember.randn(n, 4),)),
     ],
     ids=lambda v: getattr(v, "__name__", "")[1:] or None,
 )

@@ -31,7 +31,7 @@ from ember.inductor.ir import (
     index_symbols,
 )
 from ember.inductor.lowering import LOWERINGS
-from ember.inductor.sizevars import as_expr, is_symbolic, shape_env_of, statically_equal
+from ember.inductor.sizevars import FloatSize, as_expr, float_size, is_symbolic, shape_env_of, statically_equal
 from ember.inductor.virtualized import CountHandler, set_ops_handler
 from ember.logs import get_artifact_logger
 
@@ -265,6 +265,8 @@ class GraphLowering:
                         if o.buffer is not None and not isinstance(o.buffer, ComputedBuffer):
                             layout = None  # inputs and extern outputs are returned as they are
                         self.outputs.append(self.realize(o, layout))
+                    elif isinstance(o, FloatSize):
+                        raise NotImplementedError("a graph that returns a float computed from sizes")
                     else:
                         self.outputs.append(o)
             else:
@@ -325,8 +327,11 @@ class GraphLowering:
 
 def _size_expr(node: Any, value: Any) -> Any:
     expr = as_expr(value)
-    if isinstance(expr, sympy.Basic) and getattr(getattr(value, "node", None), "pytype", int) is not int:
-        raise NotImplementedError(f"{node.name} is a symbolic {type(value).__name__}: only integer sizes are built")
+    pytype = getattr(getattr(value, "node", None), "pytype", int)
+    if isinstance(expr, sympy.Basic) and pytype is float:
+        return float_size(expr)
+    if isinstance(expr, sympy.Basic) and pytype is not int:
+        raise NotImplementedError(f"{node.name} is a symbolic {type(value).__name__}: only numbers are built")
     return expr
 
 

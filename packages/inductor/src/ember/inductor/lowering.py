@@ -17,7 +17,7 @@ from ember.core import dtypes as D
 from ember.core.dispatch import OpOverload
 from ember.core.promotion import promote_types
 from ember.inductor.ir import ComputedBuffer, Index, Layout, TensorBox, contiguous_strides, numel
-from ember.inductor.sizevars import as_expr, exact_div, is_symbolic, statically_equal
+from ember.inductor.sizevars import FloatSize, as_expr, exact_div, is_symbolic, statically_equal
 from ember.inductor.virtualized import CountHandler, ops, set_ops_handler
 
 LOWERINGS: dict[OpOverload, Callable[..., Any]] = {}
@@ -96,6 +96,8 @@ def as_loader(value: Any, size: tuple[int, ...], dtype: Any) -> Callable[[Index]
 def scalar(value: Any, dtype: Any) -> Any:
     """``ops`` value of a Python scalar or a size expression (read from the kernel's size arguments)."""
     value = as_expr(value)
+    if isinstance(value, FloatSize):
+        return ops.truediv(ops.index_expr(value.num, dtype), ops.index_expr(value.den, dtype))
     if is_symbolic(value):
         return ops.index_expr(value, dtype)
     return ops.constant(value, dtype)

@@ -14,6 +14,7 @@ fusion, a run-time ``if`` for parallel loops).
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import Any
 
 import sympy
@@ -30,6 +31,22 @@ def as_expr(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return type(value)(as_expr(v) for v in value)
     return value
+
+
+@dataclass(frozen=True)
+class FloatSize:
+    """A float computed from sizes (a ``SymFloat`` such as ``s0 / 2``): a ratio of integer expressions,
+    which a kernel computes in floating point."""
+
+    num: Any
+    den: Any
+
+
+def float_size(expr: sympy.Expr) -> FloatSize:
+    num, den = sympy.fraction(sympy.together(expr))
+    if not (num.is_integer and den.is_integer):
+        raise NotImplementedError(f"the float size expression {expr} is not a ratio of integer sizes")
+    return FloatSize(num, den)
 
 
 def is_symbolic(value: Any) -> bool:
