@@ -58,6 +58,10 @@ class SizeBinder:
                         place(f"w{i}[{d}]", st, f"{spec.name}.stride({d})")
             elif isinstance(spec, SizeInput):
                 place(f"args[{i}]", spec.expr, spec.name)
+            else:  # a value the graph was traced with
+                scope[f"V{i}"] = spec
+                lines.append(f"    if args[{i}] != V{i}:")
+                lines.append(f"        _fail('input {i} == ' + repr(V{i}))")
         # a symbol held only inside expressions: solved from a linear one
         for value, expr, _ in list(later):
             missing = [s for s in expr.free_symbols if s not in bound]
