@@ -78,8 +78,7 @@ class SizeBinder:
                 raise NotImplementedError(f"the size {what} = {expr} has symbols no input gives")
             checks.append((f"{value} == {pyexpr(expr)}", f"{what} == {expr}"))
         symbols = sort_symbols(bound)
-        if shape_env is not None:
-            checks += _guard_checks(shape_env, bound)
+        checks += _guard_checks(shape_env, bound)
         for cond, text in checks:
             lines.append(f"    if not ({cond}):")
             lines.append(f"        _fail({text!r})")
@@ -114,7 +113,7 @@ def _guard_checks(shape_env: Any, bound: set) -> list[tuple[str, str]]:
     printer = PythonPrinter({s: s.name for s in bound})
     out: list[tuple[str, str]] = []
     seen: set = set()
-    for guard in shape_env.guards:
+    for guard in shape_env.guards if shape_env is not None else ():
         expr = shape_env.simplify(guard.expr)
         if expr is sympy.true or expr in seen or not expr.free_symbols or not expr.free_symbols <= bound:
             continue
@@ -124,12 +123,11 @@ def _guard_checks(shape_env: Any, bound: set) -> list[tuple[str, str]]:
         except (KeyError, NotImplementedError) as e:  # pragma: no cover - printers cover the guard kinds
             raise NotImplementedError(f"the size guard {expr} has no Python form: {e}") from e
     for s in sort_symbols(bound):
-        r = shape_env.var_to_range.get(s)
-        if r is None:
-            continue
-        if r.lower.is_finite:
-            out.append((f"{s.name} >= {int(r.lower)}", f"{s.name} >= {int(r.lower)}"))
-        if r.upper.is_finite:
+        # the code generator's decisions take every size symbol to be at least 2 (sizevars.py)
+        r = shape_env.var_to_range.get(s) if shape_env is not None else None
+        lower = max(2, int(r.lower)) if r is not None and r.lower.is_finite else 2
+        out.append((f"{s.name} >= {lower}", f"{s.name} >= {lower}"))
+        if r is not None and r.upper.is_finite:
             out.append((f"{s.name} <= {int(r.upper)}", f"{s.name} <= {int(r.upper)}"))
     return out
 
