@@ -59,8 +59,17 @@ def cexpr(e: sympy.Expr) -> str:
         return f"({cexpr(num)} / {cexpr(den)})" if den != 1 else cexpr(num)
     if isinstance(e, sympy.Mod):
         return f"({cexpr(e.args[0])} % {cexpr(e.args[1])})"
+    if type(e).__name__ == "FloorDiv":  # ember.fx's FloorDiv of sizes (non-negative)
+        return f"({cexpr(e.args[0])} / {cexpr(e.args[1])})"
     if isinstance(e, sympy.Pow) and e.exp.is_Integer and int(e.exp) > 0:
         return "(" + " * ".join([cexpr(e.base)] * int(e.exp)) + ")"
+    if isinstance(e, sympy.Max | sympy.Min):
+        # size expressions of slices with symbolic bounds
+        fn = "std::max" if isinstance(e, sympy.Max) else "std::min"
+        out = cexpr(e.args[0])
+        for a in e.args[1:]:
+            out = f"{fn}<int64_t>({out}, {cexpr(a)})"
+        return out
     raise NotImplementedError(f"index expression {e} has no C++ form")
 
 

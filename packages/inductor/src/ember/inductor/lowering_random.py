@@ -72,6 +72,8 @@ def _check(dtype: Any, generator: Any = None) -> None:
 
 def _draw(rng: Rng, size, kind: str, *extra: int) -> TensorBox:
     """The box of ``ops.<kind>(seed, offset + index, *extra)`` over ``size``."""
+    if any(not isinstance(s, int) and not getattr(s, "is_Integer", False) for s in size):
+        raise NotImplementedError("random numbers over symbolic sizes are drawn by eager's kernel")
     size = tuple(int(s) for s in size)
     counters = rng.counters(size)
 

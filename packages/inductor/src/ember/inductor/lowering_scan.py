@@ -134,6 +134,8 @@ def scan_source(
 
 
 def _scan(ctx, x: TensorBox, dim: int, scan: str, out_dtypes: list[Any]) -> Any:
+    if any(not isinstance(n, int) and not getattr(n, "is_Integer", False) for n in x.size):
+        raise NotImplementedError("a scan over symbolic sizes (scan kernels are generated for fixed sizes)")
     ndim = len(x.size)
     dim = dim % max(ndim, 1)
     val = ctx.current.meta.get("val")
