@@ -434,3 +434,13 @@ def test_scans_and_random_ops_over_a_dynamic_dim_run_as_eager_calls():
         # dropped: 0 + U[0, 1); kept: 2 * 2 + U[0, 1)
         assert bool(((first >= 0) & (first < 1) | (first >= 4) & (first < 5)).all())
         assert ember.equal(scan, x.cumsum(0))
+
+
+def test_layer_norm_with_a_symbolic_normalized_shape_is_one_graph():
+    def fn(x, w, b):
+        return ember.nn.functional.layer_norm(x, (x.shape[-1],), w, b)
+
+    compiled = ember.compile(fn, dynamic=True, fullgraph=True)
+    for n in (8, 12):
+        x, w, b = ember.randn(3, n), ember.randn(n), ember.randn(n)
+        assert ember.allclose(compiled(x, w, b), fn(x, w, b), atol=1e-5)
