@@ -88,8 +88,8 @@ class SparseTensor(Tensor):
         return sparse_repr(self)
 
     def __reduce_ex__(self, protocol):
-        args = (sparse_coo, (self._sp_indices, self._sp_values, tuple(self._shape), self._sp_coalesced))
-        return (rebuild_sparse_tensor, args)
+        # Plain pickle (copy, multiprocessing); ember.save writes PyTorch's form (see serialization).
+        return (_rebuild_coo, (self._sp_indices, self._sp_values, tuple(self._shape), self._sp_coalesced))
 
     def __deepcopy__(self, memo):
         out = make_sparse(self._sp_indices.clone(), self._sp_values.detach().clone(), self._shape, self._sp_coalesced)
@@ -125,6 +125,10 @@ def is_sparse(t) -> bool:
     return type(t) is SparseTensor
 
 
+def _rebuild_coo(indices: Tensor, values: Tensor, size: tuple, coalesced: bool) -> SparseTensor:
+    return rebuild_sparse_tensor(sparse_coo, (indices, values, size, coalesced))
+
+
 def rebuild_sparse_tensor(layout_, data) -> SparseTensor:
     """PyTorch's ``torch._utils._rebuild_sparse_tensor`` for the COO layout: checks the pieces."""
     if layout_ is not sparse_coo:
@@ -132,7 +136,7 @@ def rebuild_sparse_tensor(layout_, data) -> SparseTensor:
     indices, values, size, coalesced = data
     from ember.core.sparse.construct import check_coo
 
-    check_coo(indices, values, tuple(size), check_invariants=True)
+    check_coo(indices, values, tuple(size), check_invariants=True, is_coalesced=bool(coalesced))
     return make_sparse(indices, values, tuple(size), coalesced)
 
 
