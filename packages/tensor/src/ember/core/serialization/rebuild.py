@@ -286,8 +286,27 @@ def get_layout(name: str):
     return layouts[name]
 
 
+def load_sparse_tensor(layout_, data):
+    """``torch._utils._rebuild_sparse_tensor`` in a checkpoint: the pieces are checked (types, shapes,
+    index bounds, the coalesced flag) before a COO tensor is made of them."""
+    name = "torch._utils._rebuild_sparse_tensor"
+    if layout_ is not sparse_coo:
+        raise UnpicklingError(f"{name}: the layout {layout_!r} is not supported by Ember (only sparse_coo)")
+    if type(data) is not tuple or len(data) != 4:
+        raise UnpicklingError(f"{name}: expected (indices, values, size, is_coalesced)")
+    indices, values, size, coalesced = data
+    if type(indices) is not Tensor or type(values) is not Tensor or indices.dtype is not D.int64:
+        raise UnpicklingError(f"{name}: indices must be an int64 tensor and values a tensor")
+    if not isinstance(size, tuple) or not all(type(n) is int and n >= 0 for n in size) or type(coalesced) is not bool:
+        raise UnpicklingError(f"{name}: size must be a tuple of sizes and is_coalesced a bool")
+    try:
+        return rebuild_sparse_tensor(layout_, data)
+    except RuntimeError as error:
+        raise UnpicklingError(f"{name}: {error}") from None
+
+
 # Sparse COO tensors, pickled as PyTorch pickles them: the layout and (indices, values, size, coalesced).
-GLOBALS["torch._utils._rebuild_sparse_tensor"] = rebuild_sparse_tensor
+GLOBALS["torch._utils._rebuild_sparse_tensor"] = load_sparse_tensor
 GLOBALS["torch.serialization._get_layout"] = get_layout
 
 # The classes that NEWOBJ may instantiate and the containers BUILD may update.

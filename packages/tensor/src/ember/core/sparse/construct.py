@@ -31,16 +31,16 @@ def check_coo(
     if indices.ndim != 2:
         raise RuntimeError(f"indices must be sparse_dim x nnz, but got: {list(indices.shape)}")
     sparse_dim, nnz = indices._shape
-    if values.ndim == 0 or values._shape[0] != nnz:
-        got = values._shape[0] if values.ndim else 1
-        raise RuntimeError(
-            f"indices and values must have same nnz, but got nnz from indices: {nnz}, nnz from values: {got}"
-        )
-    dense_dim = values.ndim - 1
+    dense_dim = max(values.ndim - 1, 0)
     if len(size) != sparse_dim + dense_dim:
         raise RuntimeError(
             f"'len(size) == sparse_dim + dense_dim' is not satisfied: len(size) = {len(size)}, "
             f"sparse_dim = {sparse_dim}, dense_dim = {dense_dim}"
+        )
+    if values.ndim == 0 or values._shape[0] != nnz:
+        got = values._shape[0] if values.ndim else 1
+        raise RuntimeError(
+            f"indices and values must have same nnz, but got nnz from indices: {nnz}, nnz from values: {got}"
         )
     expected = [nnz, *size[sparse_dim:]]
     if list(values._shape) != expected:
@@ -102,6 +102,8 @@ def sparse_coo_tensor(
         indices = indices.to(device)
     if values.device.type != "cpu":
         raise NotImplementedError(f"sparse COO tensors on the {values.device.type} device are not supported by Ember")
+    if indices.ndim == 1:
+        indices = indices.reshape(-1, 1)  # PyTorch reads 1-D indices as one column
     if indices.ndim != 2:
         raise RuntimeError(f"indices must be sparse_dim x nnz, but got: {list(indices.shape)}")
     if size is None:

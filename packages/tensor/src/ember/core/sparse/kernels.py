@@ -69,7 +69,9 @@ def vals(t: SparseTensor) -> np.ndarray:
 
 
 def new_sparse(indices: np.ndarray, values: np.ndarray, shape: tuple, coalesced: bool, dtype: D.dtype) -> SparseTensor:
-    """A sparse tensor owning fresh copies of ``indices`` and ``values``."""
+    """A sparse tensor owning fresh copies of ``indices`` and ``values``; with fewer than two entries it
+    is coalesced whatever the caller says, as PyTorch's are."""
+    coalesced = coalesced or indices.shape[1] <= 1
     return make_sparse(
         from_array(np.array(indices, np.int64, copy=True), D.int64),
         from_array(np.array(values, copy=True), dtype),

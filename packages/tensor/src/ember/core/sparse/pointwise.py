@@ -107,7 +107,7 @@ def _pow(self, exponent) -> Tensor:
             "pow on a sparse COO tensor takes a positive number as the exponent (0 ** x must stay 0)"
         )
     source = coalesced(self)
-    return with_values(source, aten.pow.Tensor_Scalar(source._sp_values, exponent))
+    return with_values(source, aten.pow.Tensor_Tensor(source._sp_values, exponent))
 
 
 # -- multiplication and division by scalars, and products of tensors --------------------------------

@@ -99,7 +99,8 @@ def _hspmm(mat1: SparseTensor, mat2: Tensor) -> SparseTensor:
         raise RuntimeError("hspmm: expected a sparse mat1 and a dense mat2")
     out = sparse_dense_mm(mat1, mat2, "hspmm")
     rows = np.unique(idx(mat1)[0]) if mat1._nnz() else np.zeros(0, np.int64)
-    return new_sparse(rows[None, :], out[rows], out.shape, True, D.from_numpy_dtype(out.dtype))
+    # Unique, sorted rows; PyTorch leaves the result marked uncoalesced all the same.
+    return new_sparse(rows[None, :], out[rows], out.shape, False, D.from_numpy_dtype(out.dtype))
 
 
 # -- sums -------------------------------------------------------------------------------------------------
@@ -176,12 +177,13 @@ def sparse_softmax(self: SparseTensor, dim: int, log: bool) -> SparseTensor:
     return new_sparse(idx(source), out.astype(self.dtype.np), self._shape, True, self.dtype)
 
 
-@sparse_kernel(aten._softmax.default, C.sparse_softmax_op)
+# ember.softmax of a sparse tensor has no kernel in PyTorch (only ember.sparse.softmax): nor here.
+@sparse_kernel(C.sparse_softmax_op)
 def _softmax(self: SparseTensor, dim: int, half_to_float: bool) -> SparseTensor:
     return sparse_softmax(self, dim, log=False)
 
 
-@sparse_kernel(aten._log_softmax.default, C.sparse_log_softmax_op)
+@sparse_kernel(C.sparse_log_softmax_op)
 def _log_softmax(self: SparseTensor, dim: int, half_to_float: bool) -> SparseTensor:
     return sparse_softmax(self, dim, log=True)
 

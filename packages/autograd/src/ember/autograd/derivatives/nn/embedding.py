@@ -21,6 +21,8 @@ aten = ops.aten
 
 @derivative(aten.embedding.default, save=("indices",))
 def _embedding(grad, weight, indices, padding_idx, scale_grad_by_freq, sparse, **_):
+    if sparse and scale_grad_by_freq:
+        raise RuntimeError("embedding_backward: scale_grad_by_freq not supported with sparse gradients")
     rows, dim = weight.shape
     flat = indices.reshape(-1)
     g = grad.reshape(-1, dim)

@@ -70,6 +70,11 @@ def _sparse_mm(grad, sparse, dense, needs, **_):
     return g_sparse, g_dense
 
 
+@derivative(C.hspmm_op)
+def _hspmm(grad, mat1, mat2, **_):
+    raise RuntimeError("derivative for aten::hspmm is not implemented")  # as in PyTorch
+
+
 @derivative(C.sparse_addmm_op, save=("mat1", "mat2"))
 def _sparse_addmm(grad, self, mat1, mat2, beta, alpha, needs, **_):
     g = _dense(grad)

@@ -117,8 +117,14 @@ for _op in (coo_tensor_op, to_sparse_op):
 
 
 def _check_sparse(self: Tensor, what: str) -> None:
-    if type(self) is not SparseTensor:
-        raise RuntimeError(f"{what} expected sparse coordinate tensor layout but got Strided")
+    if type(self) is SparseTensor:
+        return
+    if what.startswith("_"):  # the raw accessors have no dense kernel in PyTorch
+        raise NotImplementedError(
+            f"Could not run 'aten::{what}' with arguments from the '{self.device.type.upper()}' backend."
+        )
+    kind = "sparse tensor layout" if what == "values" else "sparse coordinate tensor layout"
+    raise RuntimeError(f"{what} expected {kind} but got Strided")
 
 
 @method("to_dense")
