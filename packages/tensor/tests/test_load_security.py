@@ -327,7 +327,7 @@ def test_sparse_tensors_with_bad_pieces_are_refused():
         _load(archive(b"\x80\x02" + call(fn, b"N", b"N") + b"."))
     with pytest.raises(pickle.UnpicklingError, match="indices, values, size"):
         _load(archive(b"\x80\x02" + call(fn, coo, b"N") + b"."))
-    with pytest.raises(pickle.UnpicklingError, match="the layout torch.sparse_csr"):
+    with pytest.raises(pickle.UnpicklingError, match=r"the layout torch\.sparse_csr"):
         _load(archive(b"\x80\x02" + call(g("torch.serialization", "_get_layout"), s("torch.sparse_csr")) + b"."))
 
 
