@@ -319,6 +319,21 @@ def test_matrix_products(shape, nnz):
     assert_same(ember.sparse.mm(ours, other_o), torch.sparse.mm(theirs, other_t), atol=1e-5)
 
 
+@pytest.mark.parametrize("shape, nnz", MATRICES)
+def test_smm_and_sspaddmm(shape, nnz):
+    rng = np.random.default_rng(nnz + 1)
+    ours, theirs = both(*random_pieces(rng, shape, (), nnz), shape)
+    dense = rng.standard_normal((shape[1], 3)).astype(np.float32)
+    assert_same(ember.smm(ours, ember.tensor(dense)), torch.smm(theirs, torch.tensor(dense)), exact_indices=True)
+    base_o, base_t = both(*random_pieces(rng, (shape[0], 3), (), 3), (shape[0], 3))
+    assert_same(
+        ember.sspaddmm(base_o, ours, ember.tensor(dense), beta=2, alpha=-1),
+        torch.sspaddmm(base_t, theirs, torch.tensor(dense), beta=2, alpha=-1),
+        exact_indices=True,
+        atol=1e-5,
+    )
+
+
 def test_matrix_product_shape_errors():
     ours, theirs = both([[0, 1], [1, 0]], np.ones(2, np.float32), (2, 2))
     with pytest.raises(RuntimeError) as expected:
@@ -425,3 +440,23 @@ def test_save_and_load_in_pytorchs_format(pair):
     torch.save({"s": theirs}, buffer)
     buffer.seek(0)
     assert_same(ember.load(buffer)["s"], theirs, exact_indices=True)
+
+
+def test_permute_of_sparse_dims_and_its_errors():
+    rng = np.random.default_rng(9)
+    ours, theirs = both(*random_pieces(rng, (2, 3, 4), (), 6), (2, 3, 4))
+    assert_same(ours.permute(2, 0, 1), theirs.permute(2, 0, 1), exact_indices=True)
+    hybrid_o, hybrid_t = both(*random_pieces(rng, (3,), (2, 4), 3), (3, 2, 4))
+    assert_same(hybrid_o.permute(0, 2, 1), hybrid_t.permute(0, 2, 1), exact_indices=True)
+    with pytest.raises(RuntimeError) as expected:
+        hybrid_t.permute(1, 0, 2)
+    with pytest.raises(RuntimeError) as got:
+        hybrid_o.permute(1, 0, 2)
+    assert str(got.value) == str(expected.value)
+
+
+def test_sparse_resize_and_clear():
+    ours, theirs = both([[0, 1]], np.ones(2, np.float32), (3,))
+    ours.sparse_resize_and_clear_((4, 5, 2), 2, 1)
+    theirs.sparse_resize_and_clear_((4, 5, 2), 2, 1)
+    assert_same(ours, theirs, exact_indices=True)

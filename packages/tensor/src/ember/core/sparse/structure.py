@@ -159,8 +159,8 @@ def _permute(self: SparseTensor, dims) -> SparseTensor:
         )
     if any(d < nd for d in dims[nd:]):
         raise RuntimeError(
-            "permute(sparse_coo): transpositions between sparse and dense dimensions are not allowed. "
-            "Only transpositions within sparse and within dense dimensions are allowed."
+            "permute(sparse_coo): transpositions between sparse and dense dimensions are not allowed."
+            "Only transpositions within sparse and dense dimensions are supported."
         )
     values = np.transpose(vals(self), (0, *[d - nd + 1 for d in dims[nd:]]))
     shape = [self._shape[d] for d in dims]

@@ -232,6 +232,38 @@ def hspmm(mat1: Tensor, mat2: Tensor) -> Tensor:
     return hspmm_op(mat1, mat2)
 
 
+@public("smm")
+@method("smm")
+def smm(input: Tensor, mat2: Tensor) -> Tensor:
+    """``input @ mat2`` for a sparse ``input`` as a sparse matrix: every column of each row ``input`` has."""
+    from ember.core.sparse.construct import _sparse_coo_tensor_unsafe
+
+    rows = hspmm_op(input, mat2)
+    values = rows._sp_values._array
+    count, width = values.shape
+    index = np.stack([np.repeat(rows._sp_indices._array[0], width), np.tile(np.arange(width), count)])
+    flat = from_array(np.ascontiguousarray(values).reshape(-1), rows.dtype)
+    return _sparse_coo_tensor_unsafe(from_array(index.astype(np.int64), D.int64), flat, rows.shape)
+
+
+@public("sspaddmm")
+@method("sspaddmm")
+def sspaddmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """``beta * input + alpha * (mat1 @ mat2)`` for sparse ``input`` and ``mat1``, as a sparse matrix
+    holding ``input``'s entries then the product's (uncoalesced)."""
+    if type(input) is not SparseTensor:
+        raise RuntimeError("sspaddmm: expected self to be a sparse COO tensor")
+    product = smm(mat1, mat2)
+    if tuple(product.shape) != tuple(input.shape):
+        raise RuntimeError(
+            f"sspaddmm: Argument #1: Expected dim 0 size {product.shape[0]}, got {input.shape[0]}"
+            if product.shape[0] != input.shape[0]
+            else f"sspaddmm: Argument #1: Expected dim 1 size {product.shape[1]}, got {input.shape[1]}"
+        )
+    scaled = input * beta if beta != 1 else input
+    return scaled.add(product, alpha=alpha)
+
+
 @public("spmm")
 def spmm(input: Tensor, mat2: Tensor) -> Tensor:
     from ember.core.sparse.api import sparse_mm
