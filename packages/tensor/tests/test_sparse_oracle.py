@@ -460,3 +460,30 @@ def test_sparse_resize_and_clear():
     ours.sparse_resize_and_clear_((4, 5, 2), 2, 1)
     theirs.sparse_resize_and_clear_((4, 5, 2), 2, 1)
     assert_same(ours, theirs, exact_indices=True)
+
+
+RESIZES = [((3, 4), 2, 0), ((1, 4), 2, 0), ((3, 4, 2), 2, 1), ((3, 4, 2), 3, 0), ((3,), 1, 0), ((3, 4), 1, 1)]
+
+
+@pytest.mark.parametrize("size, sparse_dim, dense_dim", RESIZES)
+def test_sparse_resize(size, sparse_dim, dense_dim):
+    ours, theirs = both([[0, 1], [2, 0]], np.array([3.0, 4.0], np.float32), (2, 3))
+    try:
+        theirs.sparse_resize_(size, sparse_dim, dense_dim)
+    except RuntimeError as error:
+        with pytest.raises(RuntimeError) as got:
+            ours.sparse_resize_(size, sparse_dim, dense_dim)
+        assert str(got.value).split("\n")[0] == str(error).split("\n")[0]
+        return
+    ours.sparse_resize_(size, sparse_dim, dense_dim)
+    assert_same(ours, theirs, exact_indices=True)
+
+
+def test_resize_as_sparse_and_old_names():
+    ours, theirs = both([[0, 1], [2, 0]], np.array([3.0, 4.0], np.float32), (2, 3))
+    t_o, t_t = both(np.zeros((2, 0), np.int64), np.zeros(0, np.float32), (4, 5))
+    assert_same(ours.clone().resize_as_sparse_(t_o), theirs.clone().resize_as_sparse_(t_t), exact_indices=True)
+    assert_same(ember.resize_as_sparse_(ours.clone(), t_o), torch.resize_as_sparse_(theirs.clone(), t_t))
+    dense = np.arange(6, dtype=np.float32).reshape(3, 2)
+    assert_same(ember.dsmm(ours, ember.tensor(dense)), torch.dsmm(theirs, torch.tensor(dense)))
+    assert_same(ember.hsmm(ours, ember.tensor(dense)), torch.hsmm(theirs, torch.tensor(dense)), exact_indices=True)

@@ -171,11 +171,18 @@ def _mul_(self, other) -> Tensor:
     return self
 
 
+def _divisor_error(other) -> RuntimeError:
+    shape = list(other.shape) if isinstance(other, Tensor) else []
+    return RuntimeError(
+        f"Sparse division requires a scalar or zero-dim dense tensor divisor (got shape {shape} for divisor)"
+    )
+
+
 @sparse_kernel(aten.div.Tensor)
 def _div(self, other) -> Tensor:
     if type(self) is SparseTensor and is_scalar(other):
         return with_values(self, aten.div.Tensor(self._sp_values, other))
-    raise RuntimeError("div: a sparse COO tensor can only be divided by a scalar or a 0-d dense tensor")
+    raise _divisor_error(other)
 
 
 @sparse_kernel(aten.div_.Tensor)
@@ -184,7 +191,7 @@ def _div_(self, other) -> Tensor:
         aten.div_.Tensor(self._sp_values, other)
         self._bump_version()
         return self
-    raise RuntimeError("div_: a sparse COO tensor can only be divided by a scalar or a 0-d dense tensor")
+    raise _divisor_error(other)
 
 
 # -- addition ---------------------------------------------------------------------------------------------

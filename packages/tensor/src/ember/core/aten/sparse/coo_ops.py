@@ -264,11 +264,80 @@ def sspaddmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> T
     return scaled.add(product, alpha=alpha)
 
 
+@public("dsmm")
+def dsmm(input: Tensor, mat2: Tensor) -> Tensor:
+    """``input @ mat2`` for a sparse ``input``, as a dense matrix (an old name of ``ember.sparse.mm``)."""
+    return sparse_mm_op(input, mat2)
+
+
+@public("hsmm")
+def hsmm(input: Tensor, mat2: Tensor) -> Tensor:
+    """``ember.hspmm`` under its old name."""
+    return hspmm_op(input, mat2)
+
+
 @public("spmm")
 def spmm(input: Tensor, mat2: Tensor) -> Tensor:
     from ember.core.sparse.api import sparse_mm
 
     return sparse_mm(input, mat2)
+
+
+def _resize_hint() -> str:
+    return (
+        "\nTo get an empty sparse tensor of the new size, use sparse_resize_and_clear_ or "
+        "ember.sparse_coo_tensor(size); to keep the entries, build a new tensor from indices() and values()."
+    )
+
+
+@method("sparse_resize_")
+def sparse_resize_(self: Tensor, size, sparse_dim: int, dense_dim: int) -> Tensor:
+    """Give this sparse tensor ``size`` with ``sparse_dim`` sparse dimensions, keeping its entries: a
+    non-empty tensor may only grow its sparse sizes."""
+    _check_sparse(self, "sparse_resize_")
+    size = tuple(int(n) for n in size)
+    if len(size) != sparse_dim + dense_dim:
+        raise RuntimeError(
+            f"number of dimensions must be sparse_dim ({sparse_dim}) + dense_dim ({dense_dim}), but got {len(size)}"
+        )
+    if self._nnz() == 0:
+        return sparse_resize_and_clear_(self, size, sparse_dim, dense_dim)
+    old_sparse, old_dense = self.sparse_dim(), self.dense_dim()
+    if sparse_dim != old_sparse:
+        raise RuntimeError(
+            f"changing the number of sparse dimensions (from {old_sparse} to {sparse_dim}) on a non-empty sparse "
+            "tensor is not supported." + _resize_hint()
+        )
+    if dense_dim != old_dense:
+        raise RuntimeError(
+            f"changing the number of dense dimensions (from {old_dense} to {dense_dim}) on a non-empty sparse "
+            "tensor is not supported." + _resize_hint()
+        )
+    old, new = list(self._shape[:sparse_dim]), list(size[:sparse_dim])
+    if any(n < o for n, o in zip(new, old, strict=True)):
+        raise RuntimeError(
+            f"shrinking the size of sparse dimensions (from {old} to {new}) on a non-empty sparse tensor is not "
+            "supported." + _resize_hint()
+        )
+    if tuple(size[sparse_dim:]) != tuple(self._shape[sparse_dim:]):
+        raise RuntimeError(
+            f"changing the size of dense dimensions (from {list(self._shape[sparse_dim:])} to "
+            f"{list(size[sparse_dim:])}) on a non-empty sparse tensor is not supported by Ember." + _resize_hint()
+        )
+    from ember.core.layout import contiguous_strides
+
+    self._shape = size
+    self._stride = contiguous_strides(size)
+    self._bump_version()
+    return self
+
+
+@public("resize_as_sparse_")
+@method("resize_as_sparse_")
+def resize_as_sparse_(self: Tensor, the_template: Tensor) -> Tensor:
+    """``sparse_resize_`` to the size and sparse/dense dimensions of the sparse tensor ``the_template``."""
+    _check_sparse(the_template, "resize_as_sparse_")
+    return sparse_resize_(self, the_template.shape, the_template.sparse_dim(), the_template.dense_dim())
 
 
 @method("sparse_resize_and_clear_")
