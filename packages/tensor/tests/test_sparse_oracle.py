@@ -487,3 +487,18 @@ def test_resize_as_sparse_and_old_names():
     dense = np.arange(6, dtype=np.float32).reshape(3, 2)
     assert_same(ember.dsmm(ours, ember.tensor(dense)), torch.dsmm(theirs, torch.tensor(dense)))
     assert_same(ember.hsmm(ours, ember.tensor(dense)), torch.hsmm(theirs, torch.tensor(dense)), exact_indices=True)
+
+
+def test_check_sparse_tensor_invariants_switch():
+    indices, values = np.array([[1, 0]]), np.array([1.0, 2.0], np.float32)
+    with torch.sparse.check_sparse_tensor_invariants(), pytest.raises(RuntimeError) as expected:
+        torch.sparse_coo_tensor(torch.tensor(indices), torch.tensor(values), (2,), is_coalesced=True)
+    with ember.sparse.check_sparse_tensor_invariants():
+        assert ember.sparse.check_sparse_tensor_invariants.is_enabled()
+        with pytest.raises(RuntimeError) as got:
+            ember.sparse_coo_tensor(ember.tensor(indices), ember.tensor(values), (2,), is_coalesced=True)
+    assert str(got.value) == str(expected.value)
+    assert not ember.sparse.check_sparse_tensor_invariants.is_enabled()
+    # Off, the flag is taken on trust in both.
+    ours, theirs = both(indices, values, (2,), is_coalesced=True)
+    assert ours.is_coalesced() and theirs.is_coalesced()

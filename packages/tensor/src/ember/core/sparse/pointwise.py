@@ -163,6 +163,11 @@ def _mul_dense(sparse: SparseTensor, dense: Tensor) -> SparseTensor:
 def _mul_(self, other) -> Tensor:
     if type(self) is not SparseTensor:
         raise RuntimeError("mul_(dense, sparse) is not supported; use mul(dense, sparse) instead")
+    if is_scalar(other):
+        # In place on the values, which a detached alias shares, as PyTorch's sparse mul_ does.
+        aten.mul_.Tensor(self._sp_values, other)
+        self._bump_version()
+        return self
     result = _mul(self, other)
     self._sp_indices, self._sp_values, self._sp_coalesced = result._sp_indices, result._sp_values, result._sp_coalesced
     if self._sp_values.dtype is not self.dtype:
