@@ -66,3 +66,30 @@ def test_sparse_adam_trains_as_pytorch(options):
     state_o, state_t = opt_o.state[ours.weight], opt_t.state[theirs.weight]
     assert state_o["step"] == state_t["step"] == 20
     np.testing.assert_allclose(state_o["exp_avg_sq"].numpy(), state_t["exp_avg_sq"].numpy(), rtol=1e-5, atol=1e-8)
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean"])
+@pytest.mark.parametrize("padding_idx", [None, 2])
+def test_embedding_bag_sparse_weight_gradient(mode, padding_idx):
+    w = np.random.default_rng(2).standard_normal((ROWS, DIM)).astype(np.float32)
+    inputs, offsets = np.array([0, 2, 2, 5, 1, 0, 9]), np.array([0, 2, 4])
+    grads = []
+    for lib in (ember, torch):
+        weight = lib.tensor(w, requires_grad=True)
+        out = lib.nn.functional.embedding_bag(
+            lib.tensor(inputs), weight, lib.tensor(offsets), mode=mode, sparse=True, padding_idx=padding_idx
+        )
+        (out**2).sum().backward()
+        grads.append(weight.grad)
+    ours, theirs = grads
+    assert ours.is_sparse and theirs.is_sparse and ours.is_coalesced() == theirs.is_coalesced()
+    np.testing.assert_array_equal(ours._indices().numpy(), theirs._indices().numpy())
+    np.testing.assert_allclose(ours._values().numpy(), theirs._values().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_embedding_bag_max_mode_refuses_sparse_weights():
+    with pytest.raises(ValueError) as expected:
+        torch.nn.functional.embedding_bag(torch.tensor([[0, 1]]), torch.ones(3, 2), mode="max", sparse=True)
+    with pytest.raises(ValueError) as got:
+        ember.nn.functional.embedding_bag(ember.tensor([[0, 1]]), ember.ones(3, 2), mode="max", sparse=True)
+    assert str(got.value) == str(expected.value)
