@@ -183,6 +183,14 @@ def test_to_dense_and_back(pair):
     assert ours.to_sparse() is ours
 
 
+@pytest.mark.parametrize("data", [3.0, 0.0, np.zeros((2, 0), np.float32), np.zeros((0, 3), np.float32)])
+def test_to_sparse_of_scalars_and_empty_tensors(data):
+    ours, theirs = ember.tensor(data), torch.tensor(data)
+    assert_same(ours.to_sparse(), theirs.to_sparse(), exact_indices=True)
+    if ours.ndim:
+        assert_same(ours.to_sparse(1), theirs.to_sparse(1), exact_indices=True)
+
+
 @pytest.mark.parametrize("sparse_dim", [0, 3])
 def test_to_sparse_errors(sparse_dim):
     with pytest.raises(RuntimeError) as expected:

@@ -97,15 +97,15 @@ def _dense_to_sparse(self: Tensor, sparse_dim: int) -> SparseTensor:
     if ndim > 0 and sparse_dim == 0:
         raise RuntimeError("dense_to_sparse: sparse_dim argument must be in >0 when self.dim()>0")
     array = self._array
-    lead = array.reshape((*self._shape[:sparse_dim], -1)) if sparse_dim < ndim else array[..., None]
-    # A position of the sparse dims is kept when any element of its dense slice is nonzero.
-    keep = (lead != 0).any(axis=-1)
-    idx = np.stack(np.nonzero(keep)).astype(np.int64) if sparse_dim else np.zeros((0, 1), np.int64)
-    if sparse_dim:
-        values = array[tuple(idx)]
+    if sparse_dim == 0:  # a 0-d tensor: one entry when it is nonzero
+        nnz = int(bool(array != 0))
+        idx, values = np.zeros((0, nnz), np.int64), array[None][:nnz]
     else:
-        values = array[None]
-    idx = idx.reshape(sparse_dim, -1)
+        dense_numel = int(np.prod(self._shape[sparse_dim:], dtype=np.int64))
+        lead = array.reshape((*self._shape[:sparse_dim], dense_numel))
+        # A position of the sparse dims is kept when any element of its dense slice is nonzero.
+        idx = np.stack(np.nonzero((lead != 0).any(axis=-1))).astype(np.int64).reshape(sparse_dim, -1)
+        values = array[tuple(idx)]
     return make_sparse(from_array(idx, D.int64), from_array(np.array(values), self.dtype), self._shape, True)
 
 
