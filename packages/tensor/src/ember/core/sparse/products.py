@@ -1,8 +1,9 @@
 """Sparse kernels of products and reductions: ``mm``/``addmm`` with a sparse operand (and their
 ``ember.sparse`` forms), ``hspmm``, ``sum`` and ``ember.sparse.sum``, and the sparse softmax.
 
-A sparse matrix times a dense one scatters ``value * dense row`` into the result rows with one
-``np.add.at``: the work follows the number of stored entries, not the matrix size. ``sparse.sum``
+A sparse matrix times a dense one sums ``value * dense row`` per result row with one
+``np.add.reduceat`` over the entries sorted by row: the work follows the number of stored entries,
+not the matrix size. ``sparse.sum``
 over every sparse dimension gives a dense tensor, over some of them a coalesced sparse one. The
 sparse softmax treats the unstored elements as ``-inf`` (they take no share), as PyTorch does.
 """
@@ -43,8 +44,13 @@ def sparse_dense_mm(sparse: SparseTensor, dense: Tensor, what: str = "mm") -> np
     out = np.zeros((sparse._shape[0], dense._shape[1]), dtype.np)
     if sparse._nnz():
         rows, cols = idx(sparse)
-        contributions = vals(sparse).astype(dtype.np)[:, None] * dense._array[cols].astype(dtype.np)
-        np.add.at(out, rows, contributions)
+        values = vals(sparse)
+        if not sparse._sp_coalesced:  # sorted by row, the entries of each row are one segment
+            order = np.argsort(rows, kind="stable")
+            rows, cols, values = rows[order], cols[order], values[order]
+        contributions = values.astype(dtype.np)[:, None] * dense._array[cols].astype(dtype.np)
+        starts = np.flatnonzero(np.concatenate(([True], rows[1:] != rows[:-1])))
+        out[rows[starts]] = np.add.reduceat(contributions, starts, axis=0)
     return out
 
 
