@@ -510,3 +510,28 @@ def test_check_sparse_tensor_invariants_switch():
     # Off, the flag is taken on trust in both.
     ours, theirs = both(indices, values, (2,), is_coalesced=True)
     assert ours.is_coalesced() and theirs.is_coalesced()
+
+
+@pytest.mark.parametrize("coalesce", [False, True])
+def test_index_select(pair, coalesce):
+    ours, theirs = pair
+    if coalesce:
+        ours, theirs = ours.coalesce(), theirs.coalesce()
+    for dim in range(ours.ndim):
+        size = ours.shape[dim]
+        chosen = np.array([size - 1, 0, 0, size // 2])
+        assert_same(
+            ours.index_select(dim, ember.tensor(chosen)),
+            theirs.index_select(dim, torch.tensor(chosen)),
+            exact_indices=True,
+        )
+
+
+def test_cat(pair):
+    ours, theirs = pair
+    for dim in range(ours.ndim):
+        assert_same(
+            ember.cat([ours, ours.coalesce() * 2], dim),
+            torch.cat([theirs, theirs.coalesce() * 2], dim),
+            exact_indices=True,
+        )

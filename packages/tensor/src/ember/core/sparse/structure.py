@@ -1,5 +1,6 @@
 """Sparse kernels that move or convert data: ``to_dense``, ``coalesce``, the views of indices and
-values, ``sparse_mask``, copies and casts, transposes, ``zero_`` and ``copy_``."""
+values, ``sparse_mask``, copies and casts, transposes, ``zero_`` and ``copy_``, ``index_select`` and
+``cat``."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from ember.core import dtypes as D
 from ember.core.aten.sparse import coo_ops as C
 from ember.core.dispatch import ops
 from ember.core.layout import normalize_dim
+from ember.core.promotion import promote_types
 from ember.core.sparse.coo import SparseTensor, coalesced, dense_array, make_sparse
 from ember.core.sparse.kernels import check_cpu, idx, new_sparse, sparse_kernel, vals
 from ember.core.tensor import Tensor, from_array, make_view
@@ -191,3 +193,76 @@ def _copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
     self._sp_coalesced = src._sp_coalesced
     self._bump_version()
     return self
+
+
+# -- selecting and joining -------------------------------------------------------------------------------------
+
+
+@sparse_kernel(aten.index_select.default)
+def _index_select(self: SparseTensor, dim: int, index: Tensor) -> SparseTensor:
+    if type(self) is not SparseTensor or type(index) is SparseTensor:
+        raise RuntimeError("index_select: expected a sparse COO self and a dense index")
+    if index.ndim > 1 or index.dtype not in (D.int64, D.int32):
+        raise IndexError("index_select(): Index is supposed to be a vector of integers")
+    ndim, nd = self.ndim, self.sparse_dim()
+    dim = normalize_dim(dim, ndim)
+    chosen = index._array.reshape(-1).astype(np.int64)
+    size = self._shape[dim]
+    if chosen.size and (chosen.min() < -size or chosen.max() >= size):
+        raise IndexError(f"index_select(): index out of range for dimension {dim} of size {size}")
+    chosen = np.where(chosen < 0, chosen + size, chosen)
+    shape = list(self._shape)
+    shape[dim] = chosen.shape[0]
+    if dim >= nd:
+        values = np.take(vals(self), chosen, axis=dim - nd + 1)
+        return new_sparse(idx(self), values, shape, False, self.dtype)  # PyTorch marks it uncoalesced
+    # For each chosen position in turn, the entries at that position, in their stored order.
+    old = idx(self)[dim]
+    order = np.argsort(old, kind="stable")
+    first = np.searchsorted(old[order], chosen, side="left")
+    last = np.searchsorted(old[order], chosen, side="right")
+    counts = last - first
+    picks = order[np.concatenate([np.arange(a, b) for a, b in zip(first, last, strict=True)] or [[]]).astype(np.int64)]
+    indices = idx(self)[:, picks].copy()
+    indices[dim] = np.repeat(np.arange(chosen.shape[0]), counts)
+    return new_sparse(indices, vals(self)[picks], shape, False, self.dtype)
+
+
+@sparse_kernel(aten.cat.default)
+def _cat(tensors, dim: int = 0) -> SparseTensor:
+    tensors = list(tensors)
+    if any(type(t) is not SparseTensor for t in tensors):
+        raise RuntimeError("cat: a sparse COO tensor can be concatenated only with sparse COO tensors")
+    first = tensors[0]
+    ndim, nd, dense = first.ndim, first.sparse_dim(), first.dense_dim()
+    dim = normalize_dim(dim, ndim)
+    for t in tensors[1:]:
+        if t.sparse_dim() != nd or t.dense_dim() != dense:
+            raise RuntimeError(
+                "concatenating sparse tensors with different sparse_dim or dense_dim is not supported: "
+                f"({nd}, {dense}) and ({t.sparse_dim()}, {t.dense_dim()})"
+            )
+        if any(a != b for d, (a, b) in enumerate(zip(t._shape, first._shape, strict=True)) if d != dim):
+            raise RuntimeError(
+                f"cat: sizes of tensors must match except in dimension {dim}: {list(first._shape)} and {list(t._shape)}"
+            )
+    dtype = first.dtype
+    for t in tensors[1:]:
+        dtype = promote_types(dtype, t.dtype)
+    shape = list(first._shape)
+    shape[dim] = sum(t._shape[dim] for t in tensors)
+    pieces_i, pieces_v, offset = [], [], 0
+    for t in tensors:
+        indices, values = idx(t).copy(), vals(t).astype(dtype.np)
+        if dim < nd:
+            indices[dim] += offset
+        else:
+            # Along a dense dim each tensor's values fill their slice and zeros the rest.
+            axis = dim - nd + 1
+            widths = [(0, 0)] * values.ndim
+            widths[axis] = (offset, shape[dim] - offset - t._shape[dim])
+            values = np.pad(values, widths)
+        pieces_i.append(indices)
+        pieces_v.append(values)
+        offset += t._shape[dim]
+    return new_sparse(np.concatenate(pieces_i, axis=1), np.concatenate(pieces_v), shape, False, dtype)
