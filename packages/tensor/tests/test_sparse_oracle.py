@@ -408,7 +408,11 @@ def test_ops_without_a_sparse_kernel_raise_pytorchs_error(pair, call):
 
 
 def test_no_dense_view_of_a_sparse_tensor():
-    ours, _ = both([[0, 1]], np.ones(2, np.float32), (3,))
+    ours, theirs = both([[0, 1]], np.ones(2, np.float32), (3,))
+    assert ours.stride() == theirs.stride() and ours.is_contiguous() == theirs.is_contiguous()
+    assert ours.storage_offset() == theirs.storage_offset()
+    with pytest.raises(NotImplementedError, match="Cannot access storage of SparseTensorImpl"):
+        ours.untyped_storage()
     with pytest.raises(TypeError, match="can't convert Sparse layout tensor to numpy"):
         ours.numpy()
     with pytest.raises(RuntimeError):

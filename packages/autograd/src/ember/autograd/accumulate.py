@@ -50,7 +50,7 @@ def accumulate_into(variable: Tensor, grad: Tensor) -> None:
     if grad is None:
         return
     old = variable.grad
-    if grad.is_sparse or (old is not None and old.is_sparse):
+    if grad.is_sparse or variable.is_sparse or (old is not None and old.is_sparse):
         _accumulate_sparse(variable, old, grad, state.enabled)
         return
     if old is None:
@@ -65,8 +65,9 @@ def accumulate_into(variable: Tensor, grad: Tensor) -> None:
 
 
 def _accumulate_sparse(variable: Tensor, old: Tensor | None, grad: Tensor, grad_mode: bool) -> None:
-    """PyTorch's rules where a sparse gradient is involved: the first is cloned (it stays sparse);
-    a dense one added to a sparse ``.grad`` makes it dense; otherwise the new one adds in place."""
+    """PyTorch's rules where a sparse tensor or gradient is involved: the first gradient is cloned (a
+    sparse one stays sparse); a dense one added to a sparse ``.grad`` makes it dense; otherwise the new
+    one adds in place."""
     if old is None:
         variable.grad = grad if grad_mode and grad.requires_grad else grad.clone()
     elif old.is_sparse and not grad.is_sparse:

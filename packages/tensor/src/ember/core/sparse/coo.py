@@ -34,17 +34,18 @@ class SparseTensor(Tensor):
     is_sparse = property(lambda self: True)
     layout = property(lambda self: sparse_coo)
 
+    # PyTorch's answers for a tensor without strided storage: strides of zeros, offset 0, not contiguous.
     def is_contiguous(self, memory_format=None) -> bool:
-        raise RuntimeError("is_contiguous is not supported for sparse tensors (layout ember.sparse_coo)")
+        return False
 
     def data_ptr(self) -> int:
         raise RuntimeError("Cannot access data pointer of Tensor that doesn't have storage")
 
     def untyped_storage(self):
-        raise RuntimeError("Cannot access storage of SparseTensorImpl")
+        raise NotImplementedError("Cannot access storage of SparseTensorImpl")
 
     def storage_offset(self) -> int:
-        raise RuntimeError("Cannot access storage offset of a sparse tensor (layout ember.sparse_coo)")
+        return 0
 
     def _require_data(self, what: str):
         raise RuntimeError("Cannot access data pointer of Tensor that doesn't have storage")
@@ -114,7 +115,8 @@ def make_sparse(indices: Tensor, values: Tensor, shape: tuple, coalesced: bool =
     """A sparse tensor over ``indices`` and ``values`` (taken as they are: no copy, no check)."""
     if not dispatch._flags.subclasses:
         dispatch._flags.subclasses = True  # from now on the dispatcher looks for dispatching subclasses
-    t = make_wrapper_subclass(SparseTensor, tuple(shape), values.dtype, values.device)
+    shape = tuple(shape)
+    t = make_wrapper_subclass(SparseTensor, shape, values.dtype, values.device, stride=(0,) * len(shape))
     t._sp_indices = indices
     t._sp_values = values
     t._sp_coalesced = bool(coalesced)

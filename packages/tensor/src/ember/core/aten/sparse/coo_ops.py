@@ -324,10 +324,8 @@ def sparse_resize_(self: Tensor, size, sparse_dim: int, dense_dim: int) -> Tenso
             f"changing the size of dense dimensions (from {list(self._shape[sparse_dim:])} to "
             f"{list(size[sparse_dim:])}) on a non-empty sparse tensor is not supported by Ember." + _resize_hint()
         )
-    from ember.core.layout import contiguous_strides
-
     self._shape = size
-    self._stride = contiguous_strides(size)
+    self._stride = (0,) * len(size)
     self._bump_version()
     return self
 
@@ -349,13 +347,11 @@ def sparse_resize_and_clear_(self: Tensor, size, sparse_dim: int, dense_dim: int
         raise RuntimeError(
             f"number of dimensions must be sparse_dim ({sparse_dim}) + dense_dim ({dense_dim}), but got {len(size)}"
         )
-    from ember.core.layout import contiguous_strides
-
     self._sp_indices = from_array(np.zeros((sparse_dim, 0), np.int64), D.int64)
     self._sp_values = from_array(np.zeros((0, *size[sparse_dim:]), self.dtype.np), self.dtype)
     self._sp_coalesced = True
     self._shape = size
-    self._stride = contiguous_strides(size)
+    self._stride = (0,) * len(size)
     self._bump_version()
     return self
 
