@@ -539,3 +539,35 @@ def test_cat(pair):
             torch.cat([theirs, theirs.coalesce() * 2], dim),
             exact_indices=True,
         )
+
+
+def test_assert_close_compares_sparse_tensors_as_pytorch_does():
+    def make(lib, indices, values):
+        return lib.sparse_coo_tensor(lib.tensor(indices), lib.tensor(values), (3,))
+
+    pairs = [
+        (([[0, 1]], [1.0, 2.0]), ([[0, 2]], [1.0, 2.0])),
+        (([[0, 1]], [1.0, 2.0]), ([[0, 1]], [1.0, 2.5])),
+        (([[0, 1]], [1.0, 2.0]), ([[0, 1, 1]], [1.0, 1.0, 1.0])),
+        (([[0, 1]], [1.0, 2.0]), ([[0, 1]], [1.0, 2.0])),
+    ]
+    for a, b in pairs:
+        outcomes = []
+        for lib in (ember, torch):
+            try:
+                lib.testing.assert_close(make(lib, *a), make(lib, *b))
+                outcomes.append(None)
+            except AssertionError as error:
+                outcomes.append(str(error))
+        assert outcomes[0] == outcomes[1]
+    s_o, s_t = make(ember, [[0, 1]], [1.0, 2.0]), make(torch, [[0, 1]], [1.0, 2.0])
+    for args_o, args_t in (
+        ((s_o, s_o.to_dense()), (s_t, s_t.to_dense())),
+        ((s_o.to_dense(), s_o), (s_t.to_dense(), s_t)),
+    ):
+        with pytest.raises(AssertionError) as expected:
+            torch.testing.assert_close(*args_t)
+        with pytest.raises(AssertionError) as got:
+            ember.testing.assert_close(*args_o)
+        assert str(got.value) == str(expected.value)
+    ember.testing.assert_close(s_o, s_o.to_dense(), check_layout=False)
