@@ -1,6 +1,7 @@
-"""``nn.Embedding(sparse=True)`` and ``optim.SparseAdam`` against PyTorch: the sparse weight gradient
-(one entry per lookup, padding rows left out; ``scale_grad_by_freq`` refused), and 20 training steps from
-the same weights giving the same parameters."""
+"""``nn.Embedding(sparse=True)``/``EmbeddingBag(sparse=True)`` and the optimizers that take sparse
+gradients against PyTorch: the sparse weight gradient (one entry per lookup, padding rows left out;
+``scale_grad_by_freq`` refused), and training from the same weights giving the same parameters
+(SparseAdam over 20 steps; SGD and Adagrad)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 import ember
 
 torch = pytest.importorskip("torch", reason="the oracle, PyTorch, is not installed")
+pytestmark = pytest.mark.filterwarnings("ignore:Sparse invariant checks are implicitly disabled:UserWarning")
 
 ROWS, DIM = 10, 4
 
@@ -93,3 +95,38 @@ def test_embedding_bag_max_mode_refuses_sparse_weights():
     with pytest.raises(ValueError) as got:
         ember.nn.functional.embedding_bag(ember.tensor([[0, 1]]), ember.ones(3, 2), mode="max", sparse=True)
     assert str(got.value) == str(expected.value)
+
+
+@pytest.mark.parametrize(
+    "name, options",
+    [
+        ("SGD", {"lr": 0.1}),
+        ("SGD", {"lr": 0.1, "momentum": 0.9}),
+        ("Adagrad", {"lr": 0.1}),
+        ("Adagrad", {"lr": 0.1, "lr_decay": 0.01, "initial_accumulator_value": 0.1, "maximize": True}),
+        ("Adagrad", {"lr": 0.1, "foreach": True}),
+    ],
+)
+def test_other_optimizers_with_sparse_gradients(name, options):
+    ours, theirs = embeddings()
+    opt_o = getattr(ember.optim, name)(ours.parameters(), **options)
+    opt_t = getattr(torch.optim, name)(theirs.parameters(), **options)
+    rng = np.random.default_rng(3)
+    for step in range(6):
+        batch = rng.integers(0, ROWS, size=(2, 4))
+        for module, opt, lib in ((ours, opt_o, ember), (theirs, opt_t, torch)):
+            opt.zero_grad(set_to_none=step % 2 == 0)
+            (module(lib.tensor(batch)) ** 2).sum().backward()
+            opt.step()
+    np.testing.assert_allclose(ours.weight.detach().numpy(), theirs.weight.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_adagrad_weight_decay_refuses_sparse_gradients():
+    errors = []
+    for lib, module in zip((ember, torch), embeddings(), strict=True):
+        opt = lib.optim.Adagrad(module.parameters(), weight_decay=0.1)
+        module(lib.tensor([1, 2])).sum().backward()
+        with pytest.raises(RuntimeError) as error:
+            opt.step()
+        errors.append(str(error.value))
+    assert errors[0] == errors[1]
