@@ -22,6 +22,7 @@ from ember import (
     linalg,  # noqa: F401  (torch.linalg's place)
     logs,  # noqa: F401  (reads EMBER_LOGS)
     sdpa,  # noqa: F401  (registers the attention ops, aten::_scaled_dot_product_flash_attention_for_cpu, ...)
+    sparse,  # noqa: F401  (torch.sparse's place)
     special,  # noqa: F401  (torch.special's place)
 )
 from ember._cuda_fallback import install_finder as _install_cuda_fallback
