@@ -1,4 +1,4 @@
-"""C++/OpenMP source for one fused group: a parallel loop over rows, each node's loops inside.
+"""C++ source for one fused group: a parallel loop over rows, each node's loops inside.
 
 The kernel is ``extern "C" int name(void** args, const int64_t* meta)``: ``args`` are the buffers'
 data pointers, ``meta`` the sizes and strides of the buffers whose layout comes from outside (graph
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from ember.inductor import config
 from ember.inductor.cpp_ops import PRELUDE, REDUCTION_COMBINE, CppOverrides, acc_init, storage_ctype
 from ember.inductor.ir import Buffer, ComputedBuffer, index_symbols
+from ember.inductor.runtime.parallel import KERNEL_PRELUDE
 from ember.inductor.scheduler import FusedGroup, ScheduledNode
 from ember.inductor.virtualized import set_ops_handler
 
@@ -35,7 +36,76 @@ def _loop(var: str, n: int) -> str:
     return f"for (int64_t {var} = 0; {var} < {n}; ++{var})"
 
 
-def _node_code(node: ScheduledNode, k: int, arg_of: dict, dtype_of: dict, rows: int, parallel_inner: bool) -> list[str]:
+def _pieces_grain(loops: list[tuple[str, int]]) -> int:
+    """Iterations of the outer loop a piece of a parallel loop has at least (``config.cpp.grain``
+    elements)."""
+    inner = math.prod(n for _, n in loops[1:])
+    return max(1, -(-config.cpp.grain // inner))
+
+
+def _parallel_pointwise(
+    loops: list[tuple[str, int]], body: list[str], inner_pragma: str, decls: list[str]
+) -> list[str]:
+    """The outer loop split into pieces on the thread pool; the pointers re-declared ``__restrict__``
+    inside the lambda (captured ones lose that, and with it the vectorizer's freedom)."""
+    (var, n), rest = loops[0], loops[1:]
+    out = [f"ember_parallel(0, {n}, {_pieces_grain(loops)}, [&](int64_t {var}_begin, int64_t {var}_end) {{"]
+    out.extend(decls)
+    if not rest:
+        out.append(inner_pragma)
+    out.append(f"for (int64_t {var} = {var}_begin; {var} < {var}_end; ++{var}) {{")
+    for depth, (v, m) in enumerate(rest):
+        if depth == len(rest) - 1:
+            out.append(inner_pragma)
+        out.append(_loop(v, m) + " {")
+    out.extend(body)
+    out.extend("}" for _ in loops)
+    out.append("});")
+    return out
+
+
+def _parallel_reduction(
+    loops: list[tuple[str, int]], body: list[str], inner_pragma: str, decls: list[str], info: tuple, prefix: str
+) -> list[str]:
+    """A long reduction over fixed chunks of ``config.cpp.reduction_chunk`` elements, whatever the
+    thread count: each chunk's partial is kept, and the partials are combined in chunk order, so
+    the result is the same bits on any number of threads."""
+    acc, rtype, acc_t = info
+    (var, n), rest = loops[0], loops[1:]
+    inner = math.prod(m for _, m in rest)
+    chunk = max(1, -(-config.cpp.reduction_chunk // inner))
+    chunks = -(-n // chunk)
+    init = acc_init(rtype, acc_t)
+    parts, c = f"{prefix}parts", f"{prefix}c"
+    out = [
+        f"std::vector<{acc_t}> {parts}({chunks}, {init});",
+        f"ember_parallel(0, {chunks}, 1, [&](int64_t {c}_begin, int64_t {c}_end) {{",
+        *decls,
+        f"for (int64_t {c} = {c}_begin; {c} < {c}_end; ++{c}) {{",
+        f"{acc_t} {acc} = {init};",
+        f"const int64_t {var}_end = {c} * {chunk} + {chunk} < {n} ? {c} * {chunk} + {chunk} : {n};",
+    ]
+    if not rest and inner_pragma:
+        out.append(inner_pragma)
+    out.append(f"for (int64_t {var} = {c} * {chunk}; {var} < {var}_end; ++{var}) {{")
+    for depth, (v, m) in enumerate(rest):
+        if depth == len(rest) - 1 and inner_pragma:
+            out.append(inner_pragma)
+        out.append(_loop(v, m) + " {")
+    out.extend(body)
+    out.extend("}" for _ in loops)
+    out.append(f"{parts}[{c}] = {acc};")
+    out.append("}")
+    out.append("});")
+    out.append(f"{acc_t} {acc} = {init};")
+    combine = REDUCTION_COMBINE[rtype].format(acc=acc, other=f"{parts}[{c}]")
+    out.append(f"for (int64_t {c} = 0; {c} < {chunks}; ++{c}) {{ {combine} }}")
+    return out
+
+
+def _node_code(
+    node: ScheduledNode, k: int, arg_of: dict, dtype_of: dict, parallel_inner: bool, decls: list[str]
+) -> list[str]:
     buf = node.buffer
     prefix = f"n{k}_"
     ridx = f"{prefix}ridx"
@@ -69,42 +139,21 @@ def _node_code(node: ScheduledNode, k: int, arg_of: dict, dtype_of: dict, rows: 
         inner_pragma = "#pragma omp simd"
     elif info[1] == "sum" and info[2] in ("float", "double", "int64_t"):
         inner_pragma = f"#pragma omp simd reduction(+:{info[0]})"
-    simple_sum = info is not None and info[1] == "sum" and info[2] in ("float", "double", "int64_t")
-    manual = parallel and info is not None and not (simple_sum and len(loops) == 1)
-    simple_sum = simple_sum and len(loops) == 1
-    out: list[str] = []
-    if info is not None:
-        acc, rtype, acc_t = info
-        if manual:
-            out.append(f"{acc_t} {acc}_all = {acc_init(rtype, acc_t)};")
-            out.append("#pragma omp parallel")
-            out.append("{")
-        out.append(f"{acc_t} {acc} = {acc_init(rtype, acc_t)};")
-    for depth, (var, n) in enumerate(loops):
-        last = depth == len(loops) - 1
-        if depth == 0 and parallel:
-            if info is None:
-                out.append("#pragma omp parallel for simd" if last else "#pragma omp parallel for")
-            elif simple_sum:
-                out.append(f"#pragma omp parallel for simd reduction(+:{info[0]})")
-            else:
-                out.append("#pragma omp for nowait")
-        elif last and inner_pragma:
-            out.append(inner_pragma)
-        out.append(_loop(var, n) + " {")
-    out.extend(body)
-    out.extend("}" for _ in loops)
-    if info is not None:
-        acc, rtype, acc_t = info
-        if manual:
-            out.append("#pragma omp critical")
-            out.append("{ " + REDUCTION_COMBINE[rtype].format(acc=f"{acc}_all", other=acc) + " }")
-            out.append("}")
-            out.append(f"{{ auto& {acc} = {acc}_all;")
-            out.extend(handler.post)
-            out.append("}")
-        else:
-            out.extend(handler.post)
+    if not parallel:
+        out: list[str] = []
+        if info is not None:
+            out.append(f"{info[2]} {info[0]} = {acc_init(info[1], info[2])};")
+        for depth, (var, n) in enumerate(loops):
+            if depth == len(loops) - 1 and inner_pragma:
+                out.append(inner_pragma)
+            out.append(_loop(var, n) + " {")
+        out.extend(body)
+        out.extend("}" for _ in loops)
+        out.extend(handler.post)
+    elif info is None:
+        out = _parallel_pointwise(loops, body, inner_pragma, decls)
+    else:
+        out = _parallel_reduction(loops, body, inner_pragma, decls, info, prefix) + handler.post
     lines.extend("  " + line for line in out)
     lines.append("}")
     return lines
@@ -135,28 +184,38 @@ def group_kernel(group: FusedGroup, name: str, buffers: dict[str, Buffer], exter
             lines.append(
                 f"  if ({' || '.join(conds)}) return {j + 1};  // {n}: sizes {layout.size}, strides {layout.stride}"
             )
+    decls = []
     for i, n in enumerate(args):
         const = "const " if n in reads else ""
         t = storage_ctype(buffers[n].dtype)
-        lines.append(f"  {const}{t}* __restrict__ a{i} = ({const}{t}*)args[{i}];  // {n}")
+        decls.append(f"{const}{t}* __restrict__ a{i} = ({const}{t}*)args[{i}];  // {n}")
+    lines.extend("  " + d for d in decls)
     work = max(
         math.prod(node.buffer.size[node.split :]) * math.prod(node.buffer.reduction_size) for node in group.nodes
     )
     parallel_rows = group.rows >= config.cpp.min_parallel_rows and group.rows * work >= config.cpp.parallel_threshold
+    indent = "  "
     if parallel_rows:
-        lines.append("  #pragma omp parallel for")
-    lines.append(f"  {_loop('xr', group.rows)} {{")
+        grain = max(1, -(-config.cpp.grain // max(work, 1)))
+        lines.append(f"  ember_parallel(0, {group.rows}, {grain}, [&](int64_t xr_begin, int64_t xr_end) {{")
+        lines.extend("    " + d for d in decls)
+        lines.append("    for (int64_t xr = xr_begin; xr < xr_end; ++xr) {")
+        indent = "    "
+    else:
+        lines.append(f"  {_loop('xr', group.rows)} {{")
     for k, node in enumerate(group.nodes):
-        code = _node_code(node, k, arg_of, dtype_of, group.rows, parallel_inner=not parallel_rows and group.rows == 1)
-        lines.extend("    " + line for line in code)
-    lines.append("  }")
+        code = _node_code(node, k, arg_of, dtype_of, not parallel_rows and group.rows == 1, decls)
+        lines.extend(indent + "  " + line for line in code)
+    lines.append(indent + "}")
+    if parallel_rows:
+        lines.append("  });")
     lines.append("  return 0;")
     lines.append("}")
     return KernelSpec(name, "\n".join(lines), args, checked, outputs)
 
 
 def module_source(kernels: list[KernelSpec]) -> str:
-    return PRELUDE + "\n\n".join(k.source for k in kernels) + "\n"
+    return PRELUDE + KERNEL_PRELUDE + "\n\n".join(k.source for k in kernels) + "\n"
 
 
 __all__ = ["ComputedBuffer", "KernelSpec", "group_kernel", "module_source"]
