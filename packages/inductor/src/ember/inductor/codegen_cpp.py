@@ -32,6 +32,24 @@ class KernelSpec:
     outputs: list[str]  # buffers this kernel writes
 
 
+# Reductions the vectorizer may reorder (max and min propagate NaN whatever the order), as
+# ``reduction`` clauses of the innermost loop; each declared one starts its lanes from the
+# accumulator's initial value, the identity of max and min.
+_NUMBERS = ("float", "double", "int64_t", "int32_t")
+_SIMD_REDUCTION = {
+    "sum": ("+", _NUMBERS),
+    "max": ("ember_max", _NUMBERS),
+    "min": ("ember_min", _NUMBERS),
+    "any": ("||", ("bool",)),
+}
+REDUCTION_PRELUDE = r"""
+#pragma omp declare reduction(ember_max : float, double, int64_t, int32_t : omp_out = ember_max(omp_out, omp_in)) \
+  initializer(omp_priv = omp_orig)
+#pragma omp declare reduction(ember_min : float, double, int64_t, int32_t : omp_out = ember_min(omp_out, omp_in)) \
+  initializer(omp_priv = omp_orig)
+"""
+
+
 def _loop(var: str, n: int) -> str:
     return f"for (int64_t {var} = 0; {var} < {n}; ++{var})"
 
@@ -137,8 +155,8 @@ def _node_code(
     inner_pragma = ""
     if info is None:
         inner_pragma = "#pragma omp simd"
-    elif info[1] == "sum" and info[2] in ("float", "double", "int64_t"):
-        inner_pragma = f"#pragma omp simd reduction(+:{info[0]})"
+    elif info[1] in _SIMD_REDUCTION and info[2] in _SIMD_REDUCTION[info[1]][1]:
+        inner_pragma = f"#pragma omp simd reduction({_SIMD_REDUCTION[info[1]][0]}:{info[0]})"
     if not parallel:
         out: list[str] = []
         if info is not None:
@@ -215,7 +233,7 @@ def group_kernel(group: FusedGroup, name: str, buffers: dict[str, Buffer], exter
 
 
 def module_source(kernels: list[KernelSpec]) -> str:
-    return PRELUDE + KERNEL_PRELUDE + "\n\n".join(k.source for k in kernels) + "\n"
+    return PRELUDE + REDUCTION_PRELUDE + KERNEL_PRELUDE + "\n\n".join(k.source for k in kernels) + "\n"
 
 
 __all__ = ["ComputedBuffer", "KernelSpec", "group_kernel", "module_source"]

@@ -185,7 +185,7 @@ struct AtFork {
 extern "C" {
 
 // Calls fn(ctx, b, e) over consecutive pieces [b, e) covering [begin, end), each at least `grain`
-// long (but the last), on the pool's threads and the caller. Returns when every piece is done.
+// long, on the pool's threads and the caller. Returns when every piece is done.
 void ember_parallel_for(int64_t begin, int64_t end, int64_t grain, ember_task_fn fn, void* ctx) {
   int64_t n = end - begin;
   if (n <= 0) return;
@@ -197,12 +197,17 @@ void ember_parallel_for(int64_t begin, int64_t end, int64_t grain, ember_task_fn
   }
   Pool* p = get_pool();
   std::unique_lock<std::mutex> busy(p->caller, std::try_to_lock);
-  if (!busy.owns_lock()) {  // another thread's job is running on the pool
+  // Inline when another thread's job is running on the pool, or the pool was just stopped.
+  if (!busy.owns_lock() || p->threads <= 1 || int(p->workers.size()) != p->threads - 1) {
     fn(ctx, begin, end);
     return;
   }
   // A few pieces a thread, so a thread slowed down by another process does not hold the rest up.
-  int64_t max_pieces = (n + grain - 1) / grain;
+  int64_t max_pieces = n / grain;  // so that each piece has at least `grain`
+  if (max_pieces < 2) {
+    fn(ctx, begin, end);
+    return;
+  }
   int64_t pieces = int64_t(p->threads) * 4 < max_pieces ? int64_t(p->threads) * 4 : max_pieces;
   int64_t piece = (n + pieces - 1) / pieces;
   pieces = (n + piece - 1) / piece;
@@ -212,9 +217,16 @@ void ember_parallel_for(int64_t begin, int64_t end, int64_t grain, ember_task_fn
   in_worker = was;
 }
 
+// The threads a parallel loop uses, the caller included; the workers of another count are joined
+// now, and the pool is made again on its next use.
 void ember_parallel_set_num_threads(int n) {
   std::lock_guard<std::mutex> lock(config_mutex);
   wanted_threads = n < 1 ? 1 : n;
+  if (pool != nullptr && pool->threads != wanted_threads) {
+    std::lock_guard<std::mutex> busy(pool->caller);
+    pool->shutdown();
+    pool->threads = 0;
+  }
 }
 
 int ember_parallel_get_num_threads() { return wanted_threads; }
