@@ -204,3 +204,31 @@ def test_every_simd_loop_of_row_kernels_is_vectorized(case):
     # GCC names the loop by its ``for`` line or a line of its body
     missed = [p for p in pragmas if not vectorized & {p + 1, p + 2, p + 3}]
     assert not missed, (missed, sorted(vectorized))
+
+
+@pytest.mark.parametrize("shape", [(100, 70), (37, 300), (2048, 33)])
+@pytest.mark.parametrize(
+    "case", ["transpose", "transpose_scaled", "permute3d", "sum0", "amax0", "argmax0", "var0", "sum0_of_3d"]
+)
+def test_tiled_column_kernels_match_eager(threads, case, shape):
+    """Transposing copies and reductions over the rows of a matrix walk tiles of rows (``_tiled``):
+    sizes that are no multiple of the tile, on one and two threads."""
+    from inductor_testing import compile_with_inductor
+
+    fns = {
+        "transpose": lambda x: x.t().contiguous(),
+        "transpose_scaled": lambda x: (x.t() * 2 + 1).contiguous(),
+        "permute3d": lambda x: x.view(shape[0], shape[1], 1).permute(1, 2, 0).contiguous() - 1,
+        "sum0": lambda x: x.sum(0),
+        "amax0": lambda x: (x * 3).amax(0),
+        "argmax0": lambda x: x.argmax(0),
+        "var0": lambda x: x.var(0),
+        "sum0_of_3d": lambda x: x.view(shape[0], 1, shape[1]).sum(0),
+    }
+    x = ember.randn(*shape)
+    for n in (1, 2):
+        threads(n)
+        compiled, rec = compile_with_inductor(fns[case])
+        assert_same(compiled(x), fns[case](x), rtol=1e-4, atol=1e-4)
+    if shape[1] >= 64 and case != "var0":  # enough rows for tiles; var's kernel has two nodes (not tiled)
+        assert "xr_t" in rec.graphs[0].source

@@ -15,6 +15,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import sympy
+
 from ember.inductor import config
 from ember.inductor.cpp_ops import PRELUDE, REDUCTION_COMBINE, CppOverrides, acc_init, storage_ctype
 from ember.inductor.ir import Buffer, ComputedBuffer, index_symbols
@@ -122,7 +124,7 @@ def _parallel_reduction(
 
 
 def _node_code(
-    node: ScheduledNode, k: int, arg_of: dict, dtype_of: dict, parallel_inner: bool, decls: list[str]
+    node: ScheduledNode, k: int, arg_of: dict, dtype_of: dict, parallel_inner: bool, decls: list[str], tiled=False
 ) -> list[str]:
     buf = node.buffer
     prefix = f"n{k}_"
@@ -150,6 +152,8 @@ def _node_code(
         rs = buf.reduction_size
         linear = " + ".join(f"r{d} * {math.prod(rs[d + 1 :])}" for d in range(len(rs))) or "0"
         body.insert(0, f"const int64_t {ridx} = {linear};")
+    if tiled:
+        return _tiled_code(lines[0], lines[1:], loops[0], handler, body)
     work = math.prod(n for _, n in loops)
     parallel = parallel_inner and loops and work >= config.cpp.parallel_threshold
     inner_pragma = ""
@@ -175,6 +179,86 @@ def _node_code(
     lines.extend("  " + line for line in out)
     lines.append("}")
     return lines
+
+
+_TILE_ROWS = 16  # rows of a tile: a cache line of float32 read at a time
+_TILE_INNER = 64  # the inner loop's steps a tile of a transposing copy takes at a time
+
+
+def _tiled(group: FusedGroup, buffers: dict[str, Buffer]) -> bool:
+    """Whether ``group`` is a lone node with one inner loop (pointwise or reduction) that reads an
+    input across its last row dim (unit stride there) while its inner loop walks that input with a
+    large stride: a transpose (AOT autograd's backward materializes ``permute`` + ``clone`` before a
+    GEMM) or a sum over the rows of a matrix (a bias's gradient). Walked row by row, each element is
+    on its own cache line and page; ``_tiled_code`` walks tiles of rows instead."""
+    if len(group.nodes) != 1:
+        return False
+    node = group.nodes[0]
+    buf = node.buffer
+    if node.split < 1 or group.rows < 2 * _TILE_ROWS:
+        return False
+    if buf.is_reduction:
+        if len(buf.reduction_size) != 1 or node.split != len(buf.size) or buf.reduction_size[0] < 2:
+            return False
+        inner = index_symbols("r", 1)[0]
+    else:
+        if len(buf.size) - node.split != 1 or buf.size[-1] < 2 or buf.layout.stride[-1] != 1:
+            return False
+        inner = node.index[-1]
+    # consecutive rows step the last row dim longer than 1
+    row = next((node.index[d] for d in reversed(range(node.split)) if buf.size[d] != 1), None)
+    if row is None:
+        return False
+    for _, index in node.reads:
+        expr = sympy.expand(index)
+        c_inner, c_row = expr.coeff(inner), expr.coeff(row)
+        if c_inner.is_Integer and c_row.is_Integer and abs(int(c_inner)) > 1 and int(c_row) == 1:
+            return True
+    return False
+
+
+def _tiled_code(
+    head: str, row_defs: list[str], loop: tuple[str, int], handler: CppOverrides, body: list[str]
+) -> list[str]:
+    """A ``_tiled`` node over the rows ``[xr_begin, xr_end)``, in tiles of ``_TILE_ROWS`` rows.
+
+    Pointwise: blocks of ``_TILE_INNER`` inner steps, each row of the tile in turn, the inner loop
+    vectorized (stores contiguous, loads from a few cache lines each used for the whole tile).
+    Reduction: the reduction loop outside, the rows of the tile inside (vectorized: the loads are
+    contiguous), one accumulator a row."""
+    var, n = loop
+    out = [head, f"for (int64_t xr_t = xr_begin; xr_t < xr_end; xr_t += {_TILE_ROWS}) {{"]
+    out.append(f"const int64_t xr_te = xr_t + {_TILE_ROWS} < xr_end ? xr_t + {_TILE_ROWS} : xr_end;")
+    info = handler.reduction_info
+    if info is None:
+        step = _TILE_INNER
+        out.append(f"for (int64_t {var}_t = 0; {var}_t < {n}; {var}_t += {step}) {{")
+        out.append(f"const int64_t {var}_te = {var}_t + {step} < {n} ? {var}_t + {step} : {n};")
+        out.append("for (int64_t xr = xr_t; xr < xr_te; ++xr) {")
+        out.extend(row_defs)
+        out.append("#pragma omp simd")
+        out.append(f"for (int64_t {var} = {var}_t; {var} < {var}_te; ++{var}) {{")
+        out.extend(body)
+        out.append("}}}}}")
+        return out
+    acc, rtype, acc_t = info
+    accs = f"{acc}_tile"
+    out.append(f"{acc_t} {accs}[{_TILE_ROWS}];")
+    out.append(f"for (int i = 0; i < {_TILE_ROWS}; ++i) {accs}[i] = {acc_init(rtype, acc_t)};")
+    out.append(_loop(var, n) + " {")
+    out.append("#pragma omp simd")
+    out.append("for (int64_t xr = xr_t; xr < xr_te; ++xr) {")
+    out.extend(row_defs)
+    out.append(f"{acc_t} {acc} = {accs}[xr - xr_t];")
+    out.extend(body)
+    out.append(f"{accs}[xr - xr_t] = {acc};")
+    out.append("}}")
+    out.append("for (int64_t xr = xr_t; xr < xr_te; ++xr) {")
+    out.extend(row_defs)
+    out.append(f"{acc_t} {acc} = {accs}[xr - xr_t];")
+    out.extend(handler.post)
+    out.append("}}}")
+    return out
 
 
 def group_kernel(group: FusedGroup, name: str, buffers: dict[str, Buffer], external: set[str]) -> KernelSpec:
@@ -213,20 +297,30 @@ def group_kernel(group: FusedGroup, name: str, buffers: dict[str, Buffer], exter
     )
     parallel_rows = group.rows >= config.cpp.min_parallel_rows and group.rows * work >= config.cpp.parallel_threshold
     indent = "  "
+    tiled = _tiled(group, buffers)
     if parallel_rows:
         grain = max(1, -(-config.cpp.grain // max(work, 1)))
         lines.append(f"  ember_parallel(0, {group.rows}, {grain}, [&](int64_t xr_begin, int64_t xr_end) {{")
         lines.extend("    " + d for d in decls)
-        lines.append("    for (int64_t xr = xr_begin; xr < xr_end; ++xr) {")
         indent = "    "
+    elif tiled:
+        lines.append(f"  {{ const int64_t xr_begin = 0, xr_end = {group.rows};")
+    if tiled:
+        code = _node_code(group.nodes[0], 0, arg_of, dtype_of, False, decls, tiled=True)
+        lines.extend(indent + line for line in code)
     else:
-        lines.append(f"  {_loop('xr', group.rows)} {{")
-    for k, node in enumerate(group.nodes):
-        code = _node_code(node, k, arg_of, dtype_of, not parallel_rows and group.rows == 1, decls)
-        lines.extend(indent + "  " + line for line in code)
-    lines.append(indent + "}")
+        if parallel_rows:
+            lines.append("    for (int64_t xr = xr_begin; xr < xr_end; ++xr) {")
+        else:
+            lines.append(f"  {_loop('xr', group.rows)} {{")
+        for k, node in enumerate(group.nodes):
+            code = _node_code(node, k, arg_of, dtype_of, not parallel_rows and group.rows == 1, decls)
+            lines.extend(indent + "  " + line for line in code)
+        lines.append(indent + "}")
     if parallel_rows:
         lines.append("  });")
+    elif tiled:
+        lines.append("  }")
     lines.append("  return 0;")
     lines.append("}")
     return KernelSpec(name, "\n".join(lines), args, checked, outputs)
