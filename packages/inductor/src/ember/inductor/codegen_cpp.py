@@ -5,9 +5,15 @@ data pointers, ``meta`` the sizes and strides of the buffers whose layout comes 
 inputs, extern outputs). The kernel was specialized for those layouts and returns ``k + 1`` when the
 ``k``-th of them differs, before touching memory; the wrapper turns that into an error.
 
+Parallel loops run on Ember's thread pool (``runtime/parallel.py``): the loop body becomes a C++
+lambda over a range of rows (or of the node's outer loop, when there are few rows) handed to
+``ember_parallel``. A long reduction is cut into fixed chunks whose partials are combined in
+order, so its result does not depend on the thread count. Transposing copies and reductions over
+the rows of a matrix walk tiles of rows (``_tiled``).
+
 Loops are written for GCC's vectorizer: the innermost loop is a plain counted loop over contiguous
-memory with ``#pragma omp simd`` (and a ``reduction`` clause for sums); see ``-fopt-info-vec``
-(``cpp_builder.vectorization_report``) for what the compiler did.
+memory with ``#pragma omp simd`` (and a ``reduction`` clause for sum, max, min and any); see
+``-fopt-info-vec`` (``cpp_builder.vectorization_report``) for what the compiler did.
 """
 
 from __future__ import annotations
