@@ -98,13 +98,15 @@ def test_idle_workers_sleep(threads):
     assert busy < 0.01, f"idle workers used {busy * 1e3:.1f} ms of CPU in 300 ms"
 
 
-@pytest.mark.parametrize("reduce", ["sum", "var", "amax", "mean_rows"])
+@pytest.mark.parametrize("reduce", ["sum", "var", "amax", "argmin", "mean_rows", "sum_2d_t"])
 def test_reductions_do_not_depend_on_thread_count(threads, reduce):
     fns = {
         "sum": lambda x: x.sum(),
         "var": lambda x: x.var(),
         "amax": lambda x: (x * 3).amax(),
+        "argmin": lambda x: (x - 1).argmin(),
         "mean_rows": lambda x: x.view(64, -1).mean(0),
+        "sum_2d_t": lambda x: x.view(1024, 1024).t().sum(),
     }
     x = ember.tensor(np.random.default_rng(0).standard_normal(1 << 20).astype("float32") + 0.5)
     results = []
@@ -232,3 +234,29 @@ def test_tiled_column_kernels_match_eager(threads, case, shape):
         assert_same(compiled(x), fns[case](x), rtol=1e-4, atol=1e-4)
     if shape[1] >= 64 and case != "var0":  # enough rows for tiles; var's kernel has two nodes (not tiled)
         assert "xr_t" in rec.graphs[0].source
+
+
+def test_kernels_called_from_two_threads_at_once(threads):
+    """Kernels run from several Python threads at once (ctypes releases the GIL): one of them has
+    the pool, the others run their loops inline; every result is right."""
+    import threading
+
+    threads(2)
+    fn = ember.compile(lambda x: (x * 2).sum())
+    x = ember.ones(1 << 20)
+    with ember.no_grad():
+        fn(x)
+    errors: list = []
+
+    def work():
+        with ember.no_grad():
+            for _ in range(20):
+                if float(fn(x)) != 2 * (1 << 20):
+                    errors.append("wrong sum")
+
+    workers = [threading.Thread(target=work) for _ in range(3)]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join(timeout=120)
+    assert not errors and not any(t.is_alive() for t in workers)
