@@ -208,17 +208,14 @@ def test_every_simd_loop_of_row_kernels_is_vectorized(case):
     assert not missed, (missed, sorted(vectorized))
 
 
-@pytest.mark.parametrize("shape", [(100, 70), (37, 300), (2048, 33)])
-@pytest.mark.parametrize(
-    "case", ["transpose", "transpose_scaled", "permute3d", "sum0", "amax0", "argmax0", "var0", "sum0_of_3d"]
-)
+@pytest.mark.parametrize("shape", [(100, 70), (37, 300)])
+@pytest.mark.parametrize("case", ["transpose_scaled", "permute3d", "sum0", "amax0", "argmax0", "var0", "sum0_of_3d"])
 def test_tiled_column_kernels_match_eager(threads, case, shape):
     """Transposing copies and reductions over the rows of a matrix walk tiles of rows (``_tiled``):
     sizes that are no multiple of the tile, on one and two threads."""
     from inductor_testing import compile_with_inductor
 
     fns = {
-        "transpose": lambda x: x.t().contiguous(),
         "transpose_scaled": lambda x: (x.t() * 2 + 1).contiguous(),
         "permute3d": lambda x: x.view(shape[0], shape[1], 1).permute(1, 2, 0).contiguous() - 1,
         "sum0": lambda x: x.sum(0),
