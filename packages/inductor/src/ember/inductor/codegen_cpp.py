@@ -1,14 +1,18 @@
 """C++ source for one fused group: a parallel loop over rows, each node's loops inside.
 
 The kernel is ``extern "C" int name(void** args, const int64_t* meta)``: ``args`` are the buffers'
-data pointers, ``meta`` the sizes and strides of the buffers whose layout comes from outside (graph
-inputs, extern outputs). The kernel was specialized for those layouts and returns ``k + 1`` when the
-``k``-th of them differs, before touching memory; the wrapper turns that into an error.
+data pointers; ``meta`` holds first the values of the graph's size symbols (``s0``, ``s1``...: loop
+bounds and index arithmetic read them, so one kernel serves every size), then the sizes and strides
+of the buffers whose layout comes from outside (graph inputs, extern outputs). The kernel assumes
+those layouts (as functions of the symbols) and returns ``k + 1`` when the ``k``-th of them differs,
+before touching memory; the wrapper turns that into an error.
 
 Parallel loops run on Ember's thread pool (``runtime/parallel.py``): the loop body becomes a C++
 lambda over a range of rows (or of the node's outer loop, when there are few rows) handed to
 ``ember_parallel``. A long reduction is cut into fixed chunks whose partials are combined in
-order, so its result does not depend on the thread count. Transposing copies and reductions over
+order, so its result does not depend on the thread count. A loop over a symbolic range whose size
+decides whether it is worth threads is written as a parallel one: the pool runs a range shorter
+than two pieces' grain inline. Transposing copies and reductions over
 the rows of a matrix walk tiles of rows (``_tiled``).
 
 Loops are written for GCC's vectorizer: the innermost loop is a plain counted loop over contiguous
@@ -20,14 +24,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import sympy
 
 from ember.inductor import config
-from ember.inductor.cpp_ops import PRELUDE, REDUCTION_COMBINE, CppOverrides, acc_init, storage_ctype
+from ember.inductor.cpp_ops import PRELUDE, REDUCTION_COMBINE, CppOverrides, acc_init, cexpr, storage_ctype
 from ember.inductor.ir import Buffer, ComputedBuffer, index_symbols
 from ember.inductor.runtime.parallel import KERNEL_PRELUDE
 from ember.inductor.scheduler import FusedGroup, ScheduledNode
+from ember.inductor.sizevars import decide_ge, statically_equal, statically_ge
 from ember.inductor.virtualized import set_ops_handler
 
 
@@ -38,6 +44,7 @@ class KernelSpec:
     args: list[str]  # buffer names, in the order of ``args``
     checked: list[str]  # buffer names whose layout ``meta`` carries
     outputs: list[str]  # buffers this kernel writes
+    symbols: tuple = ()  # the size symbols whose values lead ``meta``
 
 
 # Reductions the vectorizer may reorder (max and min propagate NaN whatever the order), as
@@ -58,15 +65,47 @@ REDUCTION_PRELUDE = r"""
 """
 
 
-def _loop(var: str, n: int) -> str:
-    return f"for (int64_t {var} = 0; {var} < {n}; ++{var})"
+def _loop(var: str, n: Any) -> str:
+    return f"for (int64_t {var} = 0; {var} < {cexpr(n)}; ++{var})"
 
 
-def _pieces_grain(loops: list[tuple[str, int]]) -> int:
+def _when(*conditions: tuple) -> bool | str:
+    """Whether every ``a >= b`` of ``conditions`` holds: True/False when decided for every size, else the
+    C++ condition that decides it at run time (the loop is then written as a parallel one)."""
+    runtime = []
+    for a, b in conditions:
+        known = decide_ge(a, b)
+        if known is False:
+            return False
+        if known is None:
+            runtime.append(f"{cexpr(a)} >= {cexpr(b)}")
+    return " && ".join(runtime) if runtime else True
+
+
+def _largest(values: list) -> Any:
+    """The largest of ``values`` for every size (``Max`` when no one of them is)."""
+    for v in values:
+        if all(statically_ge(v, w) for w in values):
+            return v
+    return sympy.Max(*values)
+
+
+def _is_static(n: Any) -> bool:
+    return isinstance(n, int) or bool(getattr(n, "is_Integer", False))
+
+
+def _grain(elements: int, per_step: Any) -> str:
+    """Steps of a loop whose step covers ``per_step`` elements that make ``elements`` (at least 1), as
+    C++ (a number when the sizes are static)."""
+    if _is_static(per_step):
+        return str(max(1, -(-elements // max(int(per_step), 1))))
+    return f"ember_grain({elements}, {cexpr(per_step)})"
+
+
+def _pieces_grain(loops: list[tuple[str, Any]]) -> str:
     """Iterations of the outer loop a piece of a parallel loop has at least (``config.cpp.grain``
     elements)."""
-    inner = math.prod(n for _, n in loops[1:])
-    return max(1, -(-config.cpp.grain // inner))
+    return _grain(config.cpp.grain, math.prod(n for _, n in loops[1:]))
 
 
 def _parallel_pointwise(
@@ -75,7 +114,7 @@ def _parallel_pointwise(
     """The outer loop split into pieces on the thread pool; the pointers re-declared ``__restrict__``
     inside the lambda (captured ones lose that, and with it the vectorizer's freedom)."""
     (var, n), rest = loops[0], loops[1:]
-    out = [f"ember_parallel(0, {n}, {_pieces_grain(loops)}, [&](int64_t {var}_begin, int64_t {var}_end) {{"]
+    out = [f"ember_parallel(0, {cexpr(n)}, {_pieces_grain(loops)}, [&](int64_t {var}_begin, int64_t {var}_end) {{"]
     out.extend(decls)
     if not rest:
         out.append(inner_pragma)
@@ -98,12 +137,13 @@ def _parallel_reduction(
     the result is the same bits on any number of threads."""
     acc, rtype, acc_t = info
     (var, n), rest = loops[0], loops[1:]
-    inner = math.prod(m for _, m in rest)
-    chunk = max(1, -(-config.cpp.reduction_chunk // inner))
-    chunks = -(-n // chunk)
     init = acc_init(rtype, acc_t)
     parts, c = f"{prefix}parts", f"{prefix}c"
+    chunk = _grain(config.cpp.reduction_chunk, math.prod(m for _, m in rest))
+    n = cexpr(n)
+    chunks = f"{prefix}chunks"
     out = [
+        f"const int64_t {chunks} = ({n} + {chunk} - 1) / {chunk};",
         f"std::vector<{acc_t}> {parts}({chunks}, {init});",
         f"ember_parallel(0, {chunks}, 1, [&](int64_t {c}_begin, int64_t {c}_end) {{",
         *decls,
@@ -145,9 +185,9 @@ def _node_code(
     split, size = node.split, buf.size
     for d in range(split):
         stride = math.prod(size[d + 1 : split])
-        expr = "xr" if stride == 1 else f"(xr / {stride})"
+        expr = "xr" if statically_equal(stride, 1) else f"(xr / {cexpr(stride)})"
         if d > 0:
-            expr = f"({expr} % {size[d]})"
+            expr = f"({expr} % {cexpr(size[d])})"
         lines.append(f"  const int64_t x{d} = {expr if size[d] != 1 else '0'};")
     loops = [(f"x{d}", size[d]) for d in range(split, len(size))]
     if buf.is_reduction:
@@ -156,12 +196,12 @@ def _node_code(
     info = handler.reduction_info
     if info and info[1] in ("argmax", "argmin"):
         rs = buf.reduction_size
-        linear = " + ".join(f"r{d} * {math.prod(rs[d + 1 :])}" for d in range(len(rs))) or "0"
+        linear = " + ".join(f"r{d} * {cexpr(math.prod(rs[d + 1 :]))}" for d in range(len(rs))) or "0"
         body.insert(0, f"const int64_t {ridx} = {linear};")
     if tiled:
         return _tiled_code(lines[0], lines[1:], loops[0], handler, body)
     work = math.prod(n for _, n in loops)
-    parallel = parallel_inner and loops and work >= config.cpp.parallel_threshold
+    parallel = bool(parallel_inner and loops) and _when((work, config.cpp.parallel_threshold)) is not False
     inner_pragma = ""
     if info is None:
         inner_pragma = "#pragma omp simd"
@@ -201,6 +241,8 @@ def _tiled(group: FusedGroup, buffers: dict[str, Buffer]) -> bool:
         return False
     node = group.nodes[0]
     buf = node.buffer
+    if not all(_is_static(n) for n in (group.rows, *buf.size, *buf.reduction_size, *buf.layout.stride)):
+        return False
     if node.split < 1 or group.rows < 2 * _TILE_ROWS:
         return False
     if buf.is_reduction:
@@ -267,8 +309,11 @@ def _tiled_code(
     return out
 
 
-def group_kernel(group: FusedGroup, name: str, buffers: dict[str, Buffer], external: set[str]) -> KernelSpec:
-    """The C++ kernel of ``group``; ``external`` names buffers whose layout is checked at each call."""
+def group_kernel(
+    group: FusedGroup, name: str, buffers: dict[str, Buffer], external: set[str], symbols: tuple = ()
+) -> KernelSpec:
+    """The C++ kernel of ``group``; ``external`` names buffers whose layout is checked at each call;
+    ``symbols`` are the graph's size symbols, whose values come first in ``meta``."""
     reads: list[str] = []
     for node in group.nodes:
         for n, _ in node.reads:
@@ -280,13 +325,15 @@ def group_kernel(group: FusedGroup, name: str, buffers: dict[str, Buffer], exter
     dtype_of = {n: buffers[n].dtype for n in args}
     checked = [n for n in reads if n in external]
     lines = [f'extern "C" int {name}(void** args, const int64_t* meta) {{']
-    pos = 0
+    for i, sym in enumerate(symbols):
+        lines.append(f"  const int64_t {sym.name} = meta[{i}]; (void){sym.name};")
+    pos = len(symbols)
     for j, n in enumerate(checked):
         layout = buffers[n].layout
-        conds = [f"meta[{pos + i}] != {v}" for i, v in enumerate(layout.size)]
+        conds = [f"meta[{pos + i}] != {cexpr(v)}" for i, v in enumerate(layout.size)]
         pos += len(layout.size)
-        conds += [f"meta[{pos + i}] != {v}" for i, (v, s) in enumerate(zip(layout.stride, layout.size, strict=True))
-                  if s != 1]  # fmt: skip
+        conds += [f"meta[{pos + i}] != {cexpr(v)}" for i, (v, s) in
+                  enumerate(zip(layout.stride, layout.size, strict=True)) if s != 1]  # fmt: skip
         pos += len(layout.size)
         if conds:
             lines.append(
@@ -298,15 +345,18 @@ def group_kernel(group: FusedGroup, name: str, buffers: dict[str, Buffer], exter
         t = storage_ctype(buffers[n].dtype)
         decls.append(f"{const}{t}* __restrict__ a{i} = ({const}{t}*)args[{i}];  // {n}")
     lines.extend("  " + d for d in decls)
-    work = max(
-        math.prod(node.buffer.size[node.split :]) * math.prod(node.buffer.reduction_size) for node in group.nodes
+    work = _largest(
+        [math.prod(node.buffer.size[node.split :]) * math.prod(node.buffer.reduction_size) for node in group.nodes]
     )
-    parallel_rows = group.rows >= config.cpp.min_parallel_rows and group.rows * work >= config.cpp.parallel_threshold
+    parallel_rows = (
+        _when((group.rows, config.cpp.min_parallel_rows), (group.rows * work, config.cpp.parallel_threshold))
+        is not False
+    )
     indent = "  "
     tiled = _tiled(group, buffers)
     if parallel_rows:
-        grain = max(1, -(-config.cpp.grain // max(work, 1)))
-        lines.append(f"  ember_parallel(0, {group.rows}, {grain}, [&](int64_t xr_begin, int64_t xr_end) {{")
+        grain = _grain(config.cpp.grain, work)
+        lines.append(f"  ember_parallel(0, {cexpr(group.rows)}, {grain}, [&](int64_t xr_begin, int64_t xr_end) {{")
         lines.extend("    " + d for d in decls)
         indent = "    "
     elif tiled:
@@ -319,8 +369,9 @@ def group_kernel(group: FusedGroup, name: str, buffers: dict[str, Buffer], exter
             lines.append("    for (int64_t xr = xr_begin; xr < xr_end; ++xr) {")
         else:
             lines.append(f"  {_loop('xr', group.rows)} {{")
+        inner = not parallel_rows and statically_equal(group.rows, 1)
         for k, node in enumerate(group.nodes):
-            code = _node_code(node, k, arg_of, dtype_of, not parallel_rows and group.rows == 1, decls)
+            code = _node_code(node, k, arg_of, dtype_of, inner, decls)
             lines.extend(indent + "  " + line for line in code)
         lines.append(indent + "}")
     if parallel_rows:
@@ -329,7 +380,7 @@ def group_kernel(group: FusedGroup, name: str, buffers: dict[str, Buffer], exter
         lines.append("  }")
     lines.append("  return 0;")
     lines.append("}")
-    return KernelSpec(name, "\n".join(lines), args, checked, outputs)
+    return KernelSpec(name, "\n".join(lines), args, checked, outputs, tuple(symbols))
 
 
 def module_source(kernels: list[KernelSpec]) -> str:

@@ -35,6 +35,8 @@ typedef void (*ember_task_fn)(void* ctx, int64_t begin, int64_t end);
 typedef void (*ember_parallel_for_fn)(int64_t begin, int64_t end, int64_t grain, ember_task_fn fn, void* ctx);
 static ember_parallel_for_fn ember_parallel_for_ptr = nullptr;
 extern "C" void ember_set_parallel_for(void* fn) { ember_parallel_for_ptr = (ember_parallel_for_fn)fn; }
+// Steps of `w` elements each that make `g` elements (at least 1): a piece's least length.
+static inline int64_t ember_grain(int64_t g, int64_t w) { return w <= 0 || w >= g ? 1 : (g + w - 1) / w; }
 template <typename F> static inline void ember_parallel(int64_t begin, int64_t end, int64_t grain, const F& f) {
   if (ember_parallel_for_ptr == nullptr || end - begin <= grain) { f(begin, end); return; }
   ember_parallel_for_ptr(begin, end, grain, [](void* ctx, int64_t b, int64_t e) { (*static_cast<const F*>(ctx))(b, e); },
