@@ -21,6 +21,11 @@ cpp = SimpleNamespace(
     candidates=("g++", "c++", "clang++"),
     # Elements below which a loop runs on one thread.
     parallel_threshold=32768,
+    # Elements a piece of a parallel loop has at least (the pool hands out a few pieces a thread).
+    grain=16384,
+    # A long reduction is summed in chunks of this many elements, combined in order: its result does
+    # not depend on the thread count.
+    reduction_chunk=16384,
     # Rows below which the row loop is not the parallel one (the node's own loop is).
     min_parallel_rows=16,
     # Extra flags, appended (and part of the cache key).
