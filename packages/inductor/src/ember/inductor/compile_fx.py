@@ -213,7 +213,7 @@ def compile_fx(
     model: Any, example_inputs: list, *, mode: str | None = None, options: dict | None = None, **kwargs: Any
 ) -> Callable:
     """The ``inductor`` backend: ``model``'s forward and backward graphs (AOT autograd, core ops)
-    compiled to C++/OpenMP kernels. A graph with symbolic sizes gets kernels that serve every size of
+    compiled to C++ kernels (parallel loops on the runtime pool). A graph with symbolic sizes gets kernels that serve every size of
     its dynamic dimensions; other graphs are specialized on the sizes of ``example_inputs``."""
     from ember.aot.aot_autograd import aot_module_simplified
     from ember.aot.backends import core_decompositions
