@@ -20,6 +20,7 @@ from typing import Any
 
 from ember.inductor import config, cpp_builder
 from ember.inductor.codegen_cpp import group_kernel, module_source
+from ember.inductor.combo import combo_kernel
 from ember.inductor.graph import GraphLowering
 from ember.inductor.ir import AliasBuffer, Buffer, ComputedBuffer, ExternBuffer, InputBuffer, MultiOutput
 from ember.inductor.scheduler import FusedGroup, remove_dead, schedule
@@ -38,11 +39,15 @@ def compile_fx_inner(gm: Any, example_inputs: list) -> CompiledGraph:
     graph.run()
     out_names = {o.name for o in graph.outputs if isinstance(o, Buffer)}
     live = remove_dead([b for b in graph.buffers if not isinstance(b, InputBuffer)], out_names)
-    steps = schedule(live)
+    steps = _combine(schedule(live))
     external = {b.name for b in graph.buffers if not isinstance(b, ComputedBuffer)}
     kernels = []
     for step in steps:
-        if isinstance(step, FusedGroup):
+        if isinstance(step, list):  # consecutive groups: one combo kernel (combo.py)
+            name = f"kernel{len(kernels)}"
+            parts = [group_kernel(g, f"{name}_{k}", graph.name_to_buffer, external) for k, g in enumerate(step)]
+            kernels.append(combo_kernel(parts, name, graph.name_to_buffer))
+        elif isinstance(step, FusedGroup):
             kernels.append(group_kernel(step, f"kernel{len(kernels)}", graph.name_to_buffer, external))
     source = module_source(kernels) if kernels else ""
     lib = cpp_builder.load(source) if kernels else None
@@ -50,13 +55,14 @@ def compile_fx_inner(gm: Any, example_inputs: list) -> CompiledGraph:
     specs = iter(kernels)
     lines = []
     for step in steps:
-        if isinstance(step, FusedGroup):
+        if isinstance(step, FusedGroup | list):
             spec = next(specs)
             fn = getattr(lib, spec.name)
             fn.argtypes = (ctypes.c_void_p, ctypes.c_void_p)
             fn.restype = ctypes.c_int
             run_steps.append(KernelStep(spec, fn, graph.name_to_buffer))
-            lines.append(f"{', '.join(spec.outputs)} = {spec.name}({', '.join(spec.args[: -len(spec.outputs)])})")
+            inputs = spec.args[: len(spec.args) - len(spec.outputs)]
+            lines.append(f"{', '.join(spec.outputs) or 'None'} = {spec.name}({', '.join(inputs)})")
         elif isinstance(step, AliasBuffer):
             run_steps.append(AliasStep(step))
             lines.append(f"{step.name} = {step.source.name}.as_strided({step.layout.size}, {step.layout.stride})")
@@ -75,6 +81,20 @@ def compile_fx_inner(gm: Any, example_inputs: list) -> CompiledGraph:
     compiled = CompiledGraph(graph.inputs, run_steps, graph.outputs, source)
     compiled.lowered, compiled.fallbacks = graph.lowered, graph.fallbacks
     return compiled
+
+
+def _combine(steps: list) -> list:
+    """Runs of consecutive fused groups as lists (combo kernels), when ``config.combo_kernels`` is on."""
+    if not config.combo_kernels:
+        return steps
+    out: list = []
+    for step in steps:
+        if isinstance(step, FusedGroup) and out and isinstance(out[-1], FusedGroup | list):
+            last = out[-1] if isinstance(out[-1], list) else [out[-1]]
+            out[-1] = [*last, step]
+        else:
+            out.append(step)
+    return out
 
 
 def _check_options(mode: str | None, options: dict | None) -> None:
@@ -127,9 +147,11 @@ def compile_fx(
     _check_options(mode, options)
 
     def compile_one(gm: Any, inputs: list) -> Callable:
+        # input mutations stay in the graph (copy_ at its end): they become in-place stores (inplace.py)
         return aot_module_simplified(
-            gm, inputs, fw_compiler=compile_fx_inner, bw_compiler=compile_fx_inner, decompositions=core_decompositions()
-        )
+            gm, inputs, fw_compiler=compile_fx_inner, bw_compiler=compile_fx_inner, decompositions=core_decompositions(),
+            keep_inference_input_mutations=True,
+        )  # fmt: skip
 
     if _has_symbolic_inputs(model):
         return _PerSizes(model, compile_one)

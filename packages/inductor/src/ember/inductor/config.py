@@ -14,6 +14,8 @@ from types import SimpleNamespace
 realize_reads_threshold = 8
 # Any value whose body grows past this many ops is kept in memory.
 realize_ops_threshold = 96
+# Consecutive fused groups (no extern call between them) compiled into one kernel that runs them in turn.
+combo_kernels = True
 
 cpp = SimpleNamespace(
     # The compiler: $CXX, else the first of these found on PATH.

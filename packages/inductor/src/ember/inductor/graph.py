@@ -15,8 +15,12 @@ from typing import Any
 import sympy
 
 from ember.core.tensor import Tensor
-from ember.inductor import config
+from ember.inductor import (
+    config,
+    lowering_optim,  # noqa: F401  (registers its lowerings)
+)
 from ember.inductor.cpp_ops import CTYPES
+from ember.inductor.inplace import emit_mutations
 from ember.inductor.ir import (
     AliasBuffer,
     Buffer,
@@ -72,6 +76,7 @@ class GraphLowering:
         self.fallbacks: list[tuple[str, str]] = []
         self.lowered: set[Any] = set()
         self.current: Any = None
+        self.mutations: list[tuple[InputBuffer, TensorBox]] = []  # copy_ onto inputs, lowered last (inplace.py)
 
     # -- used by lowerings ------------------------------------------------------------------------
 
@@ -234,6 +239,7 @@ class GraphLowering:
                         self.outputs.append(self.realize(o, layout))
                     else:
                         self.outputs.append(o)
+                emit_mutations(self)
             else:
                 raise NotImplementedError(f"the code generator cannot lower a graph node of kind {node.op!r}")
 
