@@ -13,21 +13,49 @@ layout checks, so the per-group code generator is used as it is.
 
 from __future__ import annotations
 
+import math
+
+from ember.inductor import config
 from ember.inductor.codegen_cpp import KernelSpec
+from ember.inductor.cpp_ops import storage_ctype
 from ember.inductor.ir import Buffer
 
 
-def combo_kernel(parts: list[KernelSpec], name: str, buffers: dict[str, Buffer]) -> KernelSpec:
-    """One kernel ``name`` that runs ``parts`` in order."""
-    outputs = list(dict.fromkeys(n for p in parts for n in p.outputs))
-    inputs = list(dict.fromkeys(n for p in parts for n in p.args if n not in outputs))
+def local_buffers(run: list, later_reads: set[str], buffers: dict[str, Buffer]) -> set[str]:
+    """The small buffers that the groups of ``run`` write and nothing after the run reads (a bias
+    correction, a row's statistics): the combo kernel keeps them on its stack, and the wrapper allocates
+    nothing for them."""
+    out: set[str] = set()
+    total = 0
+    for group in run:
+        for node in group.nodes:
+            buf = node.buffer
+            if buf.name != node.writes or buf.name in later_reads:
+                continue
+            nbytes = math.prod(buf.size) * buf.dtype.itemsize
+            if nbytes <= config.cpp.max_local_bytes and total + nbytes <= 4 * config.cpp.max_local_bytes:
+                out.add(buf.name)
+                total += nbytes
+    return out
+
+
+def combo_kernel(
+    parts: list[KernelSpec], name: str, buffers: dict[str, Buffer], local: set[str] = frozenset()
+) -> KernelSpec:
+    """One kernel ``name`` that runs ``parts`` in order; ``local`` buffers live on its stack."""
+    outputs = list(dict.fromkeys(n for p in parts for n in p.outputs if n not in local))
+    inputs = list(dict.fromkeys(n for p in parts for n in p.args if n not in outputs and n not in local))
     args = inputs + outputs
-    slot = {n: i for i, n in enumerate(args)}
+    slot = {n: f"args[{i}]" for i, n in enumerate(args)}
     lines = [f'extern "C" int {name}(void** args, const int64_t* meta) {{', "  int rc = 0;"]
+    for n in sorted(local):
+        buf = buffers[n]
+        lines.append(f"  alignas(64) {storage_ctype(buf.dtype)} local_{n}[{max(math.prod(buf.size), 1)}];")
+        slot[n] = f"local_{n}"
     checked: list[str] = []
     meta_pos = 0
     for k, part in enumerate(parts):
-        ptrs = ", ".join(f"args[{slot[n]}]" for n in part.args)
+        ptrs = ", ".join(f"(void*){slot[n]}" if n in local else slot[n] for n in part.args)
         lines.append(f"  void* p{k}[] = {{{ptrs}}};")
         call = f"{part.name}(p{k}, meta + {meta_pos})" if meta_pos else f"{part.name}(p{k}, meta)"
         # a part's layout check k+1 is the combo's check len(checked)+k+1
@@ -39,4 +67,4 @@ def combo_kernel(parts: list[KernelSpec], name: str, buffers: dict[str, Buffer])
     return KernelSpec(name, source, args, checked, outputs)
 
 
-__all__ = ["combo_kernel"]
+__all__ = ["combo_kernel", "local_buffers"]

@@ -20,10 +20,10 @@ from typing import Any
 
 from ember.inductor import config, cpp_builder
 from ember.inductor.codegen_cpp import group_kernel, module_source
-from ember.inductor.combo import combo_kernel
+from ember.inductor.combo import combo_kernel, local_buffers
 from ember.inductor.graph import GraphLowering
 from ember.inductor.ir import AliasBuffer, Buffer, ComputedBuffer, ExternBuffer, InputBuffer, MultiOutput
-from ember.inductor.scheduler import FusedGroup, remove_dead, schedule
+from ember.inductor.scheduler import FusedGroup, extern_reads, remove_dead, schedule
 from ember.inductor.wrapper import AliasStep, CompiledGraph, ExternStep, KernelStep, MultiOutputStep
 from ember.logs import get_artifact_logger
 
@@ -42,11 +42,12 @@ def compile_fx_inner(gm: Any, example_inputs: list) -> CompiledGraph:
     steps = _combine(schedule(live))
     external = {b.name for b in graph.buffers if not isinstance(b, ComputedBuffer)}
     kernels = []
-    for step in steps:
+    for i, step in enumerate(steps):
         if isinstance(step, list):  # consecutive groups: one combo kernel (combo.py)
             name = f"kernel{len(kernels)}"
             parts = [group_kernel(g, f"{name}_{k}", graph.name_to_buffer, external) for k, g in enumerate(step)]
-            kernels.append(combo_kernel(parts, name, graph.name_to_buffer))
+            local = local_buffers(step, out_names | _reads_of(steps[i + 1 :]), graph.name_to_buffer)
+            kernels.append(combo_kernel(parts, name, graph.name_to_buffer, local))
         elif isinstance(step, FusedGroup):
             kernels.append(group_kernel(step, f"kernel{len(kernels)}", graph.name_to_buffer, external))
     source = module_source(kernels) if kernels else ""
@@ -81,6 +82,14 @@ def compile_fx_inner(gm: Any, example_inputs: list) -> CompiledGraph:
     compiled = CompiledGraph(graph.inputs, run_steps, graph.outputs, source)
     compiled.lowered, compiled.fallbacks = graph.lowered, graph.fallbacks
     return compiled
+
+
+def _reads_of(steps: list) -> set[str]:
+    names: set[str] = set()
+    for step in steps:
+        for group in step if isinstance(step, list) else [step]:
+            names |= group.reads() if isinstance(group, FusedGroup) else extern_reads(group)
+    return names
 
 
 def _combine(steps: list) -> list:

@@ -161,6 +161,9 @@ def _can_join(node: ScheduledNode, group: FusedGroup, buffers: dict[str, Buffer]
     written = group.names
     if node.writes in written:
         return False
+    streams = written | group.reads() | {node.writes} | {name for name, _ in node.reads}
+    if len(streams) > config.max_group_buffers:
+        return False
     for name, expr in node.reads:  # what it reads of the group: in its own row
         if name in written and not _read_in_row(node, buffers[name], expr, group.rows):
             return False
