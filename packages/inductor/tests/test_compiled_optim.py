@@ -148,6 +148,29 @@ def test_input_mutations_are_stored_in_place():
     assert_same(m, want_m)
 
 
+def test_outputs_read_the_value_before_the_mutation():
+    def f(x):
+        y = x * 2  # the old x
+        x.add_(1)
+        return y, x * 3  # and the new one
+
+    x = ember.ones(3)
+    with ember.no_grad():
+        y, z = ember.compile(f)(x)
+    assert x.tolist() == [2.0] * 3 and y.tolist() == [2.0] * 3 and z.tolist() == [6.0] * 3
+
+
+def test_mutation_the_code_generator_cannot_lower_still_happens():
+    def f(x, y):
+        x.add_(y)
+        return y * 2
+
+    x, y = ember.ones(3, dtype=ember.complex64), ember.ones(3, dtype=ember.complex64)
+    with ember.no_grad():
+        out = ember.compile(f)(x, y)  # complex: extern calls, the copy_ included
+    assert x.tolist() == [2 + 0j] * 3 and out.tolist() == [2 + 0j] * 3
+
+
 def test_mutations_that_read_each_other():
     """``a`` and ``b`` each updated from the other's old value: one goes through a temporary."""
 

@@ -51,14 +51,22 @@ class ScheduledNode:
 class FusedGroup:
     rows: int
     nodes: list[ScheduledNode] = field(default_factory=list)
+    # what the nodes write (their own buffers, and the inputs they update in place) and read, kept as nodes join
+    names: set[str] = field(default_factory=set)
+    read_names: set[str] = field(default_factory=set)
 
-    @property
-    def names(self) -> set[str]:
-        """The buffers the group writes: its nodes' own, and the inputs it updates in place."""
-        return {n.writes for n in self.nodes}
+    def __post_init__(self) -> None:
+        nodes, self.nodes = self.nodes, []
+        for node in nodes:
+            self.add(node)
+
+    def add(self, node: ScheduledNode) -> None:
+        self.nodes.append(node)
+        self.names.add(node.writes)
+        self.read_names.update(name for name, _ in node.reads)
 
     def reads(self) -> set[str]:
-        return {name for n in self.nodes for name, _ in n.reads}
+        return self.read_names
 
 
 def node_reads(buf: ComputedBuffer) -> tuple[list[tuple[str, sympy.Expr]], list[sympy.Symbol]]:
@@ -96,11 +104,19 @@ def remove_dead(buffers: list[Buffer], outputs: set[str]) -> list[Buffer]:
     live = list(buffers)
     while True:
         used = set(outputs).union(*[reads[b.name] for b in live]) if live else set(outputs)
-        # the graph is functional: no op runs for its effects, but the in-place stores into its inputs
-        keep = [b for b in live if b.name in used or isinstance(b, MutationBuffer)]
+        # the graph is functional: no op runs for its effects, but the in-place stores into its inputs (and
+        # an extern call of a mutating op, a copy_ the code generator could not lower)
+        keep = [b for b in live if b.name in used or _has_effect(b)]
         if len(keep) == len(live):
             return keep
         live = keep
+
+
+def _has_effect(buf: Buffer) -> bool:
+    if isinstance(buf, MutationBuffer):
+        return True
+    schema = getattr(getattr(buf, "op", None), "schema", None)
+    return isinstance(buf, ExternBuffer) and bool(getattr(schema, "is_mutable", False))
 
 
 def _row_split(buf: ComputedBuffer, rows: int | None) -> int | None:
@@ -161,8 +177,8 @@ def _can_join(node: ScheduledNode, group: FusedGroup, buffers: dict[str, Buffer]
     written = group.names
     if node.writes in written:
         return False
-    streams = written | group.reads() | {node.writes} | {name for name, _ in node.reads}
-    if len(streams) > config.max_group_buffers:
+    new = {node.writes} | {name for name, _ in node.reads}
+    if len(written | group.read_names | new) > config.max_group_buffers:
         return False
     for name, expr in node.reads:  # what it reads of the group: in its own row
         if name in written and not _read_in_row(node, buffers[name], expr, group.rows):
@@ -176,10 +192,10 @@ def _can_join(node: ScheduledNode, group: FusedGroup, buffers: dict[str, Buffer]
     return True
 
 
-def _depends(node: ScheduledNode, group: FusedGroup) -> bool:
-    """Whether ``node`` must run after ``group``: it reads what the group writes, or writes what it reads."""
+def _depends(reads: set[str], writes: str, group: FusedGroup) -> bool:
+    """Whether a node must run after ``group``: it reads what the group writes, or writes what it reads."""
     written = group.names
-    return any(name in written for name, _ in node.reads) or node.writes in written or node.writes in group.reads()
+    return not written.isdisjoint(reads) or writes in written or writes in group.read_names
 
 
 def schedule(buffers: list[Buffer]) -> list[FusedGroup | Buffer]:
@@ -197,6 +213,7 @@ def schedule(buffers: list[Buffer]) -> list[FusedGroup | Buffer]:
             steps.append(buf)
             continue
         reads, index = node_reads(buf)
+        read_names, writes = {name for name, _ in reads}, written_name(buf)
         natural = _natural_rows(buf)
         placed = False
         for pos in range(len(steps) - 1, -1, -1):
@@ -209,14 +226,14 @@ def schedule(buffers: list[Buffer]) -> list[FusedGroup | Buffer]:
             if split is not None and not fewer:
                 node = ScheduledNode(buf, split, reads, index)
                 if _can_join(node, group, known):
-                    group.nodes.append(node)
+                    group.add(node)
                     placed = True
                     if fusion_log.isEnabledFor(logging.INFO):
                         how = "fused into" if pos == len(steps) - 1 else "fused horizontally into"
                         fusion_log.info("%s %s the group of %s (%d rows)", buf.name, how, group.nodes[0].buffer.name,
                                         group.rows)  # fmt: skip
                     break
-            if _depends(ScheduledNode(buf, 0, reads, index), group):
+            if _depends(read_names, writes, group):
                 break
         if not placed:
             split = _row_split(buf, None)

@@ -12,7 +12,7 @@ from typing import Any
 from ember.core.tensor import Tensor
 from ember.dynamo.exc import Unsupported
 from ember.dynamo.guards import GuardKind
-from ember.dynamo.source import AttrSource, DictItemSource, GetItemSource, Source
+from ember.dynamo.source import AttrSource, DictItemSource, GetItemSource, LocalSource, Source
 from ember.dynamo.variables.base import ConstantVariable, VariableTracker
 from ember.dynamo.variables.containers import DictVariable, ListVariable, SetVariable, TupleVariable
 from ember.dynamo.variables.functions import BuiltinVariable, PartialVariable, UserFunctionVariable, UserMethodVariable
@@ -173,8 +173,11 @@ def _tensor_keyed_dict(tx, value: dict, source: Source) -> VariableTracker:
     by_id = {id(v): out.input_vts[s.name()] for s, v, _ in out.inputs if v is not None}
     _guard(tx, source, GuardKind.DICT_KEY_IDS, tuple(id(k) for k in value))
     items = {}
+    local_names = {id(v): name for name, v in out.f_locals.items() if isinstance(v, Tensor)}
     for k, v in value.items():
         key_vt = by_id.get(id(k))
+        if key_vt is None and id(k) in local_names:  # a key the frame holds as a local, not read yet
+            key_vt = wrap(tx, k, LocalSource(local_names[id(k)]))
         if key_vt is None:
             raise Unsupported("a dict keyed by a tensor that capture has not read from the frame")
         key = _IdKey(key_vt, k)
