@@ -14,9 +14,9 @@ from types import SimpleNamespace
 realize_reads_threshold = 8
 # Any value whose body grows past this many ops is kept in memory.
 realize_ops_threshold = 96
-# Most distinct buffers one fused group reads and writes: each is a stream of memory that the row loop
-# walks, and past a few dozen the CPU's prefetchers lose track (a group that fused every update of a
-# 100-parameter optimizer step ran at a third of the memory bandwidth). Horizontal fusion stops there.
+# Most distinct buffers a fused group may read and write for an independent loop to join it: each is a
+# stream of memory that the row loop walks, and past a few dozen the CPU's prefetchers lose track (a
+# group that fused every update of a 100-parameter optimizer step ran at a third of the bandwidth).
 max_group_buffers = 24
 # Consecutive fused groups (no extern call between them) compiled into one kernel that runs them in turn.
 combo_kernels = True

@@ -178,8 +178,8 @@ def _can_join(node: ScheduledNode, group: FusedGroup, buffers: dict[str, Buffer]
     if node.writes in written:
         return False
     new = {node.writes} | {name for name, _ in node.reads}
-    if len(written | group.read_names | new) > config.max_group_buffers:
-        return False
+    if written.isdisjoint(new) and len(written | group.read_names | new) > config.max_group_buffers:
+        return False  # an independent loop: joining would only add memory streams to the row loop
     for name, expr in node.reads:  # what it reads of the group: in its own row
         if name in written and not _read_in_row(node, buffers[name], expr, group.rows):
             return False
