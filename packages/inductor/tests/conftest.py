@@ -7,7 +7,6 @@ import pytest
 # the shared helpers (inductor_testing.py) import by name, as the other packages' test helpers do
 sys.path.insert(0, str(Path(__file__).parent))
 
-# The ``slow`` marker, as in packages/dynamo/tests/conftest.py: skipped unless EMBER_SLOW_TESTS=1 (nox -s slow).
 RUN_SLOW = os.environ.get("EMBER_SLOW_TESTS") == "1"
 
 
@@ -19,6 +18,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if RUN_SLOW:
         return
     skip = pytest.mark.skip(reason="slow: set EMBER_SLOW_TESTS=1 to run it (nox -s slow)")
+    here = Path(__file__).parent
     for item in items:
-        if item.get_closest_marker("slow") is not None:
+        if item.get_closest_marker("slow") is not None and here in Path(str(item.path)).parents:
             item.add_marker(skip)

@@ -32,7 +32,10 @@ def local_buffers(run: list, later_reads: set[str], buffers: dict[str, Buffer]) 
             buf = node.buffer
             if buf.name != node.writes or buf.name in later_reads:
                 continue
-            nbytes = math.prod(buf.size) * buf.dtype.itemsize
+            numel = math.prod(buf.size)
+            if type(numel) is not int:  # a symbolic size: the wrapper allocates it
+                continue
+            nbytes = numel * buf.dtype.itemsize
             if nbytes <= config.cpp.max_local_bytes and total + nbytes <= 4 * config.cpp.max_local_bytes:
                 out.add(buf.name)
                 total += nbytes
@@ -52,19 +55,31 @@ def combo_kernel(
         buf = buffers[n]
         lines.append(f"  alignas(64) {storage_ctype(buf.dtype)} local_{n}[{max(math.prod(buf.size), 1)}];")
         slot[n] = f"local_{n}"
+    # meta: the size symbols' values (the same for every part), then each part's layout checks in turn
+    symbols = parts[0].symbols
+    nsym = len(symbols)
     checked: list[str] = []
-    meta_pos = 0
+    meta_pos = nsym
     for k, part in enumerate(parts):
         ptrs = ", ".join(f"(void*){slot[n]}" if n in local else slot[n] for n in part.args)
         lines.append(f"  void* p{k}[] = {{{ptrs}}};")
-        call = f"{part.name}(p{k}, meta + {meta_pos})" if meta_pos else f"{part.name}(p{k}, meta)"
-        # a part's layout check k+1 is the combo's check len(checked)+k+1
+        n_meta = sum(2 * len(buffers[n].size) for n in part.checked)
+        if nsym and n_meta:  # the part reads the symbols, then its own checks: a copy laid out so
+            lines.append(f"  int64_t m{k}[{nsym + n_meta}];")
+            lines.append(f"  std::memcpy(m{k}, meta, {8 * nsym});")
+            lines.append(f"  std::memcpy(m{k} + {nsym}, meta + {meta_pos}, {8 * n_meta});")
+            call = f"{part.name}(p{k}, m{k})"
+        elif nsym or not meta_pos:
+            call = f"{part.name}(p{k}, meta)"
+        else:
+            call = f"{part.name}(p{k}, meta + {meta_pos})"
+        # a part's layout check j+1 is the combo's check len(checked)+j+1
         lines.append(f"  if ((rc = {call}) != 0) return rc + {len(checked)};")
         checked += part.checked
-        meta_pos += sum(2 * len(buffers[n].size) for n in part.checked)
+        meta_pos += n_meta
     lines += ["  return 0;", "}"]
     source = "\n\n".join([p.source for p in parts] + ["\n".join(lines)])
-    return KernelSpec(name, source, args, checked, outputs)
+    return KernelSpec(name, source, args, checked, outputs, symbols)
 
 
 __all__ = ["combo_kernel", "local_buffers"]

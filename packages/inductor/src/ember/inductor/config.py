@@ -44,6 +44,14 @@ def cache_dir() -> str:
     return os.path.join(base, "inductor")
 
 
-# Not built yet; setting them raises where they would be used.
-max_autotune = False
+# Random ops run as their eager kernels instead of generated Philox code (generated code gives
+# eager's numbers for rand/randint/bernoulli/dropout already; randn only to a few ulps).
+fallback_random = False
+
+# Inference under no_grad: parameters and buffers become constants of the graph, and what depends
+# only on them is computed once at compile time (freezing.py). A frozen parameter changed later is
+# not noticed, as in PyTorch: compile again after changing weights.
 freezing = False
+
+# Not built yet; setting it raises where it would be used.
+max_autotune = False

@@ -15,7 +15,8 @@ Nodes that write a graph input in place (``inplace.MutationBuffer``) follow the 
 input's name as what they write: a loop that reads the old value must stay before the writer, or read
 only its own row when both share a loop nest.
 
-The legality test is exact for affine reads of contiguous buffers, and refuses the rest.
+The legality test is exact for affine reads of contiguous buffers, and refuses the rest; with
+symbolic sizes it fuses only what is legal for every size.
 """
 
 from __future__ import annotations
@@ -29,6 +30,14 @@ import sympy
 from ember.inductor import config
 from ember.inductor.inplace import MutationBuffer, written_name
 from ember.inductor.ir import AliasBuffer, Buffer, ComputedBuffer, ExternBuffer, MultiOutput, index_symbols
+from ember.inductor.sizevars import (
+    at_least_one,
+    decide_ge,
+    exact_div,
+    statically_equal,
+    statically_ge,
+    statically_nonneg,
+)
 from ember.inductor.virtualized import ReadsHandler, set_ops_handler
 from ember.logs import get_artifact_logger
 
@@ -123,11 +132,11 @@ def _row_split(buf: ComputedBuffer, rows: int | None) -> int | None:
     """The number of leading dims whose product is ``rows`` (``rows=None``: this node's own choice)."""
     size = buf.size
     if buf.is_reduction:
-        return len(size) if rows is None or math.prod(size) == rows else None
+        return len(size) if rows is None or statically_equal(math.prod(size), rows) else None
     if rows is None:
         return max(len(size) - 1, 0)
     for k in range(len(size), -1, -1):
-        if math.prod(size[:k]) == rows:
+        if statically_equal(math.prod(size[:k]), rows):
             return k
     return None
 
@@ -136,24 +145,25 @@ def _read_in_row(node: ScheduledNode, producer: ComputedBuffer, expr: sympy.Expr
     """Whether every element ``node`` reads of ``producer`` at ``expr`` lies in the reader's own row."""
     if not producer.layout.is_contiguous():
         return False
-    row_len = math.prod(producer.size) // rows if rows else 0
+    row_len = exact_div(math.prod(producer.size), rows) if not statically_equal(rows, 0) else 0
     size = node.buffer.size
     outer = node.index[: node.split]
-    free = [s for s in expr.free_symbols]
+    # the loop indexes (x*, r*); size symbols (s*) are coefficients
+    free = sorted((s for s in expr.free_symbols if s.name[0] in "xr"), key=str)
     try:
         poly = sympy.Poly(expr, *free) if free else None
     except sympy.PolynomialError:
         return False
     if poly is not None and poly.total_degree() > 1:
         return False
-    coeff = {s: int(expr.coeff(s)) for s in free}
-    const = int(expr.subs({s: 0 for s in free}))
+    coeff = {s: expr.coeff(s) for s in free}
+    const = expr.subs({s: 0 for s in free})
     # the outer dims must land on row starts: coefficient = row_len * (row-major stride of the dim)
     stride = 1
     for d in range(node.split - 1, -1, -1):
-        if size[d] != 1 and coeff.get(outer[d], 0) != row_len * stride:
+        if size[d] != 1 and not statically_equal(coeff.get(outer[d], 0), row_len * stride):
             return False
-        stride *= size[d]
+        stride = stride * size[d]
     lo, hi = const, const
     rsizes = dict(zip(index_symbols("r", len(node.buffer.reduction_size)), node.buffer.reduction_size, strict=True))
     inner_sizes = dict(zip(node.index[node.split :], size[node.split :], strict=True)) | rsizes
@@ -163,9 +173,13 @@ def _read_in_row(node: ScheduledNode, producer: ComputedBuffer, expr: sympy.Expr
         n = inner_sizes.get(s)
         if n is None:
             return False
-        lo += min(0, c * (n - 1))
-        hi += max(0, c * (n - 1))
-    return lo >= 0 and hi < max(row_len, 1)
+        if statically_nonneg(c):
+            hi += c * (n - 1)
+        elif statically_nonneg(-c):
+            lo += c * (n - 1)
+        else:
+            return False
+    return statically_nonneg(lo) and statically_nonneg(at_least_one(row_len) - 1 - hi)
 
 
 def _natural_rows(buf: ComputedBuffer) -> int:
@@ -222,7 +236,7 @@ def schedule(buffers: list[Buffer]) -> list[FusedGroup | Buffer]:
                 break
             split = _row_split(buf, group.rows)
             # joining a group of fewer rows would give up this node's parallel rows
-            fewer = group.rows < natural and natural >= config.cpp.min_parallel_rows
+            fewer = decide_ge(natural, config.cpp.min_parallel_rows) and not statically_ge(group.rows, natural)
             if split is not None and not fewer:
                 node = ScheduledNode(buf, split, reads, index)
                 if _can_join(node, group, known):
