@@ -110,18 +110,12 @@ def _kernel_counts(monkeypatch, n_params):
     return graphs
 
 
-def test_step_over_many_parameters_is_few_kernels(monkeypatch):
-    graphs = _kernel_counts(monkeypatch, 24)
-    assert len(graphs) == 1
-    # one kernel per parameter (let alone per op) would be 24 or more: the updates are fused
-    assert graphs[0].kernel_count <= 2
-    assert not graphs[0].fallbacks
-
-
-@pytest.mark.slow
 def test_step_over_100_parameters_is_few_kernels(monkeypatch):
     graphs = _kernel_counts(monkeypatch, 100)
-    assert len(graphs) == 1 and graphs[0].kernel_count <= 2
+    assert len(graphs) == 1
+    # one kernel per parameter (let alone per op) would be 100 or more: the updates are fused
+    assert graphs[0].kernel_count <= 2
+    assert not graphs[0].fallbacks
 
 
 # -- in-place updates of graph inputs --------------------------------------------------------------
