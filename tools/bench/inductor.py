@@ -4,7 +4,8 @@
 
 Both libraries on the CPU, float32, T threads each (2 by default: ``OMP_NUM_THREADS`` is set before
 either library loads, and ``torch.set_num_threads``). Cases: a pointwise chain over 4M elements,
-softmax 1024x1024, layer norm 4096x1024 (with weight and bias), sum over 4M. Each function is
+softmax 1024x1024, layer norm 4096x1024 (with weight and bias), sum over 4M; and AdamW's step over
+100 parameters (``compile(opt.step)``, with each library's eager step as well). Each function is
 compiled by both (``backend="inductor"``), run once to compile, then timed: the median of R calls.
 The MLP block (GPT's, C=384, on 2048 rows) is timed forward, and forward+backward: a function that
 returns a loss is compiled, and ``loss.backward()`` is part of each timed call.
@@ -126,6 +127,41 @@ def main() -> None:
             f"{name:<22} {our_time * 1e3:>7.2f} ms {their_time * 1e3:>7.2f} ms {our_time / their_time:>6.2f}   "
             f"{our_compile:>7.2f} s {their_compile:>7.2f} s {our_compile / max(their_compile, 1e-9):>6.2f}"
         )
+
+    bench_adamw_step()
+
+
+def _adamw_params(lib, rng) -> list:
+    """100 parameters, as 50 Linear(256, 256) layers have them: 50 weights (256, 256), 50 biases (256,);
+    gradients set."""
+    params = []
+    for _ in range(50):
+        for shape in ((256, 256), (256,)):
+            p = lib.nn.Parameter(lib.tensor(rng.standard_normal(shape).astype("float32")))
+            p.grad = lib.tensor(rng.standard_normal(shape).astype("float32"))
+            params.append(p)
+    return params
+
+
+def bench_adamw_step() -> None:
+    """AdamW's ``step()`` over 100 parameters: compiled (``ember.compile(opt.step)``, against PyTorch's
+    ``torch.compile(opt.step)``), and each library's eager step (the default per-parameter loop on the CPU)."""
+    name = "AdamW step, 100 params"
+    timings = {}
+    for lib in (ember, torch):
+        rng = np.random.default_rng(0)
+        eager_opt = lib.optim.AdamW(_adamw_params(lib, rng), lr=1e-3)
+        compiled_opt = lib.optim.AdamW(_adamw_params(lib, rng), lr=1e-3)
+        step = lib.compile(compiled_opt.step) if lib is ember else torch.compile(compiled_opt.step)
+        timings[lib.__name__] = (*_time(step, [], ARGS.rounds), _time(eager_opt.step, [], ARGS.rounds)[1])
+    (ours_c, ours, ours_eager), (theirs_c, theirs, theirs_eager) = timings["ember"], timings["torch"]
+    print(
+        f"{name:<22} {ours * 1e3:>7.2f} ms {theirs * 1e3:>7.2f} ms {ours / theirs:>6.2f}   "
+        f"{ours_c:>7.2f} s {theirs_c:>7.2f} s {ours_c / max(theirs_c, 1e-9):>6.2f}"
+    )
+    print(
+        f"{'  (eager step)':<22} {ours_eager * 1e3:>7.2f} ms {theirs_eager * 1e3:>7.2f} ms {ours_eager / theirs_eager:>6.2f}"
+    )
 
 
 if __name__ == "__main__":

@@ -319,11 +319,14 @@ def group_kernel(
         for n, _ in node.reads:
             if n not in reads and n not in group.names:
                 reads.append(n)
-    outputs = [node.buffer.name for node in group.nodes]
-    args = reads + outputs
+    # graph inputs written in place (inplace.MutationBuffer) are arguments the wrapper does not allocate
+    written = list(dict.fromkeys(node.writes for node in group.nodes))
+    mutated = [n for n in written if n in external]
+    outputs = [n for n in written if n not in mutated]
+    args = reads + mutated + outputs
     arg_of = {n: f"a{i}" for i, n in enumerate(args)}
     dtype_of = {n: buffers[n].dtype for n in args}
-    checked = [n for n in reads if n in external]
+    checked = [n for n in reads + mutated if n in external]
     lines = [f'extern "C" int {name}(void** args, const int64_t* meta) {{']
     for i, sym in enumerate(symbols):
         lines.append(f"  const int64_t {sym.name} = meta[{i}]; (void){sym.name};")
