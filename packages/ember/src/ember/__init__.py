@@ -86,6 +86,7 @@ _LAZY_SUBPACKAGES = (
     "onnx",
     "optim",
     "overrides",
+    "serialization",
     "storage",
     "testing",
     "utils",
