@@ -85,6 +85,7 @@ _LAZY_SUBPACKAGES = (
     "nn",
     "onnx",
     "optim",
+    "profiler",
     "overrides",
     "serialization",
     "storage",

@@ -23,21 +23,57 @@ from ember.autograd.grad_mode import (
     set_grad_enabled,
 )
 from ember.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
-from ember.autograd.graph import Node
+from ember.autograd.graph import Node, SavedTensor
 from ember.autograd.graph_task import is_checkpoint_valid as _is_checkpoint_valid  # noqa: F401  (PyTorch's name)
+from ember.autograd.multithreading import is_multithreading_enabled, set_multithreading_enabled
 from ember.autograd.recording import record as _record
+from ember.autograd.variable import Variable
 from ember.core import dispatch as _dispatch
 from ember.library.describe import register_describer as _register_describer
+from ember.overrides import handle_torch_function, has_torch_function, is_tensor_like  # noqa: F401  (PyTorch re-exports them here)
 
 _tensor_methods.attach()
 _dispatch.install_level("autograd", _record)
 _register_describer(_describe)
 _install_function_forward_ad()  # custom Functions' jvp, where forward AD is installed
 
+
+def variable(*args, **kwargs):
+    """Deprecated: ``ember.tensor(...)``."""
+    import warnings
+
+    from ember.core.api import functions
+
+    warnings.warn(
+        "`torch.autograd.variable(...)` is deprecated, use `torch.tensor(...)` instead.", FutureWarning, stacklevel=2
+    )
+    return functions["tensor"](*args, **kwargs)
+
+
+def __getattr__(name: str):
+    # The profiler and functional modules are imported on first use.
+    import importlib
+
+    if name in ("functional", "profiler", "profiler_util", "profiler_legacy", "anomaly_mode"):
+        return importlib.import_module(f"ember.autograd.{name}")
+    if name in (
+        "ProfilerActivity",
+        "DeviceType",
+        "ProfilerConfig",
+        "ProfilerEvent",
+        "ProfilerState",
+        "kineto_available",
+    ):
+        return getattr(importlib.import_module("ember.autograd.profiler"), name)
+    raise AttributeError(f"module 'ember.autograd' has no attribute '{name}'")
+
+
 __all__ = [
     "Function",
     "GradcheckError",
     "Node",
+    "SavedTensor",
+    "Variable",
     "backward",
     "detect_anomaly",
     "enable_grad",
@@ -51,8 +87,10 @@ __all__ = [
     "is_anomaly_enabled",
     "is_grad_enabled",
     "is_inference_mode_enabled",
+    "is_multithreading_enabled",
     "no_grad",
     "once_differentiable",
     "set_detect_anomaly",
     "set_grad_enabled",
+    "set_multithreading_enabled",
 ]
