@@ -193,6 +193,9 @@ def get_ignored_functions() -> set[Callable]:
     return {getattr(ember, n) for n in _IGNORED_NAMES if callable(getattr(ember, n, None))}
 
 
+_OVERRIDABLE_TYPES = (types.FunctionType, types.BuiltinFunctionType, _FP.Overridable)
+
+
 def get_overridable_functions() -> dict[Any, list[Callable]]:
     """The functions that ``__torch_function__`` sees, per namespace (module or ``Tensor``)."""
     ignored = get_ignored_functions()
@@ -207,13 +210,13 @@ def get_overridable_functions() -> dict[Any, list[Callable]]:
         found = []
         for name in names:
             fn = module.__dict__.get(name)
-            if isinstance(fn, types.FunctionType | types.BuiltinFunctionType) and fn not in ignored:
+            if isinstance(fn, _OVERRIDABLE_TYPES) and fn not in ignored:
                 found.append(fn)
         out[module] = found
     out[Tensor] = [
         getattr(Tensor, name)
         for name, raw in vars(Tensor).items()
-        if isinstance(raw, types.FunctionType)
+        if isinstance(raw, _OVERRIDABLE_TYPES)
         and name not in _FP._UNWRAPPED_METHODS
         and (not name.startswith("__") or _FP._is_operator(name))
     ]

@@ -49,8 +49,7 @@ state = _State()
 _active = False
 _lock = threading.RLock()
 # original function -> its wrapper, and wrapper -> original.
-_wrappers: dict[int, Callable] = {}
-_originals: dict[int, Callable] = {}
+_wrappers: dict[int, Overridable] = {}
 # Per type: does it override __torch_function__ (and is it not a plain Tensor)?
 _overrides_cache: dict[type, bool] = {}
 
@@ -143,6 +142,7 @@ def _has_override(args: tuple, kwargs: dict) -> bool:
 def handle(func: Callable, relevant: Iterable, args: tuple, kwargs: dict) -> Any:
     """Offer the call to the innermost mode, then to each overriding argument's type, in order."""
     s = state
+    tried = []
     if s.modes and not s.all_off:
         mode = s.modes.pop()
         try:
@@ -152,17 +152,28 @@ def handle(func: Callable, relevant: Iterable, args: tuple, kwargs: dict) -> Any
             s.modes.append(mode)
         if result is not NotImplemented:
             return result
+        tried.append(f"  - mode object {mode!r}")
     overloaded = overloaded_args(relevant) if not s.all_off and not s.subclasses_off else []
     types_ = tuple(type(a) for a in overloaded)
     for arg in overloaded:
         result = arg.__torch_function__(func, types_, args, kwargs)
         if result is not NotImplemented:
             return result
-    name = getattr(func, "__qualname__", None) or getattr(func, "__name__", str(func))
+        tried.append(f"  - tensor subclass {type(arg)}")
     raise TypeError(
-        f"no implementation found for '{name}' on types that implement __torch_function__: "
-        f"{[type(a) for a in overloaded]}"
+        f"Multiple dispatch failed for '{public_name(func)}'; all __torch_function__ handlers returned "
+        "NotImplemented:\n\n" + "\n".join(tried) + "\n"
     )
+
+
+def public_name(func: Callable) -> str:
+    """``ember.sum``, ``ember.Tensor.add``, ``ember.nn.functional.linear``: how errors name a function."""
+    namespace = getattr(func, "namespace", None)
+    name = getattr(func, "__name__", None) or str(func)
+    if namespace is not None:
+        return f"{namespace}.{name}"
+    module = getattr(func, "__module__", None)
+    return f"{module}.{name}" if module else name
 
 
 def wants_handling(args: tuple, kwargs: dict) -> bool:
@@ -174,31 +185,89 @@ def wants_handling(args: tuple, kwargs: dict) -> bool:
     return not s.subclasses_off and _has_override(args, kwargs)
 
 
-def wrap(fn: Callable, name: str | None = None, public: Callable | None = None) -> Callable:
+class Overridable:
+    """An Ember function or Tensor method behind the ``__torch_function__`` check.
+
+    It compares and hashes as the function it wraps, so that tables keyed by ``ember.mean`` before
+    the protocol was switched on (``HANDLED_FUNCTIONS[torch.mean] = ...``) still find it; bound to
+    an instance it acts as a method.
+    """
+
+    __slots__ = ("__dict__", "__wrapped__", "namespace", "public")
+
+    def __init__(self, fn: Callable, name: str | None, public: Callable | None, namespace: str | None) -> None:
+        self.__wrapped__ = fn
+        self.public = public
+        self.namespace = namespace
+        functools.update_wrapper(self, fn)
+        if name is not None:
+            self.__name__ = name
+            qualname = getattr(fn, "__qualname__", name)
+            self.__qualname__ = f"Tensor.{name}" if "." in qualname or public is not None else name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if wants_handling(args, kwargs):
+            return handle(self.public or self, relevant_args(args, kwargs), args, kwargs)
+        return self.__wrapped__(*args, **kwargs)
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        return self if instance is None else types.MethodType(self, instance)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Overridable):
+            return other.__wrapped__ is self.__wrapped__
+        return other is self.__wrapped__
+
+    def __hash__(self) -> int:
+        return hash(self.__wrapped__)
+
+    def __repr__(self) -> str:
+        return repr(self.__wrapped__)
+
+
+def wrap(
+    fn: Callable, name: str | None = None, public: Callable | None = None, namespace: str | None = None
+) -> Overridable:
     """``fn`` behind the ``__torch_function__`` check; one wrapper per function, named ``name`` (its
     public name). Handlers receive ``public`` when given (``Tensor.add`` for ``Tensor.__add__``,
     as PyTorch passes it), else the wrapper itself."""
     found = _wrappers.get(id(fn))
-    if found is not None:
-        return found
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        if wants_handling(args, kwargs):
-            return handle(public or wrapper, relevant_args(args, kwargs), args, kwargs)
-        return fn(*args, **kwargs)
-
-    if name is not None:
-        wrapper.__name__ = name
-        wrapper.__qualname__ = name if public is None and "." not in fn.__qualname__ else f"Tensor.{name}"
-    wrapper.__torch_function_original__ = fn
-    _wrappers[id(fn)] = wrapper
-    _originals[id(wrapper)] = fn
-    return wrapper
+    if found is None:
+        found = _wrappers[id(fn)] = Overridable(fn, name, public, namespace)
+    return found
 
 
 def is_active() -> bool:
     return _active
+
+
+# What switching on replaced, (namespace or class, name, original), so that it can be undone.
+_replaced: list[tuple[Any, str, Any]] = []
+
+
+def _replace(namespace: dict, name: str, new: Any) -> None:
+    _replaced.append((namespace, name, namespace[name]))
+    namespace[name] = new
+
+
+def _replace_attr(owner: type, name: str, new: Any) -> None:
+    _replaced.append((owner, name, owner.__dict__[name]))
+    setattr(owner, name, new)
+
+
+def _deactivate() -> None:
+    """Switch the protocol off again, putting every original back (for tests that must leave the
+    process as they found it). Modes still entered and subclasses already defined are not undone."""
+    global _active
+    with _lock:
+        for holder, name, original in reversed(_replaced):
+            if isinstance(holder, dict):
+                holder[name] = original
+            else:
+                setattr(holder, name, original)
+        _replaced.clear()
+        _overrides_cache.clear()
+        _active = False
 
 
 def activate() -> None:
@@ -238,14 +307,14 @@ def _public_functions(module: types.ModuleType) -> list[tuple[str, Callable]]:
     out = []
     for name in names:
         value = module.__dict__.get(name)
-        if isinstance(value, types.FunctionType | types.BuiltinFunctionType) and id(value) not in _originals:
+        if isinstance(value, types.FunctionType | types.BuiltinFunctionType):
             out.append((name, value))
     return out
 
 
 def _wrap_module(module: types.ModuleType) -> None:
     for name, fn in _public_functions(module):
-        module.__dict__[name] = wrap(fn, name)
+        _replace(module.__dict__, name, wrap(fn, name, namespace=module.__name__))
 
 
 # Methods that must not go through the protocol: reading metadata and the protocol's own hooks.
@@ -268,11 +337,12 @@ def _wrap_tensor_methods() -> None:
             if _is_operator(name):
                 operators.append((name, raw))
             continue
-        setattr(Tensor, name, wrap(raw, name))
+        _replace_attr(Tensor, name, wrap(raw, name, namespace="ember.Tensor"))
     # Operators reach handlers as the method PyTorch names for them (``a + b`` as ``Tensor.add``).
     for name, raw in operators:
         public = vars(Tensor).get(OPERATOR_METHODS.get(name, ""))
-        setattr(Tensor, name, wrap(raw, name, public if id(public) in _originals else None))
+        public = public if isinstance(public, Overridable) else None
+        _replace_attr(Tensor, name, wrap(raw, name, public, namespace="ember.Tensor"))
 
 
 # The method PyTorch's handlers receive for an operator.
@@ -384,7 +454,7 @@ def _wrap_nn_static_functions() -> None:
                 continue
             for attr, raw in list(vars(cls).items()):
                 if isinstance(raw, staticmethod) and id(raw.__func__) in _wrappers:
-                    setattr(cls, attr, staticmethod(_wrappers[id(raw.__func__)]))
+                    _replace_attr(cls, attr, staticmethod(_wrappers[id(raw.__func__)]))
 
 
 # -- switching the protocol off for a while ---------------------------------------------------------
