@@ -4,10 +4,10 @@
 import io
 import pickle
 
+import _saved_tiny_model
 import numpy as np
 import pytest
 
-import _saved_tiny_model
 import ember
 
 torch = pytest.importorskip("torch", reason="the oracle, PyTorch, is not installed")

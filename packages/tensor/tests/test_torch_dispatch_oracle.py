@@ -3,7 +3,6 @@ run with both libraries: the same ops logged, the same values."""
 
 import importlib
 
-import numpy as np
 import pytest
 
 import ember
@@ -64,9 +63,11 @@ def _logging_scenario(lib):
 def test_logging_tensor_logs_the_same_ops():
     ours = _logging_scenario(ember)
     theirs = _logging_scenario(torch)
-    assert ours[0] == theirs[0] == ["aten.mul.Tensor", "aten.add.Tensor", "aten.relu.default", "aten.sub.Tensor"] + [
-        "aten.sum.dim_IntList"
-    ]
+    assert (
+        ours[0]
+        == theirs[0]
+        == ["aten.mul.Tensor", "aten.add.Tensor", "aten.relu.default", "aten.sub.Tensor"] + ["aten.sum.dim_IntList"]
+    )
     assert ours[1:] == theirs[1:]
 
 

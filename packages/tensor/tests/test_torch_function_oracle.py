@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import ember
-import ember.nn.functional  # noqa: F401  (F.linear below)
+import ember.nn.functional
 import ember.overrides
 from ember.core import function_protocol
 
@@ -168,8 +168,8 @@ def _scalar_tensor_scenario(lib):
             return handled[func](*args, **(kwargs or {}))
 
     handled[lib.mean] = lambda d: float(d.value) / d.n
-    handled[lib.add] = lambda a, b: (a.dense() if isinstance(a, Diagonal) else a) + (
-        b.dense() if isinstance(b, Diagonal) else b
+    handled[lib.add] = lambda a, b: (
+        (a.dense() if isinstance(a, Diagonal) else a) + (b.dense() if isinstance(b, Diagonal) else b)
     )
     if lib is ember:
         # Ember checks tensor-likes once the protocol is on; a program with no Tensor subclass and
