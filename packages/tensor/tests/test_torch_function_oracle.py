@@ -66,23 +66,23 @@ def test_subclass_handler_sees_the_same_functions():
     assert ours == theirs
 
 
-def test_func_is_the_public_function():
-    for lib in (ember, torch):
-        seen = []
+@pytest.mark.parametrize("lib", LIBS)
+def test_func_is_the_public_function(lib):
+    seen = []
 
-        class Spy(lib.Tensor):
-            @classmethod
-            def __torch_function__(cls, func, types, args=(), kwargs=None):
-                seen.append(func)
-                return super().__torch_function__(func, types, args, kwargs or {})
+    class Spy(lib.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            seen.append(func)
+            return super().__torch_function__(func, types, args, kwargs or {})
 
-        x = lib.ones(2).as_subclass(Spy)
-        lib.add(x, x)
-        x.mul(2)
-        x - 1
-        assert seen[0] is lib.add
-        assert seen[1] is lib.Tensor.mul
-        assert seen[2] is lib.Tensor.sub
+    x = lib.ones(2).as_subclass(Spy)
+    lib.add(x, x)
+    x.mul(2)
+    x - 1
+    assert seen[0] is lib.add
+    assert seen[1] is lib.Tensor.mul
+    assert seen[2] is lib.Tensor.sub
 
 
 def _mode_scenario(lib):
@@ -177,7 +177,7 @@ def _scalar_tensor_scenario(lib):
         lib.overrides.activate()
     d = Diagonal(3, 2.0)
     out = {"mean": lib.mean(d), "add": lib.add(d, lib.ones(3, 3)).tolist()}
-    with pytest.raises(TypeError, match="Multiple dispatch failed for '(torch|ember).sum'"):
+    with pytest.raises(TypeError, match=r"Multiple dispatch failed for '(torch|ember)\.sum'"):
         lib.sum(d)
     return out
 
