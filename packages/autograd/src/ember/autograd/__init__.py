@@ -47,15 +47,8 @@ _install_function_forward_ad()  # custom Functions' jvp, where forward AD is ins
 
 
 def variable(*args, **kwargs):
-    """Deprecated: ``ember.tensor(...)``."""
-    import warnings
-
-    from ember.core.api import functions
-
-    warnings.warn(
-        "`torch.autograd.variable(...)` is deprecated, use `torch.tensor(...)` instead.", FutureWarning, stacklevel=2
-    )
-    return functions["tensor"](*args, **kwargs)
+    """Removed in PyTorch: raises, pointing to ``ember.tensor``."""
+    raise RuntimeError("torch.autograd.variable(...) is deprecated, use torch.tensor(...) instead")
 
 
 __all__ = [

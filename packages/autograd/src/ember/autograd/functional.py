@@ -297,7 +297,7 @@ def jacobian(
     """The Jacobian of ``func`` at ``inputs``: for output ``i`` and input ``j``, a tensor of shape
     ``outputs[i].shape + inputs[j].shape``."""
     if strategy not in ("forward-mode", "reverse-mode"):
-        raise ValueError(
+        raise AssertionError(  # PyTorch's type for this check
             'Expected strategy to be either "forward-mode" or "reverse-mode". Hint: If your function has more '
             'outputs than inputs, "forward-mode" tends to be more performant. Otherwise, prefer to use '
             '"reverse-mode".'
@@ -450,7 +450,7 @@ def hessian(
     of shape ``inputs[i].shape + inputs[j].shape``."""
     is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "hessian")
     if outer_jacobian_strategy not in ("forward-mode", "reverse-mode"):
-        raise ValueError('Expected strategy to be either "forward-mode" or "reverse-mode".')
+        raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode".')
 
     def single_output(*inp):
         out = func(*inp)
