@@ -3,29 +3,30 @@
 PyTorch checks, on every call of every torch function and Tensor method, whether an argument
 overrides ``__torch_function__`` or a ``TorchFunctionMode`` is active. Ember keeps its eager path
 free of that check until someone needs it: the protocol is *switched on* the first time a Tensor
-subclass that takes part in it is defined (every subclass does, unless it sets
-``__torch_function__ = _disabled_torch_function_impl``, as ``Parameter`` and Ember's own dispatching
-subclasses do), a ``TorchFunctionMode`` is entered, or ``activate()`` is called. Switching on
+subclass that defines ``__torch_function__`` (other than ``_disabled_torch_function_impl``) is
+defined, a ``TorchFunctionMode`` is entered, or ``activate()`` is called. Switching on
 replaces the public functions of Ember's function namespaces (``ember``, ``ember.nn.functional``,
 ``ember.linalg``, ``ember.fft``, ``ember.special``), the functions ``ember.nn``'s classes hold as
 static methods, and ``Tensor``'s methods and operators, by wrappers that make the check; it stays on
-for the rest of the process. Namespaces imported later are wrapped when they register
-(``note_namespace``).
+for the rest of the process.
 
 While off, a call costs nothing extra. While on, a call with only plain tensors and Python values
 pays one scan of its arguments with a cached per-type lookup. The handler receives the wrapper as
 ``func`` (so ``func is ember.add`` and ``func is Tensor.add`` hold, as in PyTorch).
 
-Objects that are not Tensors but define ``__torch_function__`` (PyTorch's "tensor-likes") are
-honoured once the protocol is on; a program that uses only such objects switches it on with
-``ember.overrides.activate()`` (or by entering any ``TorchFunctionMode``).
+Two differences from PyTorch follow from that. A Tensor subclass that defines no
+``__torch_function__`` anywhere in its bases (``class Mine(Tensor): pass``) does not take part: its
+ops give plain tensors, as Ember's own subclasses (fake, functional, batched tensors) rely on; PyTorch
+would convert them to ``Mine`` through the inherited default, which a subclass gets here by defining
+``__torch_function__`` (calling ``super().__torch_function__``). And objects that are not Tensors
+but define ``__torch_function__`` (PyTorch's "tensor-likes") are honoured once the protocol is on; a
+program that uses only such objects switches it on with ``ember.overrides.activate()``.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
-import inspect
 import sys
 import threading
 import types
@@ -63,25 +64,19 @@ def _disabled_torch_function_impl(func, types, args=(), kwargs=None):
 def _type_overrides(cls: type) -> bool:
     found = _overrides_cache.get(cls)
     if found is None:
-        if cls is Tensor:
-            found = False
-        else:
-            impl = inspect.getattr_static(cls, "__torch_function__", None)
-            impl = getattr(impl, "__func__", impl)
-            found = impl is not None and impl is not _disabled_torch_function_impl
-            if found and impl is default_torch_function and _native_dispatcher(cls):
-                found = False
+        impl = None
+        # The first definition in the MRO, short of Tensor's own default: a Tensor subclass that
+        # defines nothing keeps Ember's behaviour (see the module docstring).
+        for klass in cls.__mro__:
+            if klass is Tensor:
+                break
+            if "__torch_function__" in vars(klass):
+                impl = vars(klass)["__torch_function__"]
+                break
+        impl = getattr(impl, "__func__", impl)
+        found = impl is not None and impl is not _disabled_torch_function_impl
         _overrides_cache[cls] = found
     return found
-
-
-def _native_dispatcher(cls: type) -> bool:
-    # A subclass written for Ember's own protocol (__ember_dispatch__, such as fake, functional and
-    # batched tensors) keeps Ember's behaviour: it takes part in __torch_function__ only if it
-    # defines __torch_function__ itself.
-    impl = inspect.getattr_static(cls, "__ember_dispatch__", None)
-    impl = getattr(impl, "__func__", impl)
-    return impl is not None and not getattr(impl, "torch_dispatch_adapter", False)
 
 
 def is_enabled_subclass(cls: type) -> bool:
@@ -288,13 +283,6 @@ def activate() -> None:
             if module is not None:
                 _wrap_module(module)
         _wrap_nn_static_functions()
-
-
-def note_namespace(module: types.ModuleType) -> None:
-    """A function namespace imported after the protocol was switched on: wrap it too."""
-    if _active:
-        with _lock:
-            _wrap_module(module)
 
 
 def _public_functions(module: types.ModuleType) -> list[tuple[str, Callable]]:
