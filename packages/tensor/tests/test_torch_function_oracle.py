@@ -226,3 +226,10 @@ def test_overrides_helpers(lib):
     assert lib.Tensor.add in overridable[lib.Tensor]
     assert lib.ones in ov.get_ignored_functions()
     assert not ov.has_torch_function((lib.ones(1), 2))
+
+
+def test_ignored_functions_are_pytorch_ignored_ones():
+    theirs = torch.overrides.get_ignored_functions()
+    ours = ember.overrides._IGNORED_NAMES
+    assert {name for name in ours if getattr(torch, name, None) in theirs} == set(ours)
+    assert len(ember.overrides.get_ignored_functions()) == len({getattr(ember, n) for n in ours if hasattr(ember, n)})

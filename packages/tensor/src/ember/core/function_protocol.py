@@ -49,9 +49,9 @@ class _State(threading.local):
 state = _State()
 _active = False
 _lock = threading.RLock()
-# original function -> its wrapper, and wrapper -> original.
+# id of an original function -> its wrapper.
 _wrappers: dict[int, Overridable] = {}
-# Per type: does it override __torch_function__ (and is it not a plain Tensor)?
+# Per type: does it take part in __torch_function__ (see _type_overrides)?
 _overrides_cache: dict[type, bool] = {}
 
 
@@ -360,71 +360,14 @@ OPERATOR_METHODS = {
 }
 
 
-_OPERATORS = frozenset(
-    f"__{op}__"
-    for op in [
-        "add",
-        "radd",
-        "iadd",
-        "sub",
-        "rsub",
-        "isub",
-        "mul",
-        "rmul",
-        "imul",
-        "truediv",
-        "rtruediv",
-        "itruediv",
-        "floordiv",
-        "rfloordiv",
-        "ifloordiv",
-        "mod",
-        "rmod",
-        "imod",
-        "pow",
-        "rpow",
-        "ipow",
-        "matmul",
-        "rmatmul",
-        "imatmul",
-        "and",
-        "rand",
-        "iand",
-        "or",
-        "ror",
-        "ior",
-        "xor",
-        "rxor",
-        "ixor",
-        "lshift",
-        "rlshift",
-        "ilshift",
-        "rshift",
-        "rrshift",
-        "irshift",
-        "eq",
-        "ne",
-        "lt",
-        "le",
-        "gt",
-        "ge",
-        "neg",
-        "pos",
-        "abs",
-        "invert",
-        "getitem",
-        "setitem",
-        "len",
-        "iter",
-        "bool",
-        "float",
-        "int",
-        "complex",
-        "index",
-        "contains",
-        "reversed",
-    ]
+_OPERATOR_NAMES = (
+    ("add", "radd", "iadd", "sub", "rsub", "isub", "mul", "rmul", "imul", "truediv", "rtruediv", "itruediv"),
+    ("floordiv", "rfloordiv", "ifloordiv", "mod", "rmod", "imod", "pow", "rpow", "ipow", "matmul", "rmatmul"),
+    ("imatmul", "and", "rand", "iand", "or", "ror", "ior", "xor", "rxor", "ixor", "lshift", "rlshift", "ilshift"),
+    ("rshift", "rrshift", "irshift", "eq", "ne", "lt", "le", "gt", "ge", "neg", "pos", "abs", "invert"),
+    ("getitem", "setitem", "len", "iter", "bool", "float", "int", "complex", "index", "contains", "reversed"),
 )
+_OPERATORS = frozenset(f"__{name}__" for group in _OPERATOR_NAMES for name in group)
 
 
 def _is_operator(name: str) -> bool:
