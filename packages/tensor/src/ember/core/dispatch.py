@@ -140,7 +140,11 @@ KINDS = ("primitive", "composite_implicit", "composite_explicit")
 
 class OpName(str):
     """``op.name``: the op's base name (``"add"``), a ``str`` as Ember's code reads it, and callable as
-    PyTorch's ``func.name()``, which gives the qualified name (``"aten::add.Tensor"``)."""
+    PyTorch's ``func.name()``, which gives the qualified name (``"aten::add.Tensor"``).
+
+    Being callable, it must not be kept where a callable means something else (an fx node's name or
+    target): keep ``str(op.name)`` there, a plain string.
+    """
 
     qualified: str
 
