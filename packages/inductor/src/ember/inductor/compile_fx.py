@@ -13,6 +13,7 @@ The pipeline, in order (each step a function of the one before):
 from __future__ import annotations
 
 import ctypes
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -254,8 +255,9 @@ def compile_fx(
     inner: Callable = compile_fx_inner
     check = bool((options or {}).get("check"))
     if check:
-        from ember.inductor.check import compile_checked as inner
-        from ember.inductor.check import with_user_frames
+        from ember.inductor.check import compile_checked, with_user_frames
+
+        inner = functools.partial(compile_checked, compile_fx_inner)
 
     def compile_one(gm: Any, inputs: list) -> Callable:
         if check:
