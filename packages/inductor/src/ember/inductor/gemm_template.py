@@ -1,0 +1,315 @@
+"""A blocked C++ GEMM, generated for one problem (sizes, strides, dtype, alpha/beta) and one blocking.
+
+``out[b] = beta * bias[b] + alpha * A[b] @ B[b]`` for ``b`` in the batch (``mm``: batch 1, no bias;
+``addmm``: batch 1, bias broadcast by its strides; ``bmm``: a batch, no bias). A, B and the bias are
+read through their strides (a transposed operand is a stride swap, not a copy), from element offsets
+into the buffers passed.
+
+The structure is the classic one of BLAS libraries (Goto's): for each ``NC``-column block of B and
+each ``KC``-deep slice of K, the slice of B is packed into ``NR``-wide column panels and the slice of
+A into ``MR``-tall row panels (zero-padded at the edges, so the micro-kernel never branches); then
+each ``MR x NR`` tile of the output is one micro-kernel call that keeps its tile in ``MR`` registers
+of ``NR`` lanes (GCC vector extensions) and does a rank-1 update per step of K. Tiles are spread over
+OpenMP threads, ``MC`` rows of A at a time so the rows packed for a block stay in cache. The first
+K slice stores ``alpha * acc (+ beta * bias)``; later ones add ``alpha * acc``. With ``beta == 0`` the
+bias is never read (a NaN in it does not leak), as BLAS does.
+
+Float32 accumulates in float32 and float64 in float64, as eager's BLAS. The kernel takes
+``(void** args, const int64_t* meta)``: the data pointers of A's buffer, B's, the bias's (addmm) and
+the output; ``meta`` holds the sizes and strides of the input buffers, which the kernel checks
+against the ones it was generated for before touching memory (it returns ``k + 1`` when the
+``k``-th differs).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ember.core import dtypes as D
+from ember.core.devices import CPU
+from ember.core.tensor import empty
+from ember.inductor import cpp_builder
+
+_CTYPE = {D.float32: "float", D.float64: "double"}
+# work (batch * M * N * K multiply-adds) below which the kernel runs on one thread
+PARALLEL_WORK = 64 * 64 * 64
+
+
+@dataclass(frozen=True)
+class GemmConfig:
+    """A blocking: the micro-tile ``mr x nr`` and the cache blocks ``mc`` (rows), ``kc`` (depth), ``nc``
+    (columns). ``mc`` is a multiple of ``mr`` and ``nc`` of ``nr``."""
+
+    mr: int
+    nr: int
+    mc: int
+    kc: int
+    nc: int
+
+    @property
+    def name(self) -> str:
+        return f"cpp_gemm_{self.mr}x{self.nr}_mc{self.mc}_kc{self.kc}_nc{self.nc}"
+
+
+def configs_for(dtype: Any) -> list[GemmConfig]:
+    """The blockings tried for ``dtype``: micro-tiles of 64-byte rows (16 floats, 8 doubles) and narrower."""
+    if dtype == D.float32:
+        return [GemmConfig(6, 16, 96, 256, 1024), GemmConfig(4, 16, 64, 384, 2048), GemmConfig(8, 8, 64, 256, 512)]
+    if dtype == D.float64:
+        return [GemmConfig(6, 8, 96, 256, 1024), GemmConfig(4, 8, 64, 192, 2048), GemmConfig(4, 4, 64, 256, 512)]
+    raise NotImplementedError(f"the GEMM template is built for float32 and float64, not {dtype}")
+
+
+@dataclass(frozen=True)
+class Operand:
+    """How a GEMM reads one input: from the buffer of sizes ``buf_size`` and strides ``buf_stride``,
+    at element ``offset``, with strides ``strides`` over the (batch, row, column) dims of the operand."""
+
+    buf_size: tuple[int, ...]
+    buf_stride: tuple[int, ...]
+    offset: int
+    strides: tuple[int, int, int]
+
+
+@dataclass(frozen=True)
+class GemmProblem:
+    op: str  # "mm", "addmm", "bmm"
+    dtype: Any
+    batch: int
+    m: int
+    n: int
+    k: int
+    a: Operand
+    b: Operand
+    bias: Operand | None = None
+    alpha: float = 1.0
+    beta: float = 1.0
+
+    @property
+    def operands(self) -> list[Operand]:
+        return [self.a, self.b] + ([self.bias] if self.bias is not None else [])
+
+    @property
+    def out_size(self) -> tuple[int, ...]:
+        return (self.batch, self.m, self.n) if self.op == "bmm" else (self.m, self.n)
+
+    def describe(self) -> str:
+        sizes = f"{self.batch}x" if self.op == "bmm" else ""
+        text = f"{self.op} {sizes}{self.m}x{self.n}x{self.k} (MxNxK) {self.dtype}"
+        text += f" A strides {self.a.strides[1:]} B strides {self.b.strides[1:]}"
+        if self.bias is not None:
+            text += f" bias strides {self.bias.strides[1:]} alpha={self.alpha} beta={self.beta}"
+        return text
+
+
+def _literal(value: float, ctype: str) -> str:
+    value = float(value)
+    if not math.isfinite(value):
+        raise NotImplementedError(f"the GEMM template takes finite alpha and beta, not {value}")
+    return f"(({ctype}){value.hex()})"
+
+
+def gemm_source(name: str, p: GemmProblem, c: GemmConfig) -> str:
+    """The C++ of one GEMM kernel (a whole translation unit: it is built into a library of its own)."""
+    if c.mc % c.mr or c.nc % c.nr:
+        raise ValueError(f"{c}: mc must be a multiple of mr and nc of nr")
+    t = _CTYPE.get(p.dtype)
+    if t is None:
+        raise NotImplementedError(f"the GEMM template is built for float32 and float64, not {p.dtype}")
+    m, n, k, mr, nr = p.m, p.n, p.k, c.mr, c.nr
+    sa, sb = p.a.strides, p.b.strides
+    so = (m * n, n, 1)  # the output is contiguous
+    has_bias = p.bias is not None and p.beta != 0
+    sc = p.bias.strides if p.bias is not None else (0, 0, 0)
+    alpha, beta = _literal(p.alpha, t), _literal(p.beta, t)
+    kc_max, nc_max = min(c.kc, max(k, 1)), min(c.nc, n)
+    a_panels, b_panels = -(-m // mr), -(-nc_max // nr)
+    lines = [
+        f"namespace {name}_impl {{",
+        f"typedef {t} V __attribute__((vector_size({nr} * sizeof({t}))));",
+        f"static constexpr int64_t MR = {mr}, NR = {nr}, MC = {c.mc}, KC = {c.kc}, NC = {c.nc};",
+        f"static constexpr int64_t M = {m}, N = {n}, K = {k}, BATCH = {p.batch};",
+        "",
+        "// one MR x NR tile: acc[i] (NR lanes) += a[p][i] * b[p][:] for each step p of the packed panels",
+        f"static inline void micro(int64_t kc, const {t}* __restrict__ ap, const {t}* __restrict__ bp, V* acc) {{",
+        "  for (int i = 0; i < MR; ++i) acc[i] = V{};",
+        "  for (int64_t q = 0; q < kc; ++q) {",
+        "    V b;",
+        "    std::memcpy(&b, bp + q * NR, sizeof(V));",
+        "#pragma GCC unroll 16",
+        "    for (int i = 0; i < MR; ++i) acc[i] += ap[q * MR + i] * b;",
+        "  }",
+        "}",
+        "",
+        f'extern "C" int {name}(void** args, const int64_t* meta) {{',
+    ]
+    lines += _checks(p)
+    lines.append(f"  const {t}* __restrict__ A0 = (const {t}*)args[0] + {p.a.offset};")
+    lines.append(f"  const {t}* __restrict__ B0 = (const {t}*)args[1] + {p.b.offset};")
+    out_arg = 2
+    if p.bias is not None:
+        lines.append(f"  const {t}* __restrict__ C0 = (const {t}*)args[2] + {p.bias.offset}; (void)C0;")
+        out_arg = 3
+    lines.append(f"  {t}* __restrict__ O0 = ({t}*)args[{out_arg}];")
+    if m == 0 or n == 0 or p.batch == 0:
+        lines += ["  return 0;", "}"]
+        return _finish(name, lines)
+    bias_at = f"{beta} * C0[bb * {sc[0]} + (i) * {sc[1]} + (j) * {sc[2]}]" if has_bias else f"({t})0"
+    if k == 0:
+        lines += [
+            "  for (int64_t bb = 0; bb < BATCH; ++bb)",
+            "    for (int64_t i = 0; i < M; ++i)",
+            "      for (int64_t j = 0; j < N; ++j)",
+            f"        O0[bb * {so[0]} + i * {so[1]} + j] = {bias_at};",
+            "  return 0;",
+            "}",
+        ]
+        return _finish(name, lines)
+    parallel = p.batch * m * n * k >= PARALLEL_WORK
+    lines += [
+        f"  {t}* bp = ({t}*)std::aligned_alloc(64, ({b_panels * kc_max * nr * _size(t)} + 63) / 64 * 64);",
+        f"  {t}* ap = ({t}*)std::aligned_alloc(64, ({a_panels * kc_max * mr * _size(t)} + 63) / 64 * 64);",
+        "  if (bp == nullptr || ap == nullptr) { std::free(bp); std::free(ap); return -1; }",
+    ]
+    if parallel:
+        lines.append("  #pragma omp parallel")
+    lines += [
+        "  {",
+        "  for (int64_t bb = 0; bb < BATCH; ++bb) {",
+        f"    const {t}* A = A0 + bb * {sa[0]};",
+        f"    const {t}* B = B0 + bb * {sb[0]};",
+        f"    {t}* O = O0 + bb * {so[0]};",
+        "    for (int64_t jc = 0; jc < N; jc += NC) {",
+        "      const int64_t nc = std::min(NC, N - jc);",
+        "      const int64_t npanels = (nc + NR - 1) / NR;",
+        "      for (int64_t pc = 0; pc < K; pc += KC) {",
+        "        const int64_t kc = std::min(KC, K - pc);",
+        "        #pragma omp for schedule(static)",
+        "        for (int64_t jp = 0; jp < npanels; ++jp) {  // B[pc:pc+kc, jc+jp*NR:+NR] -> bp, NR wide",
+        f"          {t}* dst = bp + jp * kc * NR;",
+        "          const int64_t j0 = jc + jp * NR;",
+        "          for (int64_t q = 0; q < kc; ++q)",
+        "            for (int64_t j = 0; j < NR; ++j)",
+        f"              dst[q * NR + j] = j0 + j < N ? B[(pc + q) * {sb[1]} + (j0 + j) * {sb[2]}] : ({t})0;",
+        "        }",
+        "        #pragma omp for schedule(static)",
+        "        for (int64_t ip = 0; ip < (M + MR - 1) / MR; ++ip) {  // A[:, pc:pc+kc] -> ap, MR tall",
+        f"          {t}* dst = ap + ip * kc * MR;",
+        "          const int64_t i0 = ip * MR;",
+        "          for (int64_t q = 0; q < kc; ++q)",
+        "            for (int64_t i = 0; i < MR; ++i)",
+        f"              dst[q * MR + i] = i0 + i < M ? A[(i0 + i) * {sa[1]} + (pc + q) * {sa[2]}] : ({t})0;",
+        "        }",
+        "        const bool first = pc == 0;",
+        "        #pragma omp for collapse(2) schedule(static)",
+        "        for (int64_t ib = 0; ib < (M + MC - 1) / MC; ++ib) {",
+        "          for (int64_t jp = 0; jp < npanels; ++jp) {",
+        "            const int64_t j0 = jc + jp * NR, nr = std::min(NR, N - j0);",
+        "            const int64_t iend = std::min(M, (ib + 1) * MC);",
+        "            for (int64_t i0 = ib * MC; i0 < iend; i0 += MR) {",
+        "              const int64_t mr = std::min(MR, M - i0);",
+        "              V acc[MR];",
+        "              micro(kc, ap + (i0 / MR) * kc * MR, bp + jp * kc * NR, acc);",
+        "              for (int64_t r = 0; r < mr; ++r) {",
+        f"                {t}* o = O + (i0 + r) * {so[1]} + j0;",
+        "                const int64_t i = i0 + r; (void)i;",
+        "                if (first) {",
+        "                  for (int64_t j = j0; j < j0 + nr; ++j)",
+        f"                    o[j - j0] = {alpha} * acc[r][j - j0] + {bias_at};",
+        "                } else {",
+        "                  for (int64_t j = 0; j < nr; ++j) o[j] += " + alpha + " * acc[r][j];",
+        "                }",
+        "              }",
+        "            }",
+        "          }",
+        "        }",
+        "      }",
+        "    }",
+        "  }",
+        "  }",
+        "  std::free(bp);",
+        "  std::free(ap);",
+        "  return 0;",
+        "}",
+    ]
+    return _finish(name, lines)
+
+
+HEADER = "#include <cstdint>\n#include <cstdlib>\n#include <cstring>\n#include <algorithm>\n"
+
+
+def _finish(name: str, lines: list[str]) -> str:
+    # each kernel lives in a namespace of its own (its helpers and constants), so several kernels can
+    # share one translation unit; the extern "C" entry point keeps its plain name
+    return "\n".join([*lines, f"}}  // namespace {name}_impl", ""])
+
+
+def gemm_module(sources: list[str]) -> str:
+    """One translation unit holding the kernels ``gemm_source`` made."""
+    return HEADER + "\n".join(sources)
+
+
+def _size(ctype: str) -> int:
+    return 4 if ctype == "float" else 8
+
+
+def _checks(p: GemmProblem) -> list[str]:
+    """Compare the buffers' sizes and strides in ``meta`` with the ones the kernel was generated for."""
+    lines, pos = [], 0
+    for j, opnd in enumerate(p.operands):
+        nd = len(opnd.buf_size)
+        conds = [f"meta[{pos + i}] != {v}" for i, v in enumerate(opnd.buf_size)]
+        conds += [f"meta[{pos + nd + i}] != {s}" for i, (s, v) in enumerate(zip(opnd.buf_stride, opnd.buf_size,
+                  strict=True)) if v != 1]  # fmt: skip
+        pos += 2 * nd
+        if conds:
+            lines.append(f"  if ({' || '.join(conds)}) return {j + 1};")
+    return lines
+
+
+class GemmKernel:
+    """A compiled GEMM kernel called like an eager op: ``kernel(a_buf, b_buf[, bias_buf]) -> out``."""
+
+    def __init__(self, problem: GemmProblem, config: GemmConfig, name: str | None = None) -> None:
+        self.problem, self.config = problem, config
+        self.name = name or config.name
+        self.source = gemm_module([gemm_source(self.name, problem, config)])
+        self.fn: Any = None
+
+    def load(self, lib: Any = None) -> GemmKernel:
+        """Build (or take from the disk cache) and load the kernel's library (or take it from ``lib``, a
+        library built from a ``gemm_module`` that holds this kernel)."""
+        fn = getattr(lib if lib is not None else cpp_builder.load(self.source), self.name)
+        fn.argtypes = (ctypes.c_void_p, ctypes.c_void_p)
+        fn.restype = ctypes.c_int
+        self.fn = fn
+        return self
+
+    def __call__(self, *tensors: Any) -> Any:
+        p = self.problem
+        if self.fn is None:
+            self.load()
+        meta = np.array([v for t in tensors for v in (*t._shape, *t._stride)] or [0], dtype=np.int64)
+        out = empty(p.out_size, p.dtype, CPU)
+        ptrs = (ctypes.c_void_p * (len(tensors) + 1))(*[t.data_ptr() for t in tensors], out.data_ptr())
+        rc = self.fn(ptrs, meta.ctypes.data)
+        if rc > 0:
+            opnd, t = p.operands[rc - 1], tensors[rc - 1]
+            raise RuntimeError(
+                f"GEMM kernel {self.name} was generated for an input of sizes {opnd.buf_size} and strides "
+                f"{opnd.buf_stride}, got {tuple(t._shape)}/{tuple(t._stride)}: recompile for these inputs"
+            )
+        if rc < 0:
+            raise MemoryError(f"GEMM kernel {self.name} could not allocate its packing buffers")
+        return out
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+__all__ = ["GemmConfig", "GemmKernel", "GemmProblem", "Operand", "configs_for", "gemm_module", "gemm_source"]
