@@ -8,11 +8,12 @@ into the buffers passed.
 The structure is the classic one of BLAS libraries (Goto's): for each ``NC``-column block of B and
 each ``KC``-deep slice of K, the slice of B is packed into ``NR``-wide column panels and the slice of
 A into ``MR``-tall row panels (zero-padded at the edges, so the micro-kernel never branches); then
-each ``MR x NR`` tile of the output is one micro-kernel call that keeps its tile in ``MR`` registers
-of ``NR`` lanes (GCC vector extensions) and does a rank-1 update per step of K. Tiles are spread over
-OpenMP threads, ``MC`` rows of A at a time so the rows packed for a block stay in cache. The first
-K slice stores ``alpha * acc (+ beta * bias)``; later ones add ``alpha * acc``. With ``beta == 0`` the
-bias is never read (a NaN in it does not leak), as BLAS does.
+each ``MR x NR`` tile of the output is one micro-kernel call that keeps its tile in registers (GCC
+vector extensions of the CPU's native width: ``MR`` rows of ``NR / lanes`` registers) and does a
+rank-1 update per step of K. Tiles are spread over OpenMP threads, ``MC`` rows of A at a time so the
+rows packed for a block stay in cache. The first K slice stores ``alpha * acc (+ beta * bias)``;
+later ones add ``alpha * acc``. With ``beta == 0`` the bias is never read (a NaN in it does not
+leak), as BLAS does.
 
 Float32 accumulates in float32 and float64 in float64, as eager's BLAS. The kernel takes
 ``(void** args, const int64_t* meta)``: the data pointers of A's buffer, B's, the bias's (addmm) and
@@ -57,11 +58,13 @@ class GemmConfig:
 
 
 def configs_for(dtype: Any) -> list[GemmConfig]:
-    """The blockings tried for ``dtype``: micro-tiles of 64-byte rows (16 floats, 8 doubles) and narrower."""
+    """The blockings tried for ``dtype``. Micro-tiles of 12 to 16 row registers (enough independent
+    multiply-adds to hide their latency) on AVX-512, and smaller ones that fit narrower registers; the
+    blocks keep a packed panel of B in L1 and a block of A in L2 of common CPUs."""
     if dtype == D.float32:
-        return [GemmConfig(6, 16, 96, 256, 1024), GemmConfig(4, 16, 64, 384, 2048), GemmConfig(8, 8, 64, 256, 512)]
+        return [GemmConfig(12, 16, 96, 256, 1024), GemmConfig(6, 32, 96, 256, 1024), GemmConfig(6, 16, 96, 256, 1024)]
     if dtype == D.float64:
-        return [GemmConfig(6, 8, 96, 256, 1024), GemmConfig(4, 8, 64, 192, 2048), GemmConfig(4, 4, 64, 256, 512)]
+        return [GemmConfig(8, 16, 64, 256, 1024), GemmConfig(6, 8, 96, 256, 1024), GemmConfig(12, 8, 96, 128, 1024)]
     raise NotImplementedError(f"the GEMM template is built for float32 and float64, not {dtype}")
 
 
@@ -131,19 +134,30 @@ def gemm_source(name: str, p: GemmProblem, c: GemmConfig) -> str:
     a_panels, b_panels = -(-m // mr), -(-nc_max // nr)
     lines = [
         f"namespace {name}_impl {{",
-        f"typedef {t} V __attribute__((vector_size({nr} * sizeof({t}))));",
+        f"typedef {t} T;",
         f"static constexpr int64_t MR = {mr}, NR = {nr}, MC = {c.mc}, KC = {c.kc}, NC = {c.nc};",
         f"static constexpr int64_t M = {m}, N = {n}, K = {k}, BATCH = {p.batch};",
+        "// registers of the native width (an NR-wide row is NV of them), no wider than a row",
+        "static constexpr int VB = NR * sizeof(T) < EMBER_VECTOR_BYTES ? NR * sizeof(T) : EMBER_VECTOR_BYTES;",
+        "typedef T V __attribute__((vector_size(VB)));",
+        "static constexpr int L = VB / sizeof(T), NV = NR / L;",
+        'static_assert(NR % L == 0, "NR must be a multiple of the vector width");',
         "",
-        "// one MR x NR tile: acc[i] (NR lanes) += a[p][i] * b[p][:] for each step p of the packed panels",
-        f"static inline void micro(int64_t kc, const {t}* __restrict__ ap, const {t}* __restrict__ bp, V* acc) {{",
-        "  for (int i = 0; i < MR; ++i) acc[i] = V{};",
+        "// one MR x NR tile: acc[i] += a[q][i] * b[q][:] for each step q of the packed panels, into tile",
+        "static inline void micro(int64_t kc, const T* __restrict__ ap, const T* __restrict__ bp, T* tile) {",
+        "  V acc[MR][NV];",
+        "  for (int i = 0; i < MR; ++i)",
+        "    for (int v = 0; v < NV; ++v) acc[i][v] = V{};",
         "  for (int64_t q = 0; q < kc; ++q) {",
-        "    V b;",
-        "    std::memcpy(&b, bp + q * NR, sizeof(V));",
+        "    V b[NV];",
+        "    for (int v = 0; v < NV; ++v) std::memcpy(&b[v], bp + q * NR + v * L, sizeof(V));",
         "#pragma GCC unroll 16",
-        "    for (int i = 0; i < MR; ++i) acc[i] += ap[q * MR + i] * b;",
+        "    for (int i = 0; i < MR; ++i) {",
+        "      const T a = ap[q * MR + i];",
+        "      for (int v = 0; v < NV; ++v) acc[i][v] += a * b[v];",
+        "    }",
         "  }",
+        "  std::memcpy(tile, acc, sizeof(acc));",
         "}",
         "",
         f'extern "C" int {name}(void** args, const int64_t* meta) {{',
@@ -213,8 +227,8 @@ def gemm_source(name: str, p: GemmProblem, c: GemmConfig) -> str:
         "            const int64_t iend = std::min(M, (ib + 1) * MC);",
         "            for (int64_t i0 = ib * MC; i0 < iend; i0 += MR) {",
         "              const int64_t mr = std::min(MR, M - i0);",
-        "              V acc[MR];",
-        "              micro(kc, ap + (i0 / MR) * kc * MR, bp + jp * kc * NR, acc);",
+        "              T acc[MR][NR];",
+        "              micro(kc, ap + (i0 / MR) * kc * MR, bp + jp * kc * NR, &acc[0][0]);",
         "              for (int64_t r = 0; r < mr; ++r) {",
         f"                {t}* o = O + (i0 + r) * {so[1]} + j0;",
         "                const int64_t i = i0 + r; (void)i;",
@@ -240,7 +254,18 @@ def gemm_source(name: str, p: GemmProblem, c: GemmConfig) -> str:
     return _finish(name, lines)
 
 
-HEADER = "#include <cstdint>\n#include <cstdlib>\n#include <cstring>\n#include <algorithm>\n"
+HEADER = """#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <algorithm>
+#if defined(__AVX512F__)
+#define EMBER_VECTOR_BYTES 64
+#elif defined(__AVX__)
+#define EMBER_VECTOR_BYTES 32
+#else
+#define EMBER_VECTOR_BYTES 16
+#endif
+"""
 
 
 def _finish(name: str, lines: list[str]) -> str:
