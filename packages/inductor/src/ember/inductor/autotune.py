@@ -38,6 +38,8 @@ choice_log = get_artifact_logger(__name__, "kernel_choice")
 EXTERN = "extern"  # the name of the eager (BLAS) candidate, prefixed by the op: "extern_mm"
 # Choices made in this process, by cache key (the disk copy serves other processes).
 _memo: dict[str, Choice] = {}
+# Every choice made in this process, in order: (the problem, the choice); for reports.
+history: list[tuple[GemmProblem, Choice]] = []
 # Counts measurements (a warm start makes none); tests read it.
 stats = {"measured": 0, "from_cache": 0}
 
@@ -164,6 +166,7 @@ def select(problem: GemmProblem, extern: Callable[..., Any], sizes: list[tuple[i
         _write_cached(key, choice)
         stats["measured"] += 1
     _memo[key] = choice
+    history.append((problem, choice))
     _log_choice(problem, choice)
     return choice
 
@@ -209,4 +212,4 @@ def clear_memo() -> None:
     _memo.clear()
 
 
-__all__ = ["Choice", "cache_key", "candidates", "clear_memo", "select"]
+__all__ = ["Choice", "cache_key", "candidates", "clear_memo", "history", "select"]

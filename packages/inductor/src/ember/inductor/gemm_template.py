@@ -5,15 +5,16 @@
 read through their strides (a transposed operand is a stride swap, not a copy), from element offsets
 into the buffers passed.
 
-The structure is the classic one of BLAS libraries (Goto's): for each ``NC``-column block of B and
-each ``KC``-deep slice of K, the slice of B is packed into ``NR``-wide column panels and the slice of
-A into ``MR``-tall row panels (zero-padded at the edges, so the micro-kernel never branches); then
-each ``MR x NR`` tile of the output is one micro-kernel call that keeps its tile in registers (GCC
-vector extensions of the CPU's native width: ``MR`` rows of ``NR / lanes`` registers) and does a
-rank-1 update per step of K. Tiles are spread over OpenMP threads, ``MC`` rows of A at a time so the
-rows packed for a block stay in cache. The first K slice stores ``alpha * acc (+ beta * bias)``;
-later ones add ``alpha * acc``. With ``beta == 0`` the bias is never read (a NaN in it does not
-leak), as BLAS does.
+The structure is the classic one of BLAS libraries (Goto's). The output is split into tasks of
+``MC`` rows by ``NC`` columns, spread over OpenMP threads (dynamically: a thread the OS holds up
+delays only its own task). For each ``KC``-deep slice of K, a task packs its columns of B into
+``NR``-wide panels and its rows of A into ``MR``-tall panels (zero-padded at the edges, so the
+micro-kernel never branches), into buffers of its thread's own: tasks share nothing and meet no
+barrier but the last. Each ``MR x NR`` tile is then one micro-kernel call that keeps the tile in
+registers (GCC vector extensions of the CPU's native width: ``MR`` rows of ``NR / lanes``) and does
+a rank-1 update per step of K, a panel of B staying in L1 while the block of A streams from L2.
+The first K slice stores ``alpha * acc (+ beta * bias)``; later ones add ``alpha * acc``. With
+``beta == 0`` the bias is never read (a NaN in it does not leak), as BLAS does.
 
 Float32 accumulates in float32 and float64 in float64, as eager's BLAS. The kernel takes
 ``(void** args, const int64_t* meta)``: the data pointers of A's buffer, B's, the bias's (addmm) and
@@ -43,8 +44,8 @@ PARALLEL_WORK = 64 * 64 * 64
 
 @dataclass(frozen=True)
 class GemmConfig:
-    """A blocking: the micro-tile ``mr x nr`` and the cache blocks ``mc`` (rows), ``kc`` (depth), ``nc``
-    (columns). ``mc`` is a multiple of ``mr`` and ``nc`` of ``nr``."""
+    """A blocking: the micro-tile ``mr x nr``, the task of ``mc`` rows by ``nc`` columns, the slice of
+    ``kc`` of K. ``mc`` is a multiple of ``mr`` and ``nc`` of ``nr``."""
 
     mr: int
     nr: int
@@ -59,12 +60,13 @@ class GemmConfig:
 
 def configs_for(dtype: Any) -> list[GemmConfig]:
     """The blockings tried for ``dtype``. Micro-tiles of 12 to 16 row registers (enough independent
-    multiply-adds to hide their latency) on AVX-512, and smaller ones that fit narrower registers; the
-    blocks keep a packed panel of B in L1 and a block of A in L2 of common CPUs."""
+    multiply-adds to hide their latency) on AVX-512, and smaller ones that fit narrower registers; a
+    packed panel of B fits L1 and a block of A L2 of common CPUs; tasks small enough to feed a few
+    threads at the sizes of a Linear layer."""
     if dtype == D.float32:
-        return [GemmConfig(12, 16, 96, 256, 1024), GemmConfig(6, 32, 96, 256, 1024), GemmConfig(6, 16, 96, 256, 1024)]
+        return [GemmConfig(12, 16, 96, 256, 256), GemmConfig(6, 32, 96, 256, 512), GemmConfig(6, 16, 48, 256, 256)]
     if dtype == D.float64:
-        return [GemmConfig(8, 16, 64, 256, 1024), GemmConfig(6, 8, 96, 256, 1024), GemmConfig(12, 8, 96, 128, 1024)]
+        return [GemmConfig(8, 16, 64, 256, 256), GemmConfig(6, 8, 96, 256, 256), GemmConfig(12, 8, 48, 128, 256)]
     raise NotImplementedError(f"the GEMM template is built for float32 and float64, not {dtype}")
 
 
@@ -131,7 +133,6 @@ def gemm_source(name: str, p: GemmProblem, c: GemmConfig) -> str:
     sc = p.bias.strides if p.bias is not None else (0, 0, 0)
     alpha, beta = _literal(p.alpha, t), _literal(p.beta, t)
     kc_max, nc_max = min(c.kc, max(k, 1)), min(c.nc, n)
-    a_panels, b_panels = -(-m // mr), -(-nc_max // nr)
     lines = [
         f"namespace {name}_impl {{",
         f"typedef {t} T;",
@@ -185,70 +186,72 @@ def gemm_source(name: str, p: GemmProblem, c: GemmConfig) -> str:
         ]
         return _finish(name, lines)
     parallel = p.batch * m * n * k >= PARALLEL_WORK
+    a_block = -(-min(c.mc, m) // mr) * mr * kc_max  # elements of one packed block of A
+    b_block = -(-nc_max // nr) * nr * kc_max  # and of one packed chunk of B
     lines += [
-        f"  {t}* bp = ({t}*)std::aligned_alloc(64, ({b_panels * kc_max * nr * _size(t)} + 63) / 64 * 64);",
-        f"  {t}* ap = ({t}*)std::aligned_alloc(64, ({a_panels * kc_max * mr * _size(t)} + 63) / 64 * 64);",
-        "  if (bp == nullptr || ap == nullptr) { std::free(bp); std::free(ap); return -1; }",
-    ]
-    if parallel:
-        lines.append("  #pragma omp parallel")
-    lines += [
+        "  const int64_t MB = (M + MC - 1) / MC, NB = (N + NC - 1) / NC;",
+        "  int failed = 0;",
+        "  #pragma omp parallel" + ("" if parallel else " if(0)"),
         "  {",
-        "  for (int64_t bb = 0; bb < BATCH; ++bb) {",
-        f"    const {t}* A = A0 + bb * {sa[0]};",
-        f"    const {t}* B = B0 + bb * {sb[0]};",
-        f"    {t}* O = O0 + bb * {so[0]};",
-        "    for (int64_t jc = 0; jc < N; jc += NC) {",
-        "      const int64_t nc = std::min(NC, N - jc);",
-        "      const int64_t npanels = (nc + NR - 1) / NR;",
-        "      for (int64_t pc = 0; pc < K; pc += KC) {",
-        "        const int64_t kc = std::min(KC, K - pc);",
-        "        #pragma omp for schedule(static)",
-        "        for (int64_t jp = 0; jp < npanels; ++jp) {  // B[pc:pc+kc, jc+jp*NR:+NR] -> bp, NR wide",
-        f"          {t}* dst = bp + jp * kc * NR;",
-        "          const int64_t j0 = jc + jp * NR;",
-        "          for (int64_t q = 0; q < kc; ++q)",
-        "            for (int64_t j = 0; j < NR; ++j)",
-        f"              dst[q * NR + j] = j0 + j < N ? B[(pc + q) * {sb[1]} + (j0 + j) * {sb[2]}] : ({t})0;",
-        "        }",
-        "        #pragma omp for schedule(static)",
-        "        for (int64_t ip = 0; ip < (M + MR - 1) / MR; ++ip) {  // A[:, pc:pc+kc] -> ap, MR tall",
-        f"          {t}* dst = ap + ip * kc * MR;",
-        "          const int64_t i0 = ip * MR;",
-        "          for (int64_t q = 0; q < kc; ++q)",
-        "            for (int64_t i = 0; i < MR; ++i)",
-        f"              dst[q * MR + i] = i0 + i < M ? A[(i0 + i) * {sa[1]} + (pc + q) * {sa[2]}] : ({t})0;",
-        "        }",
-        "        const bool first = pc == 0;",
-        "        #pragma omp for collapse(2) schedule(static)",
-        "        for (int64_t ib = 0; ib < (M + MC - 1) / MC; ++ib) {",
-        "          for (int64_t jp = 0; jp < npanels; ++jp) {",
-        "            const int64_t j0 = jc + jp * NR, nr = std::min(NR, N - j0);",
-        "            const int64_t iend = std::min(M, (ib + 1) * MC);",
-        "            for (int64_t i0 = ib * MC; i0 < iend; i0 += MR) {",
-        "              const int64_t mr = std::min(MR, M - i0);",
-        "              T acc[MR][NR];",
-        "              micro(kc, ap + (i0 / MR) * kc * MR, bp + jp * kc * NR, &acc[0][0]);",
-        "              for (int64_t r = 0; r < mr; ++r) {",
-        f"                {t}* o = O + (i0 + r) * {so[1]} + j0;",
-        "                const int64_t i = i0 + r; (void)i;",
-        "                if (first) {",
-        "                  for (int64_t j = j0; j < j0 + nr; ++j)",
-        f"                    o[j - j0] = {alpha} * acc[r][j - j0] + {bias_at};",
-        "                } else {",
-        "                  for (int64_t j = 0; j < nr; ++j) o[j] += " + alpha + " * acc[r][j];",
-        "                }",
-        "              }",
+        "  // each thread packs into buffers of its own: tasks share nothing, no barrier until the end",
+        f"  T* ap = (T*)std::aligned_alloc(64, ({a_block * _size(t)} + 63) / 64 * 64);",
+        f"  T* bp = (T*)std::aligned_alloc(64, ({b_block * _size(t)} + 63) / 64 * 64);",
+        "  // a task: MC rows by NC columns of one output matrix, over all of K",
+        "  #pragma omp for collapse(3) schedule(dynamic, 1)",
+        "  for (int64_t bb = 0; bb < BATCH; ++bb)",
+        "  for (int64_t ib = 0; ib < MB; ++ib)",
+        "  for (int64_t jb = 0; jb < NB; ++jb) {",
+        "    if (ap == nullptr || bp == nullptr) {  // every thread still meets the loop (a worksharing one)",
+        "      #pragma omp atomic write",
+        "      failed = 1;",
+        "      continue;",
+        "    }",
+        f"    const T* A = A0 + bb * {sa[0]};",
+        f"    const T* B = B0 + bb * {sb[0]};",
+        f"    T* O = O0 + bb * {so[0]};",
+        "    const int64_t ic = ib * MC, mc = std::min(MC, M - ic), mpanels = (mc + MR - 1) / MR;",
+        "    const int64_t jc = jb * NC, nc = std::min(NC, N - jc), npanels = (nc + NR - 1) / NR;",
+        "    for (int64_t pc = 0; pc < K; pc += KC) {",
+        "      const int64_t kc = std::min(KC, K - pc);",
+        "      for (int64_t jp = 0; jp < npanels; ++jp) {  // B[pc:pc+kc, jc+jp*NR:+NR] -> NR-wide panels",
+        "        T* dst = bp + jp * kc * NR;",
+        "        const int64_t j0 = jc + jp * NR;",
+        "        for (int64_t q = 0; q < kc; ++q)",
+        "          for (int64_t j = 0; j < NR; ++j)",
+        f"            dst[q * NR + j] = j0 + j < N ? B[(pc + q) * {sb[1]} + (j0 + j) * {sb[2]}] : (T)0;",
+        "      }",
+        "      for (int64_t ip = 0; ip < mpanels; ++ip) {  // A[ic:ic+mc, pc:pc+kc] -> MR-tall panels",
+        "        T* dst = ap + ip * kc * MR;",
+        "        const int64_t i0 = ic + ip * MR;",
+        "        for (int64_t q = 0; q < kc; ++q)",
+        "          for (int64_t i = 0; i < MR; ++i)",
+        f"            dst[q * MR + i] = i0 + i < M ? A[(i0 + i) * {sa[1]} + (pc + q) * {sa[2]}] : (T)0;",
+        "      }",
+        "      const bool first = pc == 0;",
+        "      for (int64_t jp = 0; jp < npanels; ++jp) {  // a panel of B stays in L1 over the block of A",
+        "        const int64_t j0 = jc + jp * NR, nr = std::min(NR, N - j0);",
+        "        for (int64_t ip = 0; ip < mpanels; ++ip) {",
+        "          const int64_t i0 = ic + ip * MR, mr = std::min(MR, M - i0);",
+        "          T acc[MR][NR];",
+        "          micro(kc, ap + ip * kc * MR, bp + jp * kc * NR, &acc[0][0]);",
+        "          for (int64_t r = 0; r < mr; ++r) {",
+        f"            T* o = O + (i0 + r) * {so[1]} + j0;",
+        "            const int64_t i = i0 + r; (void)i;",
+        "            if (first) {",
+        "              for (int64_t j = j0; j < j0 + nr; ++j)",
+        f"                o[j - j0] = {alpha} * acc[r][j - j0] + {bias_at};",
+        "            } else {",
+        "              for (int64_t j = 0; j < nr; ++j) o[j] += " + alpha + " * acc[r][j];",
         "            }",
         "          }",
         "        }",
         "      }",
         "    }",
         "  }",
-        "  }",
-        "  std::free(bp);",
         "  std::free(ap);",
-        "  return 0;",
+        "  std::free(bp);",
+        "  }",
+        "  return failed ? -1 : 0;",
         "}",
     ]
     return _finish(name, lines)
