@@ -259,3 +259,32 @@ def test_dtypes_without_a_template_stay_extern_calls(tuning, monkeypatch, dtype)
     assert ember.equal(compiled(a, b), a @ b)
     assert not _gemm_kernels(rec)
     assert any("float32 and float64" in reason for _, reason in rec.graphs[0].fallbacks)
+
+
+def test_gemms_over_symbolic_sizes_stay_extern_calls(tuning):
+    before = len(autotune.history)
+    compiled = ember.compile(lambda a, b: (a @ b).relu(), mode="max-autotune", dynamic=True)
+    for rows in (3, 5):
+        a, b = ember.randn(rows, 4), ember.randn(4, 6)
+        np.testing.assert_allclose(compiled(a, b).numpy(), (a @ b).relu().numpy(), rtol=1e-6, atol=1e-6)
+    assert len(autotune.history) == before  # nothing tuned: the template is built per size
+
+
+def test_options_max_autotune_is_the_mode(tuning):
+    before = len(autotune.history)
+    compiled = ember.compile(lambda a, b: a @ b, options={"max_autotune": True})
+    a, b = ember.randn(4, 3), ember.randn(3, 2)
+    np.testing.assert_allclose(compiled(a, b).numpy(), (a @ b).numpy(), rtol=1e-6, atol=1e-6)
+    assert [(p.op, p.m, p.n, p.k) for p, _ in autotune.history[before:]] == [("mm", 4, 2, 3)]
+
+
+def test_compiled_addmm_with_beta_zero_ignores_a_nan_bias(tuning, monkeypatch):
+    monkeypatch.setattr(config, "max_autotune", True)
+    monkeypatch.setattr(config, "max_autotune_gemm_backends", "CPP")
+    bias = ember.tensor([1.0, float("nan"), 2.0])
+    a, b = ember.randn(4, 5), ember.randn(5, 3)
+    compiled, rec = compile_with_inductor(lambda c, a, b: ember.addmm(c, a, b, beta=0, alpha=2.0))
+    got = compiled(bias, a, b)
+    want = 2.0 * (a.to(D.float64).numpy() @ b.to(D.float64).numpy())
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-5)
+    assert [k.problem.beta for k in _gemm_kernels(rec)] == [0]

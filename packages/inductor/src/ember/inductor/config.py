@@ -56,4 +56,4 @@ max_autotune_gemm_backends = "ATEN,CPP"
 # Seconds of building and timing per GEMM node; candidates not reached by then are skipped.
 max_autotune_gemm_budget = 20.0
 # Timed calls per candidate (after a warm-up); the median is kept.
-max_autotune_gemm_runs = 5
+max_autotune_gemm_runs = 10

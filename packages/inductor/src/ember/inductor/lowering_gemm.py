@@ -20,6 +20,9 @@ from ember.inductor.gemm_template import GemmKernel, GemmProblem, Operand
 from ember.inductor.ir import Buffer, ExternBuffer, Layout, TensorBox, contiguous_strides, index_symbols
 from ember.inductor.lowering import register
 from ember.inductor.virtualized import CountHandler, set_ops_handler
+from ember.logs import get_artifact_logger
+
+output_code_log = get_artifact_logger(__name__, "output_code")
 
 
 def enabled() -> bool:
@@ -113,6 +116,7 @@ def _lower(ctx: Any, op: str, mats: list[TensorBox], bias: TensorBox | None = No
     if choice.name.startswith(autotune.EXTERN):
         raise NotImplementedError(f"max-autotune chose eager's kernel for this {op} ({when})")
     kernel = GemmKernel(problem, autotune.config_by_name(problem, choice.name)).load()
+    output_code_log.info("GEMM kernel %s for %s:\n%s", kernel.name, problem.describe(), kernel.source)
     srcs = [src for _, src in [*plans, *([bias_plan] if bias_plan else [])]]
     bufs = tuple(ctx.realize(s) if isinstance(s, TensorBox) else s for s in srcs)
     out_size = problem.out_size
