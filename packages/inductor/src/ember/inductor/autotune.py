@@ -8,7 +8,7 @@ measurement of one node stays within ``config.max_autotune_gemm_budget`` seconds
 the candidates not yet measured are skipped (at least one is always measured).
 
 The choice is kept on disk (``<cache>/autotune/<key>.json``), keyed by the problem (op, sizes, strides,
-dtype, alpha/beta), the candidates, the compiler and flags and the CPU's features, so a warm start
+dtype, alpha/beta), the candidates (and the templates' code), the compiler and flags and the CPU's features, so a warm start
 takes it without measuring again. Every choice is logged with its timings under the ``kernel_choice``
 artifact (``EMBER_LOGS=kernel_choice``).
 """
@@ -28,8 +28,9 @@ from typing import Any
 
 import numpy as np
 
+from ember.core.creation import from_numpy
 from ember.inductor import config, cpp_builder
-from ember.inductor.gemm_template import GemmConfig, GemmKernel, GemmProblem, Operand, configs_for
+from ember.inductor.gemm_template import GemmConfig, GemmKernel, GemmProblem, Operand, configs_for, gemm_source
 from ember.logs import get_artifact_logger
 
 log = logging.getLogger(__name__)
@@ -91,10 +92,13 @@ def config_by_name(problem: GemmProblem, name: str) -> GemmConfig:
 
 
 def cache_key(problem: GemmProblem, names: list[str]) -> str:
+    # the candidates' code too: a changed template is measured again
+    sources = [gemm_source(n, problem, config_by_name(problem, n)) for n in names if not n.startswith(EXTERN)]
     parts = [
         "gemm-autotune-v1",
         repr(problem),
         repr(names),
+        *sources,
         cpp_builder.compiler_identity(),
         " ".join(cpp_builder.compiler_flags()),
         cpp_builder.cpu_features(),
@@ -133,10 +137,8 @@ def _write_cached(key: str, choice: Choice) -> None:
 
 def _random_buffer(opnd: Operand, dtype: Any, rng: np.random.Generator) -> Any:
     """An ember tensor of ``opnd``'s buffer layout, filled with random values."""
-    import ember
-
     extent = 1 + sum((n - 1) * s for n, s in zip(opnd.buf_size, opnd.buf_stride, strict=True) if n > 0)
-    flat = ember.tensor(rng.standard_normal(extent)).to(dtype)
+    flat = from_numpy(rng.standard_normal(extent)).to(dtype)
     return flat.as_strided(opnd.buf_size, opnd.buf_stride)
 
 
@@ -172,13 +174,11 @@ def select(problem: GemmProblem, extern: Callable[..., Any], sizes: list[tuple[i
 
 
 def _measure_all(problem: GemmProblem, names: list[str], extern: Callable[..., Any], sizes: list) -> Choice:
-    import ember
-
     start = time.perf_counter()
     deadline = start + config.max_autotune_gemm_budget
     rng = np.random.default_rng(0)
     buffers = [_random_buffer(o, problem.dtype, rng) for o in problem.operands]
-    dense = [ember.tensor(rng.standard_normal(s)).to(problem.dtype) for s in sizes]
+    dense = [from_numpy(rng.standard_normal(s)).to(problem.dtype) for s in sizes]
     timings: dict[str, float] = {}
     skipped: list[str] = []
     for name in names:
