@@ -116,16 +116,18 @@ def test_every_blocking_matches_a_float64_reference(dtype):
         assert not np.isnan(got).any(), (case, cfg)
 
 
-def test_kernel_refuses_a_buffer_of_other_strides():
+def test_kernel_copies_a_buffer_of_other_strides_and_refuses_other_sizes():
     rng = np.random.default_rng(1)
     a = _operand(rng, 4, 3, 1, False, 0, D.float32)
     b = _operand(rng, 3, 5, 1, False, 0, D.float32)
     problem = GemmProblem("mm", D.float32, 1, 4, 5, 3, a[0], b[0])
     kernel = GemmKernel(problem, configs_for(D.float32)[0]).load()
-    kernel(a[1], b[1])
-    wrong = ember.zeros(30)[::2]  # stride 2, not the 1 the kernel was built for
+    want = kernel(a[1], b[1])
+    strided = ember.zeros(30)[::2]  # stride 2, not the 1 the kernel was built for: copied to its layout
+    strided.copy_(b[1])
+    assert ember.equal(kernel(a[1], strided), want)
     with pytest.raises(RuntimeError, match="generated for an input of sizes"):
-        kernel(a[1], wrong)
+        kernel(a[1], ember.zeros(16))
 
 
 # -- autotuning ------------------------------------------------------------------------------------

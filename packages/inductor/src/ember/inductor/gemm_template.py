@@ -300,6 +300,18 @@ def _checks(p: GemmProblem) -> list[str]:
     return lines
 
 
+def _as_laid_out(t: Any, opnd: Operand) -> Any:
+    """``t``, or a copy of it with the strides the kernel was generated for when its own differ (an eager
+    op may lay out its result otherwise than its meta kernel said). Other sizes stay: the kernel refuses them."""
+    if tuple(t._shape) != opnd.buf_size or all(
+        a == b for a, b, n in zip(t._stride, opnd.buf_stride, opnd.buf_size, strict=True) if n != 1
+    ):
+        return t
+    copy = empty(opnd.buf_size, t.dtype, CPU, opnd.buf_stride)
+    copy.copy_(t)
+    return copy
+
+
 class GemmKernel:
     """A compiled GEMM kernel called like an eager op: ``kernel(a_buf, b_buf[, bias_buf]) -> out``."""
 
@@ -322,6 +334,7 @@ class GemmKernel:
         p = self.problem
         if self.fn is None:
             self.load()
+        tensors = tuple(_as_laid_out(t, o) for t, o in zip(tensors, p.operands, strict=True))
         meta = np.array([v for t in tensors for v in (*t._shape, *t._stride)] or [0], dtype=np.int64)
         out = empty(p.out_size, p.dtype, CPU)
         ptrs = (ctypes.c_void_p * (len(tensors) + 1))(*[t.data_ptr() for t in tensors], out.data_ptr())
