@@ -191,7 +191,8 @@ def gemm_source(name: str, p: GemmProblem, c: GemmConfig) -> str:
     lines += [
         "  const int64_t MB = (M + MC - 1) / MC, NB = (N + NC - 1) / NC;",
         "  int failed = 0;",
-        "  #pragma omp parallel" + ("" if parallel else " if(0)"),
+        # a small GEMM runs on the calling thread (the worksharing loop below is then an orphaned one)
+        "  #pragma omp parallel" if parallel else "  // one thread: too little work to share",
         "  {",
         "  // each thread packs into buffers of its own: tasks share nothing, no barrier until the end",
         f"  T* ap = (T*)std::aligned_alloc(64, ({a_block * _size(t)} + 63) / 64 * 64);",
