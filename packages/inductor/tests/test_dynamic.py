@@ -287,7 +287,7 @@ def test_loops_go_parallel_when_the_run_time_size_is_large_enough():
         return x.sum(), x.amax(), x.argmax(), (x * 2).exp().sum(1), x.var()
 
     graph = _aot_dynamic(fn, ember.randn(3, 1000))
-    assert "#pragma omp parallel for if(" in graph.source
+    assert "ember_parallel(" in graph.source  # the pool runs a short range inline
     for n in (2, 5, 70, 300):  # 2 000 to 300 000 elements: below and above the parallel threshold
         x = ember.randn(n, 1000)
         for got, want in zip(graph([x]), fn(x), strict=True):

@@ -108,6 +108,7 @@ class OutputGraph:
             fake = self.fake_mode.from_tensor(value, source=source.name(), static_shapes=True)
         node = self._placeholder(source)
         vt = TensorVariable(node, fake, source)
+        vt.real_value = value
         self.inputs.append((source, value, node))
         self.input_vts[source.name()] = vt
         self.input_values[id(vt)] = value

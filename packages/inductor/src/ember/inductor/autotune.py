@@ -7,9 +7,9 @@ random inputs of the node's sizes and layouts: one warm-up call, then the median
 measurement of one node stays within ``config.max_autotune_gemm_budget`` seconds: once it is spent,
 the candidates not yet measured are skipped (at least one is always measured).
 
-The choice is kept on disk (``<cache>/autotune/<key>.json``), keyed by the problem (op, sizes, strides,
-dtype, alpha/beta), the candidates (and the templates' code), the compiler and flags and the CPU's features, so a warm start
-takes it without measuring again. Every choice is logged with its timings under the ``kernel_choice``
+The choice is kept on disk (``<cache>/autotune/<key>.json``), keyed by the problem (op, sizes,
+strides, dtype, alpha/beta), the candidates (and the templates' code), the compiler and flags and the
+CPU's features, so a warm start takes it without measuring again. Every choice is logged with its timings under the ``kernel_choice``
 artifact (``EMBER_LOGS=kernel_choice``).
 """
 

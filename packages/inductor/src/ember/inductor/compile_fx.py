@@ -20,11 +20,12 @@ from typing import Any
 
 from ember.inductor import config, cpp_builder
 from ember.inductor.codegen_cpp import group_kernel, module_source
+from ember.inductor.combo import combo_kernel, local_buffers
 from ember.inductor.graph import GraphLowering
 from ember.inductor.ir import AliasBuffer, Buffer, ComputedBuffer, ExternBuffer, InputBuffer, MultiOutput, SizeInput
 from ember.inductor.lowering_random import RngGraph, as_rng_tensor, rng_inputs
 from ember.inductor.lowering_scan import GeneratedKernel
-from ember.inductor.scheduler import FusedGroup, remove_dead, schedule
+from ember.inductor.scheduler import FusedGroup, extern_reads, remove_dead, schedule
 from ember.inductor.size_binding import SizeAssumptionError, SizeBinder
 from ember.inductor.sizevars import size_symbols
 from ember.inductor.wrapper import AliasStep, CompiledGraph, ExternStep, KernelStep, MultiOutputStep
@@ -46,13 +47,20 @@ def compile_fx_inner(gm: Any, example_inputs: list) -> CompiledGraph | RngGraph:
     graph.run()
     out_names = {o.name for o in graph.outputs if isinstance(o, Buffer)}
     live = remove_dead([b for b in graph.buffers if not isinstance(b, InputBuffer)], out_names)
-    steps = schedule(live)
+    steps = _combine(schedule(live))
     external = {b.name for b in graph.buffers if not isinstance(b, ComputedBuffer)}
     binder = _binder(graph)
     symbols = tuple(binder.symbols) if binder is not None else ()
     kernels = []
-    for step in steps:
-        if isinstance(step, FusedGroup):
+    for i, step in enumerate(steps):
+        if isinstance(step, list):  # consecutive groups: one combo kernel (combo.py)
+            name = f"kernel{len(kernels)}"
+            parts = [
+                group_kernel(g, f"{name}_{k}", graph.name_to_buffer, external, symbols) for k, g in enumerate(step)
+            ]
+            local = local_buffers(step, out_names | _reads_of(steps[i + 1 :]), graph.name_to_buffer)
+            kernels.append(combo_kernel(parts, name, graph.name_to_buffer, local))
+        elif isinstance(step, FusedGroup):
             kernels.append(group_kernel(step, f"kernel{len(kernels)}", graph.name_to_buffer, external, symbols))
     # scans and other kernels generated for one node, called as extern ops: their source joins the module
     generated = [b.op for b in live if isinstance(b, ExternBuffer) and isinstance(b.op, GeneratedKernel)]
@@ -64,13 +72,14 @@ def compile_fx_inner(gm: Any, example_inputs: list) -> CompiledGraph | RngGraph:
     specs = iter(kernels)
     lines = []
     for step in steps:
-        if isinstance(step, FusedGroup):
+        if isinstance(step, FusedGroup | list):
             spec = next(specs)
             fn = getattr(lib, spec.name)
             fn.argtypes = (ctypes.c_void_p, ctypes.c_void_p)
             fn.restype = ctypes.c_int
             run_steps.append(KernelStep(spec, fn, graph.name_to_buffer))
-            lines.append(f"{', '.join(spec.outputs)} = {spec.name}({', '.join(spec.args[: -len(spec.outputs)])})")
+            inputs = spec.args[: len(spec.args) - len(spec.outputs)]
+            lines.append(f"{', '.join(spec.outputs) or 'None'} = {spec.name}({', '.join(inputs)})")
         elif isinstance(step, AliasBuffer):
             run_steps.append(AliasStep(step, symbols))
             lines.append(f"{step.name} = {step.source.name}.as_strided({step.layout.size}, {step.layout.stride})")
@@ -104,6 +113,28 @@ def _binder(graph: GraphLowering) -> SizeBinder | None:
     if not size_symbols(exprs):
         return None
     return SizeBinder(graph.inputs, graph.shape_env)
+
+
+def _reads_of(steps: list) -> set[str]:
+    names: set[str] = set()
+    for step in steps:
+        for group in step if isinstance(step, list) else [step]:
+            names |= group.reads() if isinstance(group, FusedGroup) else extern_reads(group)
+    return names
+
+
+def _combine(steps: list) -> list:
+    """Runs of consecutive fused groups as lists (combo kernels), when ``config.combo_kernels`` is on."""
+    if not config.combo_kernels:
+        return steps
+    out: list = []
+    for step in steps:
+        if isinstance(step, FusedGroup) and out and isinstance(out[-1], FusedGroup | list):
+            last = out[-1] if isinstance(out[-1], list) else [out[-1]]
+            out[-1] = [*last, step]
+        else:
+            out.append(step)
+    return out
 
 
 _AUTOTUNE_MODES = ("max-autotune", "max-autotune-no-cudagraphs")
@@ -228,7 +259,7 @@ def compile_fx(
     model: Any, example_inputs: list, *, mode: str | None = None, options: dict | None = None, **kwargs: Any
 ) -> Callable:
     """The ``inductor`` backend: ``model``'s forward and backward graphs (AOT autograd, core ops)
-    compiled to C++/OpenMP kernels. A graph with symbolic sizes gets kernels that serve every size of
+    compiled to C++ kernels (parallel loops on the runtime pool). A graph with symbolic sizes gets kernels that serve every size of
     its dynamic dimensions; other graphs are specialized on the sizes of ``example_inputs``."""
     from ember.aot.aot_autograd import aot_module_simplified
     from ember.aot.backends import core_decompositions
@@ -250,9 +281,11 @@ def compile_fx(
             from ember.inductor.freezing import compile_frozen
 
             return compile_frozen(gm, inputs, inner, core_decompositions())
+        # input mutations stay in the graph (copy_ at its end): they become in-place stores (inplace.py)
         return aot_module_simplified(
-            gm, inputs, fw_compiler=inner, bw_compiler=inner, decompositions=core_decompositions()
-        )
+            gm, inputs, fw_compiler=inner, bw_compiler=inner, decompositions=core_decompositions(),
+            keep_inference_input_mutations=not check,
+        )  # fmt: skip
 
     if _has_symbolic_inputs(model):
         return _Dynamic(model, compile_one)

@@ -6,8 +6,8 @@ read through their strides (a transposed operand is a stride swap, not a copy), 
 into the buffers passed.
 
 The structure is the classic one of BLAS libraries (Goto's). The output is split into tasks of
-``MC`` rows by ``NC`` columns, spread over OpenMP threads (dynamically: a thread the OS holds up
-delays only its own task). For each ``KC``-deep slice of K, a task packs its columns of B into
+``MC`` rows by ``NC`` columns, spread over the kernels' thread pool (``runtime/parallel.py``, as the
+other kernels' parallel loops). For each ``KC``-deep slice of K, a task packs its columns of B into
 ``NR``-wide panels and its rows of A into ``MR``-tall panels (zero-padded at the edges, so the
 micro-kernel never branches), into buffers of its thread's own: tasks share nothing and meet no
 barrier but the last. Each ``MR x NR`` tile is then one micro-kernel call that keeps the tile in
@@ -36,6 +36,7 @@ from ember.core import dtypes as D
 from ember.core.devices import CPU
 from ember.core.tensor import empty
 from ember.inductor import cpp_builder
+from ember.inductor.runtime.parallel import KERNEL_PRELUDE
 
 _CTYPE = {D.float32: "float", D.float64: "double"}
 # work (batch * M * N * K multiply-adds) below which the kernel runs on one thread
@@ -191,22 +192,18 @@ def gemm_source(name: str, p: GemmProblem, c: GemmConfig) -> str:
     lines += [
         "  const int64_t MB = (M + MC - 1) / MC, NB = (N + NC - 1) / NC;",
         "  int failed = 0;",
-        # a small GEMM runs on the calling thread (the worksharing loop below is then an orphaned one)
-        "  #pragma omp parallel" if parallel else "  // one thread: too little work to share",
-        "  {",
-        "  // each thread packs into buffers of its own: tasks share nothing, no barrier until the end",
-        f"  T* ap = (T*)std::aligned_alloc(64, ({a_block * _size(t)} + 63) / 64 * 64);",
-        f"  T* bp = (T*)std::aligned_alloc(64, ({b_block * _size(t)} + 63) / 64 * 64);",
-        "  // a task: MC rows by NC columns of one output matrix, over all of K",
-        "  #pragma omp for collapse(3) schedule(dynamic, 1)",
-        "  for (int64_t bb = 0; bb < BATCH; ++bb)",
-        "  for (int64_t ib = 0; ib < MB; ++ib)",
-        "  for (int64_t jb = 0; jb < NB; ++jb) {",
-        "    if (ap == nullptr || bp == nullptr) {  // every thread still meets the loop (a worksharing one)",
-        "      #pragma omp atomic write",
-        "      failed = 1;",
-        "      continue;",
+        "  // a task: MC rows by NC columns of one output matrix, over all of K; each piece of tasks packs",
+        "  // into buffers of its own, so pieces share nothing",
+        "  auto run = [&](int64_t t_begin, int64_t t_end) {",
+        f"    T* ap = (T*)std::aligned_alloc(64, ({a_block * _size(t)} + 63) / 64 * 64);",
+        f"    T* bp = (T*)std::aligned_alloc(64, ({b_block * _size(t)} + 63) / 64 * 64);",
+        "    if (ap == nullptr || bp == nullptr) {",
+        "      std::free(ap); std::free(bp);",
+        "      __atomic_store_n(&failed, 1, __ATOMIC_RELAXED);",
+        "      return;",
         "    }",
+        "    for (int64_t task = t_begin; task < t_end; ++task) {",
+        "    const int64_t bb = task / (MB * NB), ib = task / NB % MB, jb = task % NB;",
         f"    const T* A = A0 + bb * {sa[0]};",
         f"    const T* B = B0 + bb * {sb[0]};",
         f"    T* O = O0 + bb * {so[0]};",
@@ -249,16 +246,19 @@ def gemm_source(name: str, p: GemmProblem, c: GemmConfig) -> str:
         "      }",
         "    }",
         "  }",
-        "  std::free(ap);",
-        "  std::free(bp);",
-        "  }",
+        "    std::free(ap);",
+        "    std::free(bp);",
+        "  };",
+        # a small GEMM runs on the calling thread; others on the kernels' thread pool, a task a piece
+        "  ember_parallel(0, BATCH * MB * NB, 1, run);" if parallel else "  run(0, BATCH * MB * NB);",
         "  return failed ? -1 : 0;",
         "}",
     ]
     return _finish(name, lines)
 
 
-HEADER = """#include <cstdint>
+HEADER = (
+    """#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <algorithm>
@@ -270,6 +270,8 @@ HEADER = """#include <cstdint>
 #define EMBER_VECTOR_BYTES 16
 #endif
 """
+    + KERNEL_PRELUDE
+)
 
 
 def _finish(name: str, lines: list[str]) -> str:

@@ -15,8 +15,13 @@ from typing import Any
 import sympy
 
 from ember.core.tensor import Tensor
-from ember.inductor import config, lowering_gemm
+from ember.inductor import (
+    config,
+    lowering_gemm,
+    lowering_optim,  # noqa: F401  (registers its lowerings)
+)
 from ember.inductor.cpp_ops import CTYPES
+from ember.inductor.inplace import emit_mutations
 from ember.inductor.ir import (
     AliasBuffer,
     Buffer,
@@ -83,6 +88,7 @@ class GraphLowering:
         self.fallbacks: list[tuple[str, str]] = []
         self.lowered: set[Any] = set()
         self.current: Any = None
+        self.mutations: list[tuple[InputBuffer, TensorBox]] = []  # copy_ onto inputs, lowered last (inplace.py)
         self.shape_env: Any = None  # of the symbolic sizes, if any
 
     def hint(self, expr: Any) -> int:
@@ -269,6 +275,7 @@ class GraphLowering:
                         raise NotImplementedError("a graph that returns a float computed from sizes")
                     else:
                         self.outputs.append(o)
+                emit_mutations(self)
             else:
                 raise NotImplementedError(f"the code generator cannot lower a graph node of kind {node.op!r}")
 

@@ -108,12 +108,22 @@ def pointwise(ctx, inputs: list, fn: Callable[..., Any], in_dtype: Any = None) -
     out_dtype = ctx.out_dtype
     size = broadcast_shapes(*[x.size for x in inputs if isinstance(x, TensorBox)])
     in_dtype = in_dtype or out_dtype
+    if not statically_equal(numel(size), 1):  # a one-element input is loop-invariant: computed once, not per element
+        inputs = [hoist_scalar(ctx, x) for x in inputs]
     loaders = [as_loader(x, size, in_dtype) for x in inputs]
 
     def loader(index: Index) -> Any:
         return fn(*[ld(index) for ld in loaders])
 
     return make_box(size, out_dtype, loader)
+
+
+def hoist_scalar(ctx, x: Any) -> Any:
+    """``x`` realized when it is a one-element value of more than one op (an optimizer's bias correction
+    ``1 - beta ** step``), so that a loop reads it instead of recomputing it for each element."""
+    if isinstance(x, TensorBox) and x.buffer is None and x.ops_count > 1 and statically_equal(numel(x.size), 1):
+        return TensorBox.of(ctx.realize(x))
+    return x
 
 
 def promoted(inputs: list) -> Any:

@@ -111,9 +111,12 @@ def scan_source(
         const = "const " if buf in inputs else ""
         t = storage_ctype(dtype_of[buf])
         lines.append(f"  {const}{t}* __restrict__ a{i} = ({const}{t}*)args[{i}];  // {buf}")
-    if rows >= 2 and rows * n >= config.cpp.parallel_threshold:
-        lines.append("  #pragma omp parallel for")
-    lines.append(f"  for (int64_t xr = 0; xr < {rows}; ++xr) {{")
+    parallel = rows >= 2 and rows * n >= config.cpp.parallel_threshold
+    if parallel:  # rows on the thread pool (runtime/parallel.py)
+        lines.append(f"  ember_parallel(0, {rows}, 1, [&](int64_t xr_begin, int64_t xr_end) {{")
+        lines.append("  for (int64_t xr = xr_begin; xr < xr_end; ++xr) {")
+    else:
+        lines.append(f"  for (int64_t xr = 0; xr < {rows}; ++xr) {{")
     for k, d in enumerate(other):
         inner = math.prod(x.size[e] for e in other[k + 1 :])
         expr = "xr" if inner == 1 else f"(xr / {inner})"
@@ -128,6 +131,8 @@ def scan_source(
     lines.append("    }")
     lines.append("    (void)idx;")
     lines.append("  }")
+    if parallel:
+        lines.append("  });")
     lines.append("  return 0;")
     lines.append("}")
     return "\n".join(lines), inputs
