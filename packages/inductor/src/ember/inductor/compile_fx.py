@@ -138,14 +138,29 @@ def _combine(steps: list) -> list:
     return out
 
 
+_AUTOTUNE_MODES = ("max-autotune", "max-autotune-no-cudagraphs")
+
+
 def _check_options(mode: str | None, options: dict | None) -> None:
-    if mode not in (None, "default", "reduce-overhead"):
-        raise NotImplementedError(f"mode={mode!r} is not built yet in Ember's code generator (max-autotune, ...)")
+    if mode not in (None, "default", "reduce-overhead", *_AUTOTUNE_MODES):
+        raise NotImplementedError(f"mode={mode!r} is not built yet in Ember's code generator")
     for key in options or {}:
-        if key != "check":
+        if key not in ("check", "max_autotune", "max_autotune_gemm"):
             raise NotImplementedError(f"options[{key!r}] is not built yet in Ember's code generator")
-    if config.max_autotune:
-        raise NotImplementedError("ember._inductor.config.max_autotune is not built yet")
+
+
+def _autotuned(inner: Callable) -> Callable:
+    """``inner`` compiling with GEMMs chosen by measurement (``config.max_autotune`` on while it runs)."""
+
+    def compile_autotuned(gm: Any, example_inputs: list) -> Any:
+        saved = config.max_autotune
+        config.max_autotune = True
+        try:
+            return inner(gm, example_inputs)
+        finally:
+            config.max_autotune = saved
+
+    return compile_autotuned
 
 
 def _has_symbolic_inputs(gm: Any) -> bool:
@@ -258,6 +273,8 @@ def compile_fx(
         from ember.inductor.check import compile_checked, with_user_frames
 
         inner = functools.partial(compile_checked, compile_fx_inner)
+    if mode in _AUTOTUNE_MODES or any((options or {}).get(k) for k in ("max_autotune", "max_autotune_gemm")):
+        inner = _autotuned(inner)
 
     def compile_one(gm: Any, inputs: list) -> Callable:
         if check:
