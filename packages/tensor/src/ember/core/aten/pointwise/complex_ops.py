@@ -92,7 +92,28 @@ polar_ops = define_pointwise(
 
 expose(complex_ops, "complex", method=False, tensors_only=True)
 expose(polar_ops, "polar", method=False, tensors_only=True)
-_conj_physical_function = expose(conj_physical_ops, "conj_physical")
+
+
+@public("conj_physical")
+def conj_physical(input: Tensor, *, out: Tensor | None = None) -> Tensor:
+    """The complex conjugate computed into a new tensor; a tensor that is not complex is returned itself."""
+    if out is not None:
+        return conj_physical_ops.out(input, out=out)
+    if input.dtype.category != D.COMPLEX:
+        return input
+    return conj_physical_ops.functional(input)
+
+
+@method("conj_physical")
+def _conj_physical_method(self: Tensor) -> Tensor:
+    return conj_physical(self)
+
+
+@method("conj_physical_")
+def _conj_physical_inplace(self: Tensor) -> Tensor:
+    if self.dtype.category != D.COMPLEX:
+        return self  # nothing to write, as in PyTorch (an expanded real tensor is fine too)
+    return conj_physical_ops.inplace(self)
 
 
 @public("conj")
