@@ -167,3 +167,27 @@ def test_inplace_through_a_complex_view_of_reals():
     x = np.random.default_rng(9).standard_normal((3, 2))
     ours, theirs = _grads(fn, [x], "real")
     np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(_UNARY))
+def test_gradcheck_unary(name):
+    z = ember.tensor(_complex(np.random.default_rng(10), (2, 3))).requires_grad_()
+    assert ember.autograd.gradcheck(lambda a: _UNARY[name](ember, a), (z,))
+
+
+@pytest.mark.parametrize("name", sorted(_BINARY))
+def test_gradcheck_binary(name):
+    rng = np.random.default_rng(11)
+    a, b = (ember.tensor(_complex(rng, (2, 3))).requires_grad_() for _ in range(2))
+    assert ember.autograd.gradcheck(lambda x, y: _BINARY[name](ember, x, y), (a, b))
+
+
+def test_gradcheck_assembling_ops_and_matmul():
+    rng = np.random.default_rng(12)
+    r, t = (ember.tensor(rng.random((2, 3)) + 0.5).requires_grad_() for _ in range(2))
+    assert ember.autograd.gradcheck(lambda x, y: ember.complex(x, y) ** 2, (r, t))
+    assert ember.autograd.gradcheck(lambda x, y: ember.polar(x, y), (r, t))
+    a = ember.tensor(_complex(rng, (3, 4))).requires_grad_()
+    b = ember.tensor(_complex(rng, (4, 2))).requires_grad_()
+    assert ember.autograd.gradcheck(ember.matmul, (a, b))
+    assert ember.autograd.gradcheck(lambda x: ember.view_as_complex(x.contiguous()), (r.reshape(3, 2),))
