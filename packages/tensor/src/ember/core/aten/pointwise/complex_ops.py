@@ -128,3 +128,8 @@ def conj(input: Tensor) -> Tensor:
     if input.dtype.category != D.COMPLEX:
         return input
     return conj_physical_ops.functional(input)
+
+
+@method("chalf")
+def _chalf(self: Tensor, memory_format=None) -> Tensor:
+    raise NotImplementedError("Tensor.chalf(): complex32 (chalf) tensors are not available in Ember")
