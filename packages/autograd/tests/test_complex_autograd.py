@@ -42,6 +42,7 @@ _UNARY = {
     "exp": lambda lib, z: z.exp(),
     "log": lambda lib, z: z.log(),
     "sqrt": lambda lib, z: z.sqrt(),
+    "sgn": lambda lib, z: z.sgn(),
     "pow_scalar": lambda lib, z: z**3,
     "sum": lambda lib, z: z.sum(-1) * (1 + 2j),
     "mean": lambda lib, z: z.mean() * (2 - 1j),

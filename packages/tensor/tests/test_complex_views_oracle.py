@@ -175,3 +175,12 @@ def test_complex_and_polar_errors(name, dtypes):
     with pytest.raises(RuntimeError) as ours:
         call(ember)
     assert str(ours.value) == str(theirs.value).split("\n")[0]
+
+
+def test_sgn_of_complex_tensors():
+    values = np.array([0j, 1 + 0j, -1j, 3 - 4j, -0.0 - 0j, complex("inf+1j")])
+    a, b = _both(values)
+    np.testing.assert_array_equal(ember.sgn(a).numpy(), torch.sgn(b).numpy())
+    a.sgn_()
+    b.sgn_()
+    _same(a, b)
