@@ -184,3 +184,20 @@ def test_sgn_of_complex_tensors():
     a.sgn_()
     b.sgn_()
     _same(a, b)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda lib, a, b: lib.linalg.vecdot(a, b),
+        lambda lib, a, b: lib.vdot(a[0], b[1]),
+        lambda lib, a, b: lib.linalg.lu_solve(*lib.linalg.lu_factor(a), b, adjoint=True),
+        lambda lib, a, b: lib.linalg.lu_solve(*lib.linalg.lu_factor(a), b, left=False),
+        lambda lib, a, b: lib.linalg.householder_product(*lib.geqrf(a)),
+    ],
+)
+def test_linear_algebra_that_conjugates(call):
+    a, b = _complex((3, 3), np.complex128, seed=3), _complex((3, 3), np.complex128, seed=4)
+    ours = call(ember, ember.tensor(a), ember.tensor(b))
+    theirs = call(torch, torch.tensor(a), torch.tensor(b)).resolve_conj()
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-10, atol=1e-12)
