@@ -201,3 +201,23 @@ def test_gradcheck_assembling_ops_and_matmul():
     b = ember.tensor(_complex(rng, (4, 2))).requires_grad_()
     assert ember.autograd.gradcheck(ember.matmul, (a, b))
     assert ember.autograd.gradcheck(lambda x: ember.view_as_complex(x.contiguous()), (r.reshape(3, 2),))
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda lib, a, b: lib.linalg.inv(a) @ b,
+        lambda lib, a, b: lib.linalg.det(a) * b,
+        lambda lib, a, b: lib.linalg.solve(a, b),
+        lambda lib, a, b: lib.linalg.solve(a, b[:, 0]),
+        lambda lib, a, b: lib.linalg.solve(a, b.mT, left=False),
+        lambda lib, a, b: lib.linalg.solve_triangular(a.triu(), b, upper=True),
+        lambda lib, a, b: lib.linalg.solve_triangular(a.tril(), b.mT, upper=False, left=False),
+    ],
+)
+def test_linear_algebra_gradients(fn):
+    rng = np.random.default_rng(13)
+    arrays = [_complex(rng, (3, 3)) + 3 * np.eye(3), _complex(rng, (3, 2))]
+    ours, theirs = _grads(fn, arrays, "abs")
+    for a, b in zip(ours, theirs, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-11)
