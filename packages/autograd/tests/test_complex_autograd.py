@@ -221,3 +221,14 @@ def test_linear_algebra_gradients(fn):
     ours, theirs = _grads(fn, arrays, "abs")
     for a, b in zip(ours, theirs, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-11)
+
+
+def test_gradcheck_stft_istft_and_second_order():
+    rng = np.random.default_rng(14)
+    window = ember.hann_window(8, dtype=ember.float64)
+    x = ember.tensor(rng.standard_normal(20)).requires_grad_()
+    assert ember.autograd.gradcheck(lambda a: ember.stft(a, 8, hop_length=3, window=window, return_complex=True), (x,))
+    spec = ember.tensor(_complex(rng, (5, 9))).requires_grad_()
+    assert ember.autograd.gradcheck(lambda s: ember.istft(s, 8, window=window + 0.1, length=20), (spec,))
+    z = ember.tensor(_complex(rng, (2,))).requires_grad_()
+    assert ember.autograd.gradgradcheck(lambda a: (a * a.conj() * a).exp(), (z,))
