@@ -171,6 +171,16 @@ OURS_ONLY = {
     "expresses a write through arbitrary strides",
     "upsample_bilinear2d.default": _VEC,
     "upsample_nearest2d.default": _VEC,
+    **dict.fromkeys(
+        ["view_as_real.default", "view_as_complex.default"],
+        "a complex tensor's storage read as its reals, or back: a view across dtypes that no other core view "
+        "expresses (PyTorch's code generator falls back to eager for complex tensors)",
+    ),
+    **dict.fromkeys(
+        ["conj_physical.default", "complex.default", "polar.default"],
+        "a pointwise op that makes or conjugates complex numbers: one kernel, as the code generator has no complex "
+        "arithmetic to decompose it into (PyTorch's falls back to eager for complex tensors)",
+    ),
 }
 
 # PyTorch's core, ours not (among the ops Ember defines).

@@ -58,6 +58,7 @@ DATA_DEPENDENT.update(
                 "lcm",
                 "repeat_interleave_tensor",
                 "unravel_index",
+                "istft",  # the overlap-added window checked against zero (the NOLA condition)
             ),
         ],
         DataDependentOutputException,

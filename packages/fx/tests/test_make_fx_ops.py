@@ -58,6 +58,7 @@ DATA_DEPENDENT = {
     **dict.fromkeys(["gcd", "lcm"], "Euclid's steps run until every remainder is zero"),
     "repeat_interleave_tensor": "the repeats' sum is the output's size",
     "unravel_index": "the indices are checked against the shape on the host",
+    "istft": "the overlap-added window is checked against zero on the host (the NOLA condition)",
 }
 
 ENTRIES = {op.name: op for op in opinfos()}

@@ -86,6 +86,8 @@ def fit(grad: Tensor, shape: tuple, dtype: D.dtype) -> Tensor:
     if grad._shape != shape:
         grad = sum_to(grad, shape)
     if grad.dtype is not dtype:
+        if grad.dtype.category == D.COMPLEX and dtype.category != D.COMPLEX:
+            grad = grad.real  # a real input's gradient from a complex formula: its real part, as in PyTorch
         grad = grad.to(dtype)
     return grad
 

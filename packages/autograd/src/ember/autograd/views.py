@@ -30,6 +30,7 @@ from ember.autograd.as_strided import as_strided_backward, overlaps_exactly
 from ember.autograd.graph import Node, gradient_edge
 from ember.core import dtypes as D
 from ember.core.aten.factories.factories import empty_strided_function
+from ember.core.aten.shape.complex_views import view_as_complex, view_as_real
 from ember.core.tensor import Tensor
 
 _FLOATING = D.FLOATING
@@ -48,13 +49,14 @@ def _geometry(t: Tensor) -> tuple:
 class CopySlices(Node):
     """The base's history after an in-place op on one of its views."""
 
-    __slots__ = ("base_geometry", "fn", "view_geometry")
+    __slots__ = ("base_dtype", "base_geometry", "fn", "view_dtype", "view_geometry")
 
     def __init__(self, base: Tensor, view: Tensor, fn: Node) -> None:
         # Edges: the base's previous history, then the op's inputs other than the view itself.
         super().__init__((gradient_edge(base), *fn.next_functions[1:]))
         self.base_geometry = _geometry(base)
         self.view_geometry = _geometry(view)
+        self.base_dtype, self.view_dtype = base.dtype, view.dtype
         self.fn = fn
 
     def name(self) -> str:
@@ -70,28 +72,47 @@ class CopySlices(Node):
             raise RuntimeError("an in-place op on a view of a base whose elements overlap cannot be differentiated")
         if type(grad) is not Tensor and view_replay.refuses_as_strided(grad):  # batched gradients
             return view_replay.copy_slices_by_index(grad, self.base_geometry, self.view_geometry, self.fn)
+        base_complex, view_complex = _across_dtypes(self.base_dtype, self.view_dtype)
+        if base_complex:
+            grad = view_as_real(grad)
+            shape, stride, base_offset = _as_reals(self.base_geometry)
         # Laid out like the base (gaps included), so that the view's region is an as_strided of it.
         result = empty_strided_function(shape, stride, dtype=grad.dtype, device=grad.device)
         result.copy_(grad)
-        size, vstride, offset = self.view_geometry
+        size, vstride, offset = _as_reals(self.view_geometry) if view_complex else self.view_geometry
         region = result.as_strided(size, vstride, offset - base_offset)
-        fn_grads = self.fn.apply((region.clone(),))
+        fn_grads = self.fn.apply((view_as_complex(region.clone()) if view_complex else region.clone(),))
         if fn_grads[0] is None:
             region.zero_()
         else:
-            region.copy_(fn_grads[0])
-        return (result, *fn_grads[1:])
+            region.copy_(view_as_real(fn_grads[0]) if view_complex else fn_grads[0])
+        return (view_as_complex(result) if base_complex else result, *fn_grads[1:])
+
+
+def _across_dtypes(base_dtype, view_dtype) -> tuple[bool, bool]:
+    """For a view with another dtype than its base (a complex tensor's reals, or reals read as complex
+    numbers): which side is complex. Both geometries are then taken in units of the reals."""
+    if base_dtype is view_dtype:
+        return False, False
+    return base_dtype.category == D.COMPLEX, view_dtype.category == D.COMPLEX
+
+
+def _as_reals(geometry: tuple) -> tuple:
+    """A complex geometry as the geometry of its reals: a trailing dim of 2, strides and offset doubled."""
+    shape, stride, offset = geometry
+    return ((*shape, 2), (*(s * 2 for s in stride), 1), offset * 2)
 
 
 class AsStridedBackward(Node):
     """A view's history read out of its base's: the gradient goes back through storage positions."""
 
-    __slots__ = ("base_geometry", "view_geometry")
+    __slots__ = ("base_dtype", "base_geometry", "view_dtype", "view_geometry")
 
     def __init__(self, base: Tensor, view: Tensor) -> None:
         super().__init__((gradient_edge(base),))
         self.base_geometry = _geometry(base)
         self.view_geometry = _geometry(view)
+        self.base_dtype, self.view_dtype = base.dtype, view.dtype
 
     def name(self) -> str:
         return "AsStridedBackward0"
@@ -99,7 +120,15 @@ class AsStridedBackward(Node):
     def apply(self, grads: tuple) -> tuple:
         if type(grads[0]) is not Tensor and view_replay.refuses_as_strided(grads[0]):  # batched gradients
             return (view_replay.view_backward_by_index(grads[0], self.base_geometry, self.view_geometry),)
-        return (as_strided_backward(grads[0], self.base_geometry, self.view_geometry),)
+        base_complex, view_complex = _across_dtypes(self.base_dtype, self.view_dtype)
+        if not (base_complex or view_complex):
+            return (as_strided_backward(grads[0], self.base_geometry, self.view_geometry),)
+        grad = view_as_real(grads[0]) if view_complex else grads[0]
+        base_geometry = _as_reals(self.base_geometry) if base_complex else self.base_geometry
+        view_geometry = _as_reals(self.view_geometry) if view_complex else self.view_geometry
+        result = as_strided_backward(grad, base_geometry, view_geometry)
+        # A fresh copy starts at offset 0 with even strides, as a complex view needs.
+        return (view_as_complex(result.clone()) if base_complex else result,)
 
 
 def rebase(view: Tensor, fn: Node) -> None:

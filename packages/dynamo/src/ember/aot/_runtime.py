@@ -57,8 +57,25 @@ def _regenerate_aliases(plan: CompiledPlan, flat_args: list, outs: list) -> list
         if info.is_tensor and info.alias_of_input is not None:
             out = outs[i]
             base = flat_args[info.alias_of_input]
-            result[i] = base.as_strided(tuple(out.shape), tuple(out.stride()), out.storage_offset())
+            result[i] = _alias_of(base, out)
     return result
+
+
+def _alias_of(base: Tensor, out: Tensor) -> Tensor:
+    """``out``'s geometry as a view of ``base``. A view of another dtype (``view_as_real``,
+    ``view_as_complex``, ``view(dtype)``) reads the base's storage in ``out``'s dtype first; between
+    complex and real dtypes through the complex views, which autograd differentiates."""
+    from ember.core.aten.shape.complex_views import view_as_complex, view_as_real
+
+    geometry = (tuple(out.shape), tuple(out.stride()), out.storage_offset())
+    if out.dtype is base.dtype:
+        return base.as_strided(*geometry)
+    elements = base._storage.nbytes // base.dtype.itemsize  # the whole storage, in the base's dtype
+    if base.dtype.is_complex and out.dtype is base.dtype.to_real():
+        return view_as_real(base).as_strided(*geometry)
+    if out.dtype.is_complex and base.dtype is out.dtype.to_real():
+        return view_as_complex(base.as_strided((elements // 2, 2), (2, 1), 0)).as_strided(*geometry)
+    return base.as_strided((elements,), (1,), 0).view(out.dtype).as_strided(*geometry)
 
 
 def _with_rng(plan: CompiledPlan, args: list) -> list:

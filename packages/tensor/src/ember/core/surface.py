@@ -165,50 +165,9 @@ def scalar_tensor(s, *, dtype=None, layout=None, device=None, pin_memory=None, r
     return tensor(s, dtype=dtype or get_default_dtype(), device=device, requires_grad=requires_grad)
 
 
-# -- real tensors: conjugates and parts --------------------------------------------------------------------
-
-
-def _real_only(name: str, input: Tensor) -> Tensor:
-    if input.dtype.is_complex:
-        raise NotImplementedError(f"{name}() of a complex tensor: Ember's complex tensors have no conjugation")
-    return input
-
-
-@public("conj")
-@method("conj")
-def conj(input: Tensor) -> Tensor:
-    return _real_only("conj", input)
-
-
-@public("conj_physical")
-@method("conj_physical")
-def conj_physical(input: Tensor) -> Tensor:
-    return _real_only("conj_physical", input)
-
-
-@method("conj_physical_")
-def _conj_physical_(self: Tensor) -> Tensor:
-    return _real_only("conj_physical_", self)
-
-
-@public("real")
-def real(input: Tensor) -> Tensor:
-    return _real_only("real", input)
-
-
-@public("imag")
-def imag(input: Tensor) -> Tensor:
-    if not input.dtype.is_complex:
-        raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
-    raise NotImplementedError("imag() of a complex tensor is not available in Ember")
-
-
-def _real_property(self: Tensor) -> Tensor:
-    return real(self)
-
-
-def _imag_property(self: Tensor) -> Tensor:
-    return imag(self)
+# -- complex tensors: conjugates and parts -----------------------------------------------------------------
+# ``conj``, ``conj_physical`` live in ``aten/pointwise/complex_ops.py``; ``real``, ``imag``, the
+# settable ``.real``/``.imag`` and the ``view_as_*`` views in ``aten/shape/complex_views.py``.
 
 
 @public("adjoint")
@@ -218,7 +177,7 @@ def adjoint(input: Tensor) -> Tensor:
 
 
 def _mH(self: Tensor) -> Tensor:
-    return _real_only("mH", self).mT
+    return self.mT.conj()
 
 
 def _H(self: Tensor) -> Tensor:
@@ -227,7 +186,7 @@ def _H(self: Tensor) -> Tensor:
             f"tensor.H is only supported on matrices (2-D tensors). Got {self.ndim}-D tensor."
             + (" For batches of matrices, consider using tensor.mH" if self.ndim > 2 else "")
         )
-    return _real_only("H", self).t() if self.ndim == 2 else self
+    return self.t().conj() if self.ndim == 2 else self.conj()
 
 
 # -- layouts and memory formats ----------------------------------------------------------------------------
@@ -466,14 +425,10 @@ def new(self: Tensor, *args, **kwargs) -> Tensor:
 
 
 def attach_properties(cls) -> None:
-    """The attribute-style members (``t.H``, ``t.mH``, ``t.real``, ``t.imag``), set once on ``Tensor``."""
+    """The attribute-style members (``t.H``, ``t.mH``, ``t.layout``), set once on ``Tensor``."""
     cls.H = property(_H)
     cls.layout = property(_layout_property)
     cls.mH = property(_mH)
-    if not hasattr(cls, "real"):
-        cls.real = property(_real_property)
-    if not hasattr(cls, "imag"):
-        cls.imag = property(_imag_property)
 
 
 # -- conversions -------------------------------------------------------------------------------------------

@@ -1,9 +1,10 @@
 """Derivatives of the factorizations and solvers (``ember.core.aten.linalg.factorizations`` and
-``solvers``), for real inputs (complex ones need the conjugate, which Ember does not have).
+``solvers``). Inverses, solves and det take complex inputs too (``^H``, the conjugate transpose, is
+``^T`` for real ones); the others are for real inputs.
 
-- inverse: ``gA = -A^-T g A^-T``; solve ``X = A^-1 B``: ``gB = A^-T g``, ``gA = -gB X^T`` (mirrored
+- inverse: ``gA = -A^-H g A^-H``; solve ``X = A^-1 B``: ``gB = A^-H g``, ``gA = -gB X^H`` (mirrored
   for ``left=False``); the triangular solve keeps ``gA`` to the triangle it reads.
-- det: ``g det A^-T``; slogdet: ``g_logabsdet A^-T`` (the sign is piecewise constant).
+- det: ``g conj(det) A^-H``; slogdet: ``g_logabsdet A^-T`` (the sign is piecewise constant).
 - Cholesky ``A = L L^T``: ``gA = L^-T Phi(L^T gL) L^-1`` symmetrized, ``Phi`` taking the lower
   triangle with half the diagonal.
 - QR (``m >= n``, or the leading square block for wide inputs): ``gA = (gQ + Q copyltu(M)) R^-T``
@@ -102,8 +103,7 @@ def _inv_ex(grads, A, check_errors, result, **_):
     g = grads[0]
     if g is None:
         return None
-    _real_only(g, "linalg.inv")
-    inverse = result[0].mT
+    inverse = result[0].mH
     return -inverse.matmul(g).matmul(inverse)
 
 
@@ -112,15 +112,14 @@ def _solve_ex(grads, A, B, left, check_errors, result, needs, **_):
     g = grads[0]
     if g is None:
         return None, None
-    _real_only(A, "linalg.solve")
     X = result[0]
     vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
     if vector:
         g, X = g.unsqueeze(-1), X.unsqueeze(-1)
-    gB = _solve(A.mT, g, left=left)
+    gB = _solve(A.mH, g, left=left)
     gA = None
     if needs[0]:
-        gA = -gB.matmul(X.mT) if left else -X.mT.matmul(gB)
+        gA = -gB.matmul(X.mH) if left else -X.mH.matmul(gB)
     if vector:
         gB = gB.squeeze(-1)
     return gA, (gB if needs[1] else None)
@@ -128,19 +127,17 @@ def _solve_ex(grads, A, B, left, check_errors, result, needs, **_):
 
 @derivative(aten.linalg_solve_triangular.default, save=("self", "result"), jvp=_solve_triangular_jvp)
 def _solve_triangular(grad, self, B, upper, left, unitriangular, result, needs, **_):
-    _real_only(self, "linalg.solve_triangular")
-    gB = _tri(self.mT, grad, not upper, left, unitriangular)
+    gB = _tri(self.mH, grad, not upper, left, unitriangular)
     gA = None
     if needs[0]:
-        gA = -gB.matmul(result.mT) if left else -result.mT.matmul(gB)
+        gA = -gB.matmul(result.mH) if left else -result.mH.matmul(gB)
         gA = gA.triu(1 if unitriangular else 0) if upper else gA.tril(-1 if unitriangular else 0)
     return gA, (gB if needs[1] else None)
 
 
 @derivative(aten.linalg_det.default, save=("A", "result"), jvp=_det_jvp)
 def _det(grad, A, result, **_):
-    _real_only(A, "linalg.det")
-    return (grad * result).unsqueeze(-1).unsqueeze(-1) * aten.linalg_inv_ex.default(A)[0].mT
+    return (grad * result.conj()).unsqueeze(-1).unsqueeze(-1) * aten.linalg_inv_ex.default(A)[0].mH
 
 
 @derivative(aten.linalg_slogdet.default, save=("A",), jvp=_slogdet_jvp)

@@ -18,10 +18,11 @@ import numpy as np
 
 from ember.autograd.registry import derivative
 from ember.core import dtypes as D
-from ember.core.aten.factories.factories import arange_function, zeros_function
+from ember.core.aten.factories.factories import zeros_function
 from ember.core.aten.nn.padding import PADDINGS, pad_circular
 from ember.core.creation import as_tensor
 from ember.core.dispatch import ops
+from ember.core.tensor import from_array
 
 aten = ops.aten
 
@@ -31,13 +32,15 @@ def _constant_pad_nd(grad, self, pad, value, **_):
     return aten.constant_pad_nd.default(grad, [-p for p in pad], 0)
 
 
-def _source_indices(input_shape, k: int, pad_op, pad, device) -> list[np.ndarray]:
+def _source_indices(input_shape, k: int, pad_op, pad) -> list[np.ndarray]:
     """For each of the last ``k`` dims, the input index each output index copies: the forward op run
     on a tensor of flat positions (with a leading dim of 1, which the padding ops want), decoded per
     dim. Padding is separable, so any line along a dim gives that dim's indices."""
     spatial = tuple(input_shape[len(input_shape) - k :])
-    positions = arange_function(math.prod(spatial), dtype=D.int64, device=device).reshape(1, *spatial)
-    source = np.asarray(pad_op(positions, pad).numpy())[0]
+    positions = from_array(np.arange(math.prod(spatial), dtype=np.int64).reshape(1, *spatial), D.int64)
+    # The CPU kernel itself, past any dispatch mode: the positions depend on the shapes alone, so a
+    # backward traced on fake tensors (AOT autograd, ember.compile) finds them as eager does.
+    source = np.asarray(pad_op.redispatch_backend(positions, (positions, pad), {}).numpy())[0]
     indices = []
     for axis in range(k):
         line = source[tuple(slice(None) if a == axis else 0 for a in range(k))]
@@ -76,7 +79,7 @@ def _fold(grad, input_shape, k: int, pad_op, pad):
     """The gradient of ``pad_op`` (reflection, replication or circular padding of the last ``k`` dims)."""
     if grad.numel() == 0:
         return zeros_function(tuple(input_shape), dtype=grad.dtype, device=grad.device)
-    indices = _source_indices(input_shape, k, pad_op, pad, grad.device)
+    indices = _source_indices(input_shape, k, pad_op, pad)
     ndim = len(input_shape)
     for axis in range(k):
         dim = ndim - k + axis

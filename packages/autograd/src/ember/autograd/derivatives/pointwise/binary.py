@@ -95,7 +95,7 @@ def _fmod(grad, self, other, needs, **_):
 def _nonnegative(exponent):
     """Where the exponent is a non-negative real (complex ones: a zero imaginary part)."""
     if exponent.dtype.category == D.COMPLEX:
-        raise NotImplementedError("gradients of pow with a complex exponent are not implemented")
+        return (exponent.imag == 0).logical_and(exponent.real >= 0)
     return exponent >= 0
 
 

@@ -17,12 +17,7 @@ from ember.core.tensor import Tensor
 def conj(x):
     """The complex conjugate (PyTorch's gradients of holomorphic functions are ``grad * conj(f'(z))``)."""
     if isinstance(x, Tensor):
-        if x.dtype.category != D.COMPLEX:
-            return x
-        method = getattr(x, "conj", None)
-        if method is None:
-            raise NotImplementedError("gradients of complex tensors need conj(), which is not implemented")
-        return method()
+        return x.conj() if x.dtype.category == D.COMPLEX else x
     if isinstance(x, complex):
         return x.conjugate()
     return x

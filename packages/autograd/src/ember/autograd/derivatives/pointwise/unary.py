@@ -157,6 +157,9 @@ def _asinh(grad, self, **_):
 
 @derivative(aten.acosh.default, save=("self",), jvp="elementwise")
 def _acosh(grad, self, **_):
+    if self.dtype.category == D.COMPLEX:
+        # Two square roots, not one of z^2 - 1: the branch cut of acosh's, as PyTorch takes it.
+        return grad * conj((self + 1).rsqrt() * (self - 1).rsqrt())
     return grad * conj((self.pow(2) - 1).rsqrt())
 
 

@@ -50,7 +50,7 @@ def _cumprod(grad, self, dim, result, **_):
         return _with_zeros_differentiable(grad, self, dim)
     is_zero = self == 0
     if not bool(is_zero.any().item()):
-        return reversed_cumsum(result * grad, dim) / conj(self)
+        return reversed_cumsum(conj(result) * grad, dim) / conj(self)
     if state.enabled:
         return _with_zeros_differentiable(grad, self, dim)
     return _with_zeros(grad, self, dim, result, is_zero)
@@ -65,7 +65,7 @@ def _with_zeros(grad, x, dim: int, result, is_zero):
     between = up_to_second.logical_and(first.logical_not())
     # Before the first zero: d y_i / d x_j = y_i / x_j, summed over the i before that zero (the later
     # terms are 0 and are left out, so an inf there gives no NaN).
-    head = reversed_cumsum(where(before, result * grad, 0.0), dim) / conj(where(before, x, 1.0))
+    head = reversed_cumsum(where(before, conj(result) * grad, 0.0), dim) / conj(where(before, x, 1.0))
     # At the first zero: the product before it times the products from it up to the second zero.
     after = (where(between, conj(x), 1.0).cumprod(dim) * where(up_to_second, grad, 0.0)).sum(dim, keepdim=True)
     prefix = conj(result).gather(dim, (first_index - 1).clamp(min=0))
@@ -83,5 +83,5 @@ def _with_zeros_differentiable(grad, x, dim: int):
     eye = eye_function(n, dtype=rows.dtype, device=x.device).bool().reshape((n, n, *tail))
     upper = ones_function((n, n), device=x.device).bool().triu().reshape((n, n, *tail))
     products = where(eye, 1.0, rows).cumprod(dim + 1)  # [.., j, i, ..]: prod over l <= i, l != j
-    terms = products * grad.reshape((*shape[:dim], 1, *shape[dim:]))
-    return conj(where(upper, terms, 0.0)).sum(dim + 1)
+    terms = conj(products) * grad.reshape((*shape[:dim], 1, *shape[dim:]))
+    return where(upper, terms, 0.0).sum(dim + 1)

@@ -34,6 +34,7 @@ register(
     aten.ones_like.default,
     aten.full_like.default,
     aten.constant_pad_nd.default,
+    aten.view_as_real.default,  # the batch dim sits in front; the view adds a last dim
 )
 
 
@@ -268,6 +269,20 @@ def _view_dtype(call):
 
 
 register(_view_dtype, aten.view.dtype)
+
+
+def _view_as_complex(call):
+    """The pairs a complex view reads are each lane's last dim, which must be contiguous: the batch cannot sit there."""
+    x = call.args[0]
+    if x.ndim > 1 and x.stride(-1) != 1:
+        raise RuntimeError(
+            "vmap: view_as_complex needs each lane's last dim contiguous in memory; map over another dim, or call "
+            ".contiguous() first"
+        )
+    return call.op(x)
+
+
+register(_view_as_complex, aten.view_as_complex.default)
 
 
 def _lane_metadata(call):

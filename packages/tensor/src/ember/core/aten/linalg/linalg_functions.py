@@ -2,8 +2,8 @@
 ``solvers.py``): norms, inverses, solves, ranks, powers, products and the tensor forms.
 
 Each composite is written with other ops, as PyTorch's implicit composites are: autograd, vmap and
-every dispatch mode see its parts. Complex inputs reach only the ops whose kernels take them
-directly: composites that would need the complex conjugate (which Ember does not have) say so.
+every dispatch mode see its parts. Conjugate transposes (``mh``) conjugate into new tensors, as
+Ember has no conjugate bit.
 """
 
 from __future__ import annotations
@@ -42,10 +42,8 @@ def write_out(result, out):
 
 
 def mh(A: Tensor) -> Tensor:
-    """The conjugate transpose of the last two dims (real tensors only here)."""
-    if A.dtype.category == D.COMPLEX:
-        raise NotImplementedError("this linear-algebra function needs the complex conjugate, which Ember does not have")
-    return A.mT
+    """The conjugate transpose of the last two dims."""
+    return A.mT.conj()
 
 
 def _eye_like(A: Tensor, n, m=None) -> Tensor:
@@ -411,16 +409,12 @@ def _broadcast(a: tuple, b: tuple) -> tuple:
 
 
 def vecdot(x: Tensor, y: Tensor, *, dim: int = -1, out=None) -> Tensor:
-    if x.dtype.category == D.COMPLEX:
-        raise NotImplementedError(
-            "linalg.vecdot of complex tensors needs the complex conjugate, which Ember does not have"
-        )
     if x.dtype is not y.dtype:
         raise RuntimeError(
             f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type {type_name(x.dtype)} and y of "
             f"type {type_name(y.dtype)} instead"
         )
-    return write_out((x * y).sum(dim), out)
+    return write_out((x.conj() * y).sum(dim), out)
 
 
 def multi_dot(tensors: Sequence[Tensor], *, out=None) -> Tensor:

@@ -29,8 +29,9 @@ def _dot(self, tensor):
 @lowered(aten.vdot.default)
 def _vdot(self, other):
     matmul._dot_plan(self, other, "vdot")
-    # Ember's tensors are real here (no complex conjugation op yet), so vdot is dot.
     a, b = _wide(self, other)
+    if a.dtype.category == D.COMPLEX:
+        a = aten.conj_physical.default(a)
     return _narrow(aten.sum.dim_IntList(a * b, [0]), self.dtype)
 
 

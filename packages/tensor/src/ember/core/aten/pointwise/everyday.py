@@ -77,12 +77,20 @@ def _ldexp_(self: Tensor, other: Tensor) -> Tensor:
 @public("sgn")
 @method("sgn")
 def sgn(input: Tensor) -> Tensor:
-    return input.sign()  # Ember's tensors are real, where sgn is sign
+    """``sign`` for real tensors; ``z / |z|`` (0 at 0) for complex ones."""
+    if not input.dtype.is_complex:
+        return input.sign()
+    magnitude = input.abs()
+    zero = magnitude == 0
+    # Divided by 1 where |z| is 0, so that neither the value nor the gradient there is 0 / 0.
+    return functions["where"](zero, 0, input / functions["where"](zero, 1, magnitude))
 
 
 @method("sgn_")
 def _sgn_(self: Tensor) -> Tensor:
-    return self.sign_()
+    if not self.dtype.is_complex:
+        return self.sign_()
+    return self.copy_(sgn(self))
 
 
 @public("isreal")
