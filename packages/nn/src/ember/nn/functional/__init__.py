@@ -127,6 +127,12 @@ from ember.nn.functional.vision import (
     unfold,
 )
 
+# PyTorch's functional module reaches the __torch_function__ helpers as its own names.
+from ember.overrides import handle_torch_function as handle_torch_function
+from ember.overrides import has_torch_function as has_torch_function
+from ember.overrides import has_torch_function_unary as has_torch_function_unary
+from ember.overrides import has_torch_function_variadic as has_torch_function_variadic
+
 __all__ = [
     *_core_all,
     "linear_cross_entropy",
