@@ -25,6 +25,8 @@ def _parse() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--only", default="", help="run only the cases whose name contains this")
+    parser.add_argument("--warm-start", default=None, help=argparse.SUPPRESS)  # internal: one warm-start run
     return parser.parse_args()
 
 
@@ -88,6 +90,8 @@ def main() -> None:
     print(f"{'case':<22} {'ember':>10} {'torch':>10} {'ratio':>6}   {'compile':>9} {'torch':>9} {'ratio':>6}")
     rng = np.random.default_rng(0)
     for name, (build, shapes) in CASES.items():
+        if ARGS.only not in name:
+            continue
         arrays = [rng.standard_normal(s).astype("float32") for s in shapes]
         ours = ember.compile(build(ember), backend="inductor")
         theirs = torch.compile(build(torch), backend="inductor")
@@ -102,4 +106,12 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if ARGS.warm_start is not None:
+        from _inductor_models import warm_start_main
+
+        warm_start_main(ARGS)
+    else:
+        main()
+        from _inductor_models import models_main
+
+        models_main(ARGS)

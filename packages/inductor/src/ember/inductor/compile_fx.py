@@ -12,18 +12,27 @@ The pipeline, in order (each step a function of the one before):
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import time
 from collections.abc import Callable
 from typing import Any
 
-from ember.inductor import config, cpp_builder
+from ember.core.dispatch import OpOverload
+from ember.inductor import compile_workers, config, fx_graph_cache
 from ember.inductor.codegen_cpp import group_kernel, module_source
 from ember.inductor.graph import GraphLowering
 from ember.inductor.ir import AliasBuffer, Buffer, ComputedBuffer, ExternBuffer, InputBuffer, MultiOutput
 from ember.inductor.scheduler import FusedGroup, remove_dead, schedule
-from ember.inductor.wrapper import AliasStep, CompiledGraph, ExternStep, KernelStep, MultiOutputStep
+from ember.inductor.wrapper import (
+    AliasStep,
+    CompiledGraph,
+    ExternStep,
+    InputSpec,
+    KernelStep,
+    MultiOutputStep,
+    Plan,
+    Ref,
+)
 from ember.logs import get_artifact_logger
 
 log = logging.getLogger(__name__)
@@ -34,47 +43,85 @@ schedule_log = get_artifact_logger(__name__, "schedule")
 def compile_fx_inner(gm: Any, example_inputs: list) -> CompiledGraph:
     """One functional graph of core ops compiled to C++ kernels and a wrapper (a boxed callable)."""
     start = time.perf_counter()
+    key = fx_graph_cache.graph_key(gm, example_inputs) if config.fx_graph_cache else None
+    plan = fx_graph_cache.load(key) if key is not None else None
+    if plan is not None:
+        compiled = CompiledGraph(plan, compile_workers.load_all(_libraries(plan)))
+        log.info("loaded a compiled graph of %d kernels in %.3fs", compiled.kernel_count, time.perf_counter() - start)
+        return compiled
     graph = GraphLowering(gm, example_inputs)
     graph.run()
     out_names = {o.name for o in graph.outputs if isinstance(o, Buffer)}
     live = remove_dead([b for b in graph.buffers if not isinstance(b, InputBuffer)], out_names)
     steps = schedule(live)
+    lowered = time.perf_counter()
     external = {b.name for b in graph.buffers if not isinstance(b, ComputedBuffer)}
     kernels = []
     for step in steps:
         if isinstance(step, FusedGroup):
             kernels.append(group_kernel(step, f"kernel{len(kernels)}", graph.name_to_buffer, external))
     source = module_source(kernels) if kernels else ""
-    lib = cpp_builder.load(source) if kernels else None
-    run_steps = []
+    generated = time.perf_counter()
+    library_of = compile_workers.build_all(kernels)
+    built = time.perf_counter()
+    plan = _plan(graph, steps, kernels, library_of, source)
+    compiled = CompiledGraph(plan, compile_workers.load_all(set(library_of.values())))
+    if key is not None:
+        fx_graph_cache.store(key, plan)
+    if schedule_log.isEnabledFor(logging.INFO):
+        schedule_log.info("schedule of %s:\n%s", gm.__class__.__name__, compiled.wrapper_source)
+    if output_code_log.isEnabledFor(logging.INFO):
+        output_code_log.info("Output code:\n%s\n# wrapper:\n%s", source, compiled.wrapper_source)
+    log.info(
+        "compiled a graph into %d kernels in %.2fs (lowering and scheduling %.2fs, C++ generation %.2fs, "
+        "compiler %.2fs, wrapper %.2fs)", len(kernels), time.perf_counter() - start, lowered - start,
+        generated - lowered, built - generated, time.perf_counter() - built,
+    )  # fmt: skip
+    return compiled
+
+
+def _libraries(plan: Plan) -> set[str]:
+    return {s.library for s in plan.steps if isinstance(s, KernelStep)}
+
+
+def _layout(buf: Buffer) -> tuple | None:
+    return (buf.layout.size, buf.layout.stride) if buf.dtype is not None else None
+
+
+def _ref(a: Any) -> Any:
+    if isinstance(a, Buffer):
+        return Ref(a.name)
+    if isinstance(a, list | tuple):
+        return type(a)(_ref(x) for x in a)
+    return a
+
+
+def _plan(graph: GraphLowering, steps: list, kernels: list, library_of: dict[str, str], source: str) -> Plan:
+    """The wrapper's plan: the scheduled steps as plain data."""
+    buffers = graph.name_to_buffer
     specs = iter(kernels)
-    lines = []
+    out: list = []
     for step in steps:
         if isinstance(step, FusedGroup):
             spec = next(specs)
-            fn = getattr(lib, spec.name)
-            fn.argtypes = (ctypes.c_void_p, ctypes.c_void_p)
-            fn.restype = ctypes.c_int
-            run_steps.append(KernelStep(spec, fn, graph.name_to_buffer))
-            lines.append(f"{', '.join(spec.outputs)} = {spec.name}({', '.join(spec.args[: -len(spec.outputs)])})")
+            outputs = {n: (buffers[n].layout.size, buffers[n].layout.stride, buffers[n].dtype) for n in spec.outputs}
+            layouts = [(buffers[n].layout.size, buffers[n].layout.stride) for n in spec.checked]
+            out.append(KernelStep(spec.name, library_of[spec.name], spec.args, outputs, spec.checked, layouts))
         elif isinstance(step, AliasBuffer):
-            run_steps.append(AliasStep(step))
-            lines.append(f"{step.name} = {step.source.name}.as_strided({step.layout.size}, {step.layout.stride})")
+            out.append(AliasStep(step.name, step.source.name, step.layout.size, step.layout.stride, step.offset_delta))
         elif isinstance(step, MultiOutput):
-            run_steps.append(MultiOutputStep(step))
-            lines.append(f"{step.name} = {step.source.name}[{step.index}]")
+            out.append(MultiOutputStep(step.name, step.source.name, step.index, _layout(step)))
         elif isinstance(step, ExternBuffer):
-            run_steps.append(ExternStep(step))
-            lines.append(f"{step.name} = {step.op}(...)  # extern: {step.reason}")
-    if schedule_log.isEnabledFor(logging.INFO):
-        schedule_log.info("schedule of %s:\n%s", gm.__class__.__name__, "\n".join(lines))
-    if output_code_log.isEnabledFor(logging.INFO):
-        outs = ", ".join(o.name if isinstance(o, Buffer) else repr(o) for o in graph.outputs)
-        output_code_log.info("Output code:\n%s\n// wrapper:\n// %s\n// return %s", source, "\n// ".join(lines), outs)
-    log.info("compiled a graph into %d kernels in %.2fs", len(kernels), time.perf_counter() - start)
-    compiled = CompiledGraph(graph.inputs, run_steps, graph.outputs, source)
-    compiled.lowered, compiled.fallbacks = graph.lowered, graph.fallbacks
-    return compiled
+            op = str(step.op) if isinstance(step.op, OpOverload) else step.op
+            kwargs = {k: _ref(v) for k, v in step.kwargs.items()}
+            out.append(ExternStep(step.name, op, _ref(step.args), kwargs, step.reason, _layout(step)))
+    inputs = [
+        InputSpec(b.name, b.layout.size, b.layout.stride, b.dtype) if isinstance(b, InputBuffer) else b
+        for b in graph.inputs
+    ]
+    outputs = [Ref(o.name) if isinstance(o, Buffer) else o for o in graph.outputs]
+    lowered = {str(op) for op in graph.lowered}
+    return Plan(inputs, out, outputs, source, config.memory_planning, lowered, list(graph.fallbacks))
 
 
 def _check_options(mode: str | None, options: dict | None) -> None:
@@ -126,9 +173,13 @@ def compile_fx(
 
     _check_options(mode, options)
 
+    decompositions = core_decompositions()
+    for op in _EXTERN_ATTENTION:
+        decompositions.pop(op, None)  # attention stays one extern call of the flash kernel
+
     def compile_one(gm: Any, inputs: list) -> Callable:
         return aot_module_simplified(
-            gm, inputs, fw_compiler=compile_fx_inner, bw_compiler=compile_fx_inner, decompositions=core_decompositions()
+            gm, inputs, fw_compiler=compile_fx_inner, bw_compiler=compile_fx_inner, decompositions=decompositions
         )
 
     if _has_symbolic_inputs(model):
@@ -137,3 +188,13 @@ def compile_fx(
 
 
 inductor = compile_fx
+
+
+def _attention_ops() -> list:
+    from ember.core import ops
+
+    names = ("_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_flash_attention_for_cpu_backward")
+    return [getattr(ops.aten, n).default for n in names if hasattr(ops.aten, n)]
+
+
+_EXTERN_ATTENTION = _attention_ops()

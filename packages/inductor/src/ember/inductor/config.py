@@ -39,3 +39,11 @@ def cache_dir() -> str:
 # Not built yet; setting them raises where they would be used.
 max_autotune = False
 freezing = False
+
+# Compiler processes run at once for one graph's kernels (None: one per CPU this process may use).
+compile_threads: int | None = None
+# A buffer whose last reader has run gives its storage to a later buffer of the same size and dtype.
+memory_planning = True
+# Whole compiled graphs (the wrapper's plan) kept on disk beside the kernels: a warm start skips
+# lowering, code generation and the compiler.
+fx_graph_cache = os.environ.get("EMBER_INDUCTOR_FX_GRAPH_CACHE", "1") != "0"

@@ -42,6 +42,8 @@ _EXTERN_KIND = {
     "addmm": "a GEMM",
     "convolution": "a convolution",
     "_scaled_dot_product_flash_attention_for_cpu": "attention",
+    "_scaled_dot_product_flash_attention_for_cpu_backward": "attention's backward",
+    "convolution_backward": "a convolution's backward",
 }
 
 

@@ -636,3 +636,5 @@ def layout_for(size: tuple[int, ...]) -> Layout:
 install_pointwise()
 
 __all__ = ["LOWERINGS", "ComputedBuffer", "install_pointwise", "register"]
+
+from ember.inductor import lowering_nn  # noqa: E402, F401  (registers the nn ops' lowerings)
