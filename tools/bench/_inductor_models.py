@@ -168,7 +168,7 @@ def models_main(args) -> None:
     os.environ["EMBER_CACHE_DIR"] = cache  # a truly cold start, then a warm one from the same folder
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="torch-bench-"))
     for name in MODEL_CASES:
-        if args.only not in name:
+        if not any(part in name for part in args.only.split(",")):
             continue
         rounds = args.rounds if not name.startswith("50") else max(args.rounds, 200)
         our_compile, our_time = _ember_run(name, rounds)

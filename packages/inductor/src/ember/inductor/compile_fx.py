@@ -169,13 +169,10 @@ def compile_fx(
     """The ``inductor`` backend: ``model``'s forward and backward graphs (AOT autograd, core ops)
     compiled to C++/OpenMP kernels. Kernels are specialized on the sizes of ``example_inputs``."""
     from ember.aot.aot_autograd import aot_module_simplified
-    from ember.aot.backends import core_decompositions
 
     _check_options(mode, options)
 
-    decompositions = core_decompositions()
-    for op in _EXTERN_ATTENTION:
-        decompositions.pop(op, None)  # attention stays one extern call of the flash kernel
+    decompositions = _inductor_decompositions()
 
     def compile_one(gm: Any, inputs: list) -> Callable:
         return aot_module_simplified(
@@ -198,3 +195,13 @@ def _attention_ops() -> list:
 
 
 _EXTERN_ATTENTION = _attention_ops()
+
+
+def _inductor_decompositions() -> dict:
+    """The core decompositions, less attention's: it stays one extern call of the flash kernel."""
+    from ember.aot.backends import core_decompositions
+
+    table = core_decompositions()
+    for op in _EXTERN_ATTENTION:
+        table.pop(op, None)
+    return table

@@ -47,3 +47,6 @@ memory_planning = True
 # Whole compiled graphs (the wrapper's plan) kept on disk beside the kernels: a warm start skips
 # lowering, code generation and the compiler.
 fx_graph_cache = os.environ.get("EMBER_INDUCTOR_FX_GRAPH_CACHE", "1") != "0"
+# Small internal buffers (not returned) a compiled graph allocates once and keeps between calls, at
+# most this many bytes per graph: calls of graphs of small ops then allocate only their outputs.
+wrapper_arena_bytes = 1 << 20

@@ -129,7 +129,7 @@ class GraphLowering:
     def _fallback(self, node: Any, args: tuple, kwargs: dict, reason: str) -> Any:
         def buffers_of(a):
             if isinstance(a, TensorBox):
-                return self.realize(a)
+                return self._strided_view(a) or self.realize(a)
             if isinstance(a, list | tuple):
                 return type(a)(buffers_of(x) for x in a)
             return a
@@ -264,6 +264,32 @@ class GraphLowering:
             return None
         layout = Layout(tuple(val.shape), tuple(val.stride()), 0)
         return AliasBuffer(f"buf{len(self.buffers)}", val.dtype, layout, source, delta)
+
+    def _strided_view(self, box: TensorBox) -> AliasBuffer | None:
+        """``box`` as a strided view of the one buffer it reads, when it is one (a permuted or sliced
+        weight going into a GEMM): the extern call gets the view, not a copy."""
+        if box.buffer is not None or not box.size:
+            return None
+        probe = _ViewProbe()
+        symbols = list(index_symbols("x", len(box.size)))
+        with set_ops_handler(probe):
+            result = box.loader(symbols)
+        if probe.count != 1 or not isinstance(result, tuple) or result[1] not in self.name_to_buffer:
+            return None
+        source, expr = self.name_to_buffer[result[1]], sympy.expand(result[2])
+        if source.dtype != box.dtype or source.layout.offset != 0 or not expr.is_polynomial(*symbols):
+            return None
+        strides = []
+        for sym, n in zip(symbols, box.size, strict=True):
+            c = expr.coeff(sym)
+            if not c.is_Integer or int(c) < 0 or (n != 1 and sympy.Poly(expr, sym).degree() > 1):
+                return None
+            strides.append(int(c))
+        offset = expr.subs({sym: 0 for sym in symbols})
+        if not offset.is_Integer or int(offset) < 0:
+            return None
+        layout = Layout(tuple(box.size), tuple(strides), 0)
+        return self._register(AliasBuffer(f"buf{len(self.buffers)}", box.dtype, layout, source, int(offset)))
 
     def _set_origins(self, node: Any, result: Any) -> None:
         for r in result if isinstance(result, tuple) else (result,):

@@ -210,12 +210,23 @@ def max_pool2d_with_indices(ctx, x, kernel_size, stride=(), padding=0, dilation=
     def window(i: Index, r: Index) -> Any:
         return lx([*i[:nl], i[nl] * s[0] + r[0], i[nl + 1] * s[1] + r[1]])
 
+    def last_nan(i: Index, r: Index) -> Any:  # the window backwards, 1 where NaN
+        v = lx([*i[:nl], i[nl] * s[0] + (k[0] - 1 - r[0]), i[nl + 1] * s[1] + (k[1] - 1 - r[1])])
+        return ops.to_dtype(ops.isnan(v), D.float32)
+
     values = ctx.new_buffer(size, x.dtype, window, k, "max")
     arg = ctx.new_buffer(size, D.int64, window, k, "argmax")
-    la = TensorBox.of(arg).loader
+    la, lv = TensorBox.of(arg).loader, TensorBox.of(values).loader
+    # eager's window scan keeps the first maximum, but the last NaN: a window with a NaN takes its
+    # last one, found as the first in the window read backwards
+    nan_arg = ctx.new_buffer(size, D.int64, last_nan, k, "argmax") if x.dtype.is_floating_point else None
+    ln = TensorBox.of(nan_arg).loader if nan_arg is not None else None
+    last = k[0] * k[1] - 1
 
     def flat_index(i: Index) -> Any:
         r = la(i)  # the window's linear index: row r // kw, column r % kw
+        if ln is not None:
+            r = ops.where(ops.isnan(lv(i)), ops.sub(ops.constant(last, D.int64), ln(i)), r)
         kw = ops.constant(k[1], D.int64)
         row = ops.add(ops.index_expr(i[nl] * s[0], D.int64), ops.floordiv(r, kw))
         col = ops.add(ops.index_expr(i[nl + 1] * s[1], D.int64), ops.remainder(r, kw))

@@ -21,7 +21,7 @@ from typing import Any
 
 from ember.core.devices import CPU
 from ember.core.dtypes import dtype as DType
-from ember.core.tensor import empty
+from ember.core.tensor import empty, make_view
 from ember.logs import get_artifact_logger
 
 perf_log = get_artifact_logger(__name__, "perf_hints")
@@ -198,7 +198,7 @@ def _arg_source(a: Any, src: _Source) -> str:
     return src.const("c", a)
 
 
-def memory_plan(plan: Plan) -> dict[str, str]:
+def memory_plan(plan: Plan, exclude: set[str] = frozenset()) -> dict[str, str]:
     """For each buffer that takes another's storage: ``{buffer: donor}`` (donors chain: the first
     holder's tensor is the storage). Donors are buffers the wrapper allocated whose last reader has run."""
     returned = set(_refs(plan.outputs))
@@ -220,6 +220,8 @@ def memory_plan(plan: Plan) -> dict[str, str]:
     for i, step in enumerate(plan.steps):
         if isinstance(step, KernelStep):
             for name, (size, stride, dtype) in step.outputs.items():
+                if name in exclude:
+                    continue
                 nbytes = _extent(size, stride) * dtype.itemsize
                 key = (nbytes, dtype)
                 layouts[name] = key
@@ -241,10 +243,42 @@ def _extent(size: tuple[int, ...], stride: tuple[int, ...]) -> int:
     return 1 + sum((n - 1) * s for n, s in zip(size, stride, strict=True))
 
 
-def generate(plan: Plan) -> tuple[str, dict[str, Any], int]:
-    """The wrapper function's source, its constants, and the number of tensors a call allocates."""
+def _internal(plan: Plan) -> dict[str, tuple]:
+    """Kernel outputs that live only within a call: not returned, not viewed, not passed to an op
+    that may return a view of them. ``{name: (size, stride, dtype)}``."""
+    returned = set(_refs(plan.outputs))
+    pinned = set(returned)
+    for step in plan.steps:
+        if isinstance(step, ExternStep) and _may_alias(lookup_op(step.op)):
+            pinned |= set(_refs(step.args)) | set(_refs(step.kwargs))
+        if isinstance(step, MultiOutputStep | AliasStep):
+            pinned.add(step.source)
+    out = {}
+    for step in plan.steps:
+        if isinstance(step, KernelStep):
+            out |= {n: lay for n, lay in step.outputs.items() if n not in pinned}
+    return out
+
+
+def arena_plan(plan: Plan, limit: int) -> dict[str, tuple]:
+    """The small internal buffers a compiled graph allocates once and keeps (their pointers are
+    written into the kernels' argument arrays once): at most ``limit`` bytes in all."""
+    chosen, total = {}, 0
+    for name, (size, stride, dtype) in _internal(plan).items():
+        nbytes = _extent(size, stride) * dtype.itemsize
+        if total + nbytes <= limit:
+            chosen[name] = (size, stride, dtype)
+            total += nbytes
+    return chosen
+
+
+def generate(plan: Plan, arena: dict[str, tuple] | None = None) -> tuple[str, dict[str, Any], int]:
+    """The wrapper function's source, its constants, and the number of tensors a call allocates.
+
+    Buffers in ``arena`` are the graph's own (allocated once, names bound in the function's scope)."""
+    arena = arena or {}
     src = _Source()
-    donor_of = memory_plan(plan) if plan.reuse else {}
+    donor_of = {k: v for k, v in memory_plan(plan, set(arena)).items()} if plan.reuse else {}
     storage_of: dict[str, str] = {}
     allocations = 0
     names = [s.name if isinstance(s, InputSpec) else f"_c{i}" for i, s in enumerate(plan.inputs)]
@@ -258,9 +292,10 @@ def generate(plan: Plan) -> tuple[str, dict[str, Any], int]:
         else:
             src.emit(f"check_value(INPUTS[{i}], _c{i})")
     arrays: list[tuple[int, int]] = []
+    prefilled: list[list[tuple[int, str]]] = []
     # buffers dropped once their last reader has run (their memory goes back at once), except those
     # the graph returns and those whose storage a later buffer takes (the view is made from them)
-    keep = set(_refs(plan.outputs)) | set(donor_of.values())
+    keep = set(_refs(plan.outputs)) | set(donor_of.values()) | set(arena)
     dead_after: dict[int, list[str]] = {}
     last_use: dict[str, int] = {}
     for i, step in enumerate(plan.steps):
@@ -269,24 +304,31 @@ def generate(plan: Plan) -> tuple[str, dict[str, Any], int]:
     for n, i in last_use.items():
         if n not in keep and not any(isinstance(s, InputSpec) and s.name == n for s in plan.inputs):
             dead_after.setdefault(i, []).append(n)
+    pointer: set[str] = set()
     for i, step in enumerate(plan.steps):
         if isinstance(step, KernelStep):
             for name, (size, stride, dtype) in step.outputs.items():
+                if name in arena:
+                    continue
                 donor = donor_of.get(name)
                 if donor is not None:
                     storage_of[name] = storage_of.get(donor, donor)
-                    base = storage_of[name]
-                    src.emit(f"{name} = {base}.as_strided({size!r}, {stride!r}, 0)")
+                    src.emit(f"{name} = make_view({storage_of[name]}, {size!r}, {stride!r}, 0)")
                 else:
                     allocations += 1
                     src.emit(f"{name} = empty({size!r}, {src.const('dt', dtype)}, CPU, {stride!r})")
             k = len(arrays)
             arrays.append((len(step.args), max(sum(2 * len(lay[0]) for lay in step.checked_layouts), 1)))
-            fill = "; ".join(f"P{k}[{j}] = {n}.data_ptr()" for j, n in enumerate(step.args))
-            src.emit(f"P{k} = arrays[{2 * k}]; {fill}")
-            meta = f"arrays[{2 * k + 1}]"
-            src.emit(f"rc = {src.const('k', step)}.fn(P{k}, {meta})")
-            src.emit(f"if rc: kernel_error({src.const('k', step)}, rc, locals())")
+            prefilled.append([(j, n) for j, n in enumerate(step.args) if n in arena])
+            for n in step.args:
+                if n not in arena and n not in pointer:
+                    pointer.add(n)
+                    src.emit(f"p_{n} = {n}.data_ptr()")
+            fill = "".join(f"; P{k}[{j}] = p_{n}" for j, n in enumerate(step.args) if n not in arena)
+            src.emit(f"P{k} = arrays[{2 * k}]{fill}")
+            kernel = src.const("k", step)
+            src.emit(f"rc = {kernel}.fn(P{k}, arrays[{2 * k + 1}])")
+            src.emit(f"if rc: kernel_error({kernel}, rc, {{**globals(), **locals()}})")
         elif isinstance(step, ExternStep):
             op = src.const("op", lookup_op(step.op))
             args = "".join(_arg_source(a, src) + ", " for a in step.args)
@@ -297,14 +339,16 @@ def generate(plan: Plan) -> tuple[str, dict[str, Any], int]:
             src.emit(f"{step.name} = {step.source}[{step.index}]")
             _emit_layout_fix(step, src)
         elif isinstance(step, AliasStep):
-            src.emit(f"{step.name} = {step.source}.as_strided({step.size!r}, {step.stride!r}, "
-                     f"{step.source}.storage_offset() + {step.offset_delta})")  # fmt: skip
+            src.emit(f"{step.name} = make_view({step.source}, {step.size!r}, {step.stride!r}, "
+                     f"{step.source}._offset + {step.offset_delta})")  # fmt: skip
         if dead_after.get(i):
-            src.emit(f"del {', '.join(dead_after[i])}")
+            src.emit(f"del {', '.join(n for n in dead_after[i] if n not in arena)}" if any(
+                n not in arena for n in dead_after[i]) else "pass")  # fmt: skip
     outs = "".join(_arg_source(o, src) + ", " for o in plan.outputs)
     src.emit(f"return [{outs}]")
     text = "def call(args, arrays):\n" + "\n".join(src.lines) + "\n"
     src.consts["_array_shapes"] = arrays
+    src.consts["_prefilled"] = prefilled
     return text, src.consts, allocations
 
 
@@ -345,11 +389,16 @@ def check_value(expected: Any, got: Any) -> None:
 
 
 class CompiledGraph:
-    """A boxed callable (it takes its inputs as one list), as AOT autograd's compilers return."""
+    """A boxed callable (it takes its inputs as one list), as AOT autograd's compilers return.
+
+    The graph's small internal buffers and the kernels' argument arrays are its own, made once: a
+    call holds a lock (calls of one compiled graph from several threads run one at a time)."""
 
     _boxed_call = True
 
     def __init__(self, plan: Plan, libraries: dict[str, Any]) -> None:
+        from ember.inductor import config
+
         self.plan = plan
         self.inputs, self.outputs, self.source = plan.inputs, plan.outputs, plan.source
         self.lowered, self.fallbacks = plan.lowered, plan.fallbacks
@@ -357,47 +406,39 @@ class CompiledGraph:
         for step in plan.steps:
             if isinstance(step, KernelStep):
                 fn = getattr(libraries[step.library], step.name)
-                fn.argtypes = (ctypes.c_void_p, ctypes.c_void_p)
+                # no argtypes: the two ctypes arrays pass as pointers as they are, at half the cost
                 fn.restype = ctypes.c_int
                 step.fn = fn
-        self.wrapper_source, consts, self.allocations = generate(plan)
-        self._shapes = consts.pop("_array_shapes")
-        scope = {"empty": empty, "CPU": CPU, "INPUTS": plan.inputs, "check_input": check_input,
-                 "check_value": check_value, "fix_layout": fix_layout, "kernel_error": _kernel_error, **consts}  # fmt: skip
+        arena_layouts = arena_plan(plan, config.wrapper_arena_bytes) if plan.reuse else {}
+        self.wrapper_source, consts, self.allocations = generate(plan, arena_layouts)
+        self.arena = {n: empty(size, dtype, CPU, stride) for n, (size, stride, dtype) in arena_layouts.items()}
+        shapes, prefilled = consts.pop("_array_shapes"), consts.pop("_prefilled")
+        self._arrays = []
+        kernels = [s for s in self.steps if isinstance(s, KernelStep)]
+        for (nptr, nmeta), step, fixed in zip(shapes, kernels, prefilled, strict=True):
+            ptrs, meta = (ctypes.c_void_p * nptr)(), (ctypes.c_int64 * nmeta)()
+            for j, name in fixed:
+                ptrs[j] = self.arena[name].data_ptr()
+            # the meta is fixed: the wrapper has checked (or copied) graph inputs and extern results
+            pos = 0
+            for size, stride in step.checked_layouts:
+                meta[pos : pos + 2 * len(size)] = (*size, *stride)
+                pos += 2 * len(size)
+            self._arrays += [ptrs, meta]
+        scope = {"empty": empty, "make_view": make_view, "CPU": CPU, "INPUTS": plan.inputs,
+                 "check_input": check_input, "check_value": check_value, "fix_layout": fix_layout,
+                 "kernel_error": _kernel_error, **consts, **self.arena}  # fmt: skip
         exec(compile(self.wrapper_source, f"<ember.inductor wrapper {id(self):x}>", "exec"), scope)
         self._call: Callable = scope["call"]
-        self._arrays = self._new_arrays()
         self._lock = threading.Lock()
-
-    def _new_arrays(self) -> list:
-        out = []
-        for nptr, nmeta in self._shapes:
-            out.append((ctypes.c_void_p * nptr)())
-            out.append((ctypes.c_int64 * nmeta)())
-        # the meta is fixed: the wrapper has checked (or copied) graph inputs and extern results already
-        k = 0
-        for step in self.steps:
-            if isinstance(step, KernelStep):
-                meta, pos = out[2 * k + 1], 0
-                for size, stride in step.checked_layouts:
-                    meta[pos : pos + 2 * len(size)] = (*size, *stride)
-                    pos += 2 * len(size)
-                k += 1
-        return out
 
     @property
     def kernel_count(self) -> int:
         return sum(isinstance(s, KernelStep) for s in self.steps)
 
     def __call__(self, args: list) -> list:
-        # the pointer arrays are shared between calls; a call from a second thread while one runs
-        # (the kernels release the GIL) gets arrays of its own
-        if self._lock.acquire(blocking=False):
-            try:
-                return self._call(args, self._arrays)
-            finally:
-                self._lock.release()
-        return self._call(args, self._new_arrays())
+        with self._lock:
+            return self._call(args, self._arrays)
 
 
 def _kernel_error(step: KernelStep, rc: int, scope: dict[str, Any]) -> None:
