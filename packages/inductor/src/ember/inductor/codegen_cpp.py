@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass
 
 from ember.inductor import config
+from ember.inductor.codegen_cpp_columns import column_reduction
 from ember.inductor.cpp_ops import PRELUDE, REDUCTION_COMBINE, CppOverrides, acc_init, storage_ctype
 from ember.inductor.ir import Buffer, ComputedBuffer, index_symbols
 from ember.inductor.scheduler import FusedGroup, ScheduledNode
@@ -139,6 +140,9 @@ def group_kernel(group: FusedGroup, name: str, buffers: dict[str, Buffer], exter
         const = "const " if n in reads else ""
         t = storage_ctype(buffers[n].dtype)
         lines.append(f"  {const}{t}* __restrict__ a{i} = ({const}{t}*)args[{i}];  // {n}")
+    column = column_reduction(group, arg_of, dtype_of)  # loops interchanged: see codegen_cpp_columns
+    if column is not None:
+        return KernelSpec(name, "\n".join([*lines, *column, "  return 0;", "}"]), args, checked, outputs)
     work = max(
         math.prod(node.buffer.size[node.split :]) * math.prod(node.buffer.reduction_size) for node in group.nodes
     )

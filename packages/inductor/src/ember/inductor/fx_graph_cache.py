@@ -2,7 +2,8 @@
 
 The key hashes everything the compiled result depends on: the graph's code (FX prints every node,
 target and constant argument), each input's sizes, strides, storage offset, dtype and device (or
-its value), the code generator's settings, the compiler (identity and flags), the CPU's features,
+its value), the code generator's settings, the compiler (its file and the flags asked for), the
+CPU's features,
 the Python and package versions, and the code generator's own source. The entry is the wrapper's
 ``Plan`` (plain data; kernels named by their shared library in the kernel cache), pickled and
 written under a temporary name, then renamed into place. An entry whose libraries are gone is a
@@ -17,6 +18,7 @@ import importlib.metadata
 import logging
 import os
 import pickle
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -48,6 +50,24 @@ def _package_identity() -> str:
     return "\n".join(parts)
 
 
+@functools.cache
+def _compiler_fingerprint() -> str:
+    """The compilers the kernel builder may pick, by resolved path, size and modification time, and
+    the flags asked for: no compiler runs (probing flags takes a compiler run each, which a warm
+    start does without). The libraries a cached plan names were built under the full key of
+    ``cpp_builder`` (identity, probed flags, CPU); the same compiler on the same CPU probes the same."""
+    parts = [" ".join(cpp_builder.BASE_FLAGS), " ".join(config.cpp.extra_flags)]
+    for name in [config.cpp.cxx] if config.cpp.cxx else list(config.cpp.candidates):
+        path = shutil.which(name)
+        if path is None:
+            parts.append(f"{name}: none")
+            continue
+        real = os.path.realpath(path)
+        st = os.stat(real)
+        parts.append(f"{name}: {real} {st.st_size} {st.st_mtime_ns}")
+    return "\n".join(parts)
+
+
 def _settings() -> str:
     values = {k: v for k, v in vars(config).items() if not k.startswith("_") and isinstance(v, int | float | str)}
     return repr(sorted(values.items())) + repr(sorted(vars(config.cpp).items()))
@@ -71,8 +91,7 @@ def graph_key(gm: Any, example_inputs: list) -> str | None:
         code,
         "|".join(_input_key(v) for v in example_inputs),
         _settings(),
-        cpp_builder.compiler_identity(),
-        " ".join(cpp_builder.compiler_flags()),
+        _compiler_fingerprint(),
         cpp_builder.cpu_features(),
         _package_identity(),
     ):
