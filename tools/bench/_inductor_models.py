@@ -3,9 +3,10 @@
 Each case is built the same way in both libraries from the same weights. "forward" cases run under
 ``no_grad``; "fwd+bwd" cases time the compiled function returning a loss plus ``loss.backward()``.
 Reported per case: Ember's time and PyTorch's (median of R steps), the cold compile of each (first
-step less a warm step; each library given an empty cache folder), and Ember's warm start: the same
-case compiled in a new process with the disk cache filled by the cold run (target: at most 10% of
-the cold compile).
+step less a warm step; each library given an empty cache folder), Ember's warm start (the same case
+compiled in a new process with the disk cache filled by the cold run; target: at most 10% of the
+cold compile), and Ember's eager time for reference. The steps of Ember compiled, PyTorch compiled
+and Ember eager are timed in turns, so that load on the machine falls on all three alike.
 """
 
 from __future__ import annotations
@@ -128,26 +129,34 @@ def _stepper(lib, compiled, args, model):
     return train_step
 
 
-def _measure(step, rounds: int) -> tuple[float, float]:
+def _first(step) -> float:
     start = time.perf_counter()
     step()
     first = time.perf_counter() - start
     step()  # a second call may still compile (a backward graph, a recompile)
-    times = []
+    return first
+
+
+def _interleaved(steps: list, rounds: int) -> list[float]:
+    """The median time of each step, timed in turns so that all see the same load on the machine."""
+    times: list[list[float]] = [[] for _ in steps]
     for _ in range(rounds):
-        start = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - start)
-    median = statistics.median(times)
-    return max(first - median, 0.0), median
+        for step, out in zip(steps, times, strict=True):
+            start = time.perf_counter()
+            step()
+            out.append(time.perf_counter() - start)
+    return [statistics.median(t) for t in times]
 
 
 def _ember_run(name: str, rounds: int) -> tuple[float, float]:
+    """(compile seconds, median step seconds) of Ember's compiled case."""
     import ember
 
     fn, args, model = _case(name, ember)
-    compiled = ember.compile(fn, backend="inductor")
-    return _measure(_stepper(ember, compiled, args, model), rounds)
+    step = _stepper(ember, ember.compile(fn, backend="inductor"), args, model)
+    first = _first(step)
+    (median,) = _interleaved([step], rounds)
+    return max(first - median, 0.0), median
 
 
 def warm_start_main(args) -> None:
@@ -163,7 +172,7 @@ def models_main(args) -> None:
 
     print()
     print(f"{'case':<20} {'ember':>10} {'torch':>10} {'ratio':>6}   {'compile':>8} {'torch':>8} {'ratio':>6}   "
-          f"{'warm':>7} {'of cold':>7}")  # fmt: skip
+          f"{'warm':>7} {'of cold':>7}   {'eager':>10}")  # fmt: skip
     cache = tempfile.mkdtemp(prefix="ember-bench-")
     os.environ["EMBER_CACHE_DIR"] = cache  # a truly cold start, then a warm one from the same folder
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="torch-bench-"))
@@ -171,10 +180,15 @@ def models_main(args) -> None:
         if not any(part in name for part in args.only.split(",")):
             continue
         rounds = args.rounds if not name.startswith("50") else max(args.rounds, 200)
-        our_compile, our_time = _ember_run(name, rounds)
-        fn, targs, model = _case(name, torch)
-        theirs = torch.compile(fn, backend="inductor")
-        their_compile, their_time = _measure(_stepper(torch, theirs, targs, model), rounds)
+        fn, eargs, emodel = _case(name, ember)
+        ours = _stepper(ember, ember.compile(fn, backend="inductor"), eargs, emodel)
+        eager_fn, eager_args, eager_model = _case(name, ember)
+        eager = _stepper(ember, eager_fn, eager_args, eager_model)
+        fn, targs, tmodel = _case(name, torch)
+        theirs = _stepper(torch, torch.compile(fn, backend="inductor"), targs, tmodel)
+        our_first, their_first = _first(ours), _first(theirs)
+        our_time, their_time, eager_time = _interleaved([ours, theirs, eager], rounds)
+        our_compile, their_compile = max(our_first - our_time, 0.0), max(their_first - their_time, 0.0)
         env = dict(os.environ, EMBER_CACHE_DIR=cache)
         cmd = [sys.executable, sys.argv[0], "--threads", str(args.threads), "--warm-start", name]
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
@@ -187,7 +201,8 @@ def models_main(args) -> None:
         print(
             f"{name:<20} {our_time * scale:>7.2f} {unit} {their_time * scale:>7.2f} {unit} "
             f"{our_time / their_time:>6.2f}   {our_compile:>6.2f} s {their_compile:>6.2f} s "
-            f"{our_compile / max(their_compile, 1e-9):>6.2f}   {warm:>5.2f} s {warm / max(our_compile, 1e-9):>7.2f}",
+            f"{our_compile / max(their_compile, 1e-9):>6.2f}   {warm:>5.2f} s {warm / max(our_compile, 1e-9):>7.2f}   "
+            f"{eager_time * scale:>7.2f} {unit}",
             flush=True,
         )
     del ember

@@ -8,8 +8,10 @@ softmax 1024x1024, layer norm 4096x1024 (with weight and bias), sum over 4M. Eac
 compiled by both (``backend="inductor"``), run once to compile, then timed: the median of R calls.
 Reported: Ember's time, PyTorch's, their ratio (target: at most 1.0), and the cold compile of each
 (first call less a warm call; Ember's kernels may come from its disk cache, say ``EMBER_CACHE_DIR``
-to an empty folder for a truly cold start). Asserts nothing; the timings are only as quiet as the
-machine.
+to an empty folder for a truly cold start). A second table (``_inductor_models.py``) runs whole
+models: a GPT block forward and forward+backward, a small CNN forward+backward, 50 small ops on 8x8
+tensors, with compile, warm-start and Ember eager times. ``--only GPT,CNN`` picks cases by name.
+Asserts nothing; the timings are only as quiet as the machine.
 """
 
 from __future__ import annotations
