@@ -181,3 +181,20 @@ def test_the_cache_key_follows_inputs_and_settings(monkeypatch):
     assert a != fx_graph_cache.graph_key(gm, [ember.randn(3, 4, dtype=ember.float64)])
     monkeypatch.setattr(config, "realize_ops_threshold", 7)
     assert a != fx_graph_cache.graph_key(gm, [ember.randn(3, 4)])
+
+
+def test_inductor_logs_report_the_kernels_compiled_and_the_time(tmp_path, monkeypatch, capfd):
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+    ember.logs.set_logs(spec="+inductor")
+    try:
+        x, w = ember.randn(16, 32), ember.randn(32, 32)
+        compiled, _ = compile_with_inductor(_chain)
+        compiled(x, w)
+        compiled2, _ = compile_with_inductor(_chain)
+        compiled2(x, w)
+    finally:
+        ember.logs.set_logs()
+    err = capfd.readouterr().err
+    assert "kernels in" in err and "compiled, 0 from the disk cache" in err
+    assert "(lowering and scheduling" in err and "compiler" in err
+    assert "from the disk cache" in err and "loaded a compiled graph" in err

@@ -229,6 +229,8 @@ class GraphLowering:
                     alias = self._input_alias(o, v)
                     if alias is not None:
                         self.outputs.append(self._register(alias))
+                    elif isinstance(o, TensorBox) and (view := self._output_view(o, v)) is not None:
+                        self.outputs.append(view)  # a view of a buffer, as eager returns it
                     elif isinstance(o, TensorBox):
                         layout = _dense_layout(v) if _is_tensor(v) else None
                         if o.buffer is not None and not isinstance(o.buffer, ComputedBuffer):
@@ -290,6 +292,20 @@ class GraphLowering:
             return None
         layout = Layout(tuple(box.size), tuple(strides), 0)
         return self._register(AliasBuffer(f"buf{len(self.buffers)}", box.dtype, layout, source, int(offset)))
+
+    def _output_view(self, box: TensorBox, val: Any) -> AliasBuffer | None:
+        """An output that eager returns as a view with gaps (a head of a fused projection, saved for
+        the backward): the same view of the buffer, not a copy, so the backward gets the strides it
+        was traced with."""
+        if box.buffer is not None or not _is_tensor(val) or _dense_layout(val).stride == tuple(val.stride()):
+            return None
+        view = self._strided_view(box)
+        if view is None or not view.layout.same_as(Layout(tuple(val.shape), tuple(val.stride()))):
+            if view is not None:
+                self.buffers.remove(view)
+                del self.name_to_buffer[view.name]
+            return None
+        return view
 
     def _set_origins(self, node: Any, result: Any) -> None:
         for r in result if isinstance(result, tuple) else (result,):
