@@ -38,6 +38,7 @@ from ember.logs import get_artifact_logger
 log = logging.getLogger(__name__)
 output_code_log = get_artifact_logger(__name__, "output_code")
 schedule_log = get_artifact_logger(__name__, "schedule")
+perf_log = get_artifact_logger(__name__, "perf_hints")
 
 
 def compile_fx_inner(gm: Any, example_inputs: list) -> CompiledGraph:
@@ -47,6 +48,9 @@ def compile_fx_inner(gm: Any, example_inputs: list) -> CompiledGraph:
     plan = fx_graph_cache.load(key) if key is not None else None
     if plan is not None:
         compiled = CompiledGraph(plan, compile_workers.load_all(_libraries(plan)))
+        for hint in plan.hints:
+            perf_log.info("%s", hint)
+        _log_code(gm, compiled)
         log.info("loaded a compiled graph of %d kernels in %.3fs", compiled.kernel_count, time.perf_counter() - start)
         return compiled
     graph = GraphLowering(gm, example_inputs)
@@ -68,16 +72,20 @@ def compile_fx_inner(gm: Any, example_inputs: list) -> CompiledGraph:
     compiled = CompiledGraph(plan, compile_workers.load_all(set(library_of.values())))
     if key is not None:
         fx_graph_cache.store(key, plan)
-    if schedule_log.isEnabledFor(logging.INFO):
-        schedule_log.info("schedule of %s:\n%s", gm.__class__.__name__, compiled.wrapper_source)
-    if output_code_log.isEnabledFor(logging.INFO):
-        output_code_log.info("Output code:\n%s\n# wrapper:\n%s", source, compiled.wrapper_source)
+    _log_code(gm, compiled)
     log.info(
         "compiled a graph into %d kernels in %.2fs (lowering and scheduling %.2fs, C++ generation %.2fs, "
         "compiler %.2fs, wrapper %.2fs)", len(kernels), time.perf_counter() - start, lowered - start,
         generated - lowered, built - generated, time.perf_counter() - built,
     )  # fmt: skip
     return compiled
+
+
+def _log_code(gm: Any, compiled: CompiledGraph) -> None:
+    if schedule_log.isEnabledFor(logging.INFO):
+        schedule_log.info("schedule of %s:\n%s", gm.__class__.__name__, compiled.wrapper_source)
+    if output_code_log.isEnabledFor(logging.INFO):
+        output_code_log.info("Output code:\n%s\n# wrapper:\n%s", compiled.source, compiled.wrapper_source)
 
 
 def _libraries(plan: Plan) -> set[str]:
@@ -121,7 +129,7 @@ def _plan(graph: GraphLowering, steps: list, kernels: list, library_of: dict[str
     ]
     outputs = [Ref(o.name) if isinstance(o, Buffer) else o for o in graph.outputs]
     lowered = {str(op) for op in graph.lowered}
-    return Plan(inputs, out, outputs, source, config.memory_planning, lowered, list(graph.fallbacks))
+    return Plan(inputs, out, outputs, source, config.memory_planning, lowered, list(graph.fallbacks), graph.hints)
 
 
 def _check_options(mode: str | None, options: dict | None) -> None:

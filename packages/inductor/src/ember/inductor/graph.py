@@ -73,6 +73,7 @@ class GraphLowering:
         self.outputs: list[Any] = []
         self.fallbacks: list[tuple[str, str]] = []
         self.lowered: set[Any] = set()
+        self.hints: list[str] = []  # the perf hints logged, which a warm start logs again
         self.current: Any = None
 
     # -- used by lowerings ------------------------------------------------------------------------
@@ -137,7 +138,8 @@ class GraphLowering:
         args, kwargs = buffers_of(args), {k: buffers_of(v) for k, v in kwargs.items()}
         val = node.meta.get("val")
         self.fallbacks.append((str(node.target), reason))
-        perf_log.info("%s (%s) runs as an extern call of its eager kernel: %s", node.name, node.target, reason)
+        self.hints.append(f"{node.name} ({node.target}) runs as an extern call of its eager kernel: {reason}")
+        perf_log.info("%s", self.hints[-1])
         origin = [f"{node.name} = {node.target}"]
         if _is_tensor(val):
             buf = ExternBuffer(f"buf{len(self.buffers)}", val.dtype, _dense_layout_of_extern(val), node.target, args,

@@ -116,6 +116,7 @@ class Plan:
     reuse: bool = True
     lowered: set = field(default_factory=set)
     fallbacks: list = field(default_factory=list)
+    hints: list = field(default_factory=list)  # the perf hints of the compile, logged again on a warm start
 
 
 def kernel_error(step: KernelStep, rc: int, env: dict[str, Any]) -> None:
