@@ -45,8 +45,12 @@ def _is_column(group: FusedGroup) -> bool:
     """A group of 1-D nodes (reductions of the simple kinds, and pointwise nodes over the same
     outputs), one reduction at least reading with a stride along its reduction."""
     strided = False
+    if not isinstance(group.rows, int):
+        return False  # symbolic sizes: the plain loop nest
     for node in group.nodes:
         buf = node.buffer
+        if not all(isinstance(n, int) for n in (*buf.size, *buf.reduction_size)):
+            return False
         if len(buf.size) != 1 or buf.size[0] != group.rows or group.rows < 2:
             return False
         if buf.is_reduction:
@@ -59,26 +63,34 @@ def _is_column(group: FusedGroup) -> bool:
     return strided
 
 
-def column_reduction(group: FusedGroup, arg_of: dict, dtype_of: dict) -> list[str] | None:
+def column_reduction(group: FusedGroup, arg_of: dict, dtype_of: dict, decls: list[str]) -> list[str] | None:
     """The kernel body (after the pointer declarations) for a group of column reductions, else ``None``.
 
     Per block of outputs, each node in turn: a reduction's loops over its reduced dimensions outside,
     the block inside; then its results stored; a pointwise node over the block. A node reads the
-    group's earlier nodes only at its own outputs (the scheduler's rule), stored by then."""
+    group's earlier nodes only at its own outputs (the scheduler's rule), stored by then. Blocks run on
+    the thread pool when there is work enough, the pointers (``decls``) re-declared inside the lambda."""
     if not _is_column(group):
         return None
     n = group.rows
     work = max(n * math.prod(node.buffer.reduction_size) for node in group.nodes)
+    blocks = -(-n // BLOCK)
+    parallel = work >= config.cpp.parallel_threshold and n > BLOCK
     lines = []
-    if work >= config.cpp.parallel_threshold and n > BLOCK:
-        lines.append("  #pragma omp parallel for")
+    if parallel:
+        lines.append(f"  ember_parallel(0, {blocks}, 1, [&](int64_t b_begin, int64_t b_end) {{")
+        lines.extend("  " + d for d in decls)
+    else:
+        lines.append(f"  {{ const int64_t b_begin = 0, b_end = {blocks};")
     lines += [
-        f"  for (int64_t xb = 0; xb < {n}; xb += {BLOCK}) {{  // a column reduction",
+        "  for (int64_t b = b_begin; b < b_end; ++b) {  // a column reduction",
+        f"    const int64_t xb = b * {BLOCK};",
         f"    const int64_t xn = {n} - xb < {BLOCK} ? {n} - xb : {BLOCK};",
     ]
     for k, node in enumerate(group.nodes):
         lines += ["    " + line for line in _node_lines(node.buffer, k, arg_of, dtype_of)]
     lines.append("  }")
+    lines.append("  });" if parallel else "  }")
     return lines
 
 

@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ember.inductor import config, cpp_builder
 from ember.inductor.codegen_cpp import KernelSpec, module_source
+from ember.inductor.runtime import parallel
 
 log = logging.getLogger(__name__)
 
@@ -63,4 +64,8 @@ def build_all(kernels: list[KernelSpec]) -> dict[str, str]:
 
 
 def load_all(paths: set[str]) -> dict[str, ctypes.CDLL]:
-    return {p: ctypes.CDLL(p) for p in sorted(paths)}
+    """The libraries at ``paths``, loaded, their parallel loops wired to the thread pool."""
+    libraries = {p: ctypes.CDLL(p) for p in sorted(paths)}
+    for lib in libraries.values():
+        parallel.attach(lib)
+    return libraries

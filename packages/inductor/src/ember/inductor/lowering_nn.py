@@ -172,7 +172,7 @@ def cat(ctx, tensors, dim=0):
             if value is None:
                 value = v
             else:
-                cond = ops.lt(ops.index_expr(i[dim], D.int64), ops.constant(start + length, D.int64))
+                cond = ops.lt(ops.index_expr(i[dim], D.int64), ops.index_expr(sympy.sympify(start + length), D.int64))
                 value = ops.where(cond, v, value)
         return value
 

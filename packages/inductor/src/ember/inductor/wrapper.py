@@ -124,8 +124,8 @@ def kernel_error(step: KernelStep, rc: int, env: dict[str, Any]) -> None:
     t = env[name]
     raise RuntimeError(
         f"compiled kernel {step.name} was specialized for {name} with sizes and strides other than "
-        f"{tuple(t._shape)}/{tuple(t._stride)}: the code generator specializes kernels on sizes "
-        "(dynamic shapes in kernels are not built yet); recompile for these inputs"
+        f"{tuple(t._shape)}/{tuple(t._stride)}: recompile for these inputs (or compile with dynamic=True for "
+        "kernels that serve every size)"
     )
 
 
@@ -370,8 +370,8 @@ def check_input(spec: InputSpec, a: Any) -> Any:
     if tuple(a._shape) != spec.size or a.dtype != spec.dtype:
         raise RuntimeError(
             f"compiled graph expected {spec.name} of sizes {spec.size} and {spec.dtype}, got "
-            f"{tuple(a._shape)} and {a.dtype}: kernels are specialized on sizes (dynamic shapes in "
-            "kernels are not built yet)"
+            f"{tuple(a._shape)} and {a.dtype}: kernels are specialized on sizes (compile with dynamic=True for "
+            "kernels that serve every size)"
         )
     if all(x == y for x, y, n in zip(a._stride, spec.stride, spec.size, strict=True) if n != 1):
         return a
