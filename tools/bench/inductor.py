@@ -4,8 +4,9 @@
 
 Both libraries on the CPU, float32, T threads each (2 by default: ``OMP_NUM_THREADS`` is set before
 either library loads, and ``torch.set_num_threads``). Cases: a pointwise chain over 4M elements,
-softmax 1024x1024, layer norm 4096x1024 (with weight and bias), sum over 4M; and AdamW's step over
-100 parameters (``compile(opt.step)``, with each library's eager step as well). Each function is
+softmax 1024x1024, layer norm 4096x1024 (with weight and bias), sum over 4M; AdamW's step over
+100 parameters (``compile(opt.step)``, with each library's eager step as well); and a GEMM 512x512x512
+under ``mode="max-autotune"`` on both sides, with the implementation Ember chose and its timings. Each function is
 compiled by both (``backend="inductor"``), run once to compile, then timed: the median of R calls.
 The MLP block (GPT's, C=384, on 2048 rows) is timed forward, and forward+backward: a function that
 returns a loss is compiled, and ``loss.backward()`` is part of each timed call.
@@ -172,6 +173,32 @@ def bench_adamw_step() -> None:
     )
 
 
+def gemm_max_autotune() -> None:
+    """GEMM 512x512x512 float32 under max-autotune: Ember's (its fastest of BLAS and its C++ template)
+    against ``torch.compile(mode="max-autotune")``, and which implementation Ember chose."""
+    from ember.inductor import autotune
+
+    n = 512
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((n, n)).astype("float32") for _ in range(2))
+    ours = ember.compile(lambda x, y: x @ y, mode="max-autotune")
+    theirs = torch.compile(lambda x, y: x @ y, mode="max-autotune")
+    start = len(autotune.history)
+    with ember.no_grad():
+        our_compile, our_time = _time(ours, [ember.tensor(a), ember.tensor(b)], ARGS.rounds)
+    with torch.no_grad():
+        their_compile, their_time = _time(theirs, [torch.tensor(a), torch.tensor(b)], ARGS.rounds)
+    name = "GEMM 512^3 autotune"
+    print(
+        f"{name:<22} {our_time * 1e3:>7.2f} ms {their_time * 1e3:>7.2f} ms {our_time / their_time:>6.2f}   "
+        f"{our_compile:>7.2f} s {their_compile:>7.2f} s {our_compile / max(their_compile, 1e-9):>6.2f}"
+    )
+    for problem, choice in autotune.history[start:]:
+        timings = ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in sorted(choice.timings.items(), key=lambda kv: kv[1]))
+        cached = " (cached choice)" if choice.cached else ""
+        print(f"  ember chose {choice.name} for {problem.describe()}{cached}: {timings}")
+
+
 if __name__ == "__main__":
     if ARGS.warm_start is not None:
         from _inductor_models import warm_start_main
@@ -179,6 +206,8 @@ if __name__ == "__main__":
         warm_start_main(ARGS)
     else:
         main()
+        if any(part in "GEMM 512^3 autotune" for part in ARGS.only.split(",")):
+            gemm_max_autotune()
         from _inductor_models import models_main
 
         models_main(ARGS)

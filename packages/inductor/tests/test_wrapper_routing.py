@@ -112,6 +112,22 @@ def test_the_check_mode_runs_on_the_step_wrapper_and_is_not_cached(inner_graphs)
     assert _cache_traffic() == before
 
 
+def test_max_autotune_graphs_are_not_cached(monkeypatch, tmp_path):
+    from ember.inductor import autotune
+
+    monkeypatch.setattr(autotune, "cache_folder", lambda: str(tmp_path))
+    monkeypatch.setattr(config, "max_autotune", True)
+    monkeypatch.setattr(config, "max_autotune_gemm_budget", 5.0)
+    monkeypatch.setattr(config, "max_autotune_gemm_runs", 1)
+    autotune.clear_memo()
+    before = _cache_traffic()
+    a, b = ember.randn(6, 5), ember.randn(5, 4)
+    compiled, rec = compile_with_inductor(lambda x, y: (x @ y).relu())
+    assert_same(compiled(a, b), (a @ b).relu(), rtol=1e-5, atol=1e-5)
+    autotune.clear_memo()
+    assert rec.graphs and _cache_traffic() == before
+
+
 def test_frozen_graphs_are_not_cached(inner_graphs, monkeypatch):
     monkeypatch.setattr(config, "freezing", True)
     ember.manual_seed(0)
@@ -163,3 +179,54 @@ def test_column_reductions_on_the_thread_pool(n_threads):
         ember.set_num_threads(before)
     source = rec.graphs[0].source
     assert "a column reduction" in source and "ember_parallel(0, 5, 1" in source
+
+
+def test_extern_results_with_other_strides_are_laid_out_for_the_kernels_at_symbolic_sizes():
+    """Attention stays one extern call; its eager kernel may lay its output out otherwise than its meta
+    kernel says. The step wrapper copies such a result to the traced strides before a kernel reads it."""
+    from ember.aot.aot_autograd import aot_function
+    from ember.inductor.compile_fx import _inductor_decompositions, compile_fx_inner
+
+    def fn(q, k, v):
+        heads = [t.view(t.shape[0], t.shape[1], 4, 8).transpose(1, 2) for t in (q, k, v)]
+        out = ember.nn.functional.scaled_dot_product_attention(*heads, is_causal=True)
+        return out * 2
+
+    graphs = []
+
+    def compiler(gm, inputs):
+        graphs.append(compile_fx_inner(gm, inputs))
+        return graphs[-1]
+
+    compiled = aot_function(fn, fw_compiler=compiler, decompositions=_inductor_decompositions(), dynamic=True)
+    for t in (16, 12):
+        q, k, v = (ember.randn(2, t, 32) for _ in range(3))
+        assert_same(compiled(q, k, v), fn(q, k, v), rtol=1e-5, atol=1e-5)
+    assert isinstance(graphs[0], StepGraph)
+
+
+def test_nn_lowerings_over_symbolic_sizes_match_eager():
+    """Batch norm, max pooling, gather and cat over a dynamic batch: eager calls where the lowering is
+    written for static sizes, kernels where it serves every size."""
+    from ember.aot.aot_autograd import aot_function
+    from ember.inductor.compile_fx import _inductor_decompositions, compile_fx_inner
+
+    F = ember.nn.functional
+
+    def fn(x, idx):
+        y = F.batch_norm(x, None, None, training=True)
+        pooled = F.max_pool2d(y, 2)
+        flat = pooled.flatten(1)
+        return ember.cat([flat, flat * 2], 1).gather(1, idx)
+
+    graphs = []
+
+    def compiler(gm, inputs):
+        graphs.append(compile_fx_inner(gm, inputs))
+        return graphs[-1]
+
+    compiled = aot_function(fn, fw_compiler=compiler, decompositions=_inductor_decompositions(), dynamic=True)
+    for n in (3, 5):
+        x, idx = ember.randn(n, 2, 4, 4), ember.randint(0, 16, (n, 7))
+        assert_same(compiled(x, idx), fn(x, idx), rtol=1e-4, atol=1e-5)
+    assert len(graphs) == 1 and isinstance(graphs[0], StepGraph)

@@ -54,6 +54,7 @@ from ember.core import functions as _functions
 from ember.core.devices import autoload_backends as _autoload_backends
 from ember.core.dtypes import ALIASES as _ALIASES
 from ember.core.dtypes import ALL as _ALL_DTYPES
+from ember.core.function_protocol import DisableTorchFunction, DisableTorchFunctionSubclass  # noqa: F401
 
 globals().update(_functions)
 globals().update({d.name: d for d in _ALL_DTYPES})
@@ -65,6 +66,7 @@ _install_cuda_fallback()  # `import ember.cuda` works without the ember-cuda pac
 # ``ember.nn``, ``ember.optim``, ``ember.utils``, ``ember.accelerator``, ``ember.hub``, ``ember.onnx``, ``ember.testing``; ``ember.cuda`` is the ember-cuda package or, without it,
 # ``ember._cuda_fallback``.
 _LAZY_SUBPACKAGES = (
+    "_C",
     "_dynamo",
     "_inductor",
     "accelerator",
@@ -83,6 +85,9 @@ _LAZY_SUBPACKAGES = (
     "nn",
     "onnx",
     "optim",
+    "overrides",
+    "profiler",
+    "serialization",
     "storage",
     "testing",
     "utils",

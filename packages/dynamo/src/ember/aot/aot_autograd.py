@@ -94,6 +94,10 @@ class _Config:
         self.keep_inference_input_mutations = keep_mutations
 
 
+# Values that pytree keeps as leaves: a call made only of them flattens to its own arguments.
+_LEAVES = (Tensor, int, float, bool, type(None))
+
+
 def _signature(value: Any, dynamic: bool) -> Any:
     if isinstance(value, Tensor):
         shape = len(value.shape) if dynamic else (tuple(value.shape), tuple(value.stride()))
@@ -146,11 +150,17 @@ def aot_function(
 
     @functools.wraps(fn)
     def returned(*args, **kwargs):
-        flat_args, in_spec = tree_flatten((args, kwargs))
-        key = (repr(in_spec), is_grad_enabled(), tuple(_signature(a, dynamic) for a in flat_args))
+        if not kwargs and all(isinstance(a, _LEAVES) for a in args):
+            # The common call (a compiled graph's flat inputs): the spec is the number of arguments,
+            # so the key needs no flattening and no spec printed.
+            flat_args, in_spec = list(args), len(args)
+        else:
+            flat_args, in_spec = tree_flatten((args, kwargs))
+            in_spec = repr(in_spec)
+        key = (in_spec, is_grad_enabled(), tuple(_signature(a, dynamic) for a in flat_args))
         compiled = cache.get(key)
         if compiled is None:
-            compiled = cache[key] = _compile(fn, flat_args, in_spec, aot_config)
+            compiled = cache[key] = _compile(fn, flat_args, tree_flatten((args, kwargs))[1], aot_config)
         return tree_unflatten(compiled(flat_args), compiled.out_spec)
 
     return returned

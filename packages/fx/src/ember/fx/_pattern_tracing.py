@@ -39,7 +39,7 @@ class _RecordOps(DispatchMode):
         if tracer is None:
             return func(*args, **kwargs)
         # Named after the op (mm, mm_1...), as make_fx names its nodes.
-        proxy = tracer.create_proxy("call_function", func, args, kwargs, name=func.name)
+        proxy = tracer.create_proxy("call_function", func, args, kwargs, name=str(func.name))
         returns = func.schema.returns
         if len(returns) > 1:
             return tuple(proxy[i] for i in range(len(returns)))

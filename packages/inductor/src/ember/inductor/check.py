@@ -190,14 +190,13 @@ class CheckedGraph:
         return outs[: self.n_outputs]
 
 
-def compile_checked(gm: Any, example_inputs: list) -> CheckedGraph:
-    """``compile_fx_inner`` in the check mode: the graph compiled with every node's value as an output."""
-    from ember.inductor.compile_fx import compile_fx_inner
-
+def compile_checked(inner: Callable, gm: Any, example_inputs: list) -> CheckedGraph:
+    """``inner`` (``compile_fx_inner``) in the check mode: the graph compiled with every node's value
+    as an output."""
     nodes = _tensor_nodes(gm)
     outs = gm.graph.output_node().args[0]
     n_outputs = len(outs) if isinstance(outs, list | tuple) else 1
-    compiled = compile_fx_inner(_with_every_value(gm, nodes), example_inputs, check=True)
+    compiled = inner(_with_every_value(gm, nodes), example_inputs)
     return CheckedGraph(gm, compiled, nodes, n_outputs)
 
 

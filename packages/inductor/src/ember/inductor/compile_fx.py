@@ -17,6 +17,7 @@ loads it and skips every step above.
 from __future__ import annotations
 
 import ctypes
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -66,8 +67,9 @@ def compile_fx_inner(gm: Any, example_inputs: list, *, check: bool = False) -> C
     if rng_in:
         example_inputs = [as_rng_tensor(a) if i in rng_in else a for i, a in enumerate(example_inputs)]
     # cached: what the generated wrapper runs (symbolic sizes and random state never reach it), and not
-    # the check mode or freezing
-    cacheable = config.fx_graph_cache and not (check or config.freezing or rng_in or rng_out)
+    # the check mode, freezing or max-autotune (its choices live in the autotune cache, measured here)
+    autotuned = config.max_autotune or config.max_autotune_gemm
+    cacheable = config.fx_graph_cache and not (check or config.freezing or autotuned or rng_in or rng_out)
     cacheable = cacheable and all(_is_static(a) for a in example_inputs)
     key = fx_graph_cache.graph_key(gm, example_inputs) if cacheable else None
     plan = fx_graph_cache.load(key) if key is not None else None
@@ -200,7 +202,7 @@ def _step_graph(
             run_steps.append(ws.AliasStep(step, symbols))
             lines.append(f"{step.name} = {step.source.name}.as_strided({step.layout.size}, {step.layout.stride})")
         elif isinstance(step, MultiOutput):
-            run_steps.append(ws.MultiOutputStep(step))
+            run_steps.append(ws.MultiOutputStep(step, symbols))
             lines.append(f"{step.name} = {step.source.name}[{step.index}]")
         elif isinstance(step, ExternBuffer):
             run_steps.append(ws.ExternStep(step, symbols))
@@ -249,14 +251,29 @@ def _combine(steps: list) -> list:
     return out
 
 
+_AUTOTUNE_MODES = ("max-autotune", "max-autotune-no-cudagraphs")
+
+
 def _check_options(mode: str | None, options: dict | None) -> None:
-    if mode not in (None, "default", "reduce-overhead"):
-        raise NotImplementedError(f"mode={mode!r} is not built yet in Ember's code generator (max-autotune, ...)")
+    if mode not in (None, "default", "reduce-overhead", *_AUTOTUNE_MODES):
+        raise NotImplementedError(f"mode={mode!r} is not built yet in Ember's code generator")
     for key in options or {}:
-        if key != "check":
+        if key not in ("check", "max_autotune", "max_autotune_gemm"):
             raise NotImplementedError(f"options[{key!r}] is not built yet in Ember's code generator")
-    if config.max_autotune:
-        raise NotImplementedError("ember._inductor.config.max_autotune is not built yet")
+
+
+def _autotuned(inner: Callable) -> Callable:
+    """``inner`` compiling with GEMMs chosen by measurement (``config.max_autotune`` on while it runs)."""
+
+    def compile_autotuned(gm: Any, example_inputs: list) -> Any:
+        saved = config.max_autotune
+        config.max_autotune = True
+        try:
+            return inner(gm, example_inputs)
+        finally:
+            config.max_autotune = saved
+
+    return compile_autotuned
 
 
 def _has_symbolic_inputs(gm: Any) -> bool:
@@ -365,8 +382,11 @@ def compile_fx(
     inner: Callable = compile_fx_inner
     check = bool((options or {}).get("check"))
     if check:
-        from ember.inductor.check import compile_checked as inner
-        from ember.inductor.check import with_user_frames
+        from ember.inductor.check import compile_checked, with_user_frames
+
+        inner = functools.partial(compile_checked, functools.partial(compile_fx_inner, check=True))
+    if mode in _AUTOTUNE_MODES or any((options or {}).get(k) for k in ("max_autotune", "max_autotune_gemm")):
+        inner = _autotuned(inner)
 
     decompositions = _inductor_decompositions()
 

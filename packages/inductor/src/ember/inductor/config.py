@@ -68,5 +68,15 @@ fx_graph_cache = os.environ.get("EMBER_INDUCTOR_FX_GRAPH_CACHE", "1") != "0"
 # Small internal buffers (not returned) a compiled graph allocates once and keeps between calls, at
 # most this many bytes per graph: calls of graphs of small ops then allocate only their outputs.
 wrapper_arena_bytes = 1 << 20
-# Not built yet; setting it raises where it would be used.
+# GEMMs (mm, addmm, bmm) chosen by measurement among eager's BLAS and the generated C++ template's
+# blockings (autotune.py); ``ember.compile(..., mode="max-autotune")`` turns it on for one compile.
 max_autotune = False
+# The same, for GEMMs only (as PyTorch's flag of that name; on the CPU GEMMs are all it tunes).
+max_autotune_gemm = False
+# Which implementations are candidates: ATEN (eager's kernel, an extern call) and CPP (the template).
+# GPU backends (TRITON, CUTLASS...) may be named and are ignored on the CPU.
+max_autotune_gemm_backends = "ATEN,CPP"
+# Seconds of building and timing per GEMM node; candidates not reached by then are skipped.
+max_autotune_gemm_budget = 20.0
+# Timed calls per candidate (after a warm-up); the median is kept.
+max_autotune_gemm_runs = 10

@@ -17,6 +17,7 @@ import sympy
 from ember.core.tensor import Tensor
 from ember.inductor import (
     config,
+    lowering_gemm,
     lowering_optim,  # noqa: F401  (registers its lowerings)
 )
 from ember.inductor.cpp_ops import CTYPES
@@ -193,7 +194,7 @@ class GraphLowering:
         """Why ``node`` cannot be lowered (``None``: it can)."""
         target = node.target
         packet = getattr(target, "__name__", str(target)).split(".")[1] if "." in str(target) else str(target)
-        if packet in _EXTERN_KIND:
+        if packet in _EXTERN_KIND and not (target in LOWERINGS and lowering_gemm.enabled()):
             return f"{_EXTERN_KIND[packet]} runs as an extern kernel (eager's)"
         if target not in LOWERINGS:
             return f"no lowering for {target}"

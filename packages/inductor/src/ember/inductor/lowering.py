@@ -693,7 +693,7 @@ def layout_for(size: tuple[int, ...]) -> Layout:
 install_pointwise()
 
 # lowerings kept in modules of their own register themselves when imported
-from ember.inductor import lowering_random, lowering_scan  # noqa: E402, F401
+from ember.inductor import lowering_gemm, lowering_random, lowering_scan  # noqa: E402, F401
 
 __all__ = ["LOWERINGS", "ComputedBuffer", "install_pointwise", "register"]
 

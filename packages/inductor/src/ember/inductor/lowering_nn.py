@@ -27,6 +27,13 @@ from ember.inductor.virtualized import ops
 GATHER_MAX_DIM = 1024
 
 
+def _static(what: str, *boxes: Any) -> None:
+    """These lowerings are written for static sizes: over symbolic ones the op runs as an extern call."""
+    for box in boxes:
+        if box is not None and not all(isinstance(n, int) for n in box.size):
+            raise NotImplementedError(f"{what} over symbolic sizes runs as an extern call of its eager kernel")
+
+
 def _assign(target: TensorBox, value: TensorBox) -> None:
     """``target`` (an op's in-place argument) now holds ``value``: later readers of the graph node
     that made ``target`` (the graph's outputs, for a functionalized running statistic) see it."""
@@ -48,6 +55,7 @@ def batch_norm_no_stats(ctx, x, weight, bias, training, momentum, eps):
 
 @register("_native_batch_norm_legit.default")
 def batch_norm(ctx, x, weight, bias, running_mean, running_var, training, momentum, eps):
+    _static("batch norm", x)
     ndim = len(x.size)
     if ndim < 2:
         raise NotImplementedError("batch norm of an input with fewer than 2 dimensions")
@@ -118,6 +126,7 @@ def _update_running(stat: TensorBox, batch: TensorBox, momentum: float, factor: 
 
 @register("gather.default")
 def gather(ctx, x, dim, index, *, sparse_grad=False):
+    _static("gather", x, index)
     ndim = max(len(x.size), 1)
     dim = dim % ndim
     if not x.size:
@@ -200,6 +209,7 @@ def _pool_params(x, kernel_size, stride, padding, dilation, ceil_mode):
 
 @register("max_pool2d_with_indices.default")
 def max_pool2d_with_indices(ctx, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    _static("max_pool2d", x)
     k, s, (oh, ow) = _pool_params(x, kernel_size, stride, padding, dilation, ceil_mode)
     lead = x.size[:-2]
     size = (*lead, oh, ow)
@@ -237,6 +247,7 @@ def max_pool2d_with_indices(ctx, x, kernel_size, stride=(), padding=0, dilation=
 
 @register("max_pool2d_with_indices_backward.default")
 def max_pool2d_with_indices_backward(ctx, grad, x, kernel_size, stride, padding, dilation, ceil_mode, indices):
+    _static("max_pool2d's backward", grad, x)
     k, s, (oh, ow) = _pool_params(x, kernel_size, stride, padding, dilation, ceil_mode)
     if k != s:
         raise NotImplementedError("max_pool2d backward with overlapping or gapped windows (stride != kernel size)")

@@ -83,10 +83,33 @@ def buffers_layout(step: KernelStep, name: str) -> str:
     return f"sizes {layout.size}, strides {layout.stride}"
 
 
+def _stride_fn(buf: Buffer, symbols: list) -> Callable[[tuple], tuple] | None:
+    """``f(values) -> strides`` the graph traced for an extern result (``None``: not a tensor)."""
+    if buf.dtype is None or buf.layout is None:
+        return None
+    return evaluator(list(symbols), buf.layout.stride)
+
+
+def _conform(t: Any, stride_fn: Callable | None, env: dict[str, Any], name: str) -> Any:
+    """``t`` laid out with the strides the kernels were built for: an eager kernel may lay its result
+    out otherwise than its meta kernel said (attention's outputs), and the kernels read those strides."""
+    if stride_fn is None or not hasattr(t, "_stride"):
+        return t
+    stride = stride_fn(env.get(SYMBOLS, ()))
+    if all(a == b for a, b, n in zip(t._stride, stride, t._shape, strict=True) if n != 1):
+        return t
+    if perf_log.isEnabledFor(20):
+        perf_log.info("extern result %s copied from strides %s to %s", name, tuple(t._stride), stride)
+    out = empty(tuple(t._shape), t.dtype, CPU, stride)
+    out.copy_(t)
+    return out
+
+
 class ExternStep:
     def __init__(self, buf: ExternBuffer, symbols: list = ()) -> None:
         self.buf = buf
         self.symbols = list(symbols)
+        self.stride = _stride_fn(buf, self.symbols)
 
     def __call__(self, env: dict[str, Any]) -> None:
         def value(a):
@@ -99,15 +122,18 @@ class ExternStep:
             return a
 
         b = self.buf
-        env[b.name] = b.op(*value(b.args), **{k: value(v) for k, v in b.kwargs.items()})
+        out = b.op(*value(b.args), **{k: value(v) for k, v in b.kwargs.items()})
+        env[b.name] = _conform(out, self.stride, env, b.name)
 
 
 class MultiOutputStep:
-    def __init__(self, buf: MultiOutput) -> None:
+    def __init__(self, buf: MultiOutput, symbols: list = ()) -> None:
         self.buf = buf
+        self.stride = _stride_fn(buf, list(symbols))
 
     def __call__(self, env: dict[str, Any]) -> None:
-        env[self.buf.name] = env[self.buf.source.name][self.buf.index]
+        out = env[self.buf.source.name][self.buf.index]
+        env[self.buf.name] = _conform(out, self.stride, env, self.buf.name)
 
 
 class AliasStep:

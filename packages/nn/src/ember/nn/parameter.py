@@ -13,6 +13,7 @@ what ``param.data = new`` does in PyTorch.
 from __future__ import annotations
 
 from ember.core.aten.factories.factories import empty_function
+from ember.core.function_protocol import _disabled_torch_function_impl
 from ember.core.serialization import register_parameter_class
 from ember.core.tensor import Tensor, _new
 
@@ -25,6 +26,9 @@ def _plain(data: Tensor) -> Tensor:
 
 class Parameter(Tensor):
     """A tensor that is a module parameter; ``requires_grad`` defaults to True."""
+
+    # As in PyTorch, ops on a Parameter give plain tensors: it opts out of __torch_function__.
+    __torch_function__ = _disabled_torch_function_impl
 
     def __new__(cls, data: Tensor | None = None, requires_grad: bool = True):
         if data is None:
@@ -118,6 +122,7 @@ class UninitializedTensorMixin:
     call (``materialize``), and it becomes a plain ``Parameter`` or ``Tensor`` in place."""
 
     __slots__ = ()
+    __torch_function__ = _disabled_torch_function_impl
     cls_to_become: type = Tensor
 
     def materialize(self, shape, device=None, dtype=None) -> None:

@@ -57,6 +57,8 @@ class Adafactor(Optimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
+                if p.grad.is_sparse:
+                    raise RuntimeError("Adafactor does not support sparse gradients")
                 if p.dtype.category == D.COMPLEX:
                     raise RuntimeError("Adafactor does not support complex parameters")
                 state = self.state[p]

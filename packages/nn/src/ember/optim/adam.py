@@ -65,6 +65,8 @@ class Adam(Optimizer):
         for p in group["params"]:
             if p.grad is None:
                 continue
+            if p.grad.is_sparse:
+                raise RuntimeError("Adam does not support sparse gradients, please consider SparseAdam instead")
             state = self.state[p]
             if not state:
                 state["step"] = zeros_function((), dtype=D.float32)

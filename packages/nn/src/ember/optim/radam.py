@@ -54,6 +54,8 @@ class RAdam(Optimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
+                if p.grad.is_sparse:
+                    raise RuntimeError("RAdam does not support sparse gradients")
                 state = self.state[p]
                 if not state:
                     state["step"] = zeros_function((), dtype=D.float32)

@@ -52,6 +52,8 @@ class RMSprop(Optimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
+                if p.grad.is_sparse:
+                    raise RuntimeError("RMSprop does not support sparse gradients")
                 state = self.state[p]
                 if not state:
                     state["step"] = zeros_function((), dtype=D.float32)

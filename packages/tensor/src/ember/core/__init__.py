@@ -7,6 +7,7 @@ from ember.core import aten as _aten  # noqa: F401  (registers every op)
 from ember.core import printing as _printing  # noqa: F401  (set_printoptions, Tensor.__format__)
 from ember.core import serialization as _serialization  # noqa: F401  (ember.save, ember.load)
 from ember.core import storages as _storages  # noqa: F401  (ember.UntypedStorage, Tensor.storage())
+from ember.core import subclassing as _subclassing  # __torch_dispatch__, __torch_function__, _make_subclass
 from ember.core import surface as _surface  # aliases, predicates, housekeeping methods
 from ember.core.api import attach_methods as _attach_methods
 from ember.core.api import functions
@@ -41,6 +42,7 @@ from ember.core.interop_threads import get_num_interop_threads, set_num_interop_
 from ember.core.threads import get_num_threads, set_num_threads
 
 _attach_methods(Tensor)
+_subclassing.install()
 _surface.attach_properties(Tensor)
 globals().update(_LEGACY_TYPES)
 

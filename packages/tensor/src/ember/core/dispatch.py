@@ -138,6 +138,20 @@ def has_autograd() -> bool:
 KINDS = ("primitive", "composite_implicit", "composite_explicit")
 
 
+class OpName(str):
+    """``op.name``: the op's base name (``"add"``), a ``str`` as Ember's code reads it, and callable as
+    PyTorch's ``func.name()``, which gives the qualified name (``"aten::add.Tensor"``).
+
+    Being callable, it must not be kept where a callable means something else (an fx node's name or
+    target): keep ``str(op.name)`` there, a plain string.
+    """
+
+    qualified: str
+
+    def __call__(self) -> str:
+        return self.qualified
+
+
 class OpOverload:
     """One overload of an op: its schema, tags, kernels per device type and decomposition.
 
@@ -171,7 +185,8 @@ class OpOverload:
     def __init__(self, namespace: str, schema: FunctionSchema, tags: frozenset) -> None:
         self.namespace = namespace
         self.schema = schema
-        self.name = schema.name
+        self.name = OpName(schema.name)
+        self.name.qualified = f"{namespace}::{schema.qualified}"
         self.overload = schema.overload or "default"
         self.tags = tags
         self._kernels: dict[str, Callable] = {}
@@ -303,6 +318,28 @@ class OpOverload:
         return f"{self.namespace}.{self.name}.{self.overload}"
 
     __str__ = __repr__
+
+    # -- PyTorch's OpOverload attributes, for code written against __torch_dispatch__ -------------
+
+    @property
+    def overloadpacket(self) -> OpOverloadPacket | None:
+        return self.packet
+
+    @property
+    def _schema(self) -> FunctionSchema:
+        return self.schema
+
+    @property
+    def _overloadname(self) -> str:
+        return self.overload
+
+    @property
+    def __name__(self) -> str:
+        return f"{self.name}.{self.overload}"
+
+    @property
+    def is_view(self) -> bool:
+        return "view" in self.tags
 
 
 # The Tensor class, set by ember.core.tensor when it is defined (it imports this module).
@@ -444,6 +481,14 @@ class OpOverloadPacket:
 
     def overloads(self) -> list[str]:
         return list(self._overloads)
+
+    @property
+    def _qualified_op_name(self) -> str:
+        return f"{self._namespace}::{self._name}"
+
+    @property
+    def __name__(self) -> str:
+        return self._name
 
     def __getattr__(self, overload: str) -> OpOverload:
         try:

@@ -71,9 +71,11 @@ class Tensor:
     grad_fn = None
     _base = None
     _views = None  # a ViewRefs once a view of this tensor is taken (see make_view)
+    _subclass_hook = staticmethod(lambda cls: None)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        Tensor._subclass_hook(cls)  # PyTorch's protocols (ember.core.subclassing.on_subclass)
         cls._dispatches = callable(getattr(cls, "__ember_dispatch__", None))
         if cls._dispatches:
             dispatch._flags.subclasses = True

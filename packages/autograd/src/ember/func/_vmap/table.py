@@ -126,6 +126,11 @@ def run_rule(op: OpOverload, args: tuple, kwargs: dict):
     if rule is None:
         if op.decomposition is not None:
             return op.decomposition(*args, **kwargs)
+        if op in sparse_ops():
+            raise RuntimeError(
+                f"vmap: {op.namespace}::{op.schema.qualified} works on sparse tensors, which vmap does not batch "
+                "(as in PyTorch); densify with to_dense() first or move the call out of vmap."
+            )
         raise RuntimeError(
             f"vmap: no batching rule for {op.namespace}::{op.schema.qualified}, and it has no decomposition to batch "
             "through. Move the call out of vmap, or register a rule with ember.func._vmap.table.batch_rule."
@@ -168,10 +173,21 @@ def _writes_self(op: OpOverload) -> bool:
     return found
 
 
+def sparse_ops() -> frozenset:
+    """The sparse layout's own ops: vmap refuses them, as PyTorch's does."""
+    from ember.core.aten.sparse import coo_ops
+
+    return frozenset(v for v in vars(coo_ops).values() if isinstance(v, OpOverload))
+
+
 def missing() -> list[OpOverload]:
-    """Ops that take a tensor and have neither a batching rule nor a decomposition."""
+    """Ops that take a tensor and have neither a batching rule, nor a decomposition, nor a reason to
+    have none (the sparse ops)."""
     out = []
+    refused = sparse_ops()
     for op in all_ops():
+        if op in refused:
+            continue
         if op.namespace != "aten":
             continue
         if not any(a.type.base == "Tensor" for a in op.schema.arguments):

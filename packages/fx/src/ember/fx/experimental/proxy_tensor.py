@@ -326,7 +326,7 @@ class ProxyTorchDispatchMode(DispatchMode):
         node_args = trace.args_of(_without_trailing_defaults(func, args))
         node_kwargs = trace.args_of(_without_defaults(func, kwargs))
         out = func.call_below("python", *args, **kwargs)
-        node = trace.graph.create_node("call_function", func, node_args, node_kwargs, name=func.name)
+        node = trace.graph.create_node("call_function", func, node_args, node_kwargs, name=str(func.name))
         node.meta["val"] = pytree.tree_map(_meta_val, out)
         if trace.record_stack_traces:
             stack = _user_stack()

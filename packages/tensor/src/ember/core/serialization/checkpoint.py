@@ -29,6 +29,7 @@ from ember.core.tensor import Tensor, _new
 from .archive import ArchiveReader, ArchiveWriter, open_for_reading
 from .pickler import CheckpointPickler
 from .rebuild import GLOBALS, UNSUPPORTED_DTYPES, LoadedStorage, StorageType
+from .safe_globals import ember_name, import_ember_equivalent
 from .unpickler import WeightsOnlyUnpickler
 
 FILE_FORMAT_VERSION = b"3\n"
@@ -277,6 +278,15 @@ def _full_unpickler(pickle_module):
                 return found
             if full in UNSUPPORTED_DTYPES:
                 raise pickle.UnpicklingError(f"the checkpoint uses the dtype {full}, which Ember does not have")
+            # PyTorch's classes (torch.nn.modules.linear.Linear) are Ember's at the same path under ember.
+            found = import_ember_equivalent(module, name)
+            if found is not None:
+                return found
+            if module == "torch" or module.startswith("torch."):
+                raise pickle.UnpicklingError(
+                    f"the checkpoint names {full}, which Ember does not have (looked for "
+                    f"{ember_name(full)}); save the state_dict instead of the whole object"
+                )
             return super().find_class(module, name)
 
     return FullUnpickler

@@ -21,6 +21,7 @@ from pickle import UnpicklingError, decode_long
 from ember.core.tensor import Tensor
 
 from .rebuild import GLOBALS, NEWOBJ_CLASSES, UNSUPPORTED_DTYPES
+from .safe_globals import allowed, allowed_objects, ember_name
 
 # ``torch.Tensor`` resolves (as the type ``_rebuild_from_type_v2`` names) but is not called: Tensor(n)
 # would allocate n elements.
@@ -45,12 +46,30 @@ def resolve_global(module: str, name: str):
         return found
     if full in UNSUPPORTED_DTYPES:
         raise UnpicklingError(f"the checkpoint uses the dtype {full}, which Ember does not have")
+    found = allowed(full)
+    if found is not None:
+        return found
     blocked = module.split(".")[0] in _BLOCKED_MODULES
+    if blocked:
+        raise UnpicklingError(
+            f"Unsupported global: GLOBAL {full} is not allowed by the weights-only unpickler (module {module} is "
+            "never allowed). Load with weights_only=False only if you trust the file's source."
+        )
+    name_here = ember_name(full)
     raise UnpicklingError(
-        f"Unsupported global: GLOBAL {full} is not allowed by the weights-only unpickler"
-        + (f" (module {module} is never allowed)" if blocked else "")
-        + ". Load with weights_only=False only if you trust the file's source."
+        "This file can still be loaded, to do so you have two options, do those steps only if you trust the "
+        "source of the checkpoint. \n\t(1) Re-running `ember.load` with `weights_only` set to `False` will likely "
+        "succeed, but it can result in arbitrary code execution. Do it only if you got the file from a trusted "
+        "source.\n\t(2) Alternatively, to load with `weights_only=True` please check the recommended steps in the "
+        f"following error message.\n\tWeightsUnpickler error: Unsupported global: GLOBAL {full} was not an allowed "
+        f"global by default. Please use `ember.serialization.add_safe_globals([{name_here}])` or the "
+        f"`ember.serialization.safe_globals([{name_here}])` context manager to allowlist this global if you "
+        "trust this class/function."
     )
+
+
+def _user_allowed(obj) -> bool:
+    return any(obj is o for o in allowed_objects())
 
 
 class WeightsOnlyUnpickler:
@@ -159,7 +178,7 @@ def _stack_global(self):
 def _reduce(self):
     args = self._pop()
     func = self._pop()
-    if id(func) not in _ALLOWED_CALLABLES or _ALLOWED_CALLABLES[id(func)] is not func:
+    if (id(func) not in _ALLOWED_CALLABLES or _ALLOWED_CALLABLES[id(func)] is not func) and not _user_allowed(func):
         raise UnpicklingError(f"REDUCE may only call allowed globals, got {type(func).__name__}")
     if not isinstance(args, tuple):
         raise UnpicklingError("REDUCE arguments must be a tuple")
@@ -169,14 +188,18 @@ def _reduce(self):
 def _newobj(self):
     args = self._pop()
     cls = self._pop()
-    if not isinstance(cls, type) or NEWOBJ_CLASSES.get(cls) is not cls or not isinstance(args, tuple):
-        raise UnpicklingError(f"NEWOBJ may only create OrderedDict or Counter, got {cls!r}")
+    known = NEWOBJ_CLASSES.get(cls) is cls or _user_allowed(cls)
+    if not isinstance(cls, type) or not known or not isinstance(args, tuple):
+        raise UnpicklingError(f"NEWOBJ may only create OrderedDict, Counter or an allowed class, got {cls!r}")
     self._stack.append(cls.__new__(cls, *args))
 
 
 def _build(self):
     state = self._pop()
     inst = self._top()
+    if _user_allowed(type(inst)):
+        _build_allowed(inst, state)
+        return
     if type(inst) not in (OrderedDict, Counter):
         raise UnpicklingError(f"BUILD may only set the state of an OrderedDict or Counter, got {type(inst).__name__}")
     if isinstance(state, tuple) and len(state) == 2 and state[1] is None:
@@ -186,6 +209,26 @@ def _build(self):
     if type(state) is not dict or not all(type(k) is str and not k.startswith("__") for k in state):
         raise UnpicklingError("BUILD state must be a dict of plain attribute names")
     inst.__dict__.update(state)
+
+
+def _build_allowed(inst, state) -> None:
+    # An instance of a class the user allowed: its own __setstate__, else its attributes.
+    setstate = getattr(type(inst), "__setstate__", None)
+    if setstate is not None and setstate is not getattr(object, "__setstate__", None):
+        inst.__setstate__(state)
+        return
+    slots = None
+    if isinstance(state, tuple) and len(state) == 2:
+        state, slots = state
+    if state:
+        if type(state) is not dict or not all(type(k) is str for k in state):
+            raise UnpicklingError("BUILD state must be a dict of attribute names")
+        inst.__dict__.update(state)
+    if slots:
+        if type(slots) is not dict:
+            raise UnpicklingError("BUILD slot state must be a dict")
+        for key, value in slots.items():
+            setattr(inst, key, value)
 
 
 def _persid(self):
