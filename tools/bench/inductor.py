@@ -12,8 +12,10 @@ The MLP block (GPT's, C=384, on 2048 rows) is timed forward, and forward+backwar
 returns a loss is compiled, and ``loss.backward()`` is part of each timed call.
 Reported: Ember's time, PyTorch's, their ratio (target: at most 1.0), and the cold compile of each
 (first call less a warm call; Ember's kernels may come from its disk cache, say ``EMBER_CACHE_DIR``
-to an empty folder for a truly cold start). Asserts nothing; the timings are only as quiet as the
-machine.
+to an empty folder for a truly cold start). A second table (``_inductor_models.py``) runs whole
+models: a GPT block forward and forward+backward, a small CNN forward+backward, 50 small ops on 8x8
+tensors, with compile, warm-start and Ember eager times. ``--only GPT,CNN`` picks cases by name.
+Asserts nothing; the timings are only as quiet as the machine.
 """
 
 from __future__ import annotations
@@ -29,6 +31,10 @@ def _parse() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument(
+        "--only", default="", help="run only the cases whose name contains one of these (comma-separated)"
+    )
+    parser.add_argument("--warm-start", default=None, help=argparse.SUPPRESS)  # internal: one warm-start run
     return parser.parse_args()
 
 
@@ -119,6 +125,8 @@ def main() -> None:
     print(f"{'case':<22} {'ember':>10} {'torch':>10} {'ratio':>6}   {'compile':>9} {'torch':>9} {'ratio':>6}")
     rng = np.random.default_rng(0)
     for name, (build, shapes) in CASES.items():
+        if not any(part in name for part in ARGS.only.split(",")):
+            continue
         arrays = [rng.standard_normal(s).astype("float32") for s in shapes]
         ours = ember.compile(build(ember), backend="inductor")
         theirs = torch.compile(build(torch), backend="inductor")
@@ -192,5 +200,14 @@ def gemm_max_autotune() -> None:
 
 
 if __name__ == "__main__":
-    main()
-    gemm_max_autotune()
+    if ARGS.warm_start is not None:
+        from _inductor_models import warm_start_main
+
+        warm_start_main(ARGS)
+    else:
+        main()
+        if any(part in "GEMM 512^3 autotune" for part in ARGS.only.split(",")):
+            gemm_max_autotune()
+        from _inductor_models import models_main
+
+        models_main(ARGS)

@@ -19,7 +19,7 @@ from ember.aot.aot_autograd import aot_function
 from ember.aot.backends import core_decompositions
 from ember.dynamo.testing import CompileCounterWithBackend
 from ember.inductor import cpp_builder
-from ember.inductor.wrapper import KernelStep
+from ember.inductor.wrapper_steps import KernelStep
 
 compile_fx_module = sys.modules["ember.inductor.compile_fx"]  # the module (the package exports the function)
 

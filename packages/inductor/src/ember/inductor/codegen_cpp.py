@@ -29,6 +29,7 @@ from typing import Any
 import sympy
 
 from ember.inductor import config
+from ember.inductor.codegen_cpp_columns import column_reduction
 from ember.inductor.cpp_ops import PRELUDE, REDUCTION_COMBINE, CppOverrides, acc_init, cexpr, storage_ctype
 from ember.inductor.ir import Buffer, ComputedBuffer, index_symbols
 from ember.inductor.runtime.parallel import KERNEL_PRELUDE
@@ -348,6 +349,12 @@ def group_kernel(
         t = storage_ctype(buffers[n].dtype)
         decls.append(f"{const}{t}* __restrict__ a{i} = ({const}{t}*)args[{i}];  // {n}")
     lines.extend("  " + d for d in decls)
+    # column reductions that a lone tiled loop does not take (groups, several reduced dims): interchanged
+    column = None if _tiled(group, buffers) else column_reduction(group, arg_of, dtype_of, decls)
+    if column is not None:
+        return KernelSpec(
+            name, "\n".join([*lines, *column, "  return 0;", "}"]), args, checked, outputs, tuple(symbols)
+        )
     work = _largest(
         [math.prod(node.buffer.size[node.split :]) * math.prod(node.buffer.reduction_size) for node in group.nodes]
     )

@@ -6,8 +6,12 @@ The pipeline, in order (each step a function of the one before):
     remove_dead             buffers nothing reads
     schedule                fused groups and extern calls (scheduler.py)
     group_kernel            one C++ kernel per group (codegen_cpp.py)
-    cpp_builder.load        compile (or take from the disk cache) and load
-    CompiledGraph           the wrapper that runs the steps (wrapper.py)
+    compile_workers         compile in parallel (or take from the disk cache) and load
+    CompiledGraph           the generated wrapper (wrapper.py), or StepGraph (wrapper_steps.py) for
+                            symbolic sizes, scans, random state, stores into inputs and the check mode
+
+A whole compiled graph of the generated wrapper is kept on disk (fx_graph_cache.py): a warm start
+loads it and skips every step above.
 """
 
 from __future__ import annotations
@@ -19,36 +23,69 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ember.inductor import config, cpp_builder
+from ember.core.dispatch import OpOverload
+from ember.inductor import compile_workers, config, cpp_builder, fx_graph_cache
 from ember.inductor.codegen_cpp import group_kernel, module_source
 from ember.inductor.combo import combo_kernel, local_buffers
-from ember.inductor.graph import GraphLowering
+from ember.inductor.graph import GraphLowering, _is_static
+from ember.inductor.inplace import MutationBuffer
 from ember.inductor.ir import AliasBuffer, Buffer, ComputedBuffer, ExternBuffer, InputBuffer, MultiOutput, SizeInput
 from ember.inductor.lowering_random import RngGraph, as_rng_tensor, rng_inputs
 from ember.inductor.lowering_scan import GeneratedKernel
 from ember.inductor.scheduler import FusedGroup, extern_reads, remove_dead, schedule
 from ember.inductor.size_binding import SizeAssumptionError, SizeBinder
 from ember.inductor.sizevars import size_symbols
-from ember.inductor.wrapper import AliasStep, CompiledGraph, ExternStep, KernelStep, MultiOutputStep
+from ember.inductor.wrapper import (
+    AliasStep,
+    CompiledGraph,
+    ExternStep,
+    InputSpec,
+    KernelStep,
+    MultiOutputStep,
+    Plan,
+    Ref,
+)
+from ember.inductor.wrapper_steps import StepGraph
 from ember.logs import get_artifact_logger
 
 log = logging.getLogger(__name__)
 output_code_log = get_artifact_logger(__name__, "output_code")
 schedule_log = get_artifact_logger(__name__, "schedule")
+perf_log = get_artifact_logger(__name__, "perf_hints")
 
 
-def compile_fx_inner(gm: Any, example_inputs: list) -> CompiledGraph | RngGraph:
-    """One functional graph of core ops compiled to C++ kernels and a wrapper (a boxed callable)."""
+def compile_fx_inner(gm: Any, example_inputs: list, *, check: bool = False) -> CompiledGraph | StepGraph | RngGraph:
+    """One functional graph of core ops compiled to C++ kernels and a wrapper (a boxed callable).
+
+    The generated wrapper (``wrapper.py``: memory planning, the graph cache, kernels built in parallel)
+    runs graphs of static sizes whose steps are kernels and eager ops; the step wrapper
+    (``wrapper_steps.py``) runs the rest: symbolic sizes, scans' generated kernels, random state, stores
+    into inputs, and the check mode (``check``: every value an output, compared by ``check.py``)."""
     start = time.perf_counter()
     # the Philox seed and offset ints of AOT autograd's random ops travel as one-element buffers
     rng_in, rng_out = rng_inputs(gm)
     if rng_in:
         example_inputs = [as_rng_tensor(a) if i in rng_in else a for i, a in enumerate(example_inputs)]
+    # cached: what the generated wrapper runs (symbolic sizes and random state never reach it), and not
+    # the check mode, freezing or max-autotune (its choices live in the autotune cache, measured here)
+    autotuned = config.max_autotune or config.max_autotune_gemm
+    cacheable = config.fx_graph_cache and not (check or config.freezing or autotuned or rng_in or rng_out)
+    cacheable = cacheable and all(_is_static(a) for a in example_inputs)
+    key = fx_graph_cache.graph_key(gm, example_inputs) if cacheable else None
+    plan = fx_graph_cache.load(key) if key is not None else None
+    if plan is not None:
+        compiled = CompiledGraph(plan, compile_workers.load_all(_libraries(plan)))
+        for hint in plan.hints:
+            perf_log.info("%s", hint)
+        _log_code(gm, compiled.source, compiled.wrapper_source)
+        log.info("loaded a compiled graph of %d kernels in %.3fs", compiled.kernel_count, time.perf_counter() - start)
+        return compiled
     graph = GraphLowering(gm, example_inputs)
     graph.run()
     out_names = {o.name for o in graph.outputs if isinstance(o, Buffer)}
     live = remove_dead([b for b in graph.buffers if not isinstance(b, InputBuffer)], out_names)
     steps = _combine(schedule(live))
+    lowered = time.perf_counter()
     external = {b.name for b in graph.buffers if not isinstance(b, ComputedBuffer)}
     binder = _binder(graph)
     symbols = tuple(binder.symbols) if binder is not None else ()
@@ -65,6 +102,86 @@ def compile_fx_inner(gm: Any, example_inputs: list) -> CompiledGraph | RngGraph:
             kernels.append(group_kernel(step, f"kernel{len(kernels)}", graph.name_to_buffer, external, symbols))
     # scans and other kernels generated for one node, called as extern ops: their source joins the module
     generated = [b.op for b in live if isinstance(b, ExternBuffer) and isinstance(b.op, GeneratedKernel)]
+    in_place = any(isinstance(b, MutationBuffer) for b in live)
+    if check or binder is not None or generated or in_place or rng_in or rng_out:
+        compiled = _step_graph(gm, graph, steps, kernels, generated, binder)
+        log.info("compiled a graph into %d kernels in %.2fs", len(kernels), time.perf_counter() - start)
+        return RngGraph(compiled, rng_in, rng_out) if rng_in or rng_out else compiled
+    source = module_source(kernels) if kernels else ""
+    generated_at = time.perf_counter()
+    library_of = compile_workers.build_all(kernels)
+    built = time.perf_counter()
+    plan = _plan(graph, steps, kernels, library_of, source)
+    compiled = CompiledGraph(plan, compile_workers.load_all(set(library_of.values())))
+    if key is not None:
+        fx_graph_cache.store(key, plan)
+    _log_code(gm, compiled.source, compiled.wrapper_source)
+    log.info(
+        "compiled a graph into %d kernels in %.2fs (lowering and scheduling %.2fs, C++ generation %.2fs, "
+        "compiler %.2fs, wrapper %.2fs)", len(kernels), time.perf_counter() - start, lowered - start,
+        generated_at - lowered, built - generated_at, time.perf_counter() - built,
+    )  # fmt: skip
+    return compiled
+
+
+def _log_code(gm: Any, source: str, wrapper_source: str) -> None:
+    if schedule_log.isEnabledFor(logging.INFO):
+        schedule_log.info("schedule of %s:\n%s", gm.__class__.__name__, wrapper_source)
+    if output_code_log.isEnabledFor(logging.INFO):
+        output_code_log.info("Output code:\n%s\n# wrapper:\n%s", source, wrapper_source)
+
+
+def _libraries(plan: Plan) -> set[str]:
+    return {s.library for s in plan.steps if isinstance(s, KernelStep)}
+
+
+def _layout(buf: Buffer) -> tuple | None:
+    return (buf.layout.size, buf.layout.stride) if buf.dtype is not None else None
+
+
+def _ref(a: Any) -> Any:
+    if isinstance(a, Buffer):
+        return Ref(a.name)
+    if isinstance(a, list | tuple):
+        return type(a)(_ref(x) for x in a)
+    return a
+
+
+def _plan(graph: GraphLowering, steps: list, kernels: list, library_of: dict[str, str], source: str) -> Plan:
+    """The generated wrapper's plan: the scheduled steps as plain data."""
+    buffers = graph.name_to_buffer
+    specs = iter(kernels)
+    out: list = []
+    for step in steps:
+        if isinstance(step, FusedGroup | list):
+            spec = next(specs)
+            outputs = {n: (buffers[n].layout.size, buffers[n].layout.stride, buffers[n].dtype) for n in spec.outputs}
+            layouts = [(buffers[n].layout.size, buffers[n].layout.stride) for n in spec.checked]
+            out.append(KernelStep(spec.name, library_of[spec.name], spec.args, outputs, spec.checked, layouts))
+        elif isinstance(step, AliasBuffer):
+            out.append(AliasStep(step.name, step.source.name, step.layout.size, step.layout.stride, step.offset_delta))
+        elif isinstance(step, MultiOutput):
+            out.append(MultiOutputStep(step.name, step.source.name, step.index, _layout(step)))
+        elif isinstance(step, ExternBuffer):
+            op = str(step.op) if isinstance(step.op, OpOverload) else step.op
+            kwargs = {k: _ref(v) for k, v in step.kwargs.items()}
+            out.append(ExternStep(step.name, op, _ref(step.args), kwargs, step.reason, _layout(step)))
+    inputs = [
+        InputSpec(b.name, b.layout.size, b.layout.stride, b.dtype) if isinstance(b, InputBuffer) else b
+        for b in graph.inputs
+    ]
+    outputs = [Ref(o.name) if isinstance(o, Buffer) else o for o in graph.outputs]
+    lowered = {str(op) for op in graph.lowered}
+    return Plan(inputs, out, outputs, source, config.memory_planning, lowered, list(graph.fallbacks), graph.hints)
+
+
+def _step_graph(
+    gm: Any, graph: GraphLowering, steps: list, kernels: list, generated: list, binder: SizeBinder | None
+) -> StepGraph:
+    """The step wrapper: one library of the kernels and the generated kernels, steps run in turn."""
+    from ember.inductor import wrapper_steps as ws
+
+    symbols = tuple(binder.symbols) if binder is not None else ()
     source = module_source([*kernels, *generated]) if kernels or generated else ""
     lib = cpp_builder.load(source) if source else None
     for g in generated:
@@ -78,29 +195,25 @@ def compile_fx_inner(gm: Any, example_inputs: list) -> CompiledGraph | RngGraph:
             fn = getattr(lib, spec.name)
             fn.argtypes = (ctypes.c_void_p, ctypes.c_void_p)
             fn.restype = ctypes.c_int
-            run_steps.append(KernelStep(spec, fn, graph.name_to_buffer))
+            run_steps.append(ws.KernelStep(spec, fn, graph.name_to_buffer))
             inputs = spec.args[: len(spec.args) - len(spec.outputs)]
             lines.append(f"{', '.join(spec.outputs) or 'None'} = {spec.name}({', '.join(inputs)})")
         elif isinstance(step, AliasBuffer):
-            run_steps.append(AliasStep(step, symbols))
+            run_steps.append(ws.AliasStep(step, symbols))
             lines.append(f"{step.name} = {step.source.name}.as_strided({step.layout.size}, {step.layout.stride})")
         elif isinstance(step, MultiOutput):
-            run_steps.append(MultiOutputStep(step))
+            run_steps.append(ws.MultiOutputStep(step, symbols))
             lines.append(f"{step.name} = {step.source.name}[{step.index}]")
         elif isinstance(step, ExternBuffer):
-            run_steps.append(ExternStep(step, symbols))
+            run_steps.append(ws.ExternStep(step, symbols))
             lines.append(f"{step.name} = {step.op}(...)  # extern: {step.reason}")
     if binder is not None:
         lines.insert(0, "size symbols bound from the inputs by:\n" + binder.source.rstrip())
-    if schedule_log.isEnabledFor(logging.INFO):
-        schedule_log.info("schedule of %s:\n%s", gm.__class__.__name__, "\n".join(lines))
-    if output_code_log.isEnabledFor(logging.INFO):
-        outs = ", ".join(o.name if isinstance(o, Buffer) else repr(o) for o in graph.outputs)
-        output_code_log.info("Output code:\n%s\n// wrapper:\n// %s\n// return %s", source, "\n// ".join(lines), outs)
-    log.info("compiled a graph into %d kernels in %.2fs", len(kernels), time.perf_counter() - start)
-    compiled = CompiledGraph(graph.inputs, run_steps, graph.outputs, source, binder)
+    outs = ", ".join(o.name if isinstance(o, Buffer) else repr(o) for o in graph.outputs)
+    _log_code(gm, source, "\n".join(lines) + f"\nreturn {outs}")
+    compiled = StepGraph(graph.inputs, run_steps, graph.outputs, source, binder)
     compiled.lowered, compiled.fallbacks = graph.lowered, graph.fallbacks
-    return RngGraph(compiled, rng_in, rng_out) if rng_in or rng_out else compiled
+    return compiled
 
 
 def _binder(graph: GraphLowering) -> SizeBinder | None:
@@ -263,7 +376,6 @@ def compile_fx(
     compiled to C++ kernels (parallel loops on the runtime pool). A graph with symbolic sizes gets kernels that serve every size of
     its dynamic dimensions; other graphs are specialized on the sizes of ``example_inputs``."""
     from ember.aot.aot_autograd import aot_module_simplified
-    from ember.aot.backends import core_decompositions
     from ember.autograd import is_grad_enabled
 
     _check_options(mode, options)
@@ -272,9 +384,11 @@ def compile_fx(
     if check:
         from ember.inductor.check import compile_checked, with_user_frames
 
-        inner = functools.partial(compile_checked, compile_fx_inner)
+        inner = functools.partial(compile_checked, functools.partial(compile_fx_inner, check=True))
     if mode in _AUTOTUNE_MODES or any((options or {}).get(k) for k in ("max_autotune", "max_autotune_gemm")):
         inner = _autotuned(inner)
+
+    decompositions = _inductor_decompositions()
 
     def compile_one(gm: Any, inputs: list) -> Callable:
         if check:
@@ -282,10 +396,10 @@ def compile_fx(
         if config.freezing and not is_grad_enabled():
             from ember.inductor.freezing import compile_frozen
 
-            return compile_frozen(gm, inputs, inner, core_decompositions())
+            return compile_frozen(gm, inputs, inner, decompositions)
         # input mutations stay in the graph (copy_ at its end): they become in-place stores (inplace.py)
         return aot_module_simplified(
-            gm, inputs, fw_compiler=inner, bw_compiler=inner, decompositions=core_decompositions(),
+            gm, inputs, fw_compiler=inner, bw_compiler=inner, decompositions=decompositions,
             keep_inference_input_mutations=not check,
         )  # fmt: skip
 
@@ -295,3 +409,23 @@ def compile_fx(
 
 
 inductor = compile_fx
+
+
+def _attention_ops() -> list:
+    from ember.core import ops
+
+    names = ("_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_flash_attention_for_cpu_backward")
+    return [getattr(ops.aten, n).default for n in names if hasattr(ops.aten, n)]
+
+
+_EXTERN_ATTENTION = _attention_ops()
+
+
+def _inductor_decompositions() -> dict:
+    """The core decompositions, less attention's: it stays one extern call of the flash kernel."""
+    from ember.aot.backends import core_decompositions
+
+    table = core_decompositions()
+    for op in _EXTERN_ATTENTION:
+        table.pop(op, None)
+    return table

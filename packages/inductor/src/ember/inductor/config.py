@@ -58,6 +58,16 @@ fallback_random = False
 # not noticed, as in PyTorch: compile again after changing weights.
 freezing = False
 
+# Compiler processes run at once for one graph's kernels (None: one per CPU this process may use).
+compile_threads: int | None = None
+# A buffer whose last reader has run gives its storage to a later buffer of the same size and dtype.
+memory_planning = True
+# Whole compiled graphs (the wrapper's plan) kept on disk beside the kernels: a warm start skips
+# lowering, code generation and the compiler.
+fx_graph_cache = os.environ.get("EMBER_INDUCTOR_FX_GRAPH_CACHE", "1") != "0"
+# Small internal buffers (not returned) a compiled graph allocates once and keeps between calls, at
+# most this many bytes per graph: calls of graphs of small ops then allocate only their outputs.
+wrapper_arena_bytes = 1 << 20
 # GEMMs (mm, addmm, bmm) chosen by measurement among eager's BLAS and the generated C++ template's
 # blockings (autotune.py); ``ember.compile(..., mode="max-autotune")`` turns it on for one compile.
 max_autotune = False

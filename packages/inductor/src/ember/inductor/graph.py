@@ -49,6 +49,8 @@ _EXTERN_KIND = {
     "addmm": "a GEMM",
     "convolution": "a convolution",
     "_scaled_dot_product_flash_attention_for_cpu": "attention",
+    "_scaled_dot_product_flash_attention_for_cpu_backward": "attention's backward",
+    "convolution_backward": "a convolution's backward",
 }
 
 
@@ -87,6 +89,7 @@ class GraphLowering:
         self.outputs: list[Any] = []
         self.fallbacks: list[tuple[str, str]] = []
         self.lowered: set[Any] = set()
+        self.hints: list[str] = []  # the perf hints logged, which a warm start logs again
         self.current: Any = None
         self.mutations: list[tuple[InputBuffer, TensorBox]] = []  # copy_ onto inputs, lowered last (inplace.py)
         self.shape_env: Any = None  # of the symbolic sizes, if any
@@ -158,7 +161,7 @@ class GraphLowering:
     def _fallback(self, node: Any, args: tuple, kwargs: dict, reason: str) -> Any:
         def buffers_of(a):
             if isinstance(a, TensorBox):
-                return self.realize(a)
+                return self._strided_view(a) or self.realize(a)
             if isinstance(a, list | tuple):
                 return type(a)(buffers_of(x) for x in a)
             return a
@@ -166,7 +169,8 @@ class GraphLowering:
         args, kwargs = buffers_of(args), {k: buffers_of(v) for k, v in kwargs.items()}
         val = node.meta.get("val")
         self.fallbacks.append((str(node.target), reason))
-        perf_log.info("%s (%s) runs as an extern call of its eager kernel: %s", node.name, node.target, reason)
+        self.hints.append(f"{node.name} ({node.target}) runs as an extern call of its eager kernel: {reason}")
+        perf_log.info("%s", self.hints[-1])
         origin = [f"{node.name} = {node.target}"]
         if _is_tensor(val):
             buf = ExternBuffer(f"buf{len(self.buffers)}", val.dtype, _dense_layout_of_extern(val), node.target, args,
@@ -266,6 +270,8 @@ class GraphLowering:
                     alias = self._input_alias(o, v)
                     if alias is not None:
                         self.outputs.append(self._register(alias))
+                    elif isinstance(o, TensorBox) and (view := self._output_view(o, v)) is not None:
+                        self.outputs.append(view)  # a view of a buffer, as eager returns it
                     elif isinstance(o, TensorBox):
                         layout = _dense_layout(v) if _is_tensor(v) else None
                         if o.buffer is not None and not isinstance(o.buffer, ComputedBuffer):
@@ -305,6 +311,46 @@ class GraphLowering:
             return None
         layout = Layout(shape, stride, 0)
         return AliasBuffer(f"buf{len(self.buffers)}", val.dtype, layout, source, delta)
+
+    def _strided_view(self, box: TensorBox) -> AliasBuffer | None:
+        """``box`` as a strided view of the one buffer it reads, when it is one (a permuted or sliced
+        weight going into a GEMM): the extern call gets the view, not a copy."""
+        if box.buffer is not None or not box.size:
+            return None
+        probe = _ViewProbe()
+        symbols = list(index_symbols("x", len(box.size)))
+        with set_ops_handler(probe):
+            result = box.loader(symbols)
+        if probe.count != 1 or not isinstance(result, tuple) or result[1] not in self.name_to_buffer:
+            return None
+        source, expr = self.name_to_buffer[result[1]], sympy.expand(result[2])
+        if source.dtype != box.dtype or source.layout.offset != 0 or not expr.is_polynomial(*symbols):
+            return None
+        strides = []
+        for sym, n in zip(symbols, box.size, strict=True):
+            c = expr.coeff(sym)
+            if not c.is_Integer or int(c) < 0 or (n != 1 and sympy.Poly(expr, sym).degree() > 1):
+                return None
+            strides.append(int(c))
+        offset = expr.subs({sym: 0 for sym in symbols})
+        if not offset.is_Integer or int(offset) < 0:
+            return None
+        layout = Layout(tuple(box.size), tuple(strides), 0)
+        return self._register(AliasBuffer(f"buf{len(self.buffers)}", box.dtype, layout, source, int(offset)))
+
+    def _output_view(self, box: TensorBox, val: Any) -> AliasBuffer | None:
+        """An output that eager returns as a view with gaps (a head of a fused projection, saved for
+        the backward): the same view of the buffer, not a copy, so the backward gets the strides it
+        was traced with."""
+        if box.buffer is not None or not _is_tensor(val) or _dense_layout(val).stride == as_expr(tuple(val.stride())):
+            return None
+        view = self._strided_view(box)
+        if view is None or not view.layout.same_as(Layout(as_expr(tuple(val.shape)), as_expr(tuple(val.stride())))):
+            if view is not None:
+                self.buffers.remove(view)
+                del self.name_to_buffer[view.name]
+            return None
+        return view
 
     def _set_origins(self, node: Any, result: Any) -> None:
         for r in result if isinstance(result, tuple) else (result,):

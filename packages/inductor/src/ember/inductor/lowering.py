@@ -696,3 +696,5 @@ install_pointwise()
 from ember.inductor import lowering_gemm, lowering_random, lowering_scan  # noqa: E402, F401
 
 __all__ = ["LOWERINGS", "ComputedBuffer", "install_pointwise", "register"]
+
+from ember.inductor import lowering_nn  # noqa: E402, F401  (registers the nn ops' lowerings)
