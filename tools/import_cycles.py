@@ -28,10 +28,17 @@ KNOWN: list[frozenset[str]] = [
         "ember.autograd._function_node ember.autograd.function",
         # The package's __init__ installs what its modules use; func and autograd reach each other lazily.
         "ember.autograd ember.autograd._forward_dispatch ember.autograd._forward_rules ember.autograd.describe "
-        "ember.autograd.forward_ad ember.autograd.functional_api ember.autograd.gradcheck "
+        "ember.autograd.forward_ad ember.autograd.functional ember.autograd.functional_api ember.autograd.gradcheck "
         "ember.autograd.tensor_methods ember.func ember.func._vmap ember.func._vmap.api "
         "ember.func._vmap.autograd_function ember.func.transforms",
         "ember.nn.modules.module ember.nn.modules.module_state",
+        # Sparse tensors: the subclass dispatches each op to its kernel table, and the kernels make
+        # sparse tensors of their results.
+        "ember.core.aten.sparse.coo_ops ember.core.sparse.api ember.core.sparse.construct ember.core.sparse.coo "
+        "ember.core.sparse.kernels ember.core.sparse.pointwise ember.core.sparse.products ember.core.sparse.structure",
+        # The kernels' thread pool is a library the builder builds, and the builder attaches every kernel
+        # library it loads to the pool.
+        "ember.inductor.cpp_builder ember.inductor.runtime.parallel",
         # Fake tensors: the mode runs each op through its implementation modules, which make fake
         # tensors of that mode (PyTorch keeps the same knot inside one file).
         "ember._subclasses.fake_converter ember._subclasses.fake_dynamic ember._subclasses.fake_impls "

@@ -35,8 +35,9 @@ from ember.inductor.ir import (
     contiguous_strides,
     index_symbols,
 )
+from ember.inductor.layouts import _dense_layout, _dense_layout_of_extern, _hint  # noqa: F401
 from ember.inductor.lowering import LOWERINGS
-from ember.inductor.sizevars import FloatSize, as_expr, float_size, is_symbolic, shape_env_of, statically_equal
+from ember.inductor.sizevars import FloatSize, as_expr, float_size, is_symbolic, shape_env_of
 from ember.inductor.virtualized import CountHandler, set_ops_handler
 from ember.logs import get_artifact_logger
 
@@ -56,27 +57,6 @@ _EXTERN_KIND = {
 
 def _is_tensor(v: Any) -> bool:
     return isinstance(v, Tensor)
-
-
-def _hint(value: Any) -> int:
-    """A size's value at trace time (a ``SymInt``'s hint)."""
-    node = getattr(value, "node", None)
-    return int(node.hint) if node is not None and getattr(node, "hint", None) is not None else int(value)
-
-
-def _dense_layout(val: Tensor) -> Layout:
-    """The layout eager gives ``val`` when it is dense and non-overlapping, else a contiguous one."""
-    size, stride = as_expr(tuple(val.shape)), as_expr(tuple(val.stride()))
-    # strides ordered by their values at trace time; density must hold for every size
-    dims = sorted(
-        ((_hint(h), s, n) for h, s, n in zip(val.stride(), stride, size, strict=True) if n != 1), key=lambda t: t[0]
-    )
-    expected = 1
-    for _, s, n in dims:
-        if not statically_equal(s, expected):
-            return Layout(size, contiguous_strides(size))
-        expected = expected * n
-    return Layout(size, stride)
 
 
 class GraphLowering:
@@ -400,11 +380,6 @@ def _is_static(value: Any) -> bool:
     if _is_tensor(value):
         return all(type(s) is int for s in (*value.shape, *value.stride()))
     return type(value).__name__ not in ("SymInt", "SymFloat", "SymBool")
-
-
-def _dense_layout_of_extern(val: Tensor) -> Layout:
-    # the wrapper passes an extern result's data pointer (its offset included): offset 0 here
-    return Layout(as_expr(tuple(val.shape)), as_expr(tuple(val.stride())))
 
 
 def _map(a: Any, env: dict) -> Any:

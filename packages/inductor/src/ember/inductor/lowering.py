@@ -692,9 +692,6 @@ def layout_for(size: tuple[int, ...]) -> Layout:
 
 install_pointwise()
 
-# lowerings kept in modules of their own register themselves when imported
-from ember.inductor import lowering_gemm, lowering_random, lowering_scan  # noqa: E402, F401
+# Lowerings kept in modules of their own register themselves when imported; graph.py imports them.
 
 __all__ = ["LOWERINGS", "ComputedBuffer", "install_pointwise", "register"]
-
-from ember.inductor import lowering_nn  # noqa: E402, F401  (registers the nn ops' lowerings)

@@ -37,10 +37,13 @@ from ember.inductor import config
 from ember.inductor.ir import ExternBuffer, Layout, MultiOutput, TensorBox, contiguous_strides, numel
 from ember.inductor.lowering import LOWERINGS, as_loader, compute_dtype, make_box
 from ember.inductor.virtualized import ops
+from ember.logs import get_artifact_logger
 
 _HALF_BITS = {D.float16: 11, D.bfloat16: 8}
 _MASK = (1 << 64) - 1
 _FLOATS = (D.float32, D.float16, D.bfloat16)
+
+perf_log = get_artifact_logger(__name__, "perf_hints")
 
 
 @dataclass
@@ -235,7 +238,7 @@ def lower_philox_call(ctx, seed, offset, op, *args, **kwargs):
 
 
 def _eager_draw(ctx, rng: Rng, op, args, kwargs, reason: str):
-    from ember.inductor.graph import _dense_layout_of_extern, perf_log
+    from ember.inductor.layouts import _dense_layout_of_extern
 
     node = ctx.current
     val = node.meta.get("val")[0]

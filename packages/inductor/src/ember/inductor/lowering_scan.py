@@ -169,7 +169,7 @@ def _scan(ctx, x: TensorBox, dim: int, scan: str, out_dtypes: list[Any]) -> Any:
 
 
 def _layout_of(val: Any) -> Layout:
-    from ember.inductor.graph import _dense_layout
+    from ember.inductor.layouts import _dense_layout
 
     if val is None:
         raise NotImplementedError("a scan node without a meta value")
