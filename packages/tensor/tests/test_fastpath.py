@@ -102,6 +102,8 @@ CALLS = [
     ("view negative", lambda t: t.view(-2, 12)),
     ("view empty", lambda t: t.view(0, -1)),
     ("view()", lambda t: t.view()),
+    ("view past the C range", lambda t: t.view(2**62, 4, -1)),
+    ("view dtype", lambda t: t.view(ember.int32) if t.dtype.itemsize == 4 else t.view(ember.int64)),
     ("view op", lambda t: views.view(t, (t.numel(),))),
     ("transpose", lambda t: t.transpose(0, -1)),
     ("transpose out of range", lambda t: t.transpose(0, 5)),
@@ -118,6 +120,8 @@ CALLS = [
     ("slice op negative bounds", lambda t: views.slice_(t, 0, -5, -1)),
     ("slice op past the end", lambda t: views.slice_(t, 0, 7, 9)),
     ("slice op bad step", lambda t: views.slice_(t, 0, 0, 1, 0)),
+    ("slice op huge step", lambda t: views.slice_(t, 0, 0, None, 2**40)),
+    ("slice op huge bounds", lambda t: views.slice_(t, 0, -(2**70), 2**63)),
 ]
 
 INDICES = [
@@ -136,6 +140,8 @@ INDICES = [
     True,
     (slice(None, None, -1),),
     (slice(0.5, 2),),
+    (slice(None, None, 2**40),),
+    (slice(-(2**63), 2**63 - 1),),
     "a",
 ]
 

@@ -12,9 +12,12 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <limits.h>
 #include <structmember.h>
 
 #define MAXDIM 64
+// Larger slice steps go to Python, whose ints cannot overflow (stride * step, end - start + step).
+#define MAXSTEP (1LL << 32)
 
 static PyTypeObject *Tensor_type, *Storage_type, *ndarray_type;
 static PyObject *ViewRefs_type, *flags, *MISS, *py_make_view;
@@ -295,6 +298,8 @@ static PyObject *fp_view(PyObject *self, PyObject *const *args, Py_ssize_t nargs
             infer = i;
         } else if (shape[i] < 0) {
             DECLINE;
+        } else if (shape[i] != 0 && known > LLONG_MAX / shape[i]) {
+            DECLINE;  // sizes past the C range: Python's error
         } else {
             known *= shape[i];
         }
@@ -407,7 +412,7 @@ static PyObject *fp_slice(PyObject *self, PyObject *const *args, Py_ssize_t narg
     if (nargs > 2 && (has_start = optional_ll(args[2], &start)) < 0) DECLINE;
     if (nargs > 3 && (has_end = optional_ll(args[3], &end)) < 0) DECLINE;
     if (nargs > 4 && !as_ll(args[4], &step)) DECLINE;
-    if (m.ndim == 0 || step <= 0 || !wrap_dim(dim, m.ndim, &d)) DECLINE;
+    if (m.ndim == 0 || step <= 0 || step > MAXSTEP || !wrap_dim(dim, m.ndim, &d)) DECLINE;
     do_slice(&m, d, has_start, start, has_end, end, step);
     return view_of(args[0], m.shape, m.stride, m.ndim, m.offset);
 }
@@ -479,13 +484,13 @@ static PyObject *first_tensor(PyObject *args, PyObject *kwargs) {
 static PyObject *fp_call(PyObject *self, PyObject *const *argv, Py_ssize_t nargs) {
     if (Tensor_type == NULL || nargs != 3 || !PyTuple_CheckExact(argv[1])) return Py_NewRef(MISS);
     PyObject *op = argv[0], *args = argv[1], *kwargs = argv[2];
+    if (kwargs != Py_None && !PyDict_CheckExact(kwargs)) return Py_NewRef(MISS);
     int on = flag(s_slow);
     if (on) return on < 0 ? NULL : Py_NewRef(MISS);
     if ((on = any_requires_grad(&PyTuple_GET_ITEM(args, 0), PyTuple_GET_SIZE(args), 1))) {
         return on < 0 ? NULL : Py_NewRef(MISS);
     }
     if (kwargs != Py_None && PyDict_GET_SIZE(kwargs)) {
-        if (!PyDict_CheckExact(kwargs)) return Py_NewRef(MISS);
         Py_ssize_t pos = 0;
         PyObject *key, *value;
         while (PyDict_Next(kwargs, &pos, &key, &value)) {
@@ -584,7 +589,7 @@ static PyObject *fp_getitem(PyObject *self, PyObject *const *args, Py_ssize_t na
             long long start = 0, stop = 0, step = 1;
             int has_start = optional_ll(s->start, &start), has_stop = optional_ll(s->stop, &stop);
             int has_step = optional_ll(s->step, &step);
-            if (has_start < 0 || has_stop < 0 || has_step < 0 || step <= 0) DECLINE;
+            if (has_start < 0 || has_stop < 0 || has_step < 0 || step <= 0 || step > MAXSTEP) DECLINE;
             if (has_start || has_stop || has_step) do_slice(&m, dim, has_start, start, has_stop, stop, step);
             dim++;
         } else if (as_ll(item, &v)) {
