@@ -5,12 +5,7 @@ python demo/compile_demo.py
 
 from __future__ import annotations
 
-import os
 import time
-
-# The compiled kernels' OpenMP threads and NumPy's BLAS threads (the GEMMs between kernels) are two
-# pools on the same cores; with OpenMP's default active waiting they contend (packages/inductor/README.md).
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import ember as torch
 from ember._dynamo.testing import CompileCounter

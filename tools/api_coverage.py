@@ -6,7 +6,7 @@
 A namespace's public names are those of ``dir()`` without a leading underscore, less what a module
 merely imports (other packages' modules, ``typing`` helpers, the standard library). Names of the
 families Ember leaves out (``EXCLUDED``: quantized, sparse CSR/BSR/CSC/BSC, nested and jagged
-tensors, TorchScript/JIT, vendor devices other than CUDA) are counted apart and not in the
+tensors, TorchScript/JIT with its IR and type classes, vendor devices other than CUDA) are counted apart and not in the
 coverage. PyTorch must be installed (it is the reference); the measuring functions themselves take
 any two objects, so that they are tested without it.
 """
@@ -54,6 +54,15 @@ EXCLUDED: dict[str, str] = {
     "sparse CSR/BSR": r"(^|_)(csr|csc|bsr|bsc)(_|$)|sparse_compressed|crow_indices|ccol_indices|(^|_)(col|row)_indices",
     "nested": r"nested|jagged",
     "JIT": r"jit|(^|_)script|^fork$|^wait$|compiled_with_cxx11_abi|^classes$|^FileCheck$",
+    # TorchScript's IR (graphs, nodes, values), its type system and its executor, exported at the top level.
+    "TorchScript IR and types": r"(?-i:^(AliasDb|AnyType|ArgumentSpec|AwaitType|Block|BoolType|CallStack|Capsule|ClassType|"
+    r"Code|CompilationUnit|CompleteArgumentSpec|ComplexType|ConcreteModuleType|ConcreteModuleTypeBuilder|"
+    r"DeepCopyMemoTable|DeviceObjType|DictType|EnumType|ErrorReport|ExecutionPlan|FloatType|FutureType|Gradient|"
+    r"Graph|GraphExecutorState|IODescriptor|InferredType|IntType|InterfaceType|ListType|LiteScriptModule|"
+    r"LockingLogger|LoggerBase|NoneType|NoopLogger|NumberType|OptionalType|PyObjectType|RRefType|StaticModule|"
+    r"StreamObjType|StringType|SymBoolType|SymIntType|TensorType|TracingState|TupleType|Type|UnionType|Use|Value|"
+    r"Node|import_ir_module|import_ir_module_from_buffer|parse_ir|parse_type_comment|merge_type_from_type_comment|"
+    r"unify_type_list|ThroughputBenchmark|BenchmarkConfig|BenchmarkExecutionStats)$)",
     "vendor devices": r"(^|_)(xpu|mps|mtia|hpu|ipu|xla|vulkan|maia|miopen|mkldnn|cudnn|fbgemm|hip|rocm|nnpack|mkl)(_|$)",
 }
 _EXCLUDED_RE = {family: re.compile(pattern, re.IGNORECASE) for family, pattern in EXCLUDED.items()}

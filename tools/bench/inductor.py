@@ -4,8 +4,11 @@
 
 Both libraries on the CPU, float32, T threads each (2 by default: ``OMP_NUM_THREADS`` is set before
 either library loads, and ``torch.set_num_threads``). Cases: a pointwise chain over 4M elements,
-softmax 1024x1024, layer norm 4096x1024 (with weight and bias), sum over 4M. Each function is
+softmax 1024x1024, layer norm 4096x1024 (with weight and bias), sum over 4M; and AdamW's step over
+100 parameters (``compile(opt.step)``, with each library's eager step as well). Each function is
 compiled by both (``backend="inductor"``), run once to compile, then timed: the median of R calls.
+The MLP block (GPT's, C=384, on 2048 rows) is timed forward, and forward+backward: a function that
+returns a loss is compiled, and ``loss.backward()`` is part of each timed call.
 Reported: Ember's time, PyTorch's, their ratio (target: at most 1.0), and the cold compile of each
 (first call less a warm call; Ember's kernels may come from its disk cache, say ``EMBER_CACHE_DIR``
 to an empty folder for a truly cold start). Asserts nothing; the timings are only as quiet as the
@@ -60,11 +63,29 @@ def total(lib):
     return lambda x: x.sum()
 
 
+def mlp_block(lib):
+    """GPT's MLP (C=384): LayerNorm -> Linear(C, 4C) -> GELU -> Linear(4C, C), plus the residual."""
+    nn = lib.nn
+    lib.manual_seed(0)
+    ln, fc, proj = nn.LayerNorm(384), nn.Linear(384, 1536), nn.Linear(1536, 384)
+    return lambda x: x + proj(nn.functional.gelu(fc(ln(x))))
+
+
+def mlp_block_loss(lib):
+    block = mlp_block(lib)
+    return lambda x: block(x).mean()
+
+
+mlp_block_loss.backward = True  # timed as loss = f(x); loss.backward()
+
+
 CASES = {
     "pointwise chain 4M": (chain, [(4 * 1024 * 1024,)]),
     "softmax 1024x1024": (softmax, [(1024, 1024)]),
     "layer norm 4096x1024": (layer_norm, [(4096, 1024), (1024,), (1024,)]),
     "sum 4M": (total, [(4 * 1024 * 1024,)]),
+    "MLP block forward": (mlp_block, [(2048, 384)]),
+    "MLP block fwd+bwd": (mlp_block_loss, [(2048, 384)]),
 }
 
 
@@ -82,6 +103,15 @@ def _time(fn, args, rounds: int) -> tuple[float, float]:
     return max(first - median, 0.0), median
 
 
+def _measure(lib, fn, backward: bool, arrays: list) -> tuple[float, float]:
+    """``_time`` of ``fn`` without autograd, or, for a loss (``backward``), of ``fn(x).backward()``."""
+    args = [lib.tensor(a) for a in arrays]
+    if backward:
+        return _time(lambda *a: fn(*a).backward(), args, ARGS.rounds)
+    with lib.no_grad():
+        return _time(fn, args, ARGS.rounds)
+
+
 def main() -> None:
     torch.set_num_threads(ARGS.threads)
     print(f"threads: {ARGS.threads}, float32, median of {ARGS.rounds} calls", file=sys.stderr)
@@ -91,14 +121,47 @@ def main() -> None:
         arrays = [rng.standard_normal(s).astype("float32") for s in shapes]
         ours = ember.compile(build(ember), backend="inductor")
         theirs = torch.compile(build(torch), backend="inductor")
-        with ember.no_grad():
-            our_compile, our_time = _time(ours, [ember.tensor(a) for a in arrays], ARGS.rounds)
-        with torch.no_grad():
-            their_compile, their_time = _time(theirs, [torch.tensor(a) for a in arrays], ARGS.rounds)
+        our_compile, our_time = _measure(ember, ours, getattr(build, "backward", False), arrays)
+        their_compile, their_time = _measure(torch, theirs, getattr(build, "backward", False), arrays)
         print(
             f"{name:<22} {our_time * 1e3:>7.2f} ms {their_time * 1e3:>7.2f} ms {our_time / their_time:>6.2f}   "
             f"{our_compile:>7.2f} s {their_compile:>7.2f} s {our_compile / max(their_compile, 1e-9):>6.2f}"
         )
+
+    bench_adamw_step()
+
+
+def _adamw_params(lib, rng) -> list:
+    """100 parameters, as 50 Linear(256, 256) layers have them: 50 weights (256, 256), 50 biases (256,);
+    gradients set."""
+    params = []
+    for _ in range(50):
+        for shape in ((256, 256), (256,)):
+            p = lib.nn.Parameter(lib.tensor(rng.standard_normal(shape).astype("float32")))
+            p.grad = lib.tensor(rng.standard_normal(shape).astype("float32"))
+            params.append(p)
+    return params
+
+
+def bench_adamw_step() -> None:
+    """AdamW's ``step()`` over 100 parameters: compiled (``ember.compile(opt.step)``, against PyTorch's
+    ``torch.compile(opt.step)``), and each library's eager step (the default per-parameter loop on the CPU)."""
+    name = "AdamW step, 100 params"
+    timings = {}
+    for lib in (ember, torch):
+        rng = np.random.default_rng(0)
+        eager_opt = lib.optim.AdamW(_adamw_params(lib, rng), lr=1e-3)
+        compiled_opt = lib.optim.AdamW(_adamw_params(lib, rng), lr=1e-3)
+        step = lib.compile(compiled_opt.step) if lib is ember else torch.compile(compiled_opt.step)
+        timings[lib.__name__] = (*_time(step, [], ARGS.rounds), _time(eager_opt.step, [], ARGS.rounds)[1])
+    (ours_c, ours, ours_eager), (theirs_c, theirs, theirs_eager) = timings["ember"], timings["torch"]
+    print(
+        f"{name:<22} {ours * 1e3:>7.2f} ms {theirs * 1e3:>7.2f} ms {ours / theirs:>6.2f}   "
+        f"{ours_c:>7.2f} s {theirs_c:>7.2f} s {ours_c / max(theirs_c, 1e-9):>6.2f}"
+    )
+    print(
+        f"{'  (eager step)':<22} {ours_eager * 1e3:>7.2f} ms {theirs_eager * 1e3:>7.2f} ms {ours_eager / theirs_eager:>6.2f}"
+    )
 
 
 if __name__ == "__main__":

@@ -232,4 +232,4 @@ def test_fake_out_matches_real(op: OpInfo, dtype: str):
         got = (tuple(fake_out.shape), fake_out.dtype, fake_out.stride())
         want = (tuple(out.shape), out.dtype, out.stride())
         assert got == want, f"{sample}: fake {got} vs real {want}"
-        assert fake_out._version > 0 and fake_out.untyped_storage().data is None
+        assert fake_out._version > 0 and fake_out.untyped_storage().device.type == "meta"

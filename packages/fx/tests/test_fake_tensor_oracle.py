@@ -139,7 +139,7 @@ def test_conversion_matches_pytorch():
         param = mode.from_tensor((nn if lib is ember else torch.nn).Parameter(lib.randn(2)))
         summary = (
             fake_view._base is fake_base,
-            fake_view.untyped_storage().nbytes() if lib is torch else fake_view.untyped_storage().nbytes,
+            fake_view.untyped_storage().nbytes(),
             fake_view.is_leaf,
             fake_view.requires_grad,
             fake_base.is_leaf,

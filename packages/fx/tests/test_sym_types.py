@@ -25,7 +25,7 @@ def _symints(env: ShapeEnv, *values: int) -> list:
 
 def _meta(env: ShapeEnv, tensor, source: str):
     sizes, strides, offset = env.create_symbolic_sizes_strides_storage_offset(tensor, source)
-    storage = Storage(None, tensor.untyped_storage().nbytes, ember.device("meta"))
+    storage = Storage(None, tensor.untyped_storage().nbytes(), ember.device("meta"))
     return _new(Tensor, storage, sizes, strides, offset, tensor.dtype, None)
 
 

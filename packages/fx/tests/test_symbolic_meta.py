@@ -84,7 +84,7 @@ def _symbolic(value, env: ShapeEnv, names: list, placeholders: list, reals: list
     if isinstance(value, Tensor):
         source = f"L['a{len(names)}']"
         sizes, strides, offset = env.create_symbolic_sizes_strides_storage_offset(value, source)
-        storage = Storage(None, value.untyped_storage().nbytes, META)
+        storage = Storage(None, value.untyped_storage().nbytes(), META)
         fake = _new(Tensor, storage, sizes, strides, offset, value.dtype, None)
         names.append(f"a{len(names)}")
         placeholders.append(fake)
@@ -241,7 +241,7 @@ def test_symbolic_sizes_reach_the_meta_kernel():
     env = ShapeEnv()
     x = ember.empty(5, 3)
     sizes, strides, offset = env.create_symbolic_sizes_strides_storage_offset(x, "L['x']")
-    meta = _new(Tensor, Storage(None, x.untyped_storage().nbytes, META), sizes, strides, offset, x.dtype, None)
+    meta = _new(Tensor, Storage(None, x.untyped_storage().nbytes(), META), sizes, strides, offset, x.dtype, None)
     out = (meta + meta).sum(1)
     assert isinstance(out.shape[0], SymInt)
     assert out.shape[0].node.expr == sympy.Symbol("s0", positive=True, integer=True)

@@ -297,7 +297,7 @@ def _meta_input(env, tensor, source):
     from ember.core.tensor import Tensor, _new
 
     sizes, strides, offset = env.create_symbolic_sizes_strides_storage_offset(tensor, source)
-    storage = Storage(None, tensor.untyped_storage().nbytes, ember.device("meta"))
+    storage = Storage(None, tensor.untyped_storage().nbytes(), ember.device("meta"))
     return _new(Tensor, storage, sizes, strides, offset, tensor.dtype, None)
 
 

@@ -343,17 +343,22 @@ def test_forward_errors(message):
 @pytest.mark.parametrize(
     "name, replacement, message",
     [
-        ("grad_k", torch.zeros(1, 2, 7, 16), "grad_k must have the shape of k"),
-        ("grad_q", torch.zeros(1, 4, 8, 16, dtype=torch.float16), "grad_q must have q's dtype"),
-        ("grad_out", torch.zeros(1, 4, 8, 8), "grad_out must have the shape of q"),
-        ("grad_v", torch.zeros(1, 1, 6, 16).expand(1, 2, 6, 16), "output grad_v has overlapping memory"),
+        ("grad_k", lambda: torch.zeros(1, 2, 7, 16, device=DEVICE), "grad_k must have the shape of k"),
+        ("grad_q", lambda: torch.zeros(1, 4, 8, 16, dtype=torch.float16, device=DEVICE), "grad_q must have q's dtype"),
+        ("grad_out", lambda: torch.zeros(1, 4, 8, 8, device=DEVICE), "grad_out must have the shape of q"),
+        # Expanded on the device: moving an expanded tensor to CUDA copies it into dense memory.
+        (
+            "grad_v",
+            lambda: torch.zeros(1, 1, 6, 16, device=DEVICE).expand(1, 2, 6, 16),
+            "output grad_v has overlapping memory",
+        ),
     ],
 )
 def test_backward_errors(name, replacement, message):
     args = dict(grad_out=torch.zeros(1, 4, 8, 16), **_inputs(), grad_q=torch.zeros(1, 4, 8, 16))
     args.update(grad_k=torch.zeros(1, 2, 6, 16), grad_v=torch.zeros(1, 2, 6, 16))
     args = {key: value.to(DEVICE) for key, value in args.items()}
-    args[name] = replacement.to(DEVICE)
+    args[name] = replacement()
     with pytest.raises(ValueError, match=message):
         flash_triton.backward(*args.values())
 

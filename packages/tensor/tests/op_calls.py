@@ -81,7 +81,7 @@ def clone(value: Any) -> Any:
     a replay sees the same layouts (transposed, sliced, expanded) as the recorded call."""
     if isinstance(value, ember.Tensor):
         value = value.detach()
-        elements = value.untyped_storage().nbytes // value.element_size()
+        elements = value.untyped_storage().nbytes() // value.element_size()
         storage = value.as_strided((elements,), (1,), 0).clone()
         return storage.as_strided(value.shape, value.stride(), value.storage_offset())
     if isinstance(value, list | tuple):

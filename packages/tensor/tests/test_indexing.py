@@ -3,6 +3,8 @@ PyTorch's shape, strides and offset; assignment writes the base, broadcasting an
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from opinfo import ORACLE_MISSING, to_numpy, torch
@@ -94,10 +96,44 @@ def test_getitem_matches_pytorch(index, layout):
         assert (ours_base._version > version) == is_view
 
 
-def test_several_ellipses_are_refused():
-    # NumPy's rule; PyTorch accepts them but where the dimensions go depends on their positions.
-    with pytest.raises(IndexError, match="single ellipsis"):
-        _base(ember)[..., 0, ...]
+SEVERAL_ELLIPSES = [
+    (E, 0, E),
+    (0, E, E),
+    (E, E),
+    (E, slice(1, 3), E),
+    (E, [0, 1], E),
+    (E, E, 0),
+    (E, None, E, 1),
+    ([0, 2], E, E, [1, 2]),
+]
+
+
+@pytest.mark.parametrize("index", SEVERAL_ELLIPSES, ids=repr)
+def test_several_ellipses_as_pytorch(index):
+    # Each ellipsis stands for the dimensions no other item takes; where that runs past the last
+    # dimension both libraries raise IndexError.
+    try:
+        theirs = _base(torch)[index]
+    except IndexError:
+        with pytest.raises(IndexError):
+            _base(ember)[index]
+        return
+    np.testing.assert_array_equal(to_numpy(_base(ember)[index]), to_numpy(theirs))
+
+
+RANGES = [range(2), (slice(1, None), range(2)), (0, range(1, 3), range(2)), range(0), [range(2), range(1, 3)]]
+
+
+@pytest.mark.parametrize("index", RANGES, ids=repr)
+def test_ranges_index_as_lists(index):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a list of sequences is read as a tuple, with PyTorch's warning
+        theirs, ours = _base(torch)[index], _base(ember)[index]
+        np.testing.assert_array_equal(to_numpy(ours), to_numpy(theirs))
+        ours_base, theirs_base = _base(ember), _base(torch)
+        ours_base[index] = -1
+        theirs_base[index] = -1
+    np.testing.assert_array_equal(to_numpy(ours_base), to_numpy(theirs_base))
 
 
 BAD_INDICES = [

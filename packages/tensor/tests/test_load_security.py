@@ -313,12 +313,22 @@ def test_unknown_dtypes_and_storage_types():
 def test_unsupported_tensor_kinds_are_refused():
     for fn in (
         "_rebuild_qtensor",
-        "_rebuild_sparse_tensor",
         "_rebuild_wrapper_subclass",
         "_rebuild_device_tensor_from_numpy",
     ):
         with pytest.raises(pickle.UnpicklingError, match="not supported"):
             _load(archive(b"\x80\x02" + call(g("torch._utils", fn), b"N") + b"."))
+
+
+def test_sparse_tensors_with_bad_pieces_are_refused():
+    fn = g("torch._utils", "_rebuild_sparse_tensor")
+    coo = call(g("torch.serialization", "_get_layout"), s("torch.sparse_coo"))
+    with pytest.raises(pickle.UnpicklingError, match="layout"):
+        _load(archive(b"\x80\x02" + call(fn, b"N", b"N") + b"."))
+    with pytest.raises(pickle.UnpicklingError, match="indices, values, size"):
+        _load(archive(b"\x80\x02" + call(fn, coo, b"N") + b"."))
+    with pytest.raises(pickle.UnpicklingError, match=r"the layout torch\.sparse_csr"):
+        _load(archive(b"\x80\x02" + call(g("torch.serialization", "_get_layout"), s("torch.sparse_csr")) + b"."))
 
 
 def test_from_type_v2_cannot_set_arbitrary_attributes_or_types():

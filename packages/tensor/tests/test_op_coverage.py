@@ -34,6 +34,28 @@ NOT_SAMPLED = {
     ),
     "aten::_scaled_dot_product_flash_attention.default": "the cuda attention op: its meta function against "
     "PyTorch's and its core-op fallback in packages/sdpa/tests/test_attention_ops.py",
+    **dict.fromkeys(
+        [
+            "aten::_sparse_coo_tensor_with_dims_and_tensors.default",
+            "aten::to_dense.default",
+            "aten::_to_sparse.sparse_dim",
+            "aten::_coalesce.default",
+            "aten::values.default",
+            "aten::indices.default",
+            "aten::_values.default",
+            "aten::_indices.default",
+            "aten::sparse_mask.default",
+            "aten::_sparse_mm.default",
+            "aten::_sparse_addmm.default",
+            "aten::_sparse_sum.default",
+            "aten::_sparse_sum.dim",
+            "aten::_sparse_softmax.default",
+            "aten::_sparse_log_softmax.default",
+            "aten::hspmm.default",
+        ],
+        "a sparse COO op (OpInfo samples are dense): against PyTorch's in test_sparse_oracle.py, its gradient "
+        "in test_sparse_gradients.py",
+    ),
 }
 
 

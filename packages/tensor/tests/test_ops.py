@@ -141,7 +141,7 @@ def test_meta_matches_cpu(op: OpInfo, dtype: str):
 
 def _to_meta(value):
     if isinstance(value, ember.Tensor):
-        elements = value.untyped_storage().nbytes // value.element_size()
+        elements = value.untyped_storage().nbytes() // value.element_size()
         base = ember.empty(elements, dtype=value.dtype, device="meta")
         return base.as_strided(value.shape, value.stride(), value.storage_offset())
     if isinstance(value, list | tuple):

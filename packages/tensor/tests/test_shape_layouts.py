@@ -51,7 +51,7 @@ def _compare(ours, theirs, label: str) -> None:
 
 
 def _meta_like(t):
-    elements = t.untyped_storage().nbytes // t.element_size()
+    elements = t.untyped_storage().nbytes() // t.element_size()
     return ember.empty(elements, dtype=t.dtype, device="meta").as_strided(t.shape, t.stride(), t.storage_offset())
 
 

@@ -22,6 +22,7 @@ from ember import (
     linalg,  # noqa: F401  (torch.linalg's place)
     logs,  # noqa: F401  (reads EMBER_LOGS)
     sdpa,  # noqa: F401  (registers the attention ops, aten::_scaled_dot_product_flash_attention_for_cpu, ...)
+    sparse,  # noqa: F401  (torch.sparse's place)
     special,  # noqa: F401  (torch.special's place)
 )
 from ember._cuda_fallback import install_finder as _install_cuda_fallback
@@ -69,6 +70,7 @@ _LAZY_SUBPACKAGES = (
     "accelerator",
     "amp",
     "compiler",
+    "cpu",
     "cuda",
     "distributed",
     "distributions",
@@ -81,8 +83,10 @@ _LAZY_SUBPACKAGES = (
     "nn",
     "onnx",
     "optim",
+    "storage",
     "testing",
     "utils",
+    "version",
 )
 # Top-level names that live in a lazily imported package: name -> module.
 _LAZY_ATTRIBUTES = {
@@ -184,6 +188,25 @@ def compile(
         options=options,
         disable=disable,
     )
+
+
+def get_device_module(device=None):
+    """The module of a device type (``ember.cpu``, ``ember.cuda``): of ``device`` (a device, a string
+    such as ``"cuda:0"``, or None for the current accelerator, else the CPU)."""
+    import importlib
+
+    from ember.core.devices import to_device
+
+    if device is None:
+        from ember import accelerator
+
+        current = accelerator.current_accelerator()
+        kind = current.type if current is not None else "cpu"
+    else:
+        kind = to_device(device).type
+    if kind not in ("cpu", "cuda"):
+        raise RuntimeError(f"Device '{kind}' does not have a corresponding module registered as 'ember.{kind}'.")
+    return importlib.import_module(f"ember.{kind}")
 
 
 def __getattr__(name: str):

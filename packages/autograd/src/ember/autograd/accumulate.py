@@ -50,6 +50,9 @@ def accumulate_into(variable: Tensor, grad: Tensor) -> None:
     if grad is None:
         return
     old = variable.grad
+    if grad.is_sparse or variable.is_sparse or (old is not None and old.is_sparse):
+        _accumulate_sparse(variable, old, grad, state.enabled)
+        return
     if old is None:
         if state.enabled and grad.requires_grad:
             variable.grad = grad if grad._shape == variable._shape else grad.expand(variable._shape).clone()
@@ -57,6 +60,20 @@ def accumulate_into(variable: Tensor, grad: Tensor) -> None:
             variable.grad = _dense_like(grad, variable)
     elif state.enabled and (grad.requires_grad or old.requires_grad):
         variable.grad = old + grad
+    else:
+        old.add_(grad)
+
+
+def _accumulate_sparse(variable: Tensor, old: Tensor | None, grad: Tensor, grad_mode: bool) -> None:
+    """PyTorch's rules where a sparse tensor or gradient is involved: the first gradient is cloned (a
+    sparse one stays sparse); a dense one added to a sparse ``.grad`` makes it dense; otherwise the new
+    one adds in place."""
+    if old is None:
+        variable.grad = grad if grad_mode and grad.requires_grad else grad.clone()
+    elif old.is_sparse and not grad.is_sparse:
+        variable.grad = grad + old
+    elif grad_mode and (grad.requires_grad or old.requires_grad):
+        variable.grad = old + grad if not old.is_sparse or grad.is_sparse else grad + old
     else:
         old.add_(grad)
 

@@ -192,7 +192,7 @@ def _compile(fn: Callable, flat_args: list, in_spec, aot_config: _Config) -> _Co
     needs_autograd = needs_autograd and bool(meta.tangent_outputs)
     tracing_mode = "symbolic" if aot_config.dynamic else "fake"
     name = getattr(fn, "__qualname__", type(fn).__name__)
-    if meta.mutated_grad_inputs:
+    if meta.mutated_grad_inputs and needs_autograd:
         raise NotImplementedError(
             f"AOT autograd: the function changes its input(s) {meta.mutated_grad_inputs}, which require grad, in "
             "place; only inputs that require no grad (buffers) may be mutated"

@@ -89,7 +89,7 @@ class PyCodegen:
 
     # -- sources ----------------------------------------------------------------------------------
     def load_source(self, source: Source) -> None:
-        from ember.dynamo.source import ModuleGlobalSource, TensorPropertySource
+        from ember.dynamo.source import DictItemSource, ModuleGlobalSource, TensorPropertySource
 
         if isinstance(source, LocalSource):
             self.load_local(source.local_name)
@@ -104,6 +104,10 @@ class PyCodegen:
         elif isinstance(source, GetItemSource):
             self.load_source(source.base)
             self.load_const(source.index)
+            self.add("BINARY_SUBSCR")
+        elif isinstance(source, DictItemSource):
+            self.load_source(source.base)
+            self.load_source(source.key)
             self.add("BINARY_SUBSCR")
         elif isinstance(source, TypeSource):
             self.call(lambda: self.load_const(type), [lambda: self.load_source(source.base)])

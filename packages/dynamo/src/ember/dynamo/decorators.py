@@ -22,6 +22,7 @@ def is_compiling() -> bool:
     return _compiling > 0
 
 
+is_compiling.__ember_is_compiling__ = True  # capture answers True without reading (and guarding on) the counter
 is_dynamo_compiling = is_compiling
 
 

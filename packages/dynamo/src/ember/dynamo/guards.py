@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ember.dynamo.source import AttrSource, GetItemSource, LocalSource, Source, TypeSource
+from ember.dynamo.source import AttrSource, DictItemSource, GetItemSource, LocalSource, Source, TypeSource
 
 
 class GuardKind(enum.Enum):
@@ -32,6 +32,7 @@ class GuardKind(enum.Enum):
     TENSOR_MATCH = "tensor"  # guard.value: TensorSpec
     LENGTH_MATCH = "length"  # len(value) == guard.value (lists, tuples, dicts)
     DICT_KEYS = "dict_keys"  # list(value.keys()) == guard.value (a tuple of keys, in order)
+    DICT_KEY_IDS = "dict_key_ids"  # the ids of value's keys, in order, == guard.value (keys held by identity)
     HASATTR = "hasattr"  # hasattr(base, name) is guard.value; source: AttrSource
     GRAD_MODE = "grad_mode"  # ember.is_grad_enabled() is guard.value; source None
     AUTOCAST = "autocast"  # the autocast state equals guard.value; source None
@@ -164,6 +165,8 @@ class _Codegen:
             return f"{self.expr(source.base)}[{text}]"
         if isinstance(source, TypeSource):
             return f"type({self.expr(source.base)})"
+        if isinstance(source, DictItemSource):
+            return f"{self.expr(source.base)}[{self.expr(source.key)}]"
         return key.replace("__import__('sys')", self.const(sys))  # L, G and other sources: their name
 
     def _module_attribute(self, source: AttrSource) -> str | None:
@@ -245,6 +248,8 @@ def _condition(guard: Guard, g: _Codegen) -> str:
         return f"len({var}) == {int(value)}"
     if kind is GuardKind.DICT_KEYS:
         return f"len({var}) == {len(value)} and tuple({var}.keys()) == {g.const(tuple(value))}"
+    if kind is GuardKind.DICT_KEY_IDS:
+        return f"len({var}) == {len(value)} and tuple(map(id, {var}.keys())) == {g.const(tuple(value))}"
     raise ValueError(f"unknown guard kind {kind!r}")
 
 
@@ -476,7 +481,19 @@ def _guard_failures(guard: Guard, scope: dict[str, Any]) -> list[str]:
             keys = tuple(now.keys())
         except Exception:
             return [f"{name} is no longer a dict"]
-        return [] if keys == tuple(value) else [f"{name}.keys() changed from {list(value)} to {list(keys)}"]
+        if keys == tuple(value):
+            return []
+        if all(type(k) in (int, str, float, bool) for k in keys):
+            return [f"{name}.keys() changed from {list(value)} to {list(keys)}"]
+        return [f"{name}.keys() changed from {list(value)} to {len(keys)} keys, not all constants"]
+    if kind is GuardKind.DICT_KEY_IDS:
+        try:
+            ids = tuple(map(id, now.keys()))
+        except Exception:
+            return [f"{name} is no longer a dict"]
+        if ids == tuple(value):
+            return []
+        return [f"{name} has other keys than the {len(value)} objects it was keyed by ({len(ids)} keys now)"]
     return [f"{name}: unknown guard {kind.name}"]
 
 
@@ -534,6 +551,8 @@ def _describe(guard: Guard) -> str:
         return f"LENGTH_MATCH: len({name}) == {value}"
     if kind is GuardKind.DICT_KEYS:
         return f"DICT_KEYS: list({name}.keys()) == {list(value)!r}"
+    if kind is GuardKind.DICT_KEY_IDS:
+        return f"DICT_KEY_IDS: {name} is keyed by the same {len(value)} objects, in order"
     if kind is GuardKind.HASATTR:
         return f"HASATTR: hasattr({guard.source.base.name()}, {guard.source.member!r}) is {bool(value)}"
     return f"{kind.name}: {name} {value!r}"

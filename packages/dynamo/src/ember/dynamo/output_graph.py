@@ -108,6 +108,7 @@ class OutputGraph:
             fake = self.fake_mode.from_tensor(value, source=source.name(), static_shapes=True)
         node = self._placeholder(source)
         vt = TensorVariable(node, fake, source)
+        vt.real_value = value
         self.inputs.append((source, value, node))
         self.input_vts[source.name()] = vt
         self.input_values[id(vt)] = value
@@ -238,6 +239,11 @@ class OutputGraph:
             raise Unsupported(f"{_target_name(target)} raised {type(e).__name__}: {e}") from None
         create = self.graph.call_method if kind == "call_method" else self.graph.call_function
         node = create(target, tuple(node_args), node_kwargs)
+        tx = getattr(self, "current_tx", None)
+        if tx is not None:  # the user's line that made the node, as PyTorch's node.stack_trace
+            node.meta["stack_trace"] = "\n".join(
+                f'  File "{f.filename}", line {f.lineno}, in {f.name}\n    {f.line}' for f in tx.user_frames()
+            )
         self.op_count += 1
         return self.wrap_result(node, result)
 

@@ -63,6 +63,21 @@ class GetItemSource(Source):
 
 
 @dataclass(frozen=True)
+class DictItemSource(Source):
+    """``base[key]`` where the key is itself read from the frame (a dict keyed by tensors, as an
+    optimizer's ``state`` is keyed by its parameters)."""
+
+    base: Source
+    key: Source
+
+    def name(self) -> str:
+        return f"{self.base.name()}[{self.key.name()}]"
+
+    def is_global(self) -> bool:
+        return self.base.is_global()
+
+
+@dataclass(frozen=True)
 class TypeSource(Source):
     base: Source
 

@@ -165,6 +165,9 @@ class InstructionTranslatorBase(DataOpsMixin):
         handler = getattr(self, inst.name, None)
         if handler is None:
             raise Unsupported(f"the opcode {inst.name} is not supported by capture")
+        # the translator whose instruction runs: the graph records its user frames on the nodes it adds
+        output, caller = self.output, getattr(self.output, "current_tx", None)
+        output.current_tx = self
         try:
             handler(inst)
         except Unsupported as e:
@@ -173,6 +176,8 @@ class InstructionTranslatorBase(DataOpsMixin):
             raise
         except UserException as e:
             self.handle_exception(e)
+        finally:
+            output.current_tx = caller
 
     def handle_exception(self, e: UserException) -> None:
         """Jump to the handler the exception table names for the current instruction, or re-raise."""

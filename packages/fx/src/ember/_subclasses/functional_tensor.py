@@ -130,7 +130,7 @@ class FunctionalStorage:
         self.updates: list[tuple[Tensor, list[ViewMeta]]] = []
         self.generation = 0
         # The Storage the wrappers report: aliases share it, as views share a storage in eager.
-        self.storage = Storage(None, base.untyped_storage().nbytes, base.device)
+        self.storage = Storage(None, base._storage.nbytes, base.device)
 
     def add_update(self, value: Tensor, metas: list[ViewMeta]) -> None:
         if len(metas) > 1 and any(m.is_as_strided for m in metas[1:]):

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ember._subclasses import functional_tensor as F
+from ember.autograd import no_grad
 from ember.autograd._providers import register_functionalize
 from ember.core.pointwise import resize_out
 from ember.core.tensor import Tensor
@@ -56,7 +57,10 @@ def _propagate(original: Tensor, value: Tensor) -> None:
     """The input mutation applied to the input: a resize first where an ``out=`` op resized it."""
     if tuple(original.shape) != tuple(value.shape):
         resize_out(original, tuple(value.shape))
-    original.copy_(value)
+    # Not recorded by autograd: this writes back what the function did (a traced optimizer step updates
+    # parameters that require grad under no_grad, and the trace may end with grad mode on again).
+    with no_grad():
+        original.copy_(value)
 
 
 def _unwrap(level: F._Level, x: Any) -> Any:

@@ -1,24 +1,39 @@
-"""C++/OpenMP source for one fused group: a parallel loop over rows, each node's loops inside.
+"""C++ source for one fused group: a parallel loop over rows, each node's loops inside.
 
 The kernel is ``extern "C" int name(void** args, const int64_t* meta)``: ``args`` are the buffers'
-data pointers, ``meta`` the sizes and strides of the buffers whose layout comes from outside (graph
-inputs, extern outputs). The kernel was specialized for those layouts and returns ``k + 1`` when the
-``k``-th of them differs, before touching memory; the wrapper turns that into an error.
+data pointers; ``meta`` holds first the values of the graph's size symbols (``s0``, ``s1``...: loop
+bounds and index arithmetic read them, so one kernel serves every size), then the sizes and strides
+of the buffers whose layout comes from outside (graph inputs, extern outputs). The kernel assumes
+those layouts (as functions of the symbols) and returns ``k + 1`` when the ``k``-th of them differs,
+before touching memory; the wrapper turns that into an error.
+
+Parallel loops run on Ember's thread pool (``runtime/parallel.py``): the loop body becomes a C++
+lambda over a range of rows (or of the node's outer loop, when there are few rows) handed to
+``ember_parallel``. A long reduction is cut into fixed chunks whose partials are combined in
+order, so its result does not depend on the thread count. A loop over a symbolic range whose size
+decides whether it is worth threads is written as a parallel one: the pool runs a range shorter
+than two pieces' grain inline. Transposing copies and reductions over
+the rows of a matrix walk tiles of rows (``_tiled``).
 
 Loops are written for GCC's vectorizer: the innermost loop is a plain counted loop over contiguous
-memory with ``#pragma omp simd`` (and a ``reduction`` clause for sums); see ``-fopt-info-vec``
-(``cpp_builder.vectorization_report``) for what the compiler did.
+memory with ``#pragma omp simd`` (and a ``reduction`` clause for sum, max, min and any); see
+``-fopt-info-vec`` (``cpp_builder.vectorization_report``) for what the compiler did.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
+
+import sympy
 
 from ember.inductor import config
-from ember.inductor.cpp_ops import PRELUDE, REDUCTION_COMBINE, CppOverrides, acc_init, storage_ctype
+from ember.inductor.cpp_ops import PRELUDE, REDUCTION_COMBINE, CppOverrides, acc_init, cexpr, storage_ctype
 from ember.inductor.ir import Buffer, ComputedBuffer, index_symbols
+from ember.inductor.runtime.parallel import KERNEL_PRELUDE
 from ember.inductor.scheduler import FusedGroup, ScheduledNode
+from ember.inductor.sizevars import decide_ge, statically_equal, statically_ge
 from ember.inductor.virtualized import set_ops_handler
 
 
@@ -29,13 +44,134 @@ class KernelSpec:
     args: list[str]  # buffer names, in the order of ``args``
     checked: list[str]  # buffer names whose layout ``meta`` carries
     outputs: list[str]  # buffers this kernel writes
+    symbols: tuple = ()  # the size symbols whose values lead ``meta``
 
 
-def _loop(var: str, n: int) -> str:
-    return f"for (int64_t {var} = 0; {var} < {n}; ++{var})"
+# Reductions the vectorizer may reorder (max and min propagate NaN whatever the order), as
+# ``reduction`` clauses of the innermost loop; each declared one starts its lanes from the
+# accumulator's initial value, the identity of max and min.
+_NUMBERS = ("float", "double", "int64_t", "int32_t")
+_SIMD_REDUCTION = {
+    "sum": ("+", _NUMBERS),
+    "max": ("ember_max", _NUMBERS),
+    "min": ("ember_min", _NUMBERS),
+    "any": ("||", ("bool",)),
+}
+REDUCTION_PRELUDE = r"""
+#pragma omp declare reduction(ember_max : float, double, int64_t, int32_t : omp_out = ember_max(omp_out, omp_in)) \
+  initializer(omp_priv = omp_orig)
+#pragma omp declare reduction(ember_min : float, double, int64_t, int32_t : omp_out = ember_min(omp_out, omp_in)) \
+  initializer(omp_priv = omp_orig)
+"""
 
 
-def _node_code(node: ScheduledNode, k: int, arg_of: dict, dtype_of: dict, rows: int, parallel_inner: bool) -> list[str]:
+def _loop(var: str, n: Any) -> str:
+    return f"for (int64_t {var} = 0; {var} < {cexpr(n)}; ++{var})"
+
+
+def _when(*conditions: tuple) -> bool | str:
+    """Whether every ``a >= b`` of ``conditions`` holds: True/False when decided for every size, else the
+    C++ condition that decides it at run time (the loop is then written as a parallel one)."""
+    runtime = []
+    for a, b in conditions:
+        known = decide_ge(a, b)
+        if known is False:
+            return False
+        if known is None:
+            runtime.append(f"{cexpr(a)} >= {cexpr(b)}")
+    return " && ".join(runtime) if runtime else True
+
+
+def _largest(values: list) -> Any:
+    """The largest of ``values`` for every size (``Max`` when no one of them is)."""
+    for v in values:
+        if all(statically_ge(v, w) for w in values):
+            return v
+    return sympy.Max(*values)
+
+
+def _is_static(n: Any) -> bool:
+    return isinstance(n, int) or bool(getattr(n, "is_Integer", False))
+
+
+def _grain(elements: int, per_step: Any) -> str:
+    """Steps of a loop whose step covers ``per_step`` elements that make ``elements`` (at least 1), as
+    C++ (a number when the sizes are static)."""
+    if _is_static(per_step):
+        return str(max(1, -(-elements // max(int(per_step), 1))))
+    return f"ember_grain({elements}, {cexpr(per_step)})"
+
+
+def _pieces_grain(loops: list[tuple[str, Any]]) -> str:
+    """Iterations of the outer loop a piece of a parallel loop has at least (``config.cpp.grain``
+    elements)."""
+    return _grain(config.cpp.grain, math.prod(n for _, n in loops[1:]))
+
+
+def _parallel_pointwise(
+    loops: list[tuple[str, int]], body: list[str], inner_pragma: str, decls: list[str]
+) -> list[str]:
+    """The outer loop split into pieces on the thread pool; the pointers re-declared ``__restrict__``
+    inside the lambda (captured ones lose that, and with it the vectorizer's freedom)."""
+    (var, n), rest = loops[0], loops[1:]
+    out = [f"ember_parallel(0, {cexpr(n)}, {_pieces_grain(loops)}, [&](int64_t {var}_begin, int64_t {var}_end) {{"]
+    out.extend(decls)
+    if not rest:
+        out.append(inner_pragma)
+    out.append(f"for (int64_t {var} = {var}_begin; {var} < {var}_end; ++{var}) {{")
+    for depth, (v, m) in enumerate(rest):
+        if depth == len(rest) - 1:
+            out.append(inner_pragma)
+        out.append(_loop(v, m) + " {")
+    out.extend(body)
+    out.extend("}" for _ in loops)
+    out.append("});")
+    return out
+
+
+def _parallel_reduction(
+    loops: list[tuple[str, int]], body: list[str], inner_pragma: str, decls: list[str], info: tuple, prefix: str
+) -> list[str]:
+    """A long reduction over fixed chunks of ``config.cpp.reduction_chunk`` elements, whatever the
+    thread count: each chunk's partial is kept, and the partials are combined in chunk order, so
+    the result is the same bits on any number of threads."""
+    acc, rtype, acc_t = info
+    (var, n), rest = loops[0], loops[1:]
+    init = acc_init(rtype, acc_t)
+    parts, c = f"{prefix}parts", f"{prefix}c"
+    chunk = _grain(config.cpp.reduction_chunk, math.prod(m for _, m in rest))
+    n = cexpr(n)
+    chunks = f"{prefix}chunks"
+    out = [
+        f"const int64_t {chunks} = ({n} + {chunk} - 1) / {chunk};",
+        f"std::vector<{acc_t}> {parts}({chunks}, {init});",
+        f"ember_parallel(0, {chunks}, 1, [&](int64_t {c}_begin, int64_t {c}_end) {{",
+        *decls,
+        f"for (int64_t {c} = {c}_begin; {c} < {c}_end; ++{c}) {{",
+        f"{acc_t} {acc} = {init};",
+        f"const int64_t {var}_end = {c} * {chunk} + {chunk} < {n} ? {c} * {chunk} + {chunk} : {n};",
+    ]
+    if not rest and inner_pragma:
+        out.append(inner_pragma)
+    out.append(f"for (int64_t {var} = {c} * {chunk}; {var} < {var}_end; ++{var}) {{")
+    for depth, (v, m) in enumerate(rest):
+        if depth == len(rest) - 1 and inner_pragma:
+            out.append(inner_pragma)
+        out.append(_loop(v, m) + " {")
+    out.extend(body)
+    out.extend("}" for _ in loops)
+    out.append(f"{parts}[{c}] = {acc};")
+    out.append("}")
+    out.append("});")
+    out.append(f"{acc_t} {acc} = {init};")
+    combine = REDUCTION_COMBINE[rtype].format(acc=acc, other=f"{parts}[{c}]")
+    out.append(f"for (int64_t {c} = 0; {c} < {chunks}; ++{c}) {{ {combine} }}")
+    return out
+
+
+def _node_code(
+    node: ScheduledNode, k: int, arg_of: dict, dtype_of: dict, parallel_inner: bool, decls: list[str], tiled=False
+) -> list[str]:
     buf = node.buffer
     prefix = f"n{k}_"
     ridx = f"{prefix}ridx"
@@ -49,9 +185,9 @@ def _node_code(node: ScheduledNode, k: int, arg_of: dict, dtype_of: dict, rows: 
     split, size = node.split, buf.size
     for d in range(split):
         stride = math.prod(size[d + 1 : split])
-        expr = "xr" if stride == 1 else f"(xr / {stride})"
+        expr = "xr" if statically_equal(stride, 1) else f"(xr / {cexpr(stride)})"
         if d > 0:
-            expr = f"({expr} % {size[d]})"
+            expr = f"({expr} % {cexpr(size[d])})"
         lines.append(f"  const int64_t x{d} = {expr if size[d] != 1 else '0'};")
     loops = [(f"x{d}", size[d]) for d in range(split, len(size))]
     if buf.is_reduction:
@@ -60,103 +196,198 @@ def _node_code(node: ScheduledNode, k: int, arg_of: dict, dtype_of: dict, rows: 
     info = handler.reduction_info
     if info and info[1] in ("argmax", "argmin"):
         rs = buf.reduction_size
-        linear = " + ".join(f"r{d} * {math.prod(rs[d + 1 :])}" for d in range(len(rs))) or "0"
+        linear = " + ".join(f"r{d} * {cexpr(math.prod(rs[d + 1 :]))}" for d in range(len(rs))) or "0"
         body.insert(0, f"const int64_t {ridx} = {linear};")
+    if tiled:
+        return _tiled_code(lines[0], lines[1:], loops[0], handler, body)
     work = math.prod(n for _, n in loops)
-    parallel = parallel_inner and loops and work >= config.cpp.parallel_threshold
+    parallel = bool(parallel_inner and loops) and _when((work, config.cpp.parallel_threshold)) is not False
     inner_pragma = ""
     if info is None:
         inner_pragma = "#pragma omp simd"
-    elif info[1] == "sum" and info[2] in ("float", "double", "int64_t"):
-        inner_pragma = f"#pragma omp simd reduction(+:{info[0]})"
-    simple_sum = info is not None and info[1] == "sum" and info[2] in ("float", "double", "int64_t")
-    manual = parallel and info is not None and not (simple_sum and len(loops) == 1)
-    simple_sum = simple_sum and len(loops) == 1
-    out: list[str] = []
-    if info is not None:
-        acc, rtype, acc_t = info
-        if manual:
-            out.append(f"{acc_t} {acc}_all = {acc_init(rtype, acc_t)};")
-            out.append("#pragma omp parallel")
-            out.append("{")
-        out.append(f"{acc_t} {acc} = {acc_init(rtype, acc_t)};")
-    for depth, (var, n) in enumerate(loops):
-        last = depth == len(loops) - 1
-        if depth == 0 and parallel:
-            if info is None:
-                out.append("#pragma omp parallel for simd" if last else "#pragma omp parallel for")
-            elif simple_sum:
-                out.append(f"#pragma omp parallel for simd reduction(+:{info[0]})")
-            else:
-                out.append("#pragma omp for nowait")
-        elif last and inner_pragma:
-            out.append(inner_pragma)
-        out.append(_loop(var, n) + " {")
-    out.extend(body)
-    out.extend("}" for _ in loops)
-    if info is not None:
-        acc, rtype, acc_t = info
-        if manual:
-            out.append("#pragma omp critical")
-            out.append("{ " + REDUCTION_COMBINE[rtype].format(acc=f"{acc}_all", other=acc) + " }")
-            out.append("}")
-            out.append(f"{{ auto& {acc} = {acc}_all;")
-            out.extend(handler.post)
-            out.append("}")
-        else:
-            out.extend(handler.post)
+    elif info[1] in _SIMD_REDUCTION and info[2] in _SIMD_REDUCTION[info[1]][1]:
+        inner_pragma = f"#pragma omp simd reduction({_SIMD_REDUCTION[info[1]][0]}:{info[0]})"
+    if not parallel:
+        out: list[str] = []
+        if info is not None:
+            out.append(f"{info[2]} {info[0]} = {acc_init(info[1], info[2])};")
+        for depth, (var, n) in enumerate(loops):
+            if depth == len(loops) - 1 and inner_pragma:
+                out.append(inner_pragma)
+            out.append(_loop(var, n) + " {")
+        out.extend(body)
+        out.extend("}" for _ in loops)
+        out.extend(handler.post)
+    elif info is None:
+        out = _parallel_pointwise(loops, body, inner_pragma, decls)
+    else:
+        out = _parallel_reduction(loops, body, inner_pragma, decls, info, prefix) + handler.post
     lines.extend("  " + line for line in out)
     lines.append("}")
     return lines
 
 
-def group_kernel(group: FusedGroup, name: str, buffers: dict[str, Buffer], external: set[str]) -> KernelSpec:
-    """The C++ kernel of ``group``; ``external`` names buffers whose layout is checked at each call."""
+_TILE_ROWS = 16  # rows of a tile: a cache line of float32 read at a time
+_TILE_INNER = 64  # the inner loop's steps a tile of a transposing copy takes at a time
+
+
+def _tiled(group: FusedGroup, buffers: dict[str, Buffer]) -> bool:
+    """Whether ``group`` is a lone node with one inner loop (pointwise or reduction) that reads an
+    input across its last row dim (unit stride there) while its inner loop walks that input with a
+    large stride: a transpose (AOT autograd's backward materializes ``permute`` + ``clone`` before a
+    GEMM) or a sum over the rows of a matrix (a bias's gradient). Walked row by row, each element is
+    on its own cache line and page; ``_tiled_code`` walks tiles of rows instead."""
+    if len(group.nodes) != 1:
+        return False
+    node = group.nodes[0]
+    buf = node.buffer
+    if not all(_is_static(n) for n in (group.rows, *buf.size, *buf.reduction_size, *buf.layout.stride)):
+        return False
+    if node.split < 1 or group.rows < 2 * _TILE_ROWS:
+        return False
+    if buf.is_reduction:
+        if len(buf.reduction_size) != 1 or node.split != len(buf.size) or buf.reduction_size[0] < 2:
+            return False
+        inner = index_symbols("r", 1)[0]
+    else:
+        if len(buf.size) - node.split != 1 or buf.size[-1] < 2 or buf.layout.stride[-1] != 1:
+            return False
+        inner = node.index[-1]
+    # consecutive rows step the last row dim longer than 1
+    row = next((node.index[d] for d in reversed(range(node.split)) if buf.size[d] != 1), None)
+    if row is None:
+        return False
+    for _, index in node.reads:
+        expr = sympy.expand(index)
+        c_inner, c_row = expr.coeff(inner), expr.coeff(row)
+        if c_inner.is_Integer and c_row.is_Integer and abs(int(c_inner)) > 1 and int(c_row) == 1:
+            return True
+    return False
+
+
+def _tiled_code(
+    head: str, row_defs: list[str], loop: tuple[str, int], handler: CppOverrides, body: list[str]
+) -> list[str]:
+    """A ``_tiled`` node over the rows ``[xr_begin, xr_end)``, in tiles of ``_TILE_ROWS`` rows.
+
+    Pointwise: blocks of ``_TILE_INNER`` inner steps, each row of the tile in turn, the inner loop
+    vectorized (stores contiguous, loads from a few cache lines each used for the whole tile).
+    Reduction: the reduction loop outside, the rows of the tile inside (vectorized: the loads are
+    contiguous), one accumulator a row."""
+    var, n = loop
+    out = [head, f"for (int64_t xr_t = xr_begin; xr_t < xr_end; xr_t += {_TILE_ROWS}) {{"]
+    out.append(f"const int64_t xr_te = xr_t + {_TILE_ROWS} < xr_end ? xr_t + {_TILE_ROWS} : xr_end;")
+    info = handler.reduction_info
+    if info is None:
+        step = _TILE_INNER
+        out.append(f"for (int64_t {var}_t = 0; {var}_t < {n}; {var}_t += {step}) {{")
+        out.append(f"const int64_t {var}_te = {var}_t + {step} < {n} ? {var}_t + {step} : {n};")
+        out.append("for (int64_t xr = xr_t; xr < xr_te; ++xr) {")
+        out.extend(row_defs)
+        out.append("#pragma omp simd")
+        out.append(f"for (int64_t {var} = {var}_t; {var} < {var}_te; ++{var}) {{")
+        out.extend(body)
+        out.append("}}}}}")
+        return out
+    acc, rtype, acc_t = info
+    accs = f"{acc}_tile"
+    out.append(f"{acc_t} {accs}[{_TILE_ROWS}];")
+    out.append(f"for (int i = 0; i < {_TILE_ROWS}; ++i) {accs}[i] = {acc_init(rtype, acc_t)};")
+    out.append(_loop(var, n) + " {")
+    out.append("#pragma omp simd")
+    out.append("for (int64_t xr = xr_t; xr < xr_te; ++xr) {")
+    out.extend(row_defs)
+    out.append(f"{acc_t} {acc} = {accs}[xr - xr_t];")
+    out.extend(body)
+    out.append(f"{accs}[xr - xr_t] = {acc};")
+    out.append("}}")
+    out.append("for (int64_t xr = xr_t; xr < xr_te; ++xr) {")
+    out.extend(row_defs)
+    out.append(f"{acc_t} {acc} = {accs}[xr - xr_t];")
+    out.extend(handler.post)
+    out.append("}}}")
+    return out
+
+
+def group_kernel(
+    group: FusedGroup, name: str, buffers: dict[str, Buffer], external: set[str], symbols: tuple = ()
+) -> KernelSpec:
+    """The C++ kernel of ``group``; ``external`` names buffers whose layout is checked at each call;
+    ``symbols`` are the graph's size symbols, whose values come first in ``meta``."""
     reads: list[str] = []
     for node in group.nodes:
         for n, _ in node.reads:
             if n not in reads and n not in group.names:
                 reads.append(n)
-    outputs = [node.buffer.name for node in group.nodes]
-    args = reads + outputs
+    # graph inputs written in place (inplace.MutationBuffer) are arguments the wrapper does not allocate
+    written = list(dict.fromkeys(node.writes for node in group.nodes))
+    mutated = [n for n in written if n in external]
+    outputs = [n for n in written if n not in mutated]
+    args = reads + mutated + outputs
     arg_of = {n: f"a{i}" for i, n in enumerate(args)}
     dtype_of = {n: buffers[n].dtype for n in args}
-    checked = [n for n in reads if n in external]
+    checked = [n for n in reads + mutated if n in external]
     lines = [f'extern "C" int {name}(void** args, const int64_t* meta) {{']
-    pos = 0
+    for i, sym in enumerate(symbols):
+        lines.append(f"  const int64_t {sym.name} = meta[{i}]; (void){sym.name};")
+    pos = len(symbols)
     for j, n in enumerate(checked):
         layout = buffers[n].layout
-        conds = [f"meta[{pos + i}] != {v}" for i, v in enumerate(layout.size)]
+        conds = [f"meta[{pos + i}] != {cexpr(v)}" for i, v in enumerate(layout.size)]
         pos += len(layout.size)
-        conds += [f"meta[{pos + i}] != {v}" for i, (v, s) in enumerate(zip(layout.stride, layout.size, strict=True))
-                  if s != 1]  # fmt: skip
+        conds += [f"meta[{pos + i}] != {cexpr(v)}" for i, (v, s) in
+                  enumerate(zip(layout.stride, layout.size, strict=True)) if s != 1]  # fmt: skip
         pos += len(layout.size)
         if conds:
             lines.append(
                 f"  if ({' || '.join(conds)}) return {j + 1};  // {n}: sizes {layout.size}, strides {layout.stride}"
             )
+    decls = []
     for i, n in enumerate(args):
         const = "const " if n in reads else ""
         t = storage_ctype(buffers[n].dtype)
-        lines.append(f"  {const}{t}* __restrict__ a{i} = ({const}{t}*)args[{i}];  // {n}")
-    work = max(
-        math.prod(node.buffer.size[node.split :]) * math.prod(node.buffer.reduction_size) for node in group.nodes
+        decls.append(f"{const}{t}* __restrict__ a{i} = ({const}{t}*)args[{i}];  // {n}")
+    lines.extend("  " + d for d in decls)
+    work = _largest(
+        [math.prod(node.buffer.size[node.split :]) * math.prod(node.buffer.reduction_size) for node in group.nodes]
     )
-    parallel_rows = group.rows >= config.cpp.min_parallel_rows and group.rows * work >= config.cpp.parallel_threshold
+    parallel_rows = (
+        _when((group.rows, config.cpp.min_parallel_rows), (group.rows * work, config.cpp.parallel_threshold))
+        is not False
+    )
+    indent = "  "
+    tiled = _tiled(group, buffers)
     if parallel_rows:
-        lines.append("  #pragma omp parallel for")
-    lines.append(f"  {_loop('xr', group.rows)} {{")
-    for k, node in enumerate(group.nodes):
-        code = _node_code(node, k, arg_of, dtype_of, group.rows, parallel_inner=not parallel_rows and group.rows == 1)
-        lines.extend("    " + line for line in code)
-    lines.append("  }")
+        grain = _grain(config.cpp.grain, work)
+        lines.append(f"  ember_parallel(0, {cexpr(group.rows)}, {grain}, [&](int64_t xr_begin, int64_t xr_end) {{")
+        lines.extend("    " + d for d in decls)
+        indent = "    "
+    elif tiled:
+        lines.append(f"  {{ const int64_t xr_begin = 0, xr_end = {group.rows};")
+    if tiled:
+        code = _node_code(group.nodes[0], 0, arg_of, dtype_of, False, decls, tiled=True)
+        lines.extend(indent + line for line in code)
+    else:
+        if parallel_rows:
+            lines.append("    for (int64_t xr = xr_begin; xr < xr_end; ++xr) {")
+        else:
+            lines.append(f"  {_loop('xr', group.rows)} {{")
+        inner = not parallel_rows and statically_equal(group.rows, 1)
+        for k, node in enumerate(group.nodes):
+            code = _node_code(node, k, arg_of, dtype_of, inner, decls)
+            lines.extend(indent + "  " + line for line in code)
+        lines.append(indent + "}")
+    if parallel_rows:
+        lines.append("  });")
+    elif tiled:
+        lines.append("  }")
     lines.append("  return 0;")
     lines.append("}")
-    return KernelSpec(name, "\n".join(lines), args, checked, outputs)
+    return KernelSpec(name, "\n".join(lines), args, checked, outputs, tuple(symbols))
 
 
 def module_source(kernels: list[KernelSpec]) -> str:
-    return PRELUDE + "\n\n".join(k.source for k in kernels) + "\n"
+    return PRELUDE + REDUCTION_PRELUDE + KERNEL_PRELUDE + "\n\n".join(k.source for k in kernels) + "\n"
 
 
 __all__ = ["ComputedBuffer", "KernelSpec", "group_kernel", "module_source"]

@@ -59,8 +59,17 @@ def cexpr(e: sympy.Expr) -> str:
         return f"({cexpr(num)} / {cexpr(den)})" if den != 1 else cexpr(num)
     if isinstance(e, sympy.Mod):
         return f"({cexpr(e.args[0])} % {cexpr(e.args[1])})"
+    if type(e).__name__ == "FloorDiv":  # ember.fx's FloorDiv of sizes (non-negative)
+        return f"({cexpr(e.args[0])} / {cexpr(e.args[1])})"
     if isinstance(e, sympy.Pow) and e.exp.is_Integer and int(e.exp) > 0:
         return "(" + " * ".join([cexpr(e.base)] * int(e.exp)) + ")"
+    if isinstance(e, sympy.Max | sympy.Min):
+        # size expressions of slices with symbolic bounds
+        fn = "std::max" if isinstance(e, sympy.Max) else "std::min"
+        out = cexpr(e.args[0])
+        for a in e.args[1:]:
+            out = f"{fn}<int64_t>({out}, {cexpr(a)})"
+        return out
     raise NotImplementedError(f"index expression {e} has no C++ form")
 
 
@@ -236,6 +245,16 @@ class CppOverrides:
     def getitem(self, value: str, i: int) -> str:
         return self._var(f"{value}.get({i})")
 
+    # random numbers: Philox of (seed, offset), as eager's generator draws them (``ember.core.random_bits``)
+    def rand(self, seed: str, offset: str) -> str:
+        return self._var(f"ember_rand({seed}, {offset})")
+
+    def randn(self, seed: str, offset: str) -> str:
+        return self._var(f"ember_randn({seed}, {offset})")
+
+    def randint64(self, seed: str, offset: str, low: str, high: str) -> str:
+        return self._var(f"ember_randint64({seed}, {offset}, {low}, {high})")
+
 
 def _unary(name: str):
     template = _UNARY_CPP[name]
@@ -382,3 +401,51 @@ template <typename T> struct ember_arg {
   inline int64_t get(int) const { return index; }
 };
 """
+
+# ``logcumsumexp``'s step: log(exp(a) + exp(b)) without overflow.
+LOGADDEXP = r"""
+template <typename T> static inline T ember_logaddexp(T a, T b) {
+  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
+  T hi = a < b ? b : a, lo = a < b ? a : b;
+  if (lo == -std::numeric_limits<T>::infinity() || hi == std::numeric_limits<T>::infinity()) return hi;
+  return hi + std::log1p(std::exp(lo - hi));
+}
+"""
+
+# Philox 4x32-10 of (seed, counter), and eager's samplers on its words (``ember.core.philox`` and
+# ``ember.core.random_bits`` define them; these give the same bits, the normal's libm calls aside).
+PHILOX = r"""
+struct ember_philox_out { uint32_t w0, w1, w2, w3; };
+static inline ember_philox_out ember_philox(uint64_t seed, uint64_t counter) {
+  uint32_t c0 = uint32_t(counter), c1 = uint32_t(counter >> 32), c2 = 0, c3 = 0;
+  uint32_t k0 = uint32_t(seed), k1 = uint32_t(seed >> 32);
+  for (int r = 0; r < 10; ++r) {
+    uint64_t p0 = uint64_t(c0) * 0xD2511F53ull, p2 = uint64_t(c2) * 0xCD9E8D57ull;
+    uint32_t n0 = uint32_t(p2 >> 32) ^ c1 ^ k0, n2 = uint32_t(p0 >> 32) ^ c3 ^ k1;
+    c1 = uint32_t(p2); c3 = uint32_t(p0); c0 = n0; c2 = n2;
+    k0 += 0x9E3779B9u; k1 += 0xBB67AE85u;
+  }
+  return {c0, c1, c2, c3};
+}
+static inline float ember_uint_to_uniform(uint32_t w) {
+  int32_t x = int32_t(w); if (x < 0) x = ~x;
+  return float(x) * 4.6566127342e-10f;
+}
+static inline float ember_rand(int64_t seed, int64_t offset) {
+  float u = ember_uint_to_uniform(ember_philox(uint64_t(seed), uint64_t(offset)).w0);
+  return u < 0.99999994039535522461f ? u : 0.99999994039535522461f;  // eager never returns 1
+}
+static inline float ember_randn(int64_t seed, int64_t offset) {
+  ember_philox_out o = ember_philox(uint64_t(seed), uint64_t(offset));
+  float u1 = ember_uint_to_uniform(o.w0); u1 = u1 < 1.0e-7f ? 1.0e-7f : u1;
+  float theta = 6.283185307179586f * ember_uint_to_uniform(o.w1);
+  return std::sqrt(-2.0f * std::log(u1)) * std::cos(theta);
+}
+static inline int64_t ember_randint64(int64_t seed, int64_t offset, int64_t low, int64_t high) {
+  ember_philox_out o = ember_philox(uint64_t(seed), uint64_t(offset));
+  uint64_t span = uint64_t(high) - uint64_t(low);
+  uint64_t drawn = span <= (1ull << 32) ? uint64_t(o.w0) % span : ((uint64_t(o.w1) << 32) | o.w0) % span;
+  return int64_t(drawn + uint64_t(low));
+}
+"""
+PRELUDE += LOGADDEXP + PHILOX

@@ -15,8 +15,12 @@ from typing import Any
 import sympy
 
 from ember.core.tensor import Tensor
-from ember.inductor import config
+from ember.inductor import (
+    config,
+    lowering_optim,  # noqa: F401  (registers its lowerings)
+)
 from ember.inductor.cpp_ops import CTYPES
+from ember.inductor.inplace import emit_mutations
 from ember.inductor.ir import (
     AliasBuffer,
     Buffer,
@@ -25,11 +29,13 @@ from ember.inductor.ir import (
     InputBuffer,
     Layout,
     MultiOutput,
+    SizeInput,
     TensorBox,
     contiguous_strides,
     index_symbols,
 )
 from ember.inductor.lowering import LOWERINGS
+from ember.inductor.sizevars import FloatSize, as_expr, float_size, is_symbolic, shape_env_of, statically_equal
 from ember.inductor.virtualized import CountHandler, set_ops_handler
 from ember.logs import get_artifact_logger
 
@@ -49,15 +55,24 @@ def _is_tensor(v: Any) -> bool:
     return isinstance(v, Tensor)
 
 
+def _hint(value: Any) -> int:
+    """A size's value at trace time (a ``SymInt``'s hint)."""
+    node = getattr(value, "node", None)
+    return int(node.hint) if node is not None and getattr(node, "hint", None) is not None else int(value)
+
+
 def _dense_layout(val: Tensor) -> Layout:
     """The layout eager gives ``val`` when it is dense and non-overlapping, else a contiguous one."""
-    size, stride = tuple(val.shape), tuple(val.stride())
-    dims = sorted((s, n) for s, n in zip(stride, size, strict=True) if n != 1)
+    size, stride = as_expr(tuple(val.shape)), as_expr(tuple(val.stride()))
+    # strides ordered by their values at trace time; density must hold for every size
+    dims = sorted(
+        ((_hint(h), s, n) for h, s, n in zip(val.stride(), stride, size, strict=True) if n != 1), key=lambda t: t[0]
+    )
     expected = 1
-    for s, n in dims:
-        if s != expected:
+    for _, s, n in dims:
+        if not statically_equal(s, expected):
             return Layout(size, contiguous_strides(size))
-        expected *= n
+        expected = expected * n
     return Layout(size, stride)
 
 
@@ -72,6 +87,21 @@ class GraphLowering:
         self.fallbacks: list[tuple[str, str]] = []
         self.lowered: set[Any] = set()
         self.current: Any = None
+        self.mutations: list[tuple[InputBuffer, TensorBox]] = []  # copy_ onto inputs, lowered last (inplace.py)
+        self.shape_env: Any = None  # of the symbolic sizes, if any
+
+    def hint(self, expr: Any) -> int:
+        """A size expression's value at trace time."""
+        if not is_symbolic(expr):
+            return int(expr)
+        return int(expr.xreplace(self.shape_env.var_to_val))
+
+    def out_size(self) -> tuple:
+        """The sizes of the current node's (first) output, as the meta kernel worked them out."""
+        val = self.current.meta.get("val")
+        if isinstance(val, list | tuple):
+            val = val[0]
+        return as_expr(tuple(val.shape))
 
     # -- used by lowerings ------------------------------------------------------------------------
 
@@ -181,22 +211,21 @@ class GraphLowering:
             if node.op == "placeholder":
                 value = self.example_inputs[placeholders]
                 placeholders += 1
-                if not _is_static(value):
-                    raise NotImplementedError(
-                        f"graph input {node.name} has symbolic sizes: the code generator specializes kernels on "
-                        "sizes, and dynamic shapes in kernels are not built yet (compile with dynamic=False)"
-                    )
+                self._note_shape_env(value)
                 if _is_tensor(value):
                     if value.device.type != "cpu":
                         raise NotImplementedError(
                             f"the code generator builds C++ kernels for cpu tensors only; {value.device.type} "
                             "tensors need Triton code generation, which is not built yet (use backend='aot_eager')"
                         )
-                    buf = InputBuffer(f"arg{placeholders - 1}", value.dtype,
-                                      Layout(tuple(value.shape), tuple(value.stride())))  # fmt: skip
+                    layout = Layout(as_expr(tuple(value.shape)), as_expr(tuple(value.stride())))
+                    buf = InputBuffer(f"arg{placeholders - 1}", value.dtype, layout)
                     self._register(buf)
                     self.inputs.append(buf)
                     env[node] = TensorBox.of(buf)
+                elif is_symbolic(as_expr(value)):
+                    self.inputs.append(SizeInput(f"arg{placeholders - 1}", _size_expr(node, value)))
+                    env[node] = as_expr(value)
                 else:
                     self.inputs.append(value)
                     env[node] = value
@@ -205,6 +234,15 @@ class GraphLowering:
                 kwargs = {k: _map(v, env) for k, v in node.kwargs.items()}
                 if node.target is operator.getitem:
                     env[node] = args[0][args[1]]
+                    continue
+                val = node.meta.get("val")
+                if val is not None and not _is_tensor(val) and not isinstance(val, list | tuple):
+                    # a size computed from sizes (sym_size, arithmetic): its expression, read at run time
+                    env[node] = _size_expr(node, val)
+                    continue
+                if val is None and getattr(node.target, "__module__", None) in ("_operator", "operator"):
+                    # arithmetic on sizes the trace kept no value for: done on the expressions
+                    env[node] = as_expr(sympy.sympify(node.target(*args, **kwargs)))
                     continue
                 reason = self._lowerable(node, args, kwargs)
                 result = None
@@ -232,8 +270,11 @@ class GraphLowering:
                         if o.buffer is not None and not isinstance(o.buffer, ComputedBuffer):
                             layout = None  # inputs and extern outputs are returned as they are
                         self.outputs.append(self.realize(o, layout))
+                    elif isinstance(o, FloatSize):
+                        raise NotImplementedError("a graph that returns a float computed from sizes")
                     else:
                         self.outputs.append(o)
+                emit_mutations(self)
             else:
                 raise NotImplementedError(f"the code generator cannot lower a graph node of kind {node.op!r}")
 
@@ -256,11 +297,12 @@ class GraphLowering:
         example = self.example_inputs[self.inputs.index(source)]
         if getattr(val, "_storage", None) is not getattr(example, "_storage", 0):
             return None  # eager's output has its own memory: a copy it is
-        delta = val.storage_offset() - example.storage_offset()
-        strided = delta + sum((i * s for i, s, n in zip(symbols, val.stride(), val.shape, strict=True) if n != 1), 0)
+        delta = as_expr(val.storage_offset()) - as_expr(example.storage_offset())
+        shape, stride = as_expr(tuple(val.shape)), as_expr(tuple(val.stride()))
+        strided = delta + sum((i * s for i, s, n in zip(symbols, stride, shape, strict=True) if n != 1), 0)
         if sympy.expand(result[2] - strided) != 0:
             return None
-        layout = Layout(tuple(val.shape), tuple(val.stride()), 0)
+        layout = Layout(shape, stride, 0)
         return AliasBuffer(f"buf{len(self.buffers)}", val.dtype, layout, source, delta)
 
     def _set_origins(self, node: Any, result: Any) -> None:
@@ -280,6 +322,24 @@ class GraphLowering:
             return TensorBox.of(self.realize(result))
         return result
 
+    def _note_shape_env(self, value: Any) -> None:
+        parts = (*value.shape, *value.stride(), value.storage_offset()) if _is_tensor(value) else (value,)
+        for part in parts:
+            env = shape_env_of(part)
+            if env is not None:
+                self.shape_env = env
+                return
+
+
+def _size_expr(node: Any, value: Any) -> Any:
+    expr = as_expr(value)
+    pytype = getattr(getattr(value, "node", None), "pytype", int)
+    if isinstance(expr, sympy.Basic) and pytype is float:
+        return float_size(expr)
+    if isinstance(expr, sympy.Basic) and pytype is not int:
+        raise NotImplementedError(f"{node.name} is a symbolic {type(value).__name__}: only numbers are built")
+    return expr
+
 
 class _ViewProbe(CountHandler):
     """Counts ops; a load returns ``("load", buffer)`` so a body that is one bare load shows as such."""
@@ -297,7 +357,7 @@ def _is_static(value: Any) -> bool:
 
 def _dense_layout_of_extern(val: Tensor) -> Layout:
     # the wrapper passes an extern result's data pointer (its offset included): offset 0 here
-    return Layout(tuple(val.shape), tuple(val.stride()))
+    return Layout(as_expr(tuple(val.shape)), as_expr(tuple(val.stride())))
 
 
 def _map(a: Any, env: dict) -> Any:

@@ -8,7 +8,8 @@
   input; ``ComputedBuffer`` is computed by a loop nest (``Pointwise`` or ``Reduction`` body);
   ``ExternBuffer`` is the output of an eager op called as it is (GEMMs, convolutions, fallbacks).
 
-Sizes are Python ints: kernels are specialized on the sizes they were compiled for.
+Sizes, strides and offsets are Python ints where static and sympy expressions over the graph's size
+symbols where not (``sizevars.py``): one kernel serves every size of a dynamic dimension.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 import sympy
 
+from ember.inductor.sizevars import at_least_one, statically_equal
 from ember.inductor.virtualized import ops
 
 Index = list[sympy.Expr]
@@ -29,11 +31,11 @@ def index_symbols(prefix: str, n: int) -> list[sympy.Symbol]:
     return [sympy.Symbol(f"{prefix}{i}", integer=True, nonnegative=True) for i in range(n)]
 
 
-def contiguous_strides(size: Sequence[int]) -> tuple[int, ...]:
+def contiguous_strides(size: Sequence[Any]) -> tuple[Any, ...]:
     strides, acc = [], 1
     for n in reversed(size):
         strides.append(acc)
-        acc *= max(n, 1)
+        acc *= at_least_one(n)
     return tuple(reversed(strides))
 
 
@@ -43,26 +45,31 @@ def numel(size: Sequence[int]) -> int:
 
 @dataclass
 class Layout:
-    size: tuple[int, ...]
-    stride: tuple[int, ...]
-    offset: int = 0
+    size: tuple[Any, ...]
+    stride: tuple[Any, ...]
+    offset: Any = 0
 
     def index(self, index: Index) -> sympy.Expr:
-        return sympy.Integer(self.offset) + sum(
+        return sympy.sympify(self.offset) + sum(
             (i * s for i, s, n in zip(index, self.stride, self.size, strict=True) if n != 1), sympy.Integer(0)
         )
 
     def same_as(self, other: Layout) -> bool:
         """Equal as memory layouts: strides of size-1 dims do not matter."""
         return (
-            self.size == other.size
-            and self.offset == other.offset
-            and all(a == b for a, b, n in zip(self.stride, other.stride, self.size, strict=True) if n != 1)
+            len(self.size) == len(other.size)
+            and all(statically_equal(a, b) for a, b in zip(self.size, other.size, strict=True))
+            and statically_equal(self.offset, other.offset)
+            and all(
+                statically_equal(a, b) for a, b, n in zip(self.stride, other.stride, self.size, strict=True) if n != 1
+            )
         )
 
     def is_contiguous(self) -> bool:
         return self.offset == 0 and all(
-            s == c for s, c, n in zip(self.stride, contiguous_strides(self.size), self.size, strict=True) if n != 1
+            statically_equal(s, c)
+            for s, c, n in zip(self.stride, contiguous_strides(self.size), self.size, strict=True)
+            if n != 1
         )
 
 
@@ -153,6 +160,14 @@ class AliasBuffer(Buffer):
 
     source: InputBuffer = None  # type: ignore[assignment]
     offset_delta: int = 0
+
+
+@dataclass(eq=False)
+class SizeInput:
+    """A graph input that is a size (a ``SymInt``): the wrapper binds ``expr``'s symbol from it."""
+
+    name: str
+    expr: sympy.Expr
 
 
 @dataclass(eq=False)

@@ -17,6 +17,7 @@ from ember.core import dtypes as D
 from ember.core.dispatch import OpOverload
 from ember.core.promotion import promote_types
 from ember.inductor.ir import ComputedBuffer, Index, Layout, TensorBox, contiguous_strides, numel
+from ember.inductor.sizevars import FloatSize, as_expr, exact_div, is_symbolic, statically_equal
 from ember.inductor.virtualized import CountHandler, ops, set_ops_handler
 
 LOWERINGS: dict[OpOverload, Callable[..., Any]] = {}
@@ -61,7 +62,7 @@ def _count(box_loader: Callable[[Index], Any], ndim: int) -> int:
 
 
 def make_box(size, dtype, loader) -> TensorBox:
-    size = tuple(int(s) for s in size)
+    size = tuple(as_expr(s) for s in size)
     return TensorBox(size, dtype, loader, None, _count(loader, len(size)))
 
 
@@ -71,6 +72,8 @@ def broadcast_shapes(*sizes: tuple[int, ...]) -> tuple[int, ...]:
     for i in range(ndim):
         dims = {s[i - ndim + len(s)] for s in sizes if i - ndim + len(s) >= 0} - {1}
         if len(dims) > 1:
+            if any(is_symbolic(d) for d in dims):
+                raise NotImplementedError(f"broadcasting the symbolic shapes {sizes} together is not decided")
             raise RuntimeError(f"shapes {sizes} cannot be broadcast together")
         out.append(dims.pop() if dims else 1)
     return tuple(out)
@@ -87,7 +90,17 @@ def as_loader(value: Any, size: tuple[int, ...], dtype: Any) -> Callable[[Index]
             return ops.to_dtype(inner(idx), compute_dtype(dtype)) if value.dtype != dtype else inner(idx)
 
         return loader
-    return lambda index: ops.constant(value, compute_dtype(dtype))
+    return lambda index: scalar(value, compute_dtype(dtype))
+
+
+def scalar(value: Any, dtype: Any) -> Any:
+    """``ops`` value of a Python scalar or a size expression (read from the kernel's size arguments)."""
+    value = as_expr(value)
+    if isinstance(value, FloatSize):
+        return ops.truediv(ops.index_expr(value.num, dtype), ops.index_expr(value.den, dtype))
+    if is_symbolic(value):
+        return ops.index_expr(value, dtype)
+    return ops.constant(value, dtype)
 
 
 def pointwise(ctx, inputs: list, fn: Callable[..., Any], in_dtype: Any = None) -> TensorBox:
@@ -95,12 +108,22 @@ def pointwise(ctx, inputs: list, fn: Callable[..., Any], in_dtype: Any = None) -
     out_dtype = ctx.out_dtype
     size = broadcast_shapes(*[x.size for x in inputs if isinstance(x, TensorBox)])
     in_dtype = in_dtype or out_dtype
+    if not statically_equal(numel(size), 1):  # a one-element input is loop-invariant: computed once, not per element
+        inputs = [hoist_scalar(ctx, x) for x in inputs]
     loaders = [as_loader(x, size, in_dtype) for x in inputs]
 
     def loader(index: Index) -> Any:
         return fn(*[ld(index) for ld in loaders])
 
     return make_box(size, out_dtype, loader)
+
+
+def hoist_scalar(ctx, x: Any) -> Any:
+    """``x`` realized when it is a one-element value of more than one op (an optimizer's bias correction
+    ``1 - beta ** step``), so that a loop reads it instead of recomputing it for each element."""
+    if isinstance(x, TensorBox) and x.buffer is None and x.ops_count > 1 and statically_equal(numel(x.size), 1):
+        return TensorBox.of(ctx.realize(x))
+    return x
 
 
 def promoted(inputs: list) -> Any:
@@ -256,7 +279,7 @@ def clone(ctx, x, *, memory_format=None):
 @register("full.default")
 def full(ctx, size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None):
     dt = compute_dtype(ctx.out_dtype)
-    return make_box(tuple(size), ctx.out_dtype, lambda i: ops.constant(fill_value, dt))
+    return make_box(tuple(size), ctx.out_dtype, lambda i: scalar(fill_value, dt))
 
 
 @register("full_like.default")
@@ -266,9 +289,9 @@ def full_like(ctx, x, fill_value, *, dtype=None, layout=None, device=None, pin_m
 
 @register("arange.start_step")
 def arange(ctx, start, end, step=1, *, dtype=None, layout=None, device=None, pin_memory=None):
-    n = max(0, math.ceil((end - start) / step))
+    n = ctx.out_size()[0]
     dt = compute_dtype(ctx.out_dtype)
-    if all(isinstance(v, int) for v in (start, step)):
+    if all(isinstance(v, int) or is_symbolic(v) for v in (start, step)):
         return make_box((n,), ctx.out_dtype, lambda i: ops.index_expr(i[0] * step + start, dt))
     return make_box(
         (n,),
@@ -280,7 +303,7 @@ def arange(ctx, start, end, step=1, *, dtype=None, layout=None, device=None, pin
 @register("scalar_tensor.default")
 def scalar_tensor(ctx, value, *, dtype=None, layout=None, device=None, pin_memory=None):
     dt = compute_dtype(ctx.out_dtype)
-    return make_box((), ctx.out_dtype, lambda i: ops.constant(value, dt))
+    return make_box((), ctx.out_dtype, lambda i: scalar(value, dt))
 
 
 @register("_softmax.default")
@@ -371,7 +394,7 @@ def mean_dim(ctx, x, dim, keepdim=False, *, dtype=None):
     total = reduce_box(ctx, x, dims, keepdim, "sum", compute_dtype(ctx.out_dtype))
     ld = total.loader
     dt = compute_dtype(ctx.out_dtype)
-    return make_box(total.size, ctx.out_dtype, lambda i: ops.truediv(ld(i), ops.constant(float(n), dt)))
+    return make_box(total.size, ctx.out_dtype, lambda i: ops.truediv(ld(i), _count_value(n, dt)))
 
 
 @register("mean.default")
@@ -420,13 +443,18 @@ def argmin(ctx, x, dim=None, keepdim=False):
     return reduce_box(ctx, x, [dim], keepdim, "argmin", compute_dtype(x.dtype))
 
 
+def _count_value(n: Any, dt: Any) -> Any:
+    """A count of elements as a float value (a size expression is read at run time)."""
+    return ops.index_expr(n, dt) if is_symbolic(n) else ops.constant(float(n), dt)
+
+
 def _var_box(ctx, x, dims, keepdim, correction, dtype):
     dims = _dims(x, dims)
     n = numel([x.size[d % max(len(x.size), 1)] for d in dims]) if x.size else 1
     m2 = reduce_box(ctx, x, dims, keepdim, "welford", dtype, welford_output=1)
     ld = m2.loader
-    denom = float(max(0, n - correction))
-    return make_box(m2.size, dtype, lambda i: ops.truediv(ld(i), ops.constant(denom, dtype)))
+    denom = sympy.Max(0, n - correction) if is_symbolic(n) else max(0, n - correction)
+    return make_box(m2.size, dtype, lambda i: ops.truediv(ld(i), _count_value(denom, dtype)))
 
 
 @register("var.correction")
@@ -442,10 +470,10 @@ def native_layer_norm(ctx, x, normalized_shape, weight, bias, eps):
     dt = compute_dtype(x.dtype)
     # two passes over each row (sum, then the sum of squared deviations): both vectorize, unlike a
     # Welford update, and the row is still in cache for the second
-    n = float(numel(normalized_shape))
+    n = numel([x.size[d] for d in dims])
     total = reduce_box(ctx, x, dims, True, "sum", dt)
     lt = total.loader
-    mean = TensorBox.of(ctx.realize(make_box(total.size, dt, lambda i: ops.truediv(lt(i), ops.constant(n, dt)))))
+    mean = TensorBox.of(ctx.realize(make_box(total.size, dt, lambda i: ops.truediv(lt(i), _count_value(n, dt)))))
     lx0, lm0 = as_loader(x, x.size, dt), as_loader(mean, x.size, dt)
 
     def centered_sq(i):
@@ -455,7 +483,7 @@ def native_layer_norm(ctx, x, normalized_shape, weight, bias, eps):
     m2 = reduce_box(ctx, make_box(x.size, dt, centered_sq), dims, True, "sum", dt)
     lm2 = m2.loader
     rstd = make_box(
-        m2.size, dt, lambda i: ops.rsqrt(ops.add(ops.truediv(lm2(i), ops.constant(n, dt)), ops.constant(eps, dt)))
+        m2.size, dt, lambda i: ops.rsqrt(ops.add(ops.truediv(lm2(i), _count_value(n, dt)), ops.constant(eps, dt)))
     )
     lx, lmean, lrstd = as_loader(x, x.size, dt), as_loader(mean, x.size, dt), as_loader(rstd, x.size, dt)
     lw = as_loader(weight, x.size, dt) if weight is not None else None
@@ -497,10 +525,17 @@ def _view_groups(old: list[int], new: list[int]) -> list[tuple[list[int], list[i
     return groups
 
 
-def _view_loader(x: TensorBox, size: tuple[int, ...]) -> Callable[[Index], Any]:
+def _view_loader(ctx, x: TensorBox, size: tuple[int, ...]) -> Callable[[Index], Any]:
     """Row-major reshape, run by run, so that most indexes stay affine."""
     old, new = list(x.size), list(size)
-    groups = _view_groups(old, new)
+    if any(is_symbolic(n) for n in old + new):
+        # runs are found from the sizes' values at trace time, and must hold for every size
+        groups = _view_groups([ctx.hint(n) for n in old], [ctx.hint(n) for n in new])
+        for gi, gj in groups:
+            if not statically_equal(numel([old[i] for i in gi]), numel([new[j] for j in gj])):
+                raise NotImplementedError(f"a view from {tuple(old)} to {tuple(size)} is not decided for every size")
+    else:
+        groups = _view_groups(old, new)
     inner = x.loader
 
     def loader(index: Index) -> Any:
@@ -521,18 +556,21 @@ def _view_loader(x: TensorBox, size: tuple[int, ...]) -> Callable[[Index], Any]:
 
 def _infer_size(size, total):
     size = list(size)
-    if -1 in size:
+    if any(s == -1 for s in size):
+        at = next(i for i, s in enumerate(size) if s == -1)
         known = numel([s for s in size if s != -1])
-        size[size.index(-1)] = total // known if known else 0
-    return tuple(size)
+        size[at] = exact_div(total, known) if known != 0 else 0
+    return tuple(as_expr(s) for s in size)
 
 
 @register("view.default", "reshape.default", "_unsafe_view.default")
 def view(ctx, x, size):
     size = _infer_size(size, numel(x.size))
-    if numel(size) != numel(x.size):
+    if not statically_equal(numel(size), numel(x.size)):
+        if is_symbolic(numel(size)) or is_symbolic(numel(x.size)):
+            raise NotImplementedError(f"a view from {x.size} to {size} is not decided for every size")
         raise RuntimeError(f"shape '{list(size)}' is invalid for input of size {numel(x.size)}")
-    return TensorBox(size, x.dtype, _view_loader(x, size), None, x.ops_count)
+    return TensorBox(size, x.dtype, _view_loader(ctx, x, size), None, x.ops_count)
 
 
 @register("permute.default")
@@ -573,8 +611,12 @@ def expand(ctx, x, size, *, implicit=False):
 def slice_(ctx, x, dim=0, start=None, end=None, step=1):
     dim = dim % len(x.size)
     n = x.size[dim]
-    start, end, _ = slice(start, end, step).indices(n)
-    length = max(0, (end - start + step - 1) // step)
+    start, end = as_expr(start), as_expr(end)
+    if any(is_symbolic(v) for v in (n, start, end)):
+        start, length = _symbolic_slice(n, start, step, ctx.out_size()[dim])
+    else:
+        start, end, _ = slice(start, end, step).indices(n)
+        length = max(0, (end - start + step - 1) // step)
     inner = x.loader
 
     def loader(index):
@@ -587,13 +629,28 @@ def slice_(ctx, x, dim=0, start=None, end=None, step=1):
     return TensorBox(tuple(size), x.dtype, loader, None, x.ops_count)
 
 
+def _symbolic_slice(n: Any, start: Any, step: int, length: Any) -> tuple[Any, Any]:
+    """The first index and the length of a slice of a dimension of size ``n`` (symbolic); the length
+    comes from the node's value, which the meta kernel worked out."""
+    start = 0 if start is None else start
+    if isinstance(start, int) and start < 0:
+        start = sympy.Max(n + start, 0)
+    elif is_symbolic(start):
+        start = sympy.Min(start, n)
+    return start, as_expr(length)
+
+
 @register("select.int")
 def select(ctx, x, dim, index):
     dim = dim % len(x.size)
-    index = index % x.size[dim]
+    index = as_expr(index)
+    if is_symbolic(x.size[dim]) or is_symbolic(index):
+        index = index + x.size[dim] if isinstance(index, int) and index < 0 else index
+    else:
+        index = index % x.size[dim]
     inner = x.loader
     size = x.size[:dim] + x.size[dim + 1 :]
-    return TensorBox(size, x.dtype, lambda i: inner([*i[:dim], sympy.Integer(index), *i[dim:]]), None, x.ops_count)
+    return TensorBox(size, x.dtype, lambda i: inner([*i[:dim], sympy.sympify(index), *i[dim:]]), None, x.ops_count)
 
 
 @register("unsqueeze.default")
@@ -634,5 +691,8 @@ def layout_for(size: tuple[int, ...]) -> Layout:
 
 
 install_pointwise()
+
+# lowerings kept in modules of their own register themselves when imported
+from ember.inductor import lowering_random, lowering_scan  # noqa: E402, F401
 
 __all__ = ["LOWERINGS", "ComputedBuffer", "install_pointwise", "register"]

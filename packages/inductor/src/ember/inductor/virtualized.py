@@ -97,6 +97,10 @@ class OpsHandler(Protocol):
     def reduction(self, dtype: Any, reduction_type: str, value: Any) -> Any: ...
     def store_reduction(self, name: str, index: sympy.Expr, value: Any) -> None: ...
     def getitem(self, value: Any, i: int) -> Any: ...
+    # Philox random numbers of the int64 values ``seed`` and ``offset`` (eager's stream)
+    def rand(self, seed: Any, offset: Any) -> Any: ...
+    def randn(self, seed: Any, offset: Any) -> Any: ...
+    def randint64(self, seed: Any, offset: Any, low: Any, high: Any) -> Any: ...
 
     # pointwise math, one method per op (listed in UNARY and BINARY)
     def abs(self, x: Any) -> Any: ...
@@ -248,6 +252,15 @@ class StrHandler(_DefaultHandler):
     def getitem(self, value, i):
         return f"{value}[{i}]"
 
+    def rand(self, seed, offset):
+        return f"rand({seed}, {offset})"
+
+    def randn(self, seed, offset):
+        return f"randn({seed}, {offset})"
+
+    def randint64(self, seed, offset, low, high):
+        return f"randint64({seed}, {offset}, {low}, {high})"
+
 
 class CountHandler(_DefaultHandler):
     """Counts the ops of a body (to decide when an inlined producer is too big to recompute)."""
@@ -284,6 +297,15 @@ class CountHandler(_DefaultHandler):
 
     def getitem(self, value, i):
         return None
+
+    def rand(self, seed, offset):
+        self.count += 1
+
+    def randn(self, seed, offset):
+        self.count += 1
+
+    def randint64(self, seed, offset, low, high):
+        self.count += 1
 
 
 class ReadsHandler(CountHandler):

@@ -1,7 +1,10 @@
 """The Python wrapper: runs a compiled graph's steps in order (kernels and extern calls).
 
 Each step is prepared once at compile time (pointer slots, allocation sizes), so a call does little
-more than allocate outputs, fill a pointer array and call into the shared library.
+more than allocate outputs, fill a pointer array and call into the shared library. With symbolic
+sizes, the graph's size symbols are bound from the inputs once per call (``size_binding.py``) and
+kept in the environment under ``SYMBOLS``; allocation sizes, extern arguments and views are
+evaluated from them, and the kernels take them as arguments.
 """
 
 from __future__ import annotations
@@ -16,9 +19,17 @@ from ember.core.devices import CPU
 from ember.core.tensor import empty
 from ember.inductor.codegen_cpp import KernelSpec
 from ember.inductor.ir import AliasBuffer, Buffer, ExternBuffer, InputBuffer, MultiOutput
+from ember.inductor.sizevars import evaluator, is_symbolic
 from ember.logs import get_artifact_logger
 
 perf_log = get_artifact_logger(__name__, "perf_hints")
+SYMBOLS = ""  # the environment's key for the values of the size symbols
+
+
+def _layout_fn(layout: Any, symbols: list) -> Callable[[tuple], tuple]:
+    """``f(values) -> (sizes, strides)`` of ``layout`` at the symbols' values."""
+    size, stride = evaluator(symbols, layout.size), evaluator(symbols, layout.stride)
+    return lambda values: (size(values), stride(values))
 
 
 class KernelStep:
@@ -28,14 +39,25 @@ class KernelStep:
         self.n = len(spec.args)
         self.allocs = [(name, buffers[name]) for name in spec.outputs]
         self.checked = spec.checked
-        self.meta_len = sum(2 * len(buffers[n].size) for n in spec.checked)
+        self.layout_of = {n: buffers[n].layout for n in spec.checked}
+        self.nsym = len(spec.symbols)
+        self.meta_len = self.nsym + sum(2 * len(buffers[n].size) for n in spec.checked)
+        self.layouts = [_layout_fn(buf.layout, spec.symbols) for _, buf in self.allocs] if self.nsym else None
 
     def __call__(self, env: dict[str, Any]) -> None:
-        for name, buf in self.allocs:
-            env[name] = empty(buf.layout.size, buf.dtype, CPU, buf.layout.stride)
+        if self.layouts is None:
+            for name, buf in self.allocs:
+                env[name] = empty(buf.layout.size, buf.dtype, CPU, buf.layout.stride)
+        else:
+            values = env[SYMBOLS]
+            for (name, buf), layout in zip(self.allocs, self.layouts, strict=True):
+                size, stride = layout(values)
+                env[name] = empty(size, buf.dtype, CPU, stride)
         ptrs = (ctypes.c_void_p * self.n)(*[env[name].data_ptr() for name in self.spec.args])
         meta = np.empty(max(self.meta_len, 1), dtype=np.int64)
-        pos = 0
+        pos = self.nsym
+        if self.nsym:
+            meta[: self.nsym] = env[SYMBOLS]
         for name in self.checked:
             t = env[name]
             nd = len(t._shape)
@@ -48,19 +70,27 @@ class KernelStep:
             t = env[name]
             raise RuntimeError(
                 f"compiled kernel {self.spec.name} was specialized for {name} with sizes and strides other than "
-                f"{tuple(t._shape)}/{tuple(t._stride)}: the code generator specializes kernels on sizes "
-                "(dynamic shapes in kernels are not built yet); recompile for these inputs"
+                f"{tuple(t._shape)}/{tuple(t._stride)}: it supports only {buffers_layout(self, name)}; "
+                "recompile for these inputs"
             )
 
 
+def buffers_layout(step: KernelStep, name: str) -> str:
+    layout = step.layout_of[name]
+    return f"sizes {layout.size}, strides {layout.stride}"
+
+
 class ExternStep:
-    def __init__(self, buf: ExternBuffer) -> None:
+    def __init__(self, buf: ExternBuffer, symbols: list = ()) -> None:
         self.buf = buf
+        self.symbols = list(symbols)
 
     def __call__(self, env: dict[str, Any]) -> None:
         def value(a):
             if isinstance(a, Buffer):
                 return env[a.name]
+            if is_symbolic(a):
+                return int(a.xreplace(dict(zip(self.symbols, env[SYMBOLS], strict=True))))
             if isinstance(a, list | tuple):
                 return type(a)(value(x) for x in a)
             return a
@@ -78,25 +108,31 @@ class MultiOutputStep:
 
 
 class AliasStep:
-    def __init__(self, buf: AliasBuffer) -> None:
+    def __init__(self, buf: AliasBuffer, symbols: list = ()) -> None:
         self.buf = buf
+        self.layout = _layout_fn(buf.layout, list(symbols))
+        self.delta = evaluator(list(symbols), [buf.offset_delta])
 
     def __call__(self, env: dict[str, Any]) -> None:
         b = self.buf
         base = env[b.source.name]
-        env[b.name] = base.as_strided(b.layout.size, b.layout.stride, base.storage_offset() + b.offset_delta)
+        values = env.get(SYMBOLS, ())
+        size, stride = self.layout(values)
+        env[b.name] = base.as_strided(size, stride, base.storage_offset() + self.delta(values)[0])
 
 
-def _same_strides(t: Any, spec: InputBuffer) -> bool:
-    return all(a == b for a, b, n in zip(t._stride, spec.layout.stride, spec.size, strict=True) if n != 1)
+def _same_strides(t: Any, spec: InputBuffer, stride: tuple | None = None) -> bool:
+    stride = spec.layout.stride if stride is None else stride
+    return all(a == b for a, b, n in zip(t._stride, stride, t._shape, strict=True) if n != 1)
 
 
-def _restride(t: Any, spec: InputBuffer) -> Any:
+def _restride(t: Any, spec: InputBuffer, stride: tuple | None = None) -> Any:
     """A copy of ``t`` laid out as the kernels were specialized for (AOT autograd may hand the backward
     saved tensors or gradients whose strides differ from the ones it traced with)."""
+    stride = spec.layout.stride if stride is None else stride
     if perf_log.isEnabledFor(20):
-        perf_log.info("input %s copied from strides %s to %s", spec.name, tuple(t._stride), spec.layout.stride)
-    out = empty(spec.size, spec.dtype, CPU, spec.layout.stride)
+        perf_log.info("input %s copied from strides %s to %s", spec.name, tuple(t._stride), stride)
+    out = empty(tuple(t._shape), spec.dtype, CPU, stride)
     out.copy_(t)
     return out
 
@@ -106,11 +142,20 @@ class CompiledGraph:
 
     _boxed_call = True
 
-    def __init__(self, inputs: list, steps: list, outputs: list, source: str) -> None:
+    def __init__(self, inputs: list, steps: list, outputs: list, source: str, binder: Any = None) -> None:
         self.inputs = inputs
         self.steps = steps
         self.outputs = outputs
         self.source = source
+        # symbolic sizes: ``binder.bind(args)`` gives the symbols' values (None: every size is static)
+        self.binder = binder
+        if binder is not None:
+            symbols = binder.symbols
+            self.tensor_inputs = [(i, spec.name) for i, spec in enumerate(inputs) if isinstance(spec, InputBuffer)]
+            self.input_strides = [
+                evaluator(symbols, spec.layout.stride) if isinstance(spec, InputBuffer) else None for spec in inputs
+            ]
+            self.output_values = [evaluator(symbols, [o]) if is_symbolic(o) else None for o in outputs]
         # filled in by compile_fx_inner, for tests and debugging
         self.lowered: set = set()
         self.fallbacks: list[tuple[str, str]] = []
@@ -120,6 +165,8 @@ class CompiledGraph:
         return sum(isinstance(s, KernelStep) for s in self.steps)
 
     def __call__(self, args: list) -> list:
+        if self.binder is not None:
+            return self._call_symbolic(args)
         env: dict[str, Any] = {}
         for spec, a in zip(self.inputs, args, strict=True):
             if isinstance(spec, InputBuffer):
@@ -137,3 +184,17 @@ class CompiledGraph:
         for step in self.steps:
             step(env)
         return [env[o.name] if isinstance(o, Buffer) else o for o in self.outputs]
+
+    def _call_symbolic(self, args: list) -> list:
+        values, moved = self.binder.bind(args)  # checks every size the kernels assume, and the dtypes
+        env: dict[str, Any] = {SYMBOLS: values}
+        for i, name in self.tensor_inputs:
+            env[name] = args[i]
+        for i in moved or ():
+            env[self.inputs[i].name] = _restride(args[i], self.inputs[i], self.input_strides[i](values))
+        for step in self.steps:
+            step(env)
+        return [
+            env[o.name] if isinstance(o, Buffer) else (o if f is None else f(values)[0])
+            for o, f in zip(self.outputs, self.output_values, strict=True)
+        ]

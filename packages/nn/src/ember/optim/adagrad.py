@@ -1,6 +1,7 @@
 """``Adagrad``: per-element step sizes from the running sum of squared gradients, with ``lr_decay``.
 
-The accumulators exist from construction (``initial_accumulator_value``), as in PyTorch.
+The accumulators exist from construction (``initial_accumulator_value``), as in PyTorch. A sparse
+gradient (``Embedding(sparse=True)``) updates only the rows it names, on the per-parameter path.
 """
 
 from __future__ import annotations
@@ -60,7 +61,8 @@ class Adagrad(Optimizer):
             grads = [p.grad for p in params]
             sums = [self.state[p]["sum"] for p in params]
             steps = [self.state[p]["step"] for p in params]
-            run = _multi_tensor_adagrad if self._use_foreach(group) else _single_tensor_adagrad
+            sparse = any(g.is_sparse for g in grads)  # sparse gradients take the per-parameter path
+            run = _multi_tensor_adagrad if self._use_foreach(group) and not sparse else _single_tensor_adagrad
             run(
                 params, grads, sums, steps, lr=float(group["lr"]), weight_decay=group["weight_decay"],
                 lr_decay=group["lr_decay"], eps=group["eps"], maximize=group["maximize"],
@@ -74,11 +76,28 @@ def _single_tensor_adagrad(params, grads, sums, steps, *, lr, weight_decay, lr_d
         step = step_t.item()
         grad = -grad if maximize else grad
         if weight_decay != 0:
+            if grad.is_sparse:
+                raise RuntimeError("weight_decay option is not compatible with sparse gradients")
             grad = grad.add(param, alpha=weight_decay)
         clr = lr / (1 + (step - 1) * lr_decay)
+        if grad.is_sparse:
+            _sparse_adagrad_update(param, grad, state_sum, clr, eps)
+            continue
         state_sum.addcmul_(grad, grad, value=1)
         std = state_sum.sqrt().add_(eps)
         param.addcdiv_(grad, std, value=-clr)
+
+
+def _sparse_adagrad_update(param: Tensor, grad: Tensor, state_sum: Tensor, clr: float, eps: float) -> None:
+    """The rows a sparse gradient names, updated with PyTorch's arithmetic in PyTorch's order."""
+    from ember.core.sparse.construct import _sparse_coo_tensor_unsafe
+
+    grad = grad.coalesce()
+    indices, values = grad._indices(), grad._values()
+    size = tuple(grad.shape)
+    state_sum.add_(_sparse_coo_tensor_unsafe(indices, values.pow(2), size))
+    std_values = state_sum.sparse_mask(grad)._values().sqrt_().add_(eps)
+    param.add_(_sparse_coo_tensor_unsafe(indices, values / std_values, size), alpha=-clr)
 
 
 def _multi_tensor_adagrad(params, grads, sums, steps, *, lr, weight_decay, lr_decay, eps, maximize) -> None:

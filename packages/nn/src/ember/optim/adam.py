@@ -15,7 +15,7 @@ from ember.core.aten.pointwise.binary import maximum_function
 from ember.core.tensor import Tensor
 from ember.optim._adam_numpy import numpy_adam_step, qualifies
 from ember.optim._foreach import functional_path, group_by_device_and_dtype, prepared_grads
-from ember.optim.optimizer import Optimizer, check_tensor_lr, refuse_unsupported, step_without_grad
+from ember.optim.optimizer import Optimizer, check_tensor_lr, is_compiling, refuse_unsupported, step_without_grad
 
 __all__ = ["Adam", "AdamW", "adam", "adamw"]
 
@@ -127,8 +127,10 @@ def _single_tensor_adam(
     params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, *, amsgrad, beta1, beta2, lr, weight_decay, eps,
     maximize, decoupled_weight_decay,
 ) -> None:  # fmt: skip
-    # The NumPy update computes the same numbers as the ops below, without their dispatch.
-    shortcut = not (amsgrad or maximize or (weight_decay != 0 and not decoupled_weight_decay))
+    # The NumPy update computes the same numbers as the ops below, without their dispatch. A compiled step
+    # keeps the step count a tensor: the bias corrections become graph ops, and one graph serves every step.
+    compiling = is_compiling()
+    shortcut = not (compiling or amsgrad or maximize or (weight_decay != 0 and not decoupled_weight_decay))
     for i, param in enumerate(params):
         grad = -grads[i] if maximize else grads[i]
         exp_avg, exp_avg_sq, step_t = exp_avgs[i], exp_avg_sqs[i], steps[i]
@@ -146,7 +148,7 @@ def _single_tensor_adam(
                 grad = grad.add(param, alpha=weight_decay)
         exp_avg.lerp_(grad, 1 - beta1)
         exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-        step = step_t.item()
+        step = step_t if compiling else step_t.item()
         bias_correction1 = 1 - beta1**step
         bias_correction2 = 1 - beta2**step
         step_size = lr / bias_correction1
@@ -156,7 +158,10 @@ def _single_tensor_adam(
             denom = (max_exp_avg_sqs[i].sqrt() / bias_correction2_sqrt).add_(eps)
         else:
             denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
-        param.addcdiv_(exp_avg, denom, value=-step_size)
+        if compiling:  # a tensor step size: addcdiv's value is a Python number
+            param.add_(exp_avg * -step_size / denom)
+        else:
+            param.addcdiv_(exp_avg, denom, value=-step_size)
 
 
 def _multi_tensor_adam(
@@ -177,7 +182,8 @@ def _multi_tensor_adam(
             v.mul_(beta2)
         for v, g in zip(g_sqs, g_grads, strict=True):
             v.addcmul_(g, g, value=1 - beta2)
-        step_values = [s.item() for s in g_steps]
+        compiling = is_compiling()  # step counts stay tensors in a compiled step (see the per-tensor path)
+        step_values = g_steps if compiling else [s.item() for s in g_steps]
         step_sizes = [(lr / (1 - beta1**n)) * -1 for n in step_values]
         corrections = [(1 - beta2**n) ** 0.5 for n in step_values]
         if amsgrad:
@@ -191,7 +197,10 @@ def _multi_tensor_adam(
         for d in denoms:
             d.add_(eps)
         for p, m, d, size in zip(g_params, g_avgs, denoms, step_sizes, strict=True):
-            p.addcdiv_(m, d, value=size)
+            if compiling:
+                p.add_(m * size / d)
+            else:
+                p.addcdiv_(m, d, value=size)
 
 
 def adam(

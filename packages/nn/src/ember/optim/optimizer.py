@@ -353,6 +353,16 @@ class Optimizer:
         return bool(foreach)
 
 
+def is_compiling() -> bool:
+    """False when run. ``ember.compile``'s capture, which reads the mark below, answers True in its graph: a
+    compiled step then keeps step counts as tensors (no ``.item()``) and takes no NumPy shortcut, as
+    PyTorch's optimizers do under ``torch.compile``. (This package cannot import the capture's own.)"""
+    return False
+
+
+is_compiling.__ember_is_compiling__ = True
+
+
 def step_without_grad(step: Callable) -> Callable:
     """Run an optimizer's step with gradient recording off, as PyTorch's non-differentiable steps do."""
 

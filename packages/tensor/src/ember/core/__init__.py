@@ -6,6 +6,7 @@ from ember.core import malloc_tuning as _malloc_tuning  # noqa: F401, I001  (fir
 from ember.core import aten as _aten  # noqa: F401  (registers every op)
 from ember.core import printing as _printing  # noqa: F401  (set_printoptions, Tensor.__format__)
 from ember.core import serialization as _serialization  # noqa: F401  (ember.save, ember.load)
+from ember.core import storages as _storages  # noqa: F401  (ember.UntypedStorage, Tensor.storage())
 from ember.core import surface as _surface  # aliases, predicates, housekeeping methods
 from ember.core.api import attach_methods as _attach_methods
 from ember.core.api import functions
@@ -36,6 +37,7 @@ from ember.core.symbolic import (
     sym_not,
 )
 from ember.core.tensor import Size, Tensor
+from ember.core.interop_threads import get_num_interop_threads, set_num_interop_threads
 from ember.core.threads import get_num_threads, set_num_threads
 
 _attach_methods(Tensor)
@@ -68,6 +70,7 @@ __all__ = [
     "functions",
     "get_default_device",
     "get_default_dtype",
+    "get_num_interop_threads",
     "get_num_threads",
     "iinfo",
     "ops",
@@ -77,6 +80,7 @@ __all__ = [
     "set_default_device",
     "set_default_dtype",
     "set_default_tensor_type",
+    "set_num_interop_threads",
     "set_num_threads",
     "sym_float",
     "sym_int",

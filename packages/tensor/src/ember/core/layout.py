@@ -40,9 +40,10 @@ def is_contiguous(shape: tuple, stride: tuple) -> bool:
     """PyTorch's rule: size-1 dimensions may have any stride; an empty tensor is contiguous."""
     expected = 1
     try:
-        for size, st in zip(reversed(shape), reversed(stride), strict=True):
+        for size in shape:
             if size == 0:
                 return True
+        for size, st in zip(reversed(shape), reversed(stride), strict=True):
             if size != 1:
                 if st != expected:
                     return False

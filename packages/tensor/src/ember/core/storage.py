@@ -15,13 +15,15 @@ from ember.core.devices import device
 
 
 class Storage:
-    __slots__ = ("__weakref__", "data", "device", "nbytes", "version")
+    # ``handle``: the public ``UntypedStorage`` of these bytes, made on first use (core/storages.py).
+    __slots__ = ("__weakref__", "data", "device", "handle", "nbytes", "version")
 
     def __init__(self, data, nbytes: int, device: device) -> None:
         self.data = data
         self.nbytes = nbytes
         self.device = device
         self.version = 0
+        self.handle = None
 
     @classmethod
     def cpu(cls, nbytes: int, dev: device) -> Storage:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ember.core.api import method, public
-from ember.core.aten.shape.copying import memory_format
+from ember.core.memory_formats import memory_format
 from ember.core.promotion import get_default_dtype
 from ember.core.storage import Storage
 from ember.core.tensor import Tensor

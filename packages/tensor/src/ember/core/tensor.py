@@ -135,6 +135,8 @@ class Tensor:
         return numel(self._shape) * self.dtype.itemsize
 
     def is_contiguous(self, memory_format: Any = None) -> bool:
+        if memory_format == "channels_last" or memory_format == "channels_last_3d":
+            return _is_contiguous_as(self, memory_format)
         contig = self._contig
         if contig is None:
             contig = self._contig = is_contiguous(self._shape, self._stride)
@@ -189,8 +191,14 @@ class Tensor:
         base = self._storage.data_ptr()
         return base + self._offset * self.dtype.itemsize if base else 0
 
-    def untyped_storage(self) -> Storage:
-        return self._storage
+    def untyped_storage(self):
+        """The public handle of this tensor's bytes (``ember.UntypedStorage``), one per storage."""
+        handle = self._storage.handle
+        if handle is None:
+            from ember.core.storages import untyped
+
+            handle = untyped(self._storage)
+        return handle
 
     # -- autograd's methods: the autograd package installs them with its dispatch level ---------
 
@@ -543,3 +551,9 @@ def make_wrapper_subclass(
     t = _new(cls, Storage(None, numel(shape) * dtype.itemsize, dev), shape, stride, 0, dtype, None)
     t.requires_grad = requires_grad
     return t
+
+
+def _is_contiguous_as(t: Tensor, memory_format: Any) -> bool:
+    from ember.core.memory_formats import is_contiguous_as
+
+    return is_contiguous_as(t._shape, t._stride, memory_format)

@@ -36,6 +36,13 @@ def _cores() -> int:
 
 _state = {"threads": _cores(), "pool": None}
 _lock = threading.Lock()
+# Other thread pools that follow the count (the code generator's kernels), told of each change.
+_listeners: list[Callable[[int], None]] = []
+
+
+def on_num_threads_change(listener: Callable[[int], None]) -> None:
+    """Call ``listener(n)`` whenever ``set_num_threads(n)`` changes the count."""
+    _listeners.append(listener)
 
 
 def get_num_threads() -> int:
@@ -54,6 +61,8 @@ def set_num_threads(n: int) -> None:
         _state["threads"] = n
     if pool is not None:
         pool.shutdown(wait=False)
+    for listener in _listeners:
+        listener(n)
 
 
 def _pool() -> ThreadPoolExecutor:

@@ -84,7 +84,19 @@ def _array(t: Tensor) -> np.ndarray:
     return array.astype(np.float32) if t.dtype in (D.bfloat16, D.float16) else array
 
 
-def _compare_tensors(actual, expected, *, rtol, atol, equal_nan, check_device, check_dtype, check_stride) -> None:
+def _compare_tensors(
+    actual,
+    expected,
+    *,
+    rtol,
+    atol,
+    equal_nan,
+    check_device,
+    check_dtype,
+    check_stride,
+    check_layout=True,
+    identifier="Tensor-likes",
+) -> None:
     from ember.core.creation import from_numpy
 
     if isinstance(actual, np.ndarray):
@@ -97,6 +109,15 @@ def _compare_tensors(actual, expected, *, rtol, atol, equal_nan, check_device, c
         raise _Mismatch(AssertionError, _attribute("device", _torch_repr(actual.device), _torch_repr(expected.device)))
     if check_dtype and actual.dtype is not expected.dtype:
         raise _Mismatch(AssertionError, _attribute("dtype", _torch_repr(actual.dtype), _torch_repr(expected.dtype)))
+    if actual.is_sparse or expected.is_sparse:
+        if actual.is_sparse != expected.is_sparse:
+            if check_layout:
+                layouts = _torch_repr(actual.layout), _torch_repr(expected.layout)
+                raise _Mismatch(AssertionError, _attribute("layout", *layouts))
+            actual, expected = actual.to_dense(), expected.to_dense()
+        else:
+            _compare_sparse_coo(actual, expected, rtol=rtol, atol=atol, equal_nan=equal_nan)
+            return
     rtol, atol = _tolerances(actual.dtype, expected.dtype, rtol=rtol, atol=atol)
     dtype = promote_types(actual.dtype, expected.dtype)
     a = _array(actual.cpu().to(dtype))
@@ -106,10 +127,49 @@ def _compare_tensors(actual, expected, *, rtol, atol, equal_nan, check_device, c
         return
     if a.ndim == 0:
         raise _Mismatch(AssertionError, _scalar_message(a.item(), e.item(), rtol=rtol, atol=atol))
-    raise _Mismatch(AssertionError, _tensor_message(a, e, matches, rtol=rtol, atol=atol))
+    raise _Mismatch(AssertionError, _tensor_message(a, e, matches, rtol=rtol, atol=atol, identifier=identifier))
 
 
-def _tensor_message(a: np.ndarray, e: np.ndarray, matches: np.ndarray, *, rtol: float, atol: float) -> str:
+def _compare_sparse_coo(actual, expected, *, rtol, atol, equal_nan) -> None:
+    """PyTorch's comparison of two sparse COO tensors: sparse dims, entry counts, indices (equal) and
+    values (close), after coalescing both when only one of them is coalesced."""
+    if actual.is_coalesced() != expected.is_coalesced():
+        actual, expected = actual.coalesce(), expected.coalesce()
+    if actual.sparse_dim() != expected.sparse_dim():
+        raise _Mismatch(
+            AssertionError,
+            "The number of sparse dimensions in sparse COO tensors does not match: "
+            f"{actual.sparse_dim()} != {expected.sparse_dim()}",
+        )
+    if actual._nnz() != expected._nnz():
+        raise _Mismatch(
+            AssertionError,
+            f"The number of specified values in sparse COO tensors does not match: {actual._nnz()} != {expected._nnz()}",
+        )
+    plain = {"check_device": False, "check_dtype": False, "check_stride": False}
+    _compare_tensors(
+        actual._indices(),
+        expected._indices(),
+        rtol=0,
+        atol=0,
+        equal_nan=False,
+        identifier="Sparse COO indices",
+        **plain,
+    )
+    _compare_tensors(
+        actual._values(),
+        expected._values(),
+        rtol=rtol,
+        atol=atol,
+        equal_nan=equal_nan,
+        identifier="Sparse COO values",
+        **plain,
+    )
+
+
+def _tensor_message(
+    a: np.ndarray, e: np.ndarray, matches: np.ndarray, *, rtol: float, atol: float, identifier: str = "Tensor-likes"
+) -> str:
     total, mismatched = matches.size, int(matches.size - matches.sum())
     extra = f"Mismatched elements: {mismatched} / {total} ({mismatched / total:.1%})"
     shape = matches.shape
@@ -126,7 +186,7 @@ def _tensor_message(a: np.ndarray, e: np.ndarray, matches: np.ndarray, *, rtol: 
         rel_diff[matches] = 0
     abs_i, rel_i = _argmax(abs_diff), _argmax(rel_diff)
     return _mismatch_message(
-        "Tensor-likes",
+        identifier,
         extra,
         abs_diff[abs_i].item(),
         tuple(int(i) for i in np.unravel_index(abs_i, shape)),
@@ -235,7 +295,7 @@ def _compare_one(actual, expected, path: tuple, options: dict) -> None:
     raise _unhandled(actual, expected)
 
 
-_TENSOR_OPTIONS = ("rtol", "atol", "equal_nan", "check_device", "check_dtype", "check_stride")
+_TENSOR_OPTIONS = ("rtol", "atol", "equal_nan", "check_device", "check_dtype", "check_stride", "check_layout")
 _SCALAR_OPTIONS = ("rtol", "atol", "equal_nan", "check_dtype")
 
 
@@ -279,6 +339,7 @@ def assert_close(
         "check_device": check_device,
         "check_dtype": check_dtype,
         "check_stride": check_stride,
+        "check_layout": check_layout,
     }
     try:
         _compare(actual, expected, (), options)

@@ -9,9 +9,10 @@ import functools
 import types
 from typing import Any
 
+from ember.core.tensor import Tensor
 from ember.dynamo.exc import Unsupported
 from ember.dynamo.guards import GuardKind
-from ember.dynamo.source import AttrSource, GetItemSource, Source
+from ember.dynamo.source import AttrSource, DictItemSource, GetItemSource, LocalSource, Source
 from ember.dynamo.variables.base import ConstantVariable, VariableTracker
 from ember.dynamo.variables.containers import DictVariable, ListVariable, SetVariable, TupleVariable
 from ember.dynamo.variables.functions import BuiltinVariable, PartialVariable, UserFunctionVariable, UserMethodVariable
@@ -21,6 +22,7 @@ from ember.dynamo.variables.objects import (
     EmberFunctionVariable,
     ObjectVariable,
     PythonModuleVariable,
+    _IdKey,
 )
 
 _BUILTIN_TYPES = {v for v in vars(builtins).values() if isinstance(v, type)}
@@ -66,7 +68,6 @@ def _guard(tx, source, kind: GuardKind, value: Any = None) -> None:
 
 
 def _wrap(tx, value: Any, source: Source | None) -> VariableTracker:
-    from ember.core.tensor import Tensor
     from ember.dynamo import trace_rules
     from ember.nn import Module
 
@@ -95,6 +96,8 @@ def _wrap(tx, value: Any, source: Source | None) -> VariableTracker:
         return TupleVariable(items, source, cls=type(value))
     if type(value) in (dict, collections.OrderedDict, collections.defaultdict, collections.Counter):
         _guard(tx, source, GuardKind.TYPE_MATCH, type(value))
+        if value and source is not None and all(isinstance(k, Tensor) for k in value):
+            return _tensor_keyed_dict(tx, value, source)
         _guard(tx, source, GuardKind.DICT_KEYS, tuple(value.keys()))
         items = {}
         for k, v in value.items():
@@ -151,6 +154,8 @@ def _wrap(tx, value: Any, source: Source | None) -> VariableTracker:
     if isinstance(value, type):
         _guard(tx, source, GuardKind.ID_MATCH, id(value))
         return ClassVariable(value, source)
+    if source is not None and _is_optimizer(value):
+        _prepare_optimizer(tx, value, source)
     if isinstance(value, Module):
         # By type, not identity: blocks of the same structure share the compiled code.
         _guard(tx, source, GuardKind.TYPE_MATCH, type(value))
@@ -159,6 +164,49 @@ def _wrap(tx, value: Any, source: Source | None) -> VariableTracker:
         raise Unsupported(f"a {type(value).__name__} object that capture cannot reach from the frame")
     _guard(tx, source, GuardKind.TYPE_MATCH, type(value))
     return ObjectVariable(value, source)
+
+
+def _tensor_keyed_dict(tx, value: dict, source: Source) -> VariableTracker:
+    """A dict keyed by tensors the capture already reads from the frame (an optimizer's ``state``, keyed by
+    its parameters): guarded on the identity of its keys; each value's source indexes by the key's source."""
+    out = tx.output
+    by_id = {id(v): out.input_vts[s.name()] for s, v, _ in out.inputs if v is not None}
+    _guard(tx, source, GuardKind.DICT_KEY_IDS, tuple(id(k) for k in value))
+    items = {}
+    local_names = {id(v): name for name, v in out.f_locals.items() if isinstance(v, Tensor)}
+    for k, v in value.items():
+        key_vt = by_id.get(id(k))
+        if key_vt is None and id(k) in local_names:  # a key the frame holds as a local, not read yet
+            key_vt = wrap(tx, k, LocalSource(local_names[id(k)]))
+        if key_vt is None:
+            raise Unsupported("a dict keyed by a tensor that capture has not read from the frame")
+        key = _IdKey(key_vt, k)
+        items[key] = wrap(tx, v, DictItemSource(source, key_vt.source))
+    default = None
+    if type(value) is collections.defaultdict:
+        default = wrap(tx, value.default_factory, AttrSource(source, "default_factory"))
+    return DictVariable(items, source, cls=type(value), default=default)
+
+
+def _is_optimizer(value: Any) -> bool:
+    from ember.optim import Optimizer
+
+    return isinstance(value, Optimizer)
+
+
+def _prepare_optimizer(tx, opt: Any, source: Source) -> None:
+    """What capture does first with an optimizer, as PyTorch's does: the state that a first step would
+    create lazily (Adam's moments, ...) is created now, for real, so that the graph reads it as inputs
+    and the second step runs the same graph; and every parameter is read from the frame, so that
+    ``state`` (keyed by parameters) can be indexed by their sources."""
+    init_group = getattr(opt, "_init_group", None)
+    if init_group is not None:
+        from ember.autograd import no_grad
+
+        with no_grad():
+            for group in opt.param_groups:
+                init_group(group)
+    wrap(tx, opt.param_groups, AttrSource(source, "param_groups"))
 
 
 def _is_table_builtin(value: Any) -> bool:

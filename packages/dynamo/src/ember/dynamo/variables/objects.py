@@ -37,6 +37,9 @@ def hashable_key(vt: VariableTracker) -> Any:
 
     if isinstance(vt, (UserFunctionVariable, BuiltinVariable)):
         return _IdKey(vt)
+    real = getattr(vt, "real_value", None)
+    if real is not None:  # a graph input tensor: a key by the identity of the real tensor (optimizer state)
+        return _IdKey(vt, real)
     if vt.is_python_constant():
         return vt.as_python_constant()
     raise Unsupported(f"{vt.describe()} as a dict key or set item is not supported")
@@ -45,9 +48,11 @@ def hashable_key(vt: VariableTracker) -> Any:
 class _IdKey:
     """A dict key standing for an object held by identity; remembers its tracker."""
 
-    def __init__(self, vt: VariableTracker) -> None:
+    def __init__(self, vt: VariableTracker, obj: Any = None) -> None:
         self.vt = vt
-        self.obj = getattr(vt, "value", None) if not hasattr(vt, "fn") else vt.fn
+        if obj is None:
+            obj = getattr(vt, "value", None) if not hasattr(vt, "fn") else vt.fn
+        self.obj = obj
 
     def __hash__(self) -> int:
         return id(self.obj)

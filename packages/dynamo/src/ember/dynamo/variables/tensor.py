@@ -39,6 +39,8 @@ _GRAPH_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag", "data"})
 class TensorVariable(VariableTracker):
     """A tensor in the graph: an fx node and the fake tensor it would be."""
 
+    real_value: Any = None  # the real tensor, for a graph input (a dict may be keyed by it)
+
     def __init__(self, node: Any, example: Any, source=None) -> None:
         self.node = node
         self.example = example

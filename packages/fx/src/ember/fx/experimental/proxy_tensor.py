@@ -156,9 +156,9 @@ _PLAIN_KINDS: tuple = ()
 def _plain_kinds() -> tuple:
     import enum
 
-    from ember.core.aten.shape.copying import memory_format
     from ember.core.devices import device
     from ember.core.dtypes import dtype
+    from ember.core.memory_formats import memory_format
 
     return (dtype, device, memory_format, enum.Enum, list, tuple, dict)
 

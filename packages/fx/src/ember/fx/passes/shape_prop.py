@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 from typing import Any, NamedTuple
 
-import ember.core.aten.shape.copying as _copying
+from ember.core import memory_formats
 from ember.core.layout import is_contiguous
 from ember.core.tensor import Tensor
 from ember.fx.graph_module import GraphModule
@@ -31,36 +31,20 @@ class TensorMetadata(NamedTuple):
     dtype: Any  # ember.dtype
     requires_grad: bool
     stride: tuple[int, ...]
-    # contiguous_format (or a channels-last format, where ember has them) when the strides are that
+    # contiguous_format, channels_last or channels_last_3d when the strides are that
     # format's; None otherwise.
     memory_format: Any
     is_quantized: bool
     qparams: dict[str, Any]
 
 
-def _channels_last(shape: tuple, stride: tuple, order: tuple[int, ...]) -> bool:
-    """Whether the strides are dense in dimension order ``order`` (innermost first), size-1 dims free."""
-    expected = 1
-    for d in order:
-        if shape[d] == 1:
-            continue
-        if stride[d] != expected:
-            return False
-        expected *= shape[d]
-    return True
-
-
 def _memory_format(t: Tensor) -> Any:
     shape, stride = tuple(t.shape), tuple(t.stride())
     if is_contiguous(shape, stride):
-        return _copying.contiguous_format
-    # ember names channels-last layouts only once it has them; until then none is reported.
-    channels_last = getattr(_copying, "channels_last", None)
-    if channels_last is not None and len(shape) == 4 and _channels_last(shape, stride, (1, 3, 2, 0)):
-        return channels_last
-    channels_last_3d = getattr(_copying, "channels_last_3d", None)
-    if channels_last_3d is not None and len(shape) == 5 and _channels_last(shape, stride, (1, 4, 3, 2, 0)):
-        return channels_last_3d
+        return memory_formats.contiguous_format
+    for name in ("channels_last", "channels_last_3d"):
+        if memory_formats.is_contiguous_as(shape, stride, name):
+            return getattr(memory_formats, name)
     return None
 
 

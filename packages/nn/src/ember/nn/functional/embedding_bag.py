@@ -2,7 +2,8 @@
 
 Each looked-up row is assigned its bag's number, and one scatter (``index_add`` for sum and mean,
 ``scatter_reduce`` for max) folds the rows into their bags. Rows equal to ``padding_idx`` do not
-count; empty bags give zeros, as in PyTorch.
+count; empty bags give zeros, as in PyTorch. ``sparse=True`` (sum and mean) makes the weight's gradient
+a sparse COO tensor with one entry per looked-up row, through ``embedding``'s sparse rule.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ def embedding_bag(
         input, weight = weight, input  # PyTorch accepts the arguments in the old order too
     if mode not in _MODES:
         raise ValueError(f"mode has to be one of sum, mean or max, but got {mode}")
-    if sparse:
-        raise NotImplementedError("embedding_bag: sparse gradients are not supported")
+    if sparse and mode == "max":
+        raise ValueError("max mode does not support sparse weights")
     if per_sample_weights is not None and tuple(input.shape) != tuple(per_sample_weights.shape):
         raise ValueError(
             f"embedding_bag: If per_sample_weights ({tuple(per_sample_weights.shape)}) is not None, then it must "
@@ -85,7 +86,10 @@ def embedding_bag(
             f"offsets[-1] can not be greater than input's length ({n}), but got offsets[-1] of {int(starts[-1])}"
         )
     bag = ops.searchsorted(starts.contiguous(), ops.arange(n, device=input.device), right=True) - 1
-    rows = F.embedding(input, weight, scale_grad_by_freq=scale_grad_by_freq)
+    # With sparse=True the weight's gradient comes from embedding's sparse rule (padding rows left out).
+    rows = F.embedding(
+        input, weight, padding_idx if sparse else None, scale_grad_by_freq=scale_grad_by_freq, sparse=sparse
+    )
     keep = None if padding_idx is None else input != padding_idx
     dim = weight.shape[1]
     if mode == "max":

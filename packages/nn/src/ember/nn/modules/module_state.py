@@ -67,11 +67,11 @@ def apply_to_tensors(module: Module, fn, recurse: bool = True) -> Module:
     return module
 
 
-def _parse_to(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
+def _parse_to(*args: Any, **kwargs: Any) -> tuple[Any, Any, Any]:
     device = kwargs.pop("device", None)
     dtype = kwargs.pop("dtype", None)
     kwargs.pop("non_blocking", None)
-    kwargs.pop("memory_format", None)
+    memory_format = kwargs.pop("memory_format", None)
     if kwargs:
         raise TypeError(f"to() received an invalid combination of arguments: unexpected {sorted(kwargs)}")
     for arg in args:
@@ -85,16 +85,18 @@ def _parse_to(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
             continue
         else:
             raise TypeError(f"to() received an invalid combination of arguments - got ({type(arg).__name__})")
-    return device, dtype
+    return device, dtype, memory_format
 
 
 def to(module: Module, *args: Any, **kwargs: Any) -> Module:
-    device, dtype = _parse_to(*args, **kwargs)
+    device, dtype, memory_format = _parse_to(*args, **kwargs)
     if dtype is not None and dtype.category not in (D.FLOATING, D.COMPLEX):
         raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired dtype={dtype}")
 
     def convert(t: Tensor) -> Tensor:
         floating = t.dtype.category in (D.FLOATING, D.COMPLEX)
+        if memory_format is not None and t.ndim in (4, 5):  # only image-like weights take a layout
+            return t.to(device=device, dtype=dtype if floating else None, memory_format=memory_format)
         return t.to(device=device, dtype=dtype if floating else None)
 
     return module._apply(convert)

@@ -18,6 +18,7 @@ from typing import ClassVar
 from ember.core import dtypes as D
 from ember.core.devices import device
 from ember.core.storage import Storage
+from ember.core.surface import layout
 from ember.core.tensor import Size, Tensor, _new
 
 from .rebuild import STORAGE_NAMES, parameter_class
@@ -82,6 +83,8 @@ class CheckpointPickler(pickle._Pickler):
     def reducer_override(self, obj):
         if isinstance(obj, Tensor):
             return _reduce_tensor(obj)
+        if type(obj) is layout:
+            return (TorchName("torch.serialization", "_get_layout"), (f"torch.{obj.name}",))
         if type(obj) is Size:
             return (TorchName("torch", "Size"), (tuple(obj),))
         if type(obj) is device:
@@ -110,6 +113,9 @@ def _reduce_tensor(t: Tensor):
     if parameter is not None and isinstance(t, parameter):
         plain = _new(Tensor, t._storage, t._shape, t._stride, t._offset, t.dtype, t._array)
         return (TorchName("torch._utils", "_rebuild_parameter"), (plain, t.requires_grad, OrderedDict()))
+    if t.is_sparse:
+        data = (t._indices(), t._values(), Size(t._shape), t.is_coalesced())
+        return (TorchName("torch._utils", "_rebuild_sparse_tensor"), (t.layout, data))
     if type(t) is not Tensor:
         raise pickle.PicklingError(f"ember.save cannot save a tensor of type {type(t).__name__}")
     if t.device.type == "meta":

@@ -18,7 +18,9 @@ import numpy as np
 
 from ember.core import dtypes as D
 from ember.core.devices import META, device
+from ember.core.sparse.coo import rebuild_sparse_tensor, sparse_coo
 from ember.core.storage import Storage
+from ember.core.surface import strided
 from ember.core.tensor import Size, Tensor, _array_view, _new
 
 # PyTorch's legacy typed-storage class names, by element type.
@@ -266,15 +268,46 @@ GLOBALS.update({f"torch.{d.name}": d for d in D.ALL})
 GLOBALS.update({f"torch.{name}": StorageType(name, d) for d, name in STORAGE_NAMES.items()})
 for _name in (
     "_rebuild_qtensor",
-    "_rebuild_sparse_tensor",
     "_rebuild_nested_tensor",
     "_rebuild_wrapper_subclass",
     "_rebuild_device_tensor_from_numpy",
     "_rebuild_device_tensor_from_cpu_tensor",
 ):
     GLOBALS[f"torch._utils.{_name}"] = _unsupported(
-        f"torch._utils.{_name}", "this kind of tensor (quantized, sparse, nested, subclass) is not supported by Ember"
+        f"torch._utils.{_name}", "this kind of tensor (quantized, nested, subclass) is not supported by Ember"
     )
+
+
+def get_layout(name: str):
+    """``torch.serialization._get_layout``: a layout by its printed name (``"torch.sparse_coo"``)."""
+    layouts = {"torch.sparse_coo": sparse_coo, "torch.strided": strided}
+    if name not in layouts:
+        raise UnpicklingError(f"the layout {name} is not supported by Ember")
+    return layouts[name]
+
+
+def load_sparse_tensor(layout_, data):
+    """``torch._utils._rebuild_sparse_tensor`` in a checkpoint: the pieces are checked (types, shapes,
+    index bounds, the coalesced flag) before a COO tensor is made of them."""
+    name = "torch._utils._rebuild_sparse_tensor"
+    if layout_ is not sparse_coo:
+        raise UnpicklingError(f"{name}: the layout {layout_!r} is not supported by Ember (only sparse_coo)")
+    if type(data) is not tuple or len(data) != 4:
+        raise UnpicklingError(f"{name}: expected (indices, values, size, is_coalesced)")
+    indices, values, size, coalesced = data
+    if type(indices) is not Tensor or type(values) is not Tensor or indices.dtype is not D.int64:
+        raise UnpicklingError(f"{name}: indices must be an int64 tensor and values a tensor")
+    if not isinstance(size, tuple) or not all(type(n) is int and n >= 0 for n in size) or type(coalesced) is not bool:
+        raise UnpicklingError(f"{name}: size must be a tuple of sizes and is_coalesced a bool")
+    try:
+        return rebuild_sparse_tensor(layout_, data)
+    except RuntimeError as error:
+        raise UnpicklingError(f"{name}: {error}") from None
+
+
+# Sparse COO tensors, pickled as PyTorch pickles them: the layout and (indices, values, size, coalesced).
+GLOBALS["torch._utils._rebuild_sparse_tensor"] = load_sparse_tensor
+GLOBALS["torch.serialization._get_layout"] = get_layout
 
 # The classes that NEWOBJ may instantiate and the containers BUILD may update.
 NEWOBJ_CLASSES = {OrderedDict: OrderedDict, Counter: Counter}

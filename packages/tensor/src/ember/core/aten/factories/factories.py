@@ -20,7 +20,7 @@ from ember.core.api import public
 from ember.core.aten.shape.copying import _dense_strides, fill_
 from ember.core.devices import get_default_device, to_device
 from ember.core.dispatch import define
-from ember.core.layout import contiguous_strides
+from ember.core.memory_formats import check_format, memory_format_strides
 from ember.core.pointwise import unsupported
 from ember.core.promotion import default_complex_dtype, get_default_dtype, scalar_dtype
 from ember.core.symbolic import INT_LIKE, sym_max
@@ -72,14 +72,24 @@ eye = define(f"eye.m(int n, int m, *, {_OPTIONS}) -> Tensor", LOWERED)
 # An allocation is all they do; the meta function and the kernel differ only in the device given.
 
 
+def _empty_strides(size: tuple, memory_format) -> tuple | None:
+    if memory_format is None or memory_format == "contiguous_format":
+        return None
+    if memory_format == "preserve_format":
+        raise RuntimeError("preserve memory format is unsupported by the empty operator")
+    return memory_format_strides(size, check_format(memory_format, len(size), "empty"))
+
+
 @empty.register_meta
 def _empty_meta(size, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None) -> Tensor:
-    return allocate(_check_sizes(size), _dtype(dtype), _device(device))
+    size = _check_sizes(size)
+    return allocate(size, _dtype(dtype), _device(device), _empty_strides(size, memory_format))
 
 
 @empty.register_kernel("cpu")
 def _empty_cpu(size, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None) -> Tensor:
-    return allocate(_check_sizes(size), _dtype(dtype), _device(device))
+    size = _check_sizes(size)
+    return allocate(size, _dtype(dtype), _device(device), _empty_strides(size, memory_format))
 
 
 def _check_strided(size, stride) -> tuple[tuple, tuple]:
@@ -312,6 +322,10 @@ def _finish(t: Tensor, requires_grad: bool, out: Tensor | None) -> Tensor:
 def empty_function(
     *size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False, memory_format=None
 ):
+    if memory_format is not None:
+        return _finish(
+            empty(_size_args(size), dtype=dtype, device=device, memory_format=memory_format), requires_grad, out
+        )
     return _finish(empty(_size_args(size), dtype=dtype, device=device), requires_grad, out)
 
 
@@ -363,10 +377,8 @@ def eye_function(n, m=None, *, out=None, dtype=None, layout=None, device=None, r
 def _like(input: Tensor, dtype, device, memory_format) -> tuple:
     dtype = input.dtype if dtype is None else D.to_dtype(dtype)
     device = input.device if device is None else to_device(device)
-    if memory_format in (None, "preserve_format"):
-        strides = _dense_strides(input)
-    else:
-        strides = contiguous_strides(input._shape)
+    layout = check_format(memory_format, input.ndim, "empty_like")
+    strides = _dense_strides(input) if layout == "preserve_format" else memory_format_strides(input._shape, layout)
     return dtype, device, strides
 
 

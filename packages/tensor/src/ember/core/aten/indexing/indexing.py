@@ -61,14 +61,11 @@ def apply_index(self: Tensor, index) -> tuple[Tensor, bool]:
         if isinstance(item, Tensor):
             items = tuple(_scalar_tensor_index(i) for i in items)
             break
-    consumed = ellipses = 0
+    consumed = 0
     for item in items:
-        if item is Ellipsis:
-            ellipses += 1
-        elif item is not None and not isinstance(item, bool):
+        if item is not None and item is not Ellipsis and not isinstance(item, bool):
             consumed += 1
-    if ellipses > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
+    # Several ellipses are allowed, as in PyTorch: each stands for the dimensions no other item takes.
     if consumed > self.ndim:
         raise IndexError(f"too many indices for tensor of dimension {self.ndim}")
     result, dim, masked = self, 0, False
@@ -105,7 +102,8 @@ def apply_index(self: Tensor, index) -> tuple[Tensor, bool]:
                         "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid "
                         f"indices (got {type(item).__name__})"
                     ) from None
-            size = result._shape[dim]
+            # past the last dimension only when several ellipses each took the free dimensions
+            size = result._shape[dim] if dim < result.ndim else 0
             if i < -size or i >= size:
                 raise IndexError(f"index {i} is out of bounds for dimension {dim} with size {size}")
             result = select(result, dim, i)
@@ -174,11 +172,11 @@ def _setitem(self, index, value) -> None:
 def _advanced_item(item) -> bool:
     if isinstance(item, Tensor):
         return item.ndim > 0
-    return isinstance(item, list | tuple) or (isinstance(item, np.ndarray) and item.ndim > 0)
+    return isinstance(item, list | tuple | range) or (isinstance(item, np.ndarray) and item.ndim > 0)
 
 
 def _sequence_item(item) -> bool:
-    return isinstance(item, Tensor | list | tuple | slice) or item is None or item is Ellipsis
+    return isinstance(item, Tensor | list | tuple | range | slice) or item is None or item is Ellipsis
 
 
 def _as_items(index) -> tuple:
@@ -196,6 +194,15 @@ def _as_items(index) -> tuple:
     return (index,)
 
 
+def _without_ranges(item):
+    """Nested ranges as lists: PyTorch indexes with ``range(n)`` as with ``list(range(n))``."""
+    if isinstance(item, range):
+        return list(item)
+    if isinstance(item, list | tuple) and any(isinstance(i, list | tuple | range) for i in item):
+        return [_without_ranges(i) for i in item]
+    return item
+
+
 def _index_tensor(item, device) -> Tensor:
     """A list or NumPy array as the tensor PyTorch makes of it (an empty list indexes as int64)."""
     if isinstance(item, Tensor):
@@ -205,7 +212,7 @@ def _index_tensor(item, device) -> Tensor:
     if isinstance(item, np.ndarray):
         result = tensor(item)
     else:
-        result = tensor(item)
+        result = tensor(_without_ranges(item))
         if result.numel() == 0 and result.dtype.category == D.FLOATING:
             result = result.to(D.int64)
     return result
@@ -215,16 +222,14 @@ def _split(self: Tensor, items: tuple) -> tuple[Tensor, list]:
     """Apply the basic items as views; the view and the per-dimension index list aten ``index`` takes."""
     items = tuple(_scalar_tensor_index(i) for i in items)
     items = tuple(_index_tensor(i, self.device) if _advanced_item(i) else i for i in items)
-    specified = ellipses = 0
+    specified = 0
     for item in items:
         if item is Ellipsis:
-            ellipses += 1
-        elif isinstance(item, Tensor):
+            continue
+        if isinstance(item, Tensor):
             specified += item.ndim if item.dtype in (D.bool_, D.uint8) else 1
         elif item is not None and not isinstance(item, bool):
             specified += 1
-    if ellipses > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
     if specified > self.ndim:
         raise IndexError(f"too many indices for tensor of dimension {self.ndim}")
     result, dim, indices = self, 0, []
@@ -260,7 +265,8 @@ def _split(self: Tensor, items: tuple) -> tuple[Tensor, list]:
                     "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid indices "
                     f"(got {type(item).__name__})"
                 ) from None
-            size = result._shape[dim]
+            # past the last dimension only when several ellipses each took the free dimensions
+            size = result._shape[dim] if dim < result.ndim else 0
             if i < -size or i >= size:
                 raise IndexError(f"index {i} is out of bounds for dimension {dim} with size {size}")
             result = select(result, dim, i)

@@ -20,6 +20,7 @@ from ember.core.dispatch import define
 from ember.core.layout import numel
 from ember.core.pointwise import type_name, unsupported
 from ember.core.quiet import restore, silence
+from ember.core.symbolic import INT_LIKE
 from ember.core.tensor import Tensor, empty, from_array
 
 native_layer_norm_op = define(
@@ -206,13 +207,14 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05, cudnn
 
 
 def _int_list(name: str, value) -> list:
-    if isinstance(value, int) and not isinstance(value, bool):
+    if isinstance(value, INT_LIKE) and not isinstance(value, bool):
         return [value]
     if isinstance(value, list | tuple):
         for v in value:
-            if isinstance(v, bool) or not isinstance(v, int | np.integer):
+            if isinstance(v, bool) or not isinstance(v, (*INT_LIKE, np.integer)):
                 raise TypeError(f"{name}(): argument 'normalized_shape' must be tuple of ints")
-        return [int(v) for v in value]
+        # Symbolic sizes (SymInt) stay symbolic: a traced graph keeps them as sizes, not constants.
+        return [v if isinstance(v, INT_LIKE) else int(v) for v in value]
     raise TypeError(f"{name}(): argument 'normalized_shape' must be tuple of ints, not {type(value).__name__}")
 
 

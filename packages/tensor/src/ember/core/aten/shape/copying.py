@@ -15,22 +15,10 @@ from ember.core import dtypes as D
 from ember.core.api import method, public
 from ember.core.devices import CPU, META, to_device
 from ember.core.dispatch import define
-from ember.core.layout import broadcast_shapes, contiguous_strides, dense_strides_like, is_non_overlapping_and_dense
+from ember.core.layout import broadcast_shapes, dense_strides_like, is_non_overlapping_and_dense
+from ember.core.memory_formats import check_format, contiguous_format, memory_format_of, memory_format_strides
 from ember.core.pointwise import check_no_internal_overlap
 from ember.core.tensor import Tensor, empty
-
-
-class memory_format(str):
-    """``ember.preserve_format`` and ``ember.contiguous_format``: strings, so that kernels and
-    schemas compare them by name, that print as PyTorch's objects do."""
-
-    def __repr__(self) -> str:
-        return f"ember.{str.__str__(self)}"
-
-
-preserve_format = public("preserve_format")(memory_format("preserve_format"))
-contiguous_format = public("contiguous_format")(memory_format("contiguous_format"))
-_MEMORY_FORMATS = ("preserve_format", "contiguous_format", None)
 
 
 def _dense_strides(t: Tensor) -> tuple:
@@ -97,10 +85,9 @@ def _copy_meta(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
 clone = define("clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor", ("core",))
 
 
-def _clone_layout(self: Tensor, memory_format) -> tuple:
-    if memory_format not in _MEMORY_FORMATS:
-        raise RuntimeError(f"clone: unsupported memory format {memory_format!r}")
-    return contiguous_strides(self._shape) if memory_format == "contiguous_format" else _dense_strides(self)
+def _clone_layout(self: Tensor, memory_format, op: str = "clone") -> tuple:
+    layout = check_format(memory_format, self.ndim, op)
+    return _dense_strides(self) if layout == "preserve_format" else memory_format_strides(self._shape, layout)
 
 
 @clone.register_kernel("cpu")
@@ -138,7 +125,7 @@ def _to_copy_plan(self: Tensor, dtype, device, memory_format) -> tuple:
     """The copy's dtype, device and strides."""
     dtype = self.dtype if dtype is None else D.to_dtype(dtype)
     target = self.device if device is None else to_device(device)
-    return dtype, target, _clone_layout(self, memory_format)
+    return dtype, target, _clone_layout(self, memory_format, "to")
 
 
 @to_copy.register_meta
@@ -283,10 +270,12 @@ def _clone(input, *, memory_format=None):
 
 
 @method("contiguous")
-def _contiguous(self, memory_format="contiguous_format"):
-    if self.is_contiguous():
+def _contiguous(self, memory_format=contiguous_format):
+    if self.is_contiguous(memory_format=memory_format):
         return self
-    return clone(self, memory_format="contiguous_format")
+    if memory_format == "preserve_format":
+        raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
+    return clone(self, memory_format=check_format(memory_format, self.ndim, "contiguous"))
 
 
 @method("fill_")
@@ -325,9 +314,12 @@ def _to(self, *args, **kwargs):
     dtype = self.dtype if dtype is None else D.to_dtype(dtype)
     target = self.device if device is None else to_device(device)
     same_device = target.type == self.device.type and (target.index is None or target.index == self.device.index)
-    # A tensor already has the contiguous format PyTorch would suggest for it (channels_last aside).
-    if dtype is self.dtype and same_device and not copy and memory_format in _MEMORY_FORMATS:
-        return self
+    if dtype is self.dtype and same_device and not copy:
+        # PyTorch's rule: the tensor itself when the format asked for is the one its strides suggest.
+        if memory_format is None or memory_format == "preserve_format":
+            return self
+        if memory_format_of(self._shape, self._stride) == memory_format:
+            return self
     return to_copy(self, dtype=dtype, device=target, memory_format=memory_format)
 
 

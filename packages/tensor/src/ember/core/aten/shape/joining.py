@@ -19,52 +19,15 @@ from ember.core.api import public
 from ember.core.aten.shape.views import view_strides
 from ember.core.dispatch import define
 from ember.core.fastpath import native
-from ember.core.layout import contiguous_strides, is_non_overlapping_and_dense, normalize_dim
+from ember.core.layout import is_non_overlapping_and_dense, normalize_dim
+from ember.core.memory_formats import memory_format_of, memory_format_strides
 from ember.core.pointwise import resize_out, type_name
 from ember.core.promotion import can_cast, promote_types
 from ember.core.tensor import Tensor, empty, from_array
 
 
-def _channels_last_like(shape: tuple, stride: tuple, order: tuple) -> bool:
-    """PyTorch's ``is_channels_last_strides_{2,3}d``: strides grow along ``order``, channels innermost."""
-    if stride[1] == 0:
-        return False
-    smallest = 0
-    for d in order:
-        if shape[d] == 0 or stride[d] < smallest:
-            return False
-        # N111 (and a sliced N11W) is ambiguous; PyTorch calls it contiguous.
-        if d == 0 and smallest == stride[1]:
-            return False
-        smallest = stride[d] * (shape[d] if shape[d] > 1 else 1)
-    return True
-
-
-_CHANNELS_LAST_ORDER = {4: (1, 3, 2, 0), 5: (1, 4, 3, 2, 0)}
-
-
 def suggest_memory_format(t: Tensor) -> str:
     return memory_format_of(t._shape, t._stride)
-
-
-def memory_format_of(shape: tuple, stride: tuple) -> str:
-    """``suggest_memory_format`` of a tensor of this shape and these strides."""
-    order = _CHANNELS_LAST_ORDER.get(len(shape))
-    if order is not None and _channels_last_like(shape, stride, order):
-        return "channels_last" if len(shape) == 4 else "channels_last_3d"
-    return "contiguous_format"
-
-
-def memory_format_strides(shape: tuple, memory_format: str) -> tuple:
-    if memory_format == "contiguous_format":
-        return contiguous_strides(shape)
-    order = _CHANNELS_LAST_ORDER[len(shape)]
-    strides = [0] * len(shape)
-    running = 1
-    for d in order:
-        strides[d] = running
-        running *= shape[d]
-    return tuple(strides)
 
 
 # -- cat ----------------------------------------------------------------------------------------------

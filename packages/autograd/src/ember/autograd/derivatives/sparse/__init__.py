@@ -1,0 +1,1 @@
+"""Derivatives of the sparse COO ops (``ember.core.aten.sparse``)."""

@@ -1,0 +1,1 @@
+"""Native support code the generated kernels link to at load time (the thread pool)."""
