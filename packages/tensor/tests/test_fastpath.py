@@ -200,6 +200,8 @@ def test_make_view_and_wrap_match_python():
     args = (array, array.nbytes, ember.device("cpu"), (2, 3), (3, 1), ember.float64)
     fast, python = tensor_module._wrap(*args), tensor_module._wrap_python(*args)
     assert (fast._storage.data is python._storage.data is array) and fast._storage.version == 0
+    for name in set(type(python._storage).__slots__) - {"__weakref__"}:  # every slot filled, as __init__ does
+        assert getattr(fast._storage, name) is getattr(python._storage, name) or name == "version"
     assert _describe(fast, fast)[:5] == _describe(python, python)[:5]
 
 

@@ -8,7 +8,8 @@
  *
  * ``init`` hands over the classes and objects the functions use; tensor slots are read and written at
  * the offsets their member descriptors give, for exact ``Tensor`` instances only (a subclass might
- * shadow a slot with a property).
+ * shadow a slot with a property). The tensors and storages made here get every slot that
+ * ``tensor._new`` and ``Storage.__init__`` set; ember.core.tensor checks the slot names before ``init``.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -22,7 +23,7 @@
 static PyTypeObject *Tensor_type, *Storage_type, *ndarray_type;
 static PyObject *ViewRefs_type, *flags, *MISS, *py_make_view;
 static Py_ssize_t off_storage, off_shape, off_stride, off_offset, off_dtype, off_device, off_array, off_contig;
-static Py_ssize_t soff_data, soff_nbytes, soff_device, soff_version;
+static Py_ssize_t soff_data, soff_nbytes, soff_device, soff_version, soff_handle;
 static PyObject *s_data, *s_itemsize, *s_np, *s_base, *s_views, *s_limit, *s_prune, *s_requires_grad, *s_type,
     *s_kernels, *s_any, *s_slow, *s_subclasses, *s_nbytes;
 static PyObject *zero;
@@ -63,7 +64,8 @@ static PyObject *py_init(PyObject *self, PyObject *args) {
         slot_offset(tensor, "dtype", &off_dtype) || slot_offset(tensor, "device", &off_device) ||
         slot_offset(tensor, "_array", &off_array) || slot_offset(tensor, "_contig", &off_contig) ||
         slot_offset(storage, "data", &soff_data) || slot_offset(storage, "nbytes", &soff_nbytes) ||
-        slot_offset(storage, "device", &soff_device) || slot_offset(storage, "version", &soff_version))
+        slot_offset(storage, "device", &soff_device) || slot_offset(storage, "version", &soff_version) ||
+        slot_offset(storage, "handle", &soff_handle))
         return NULL;
     Py_RETURN_NONE;
 }
@@ -655,6 +657,7 @@ static PyObject *fp_wrap(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     set_slot(storage, soff_nbytes, args[1]);
     set_slot(storage, soff_device, args[2]);
     set_slot(storage, soff_version, zero);
+    set_slot(storage, soff_handle, Py_None);
     PyObject *t = Tensor_type->tp_alloc(Tensor_type, 0);
     if (t != NULL) {
         set_slot(t, off_storage, storage);

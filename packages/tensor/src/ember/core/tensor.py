@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ember.core import dispatch
+from ember.core import dispatch, fastpath
 from ember.core import dtypes as D
 from ember.core.devices import CPU, check_backend, device
 from ember.core.fastpath import MISS, native
@@ -529,6 +529,15 @@ def make_view(base: Tensor, shape: tuple, stride: tuple, offset: int) -> Tensor:
         refs.prune()
     return t
 
+
+# The slots the C functions fill when they make tensors and storages (as _new and Storage.__init__ do).
+# A class with other slots keeps the Python path until the C learns them.
+_C_SLOTS = (
+    {"__dict__", "__weakref__", "_array", "_contig", "_offset", "_shape", "_storage", "_stride", "device", "dtype"},
+    {"__weakref__", "data", "device", "handle", "nbytes", "version"},
+)
+if native is not None and (set(Tensor.__slots__), set(Storage.__slots__)) != _C_SLOTS:
+    fastpath.native = native = dispatch._native_call = None
 
 if native is not None:
     # The C versions: the same work for exact Tensors with int metadata; they call the Python
