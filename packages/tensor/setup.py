@@ -1,9 +1,13 @@
-"""Builds ember.core._philox, the C++ Philox 4x32-10 kernel, with the system compiler.
+"""Builds ember.core._philox, the C++ Philox 4x32-10 kernel, and ember.core._fastpath, the C common
+case of small eager ops, with the system compiler.
 
 The same build as ember-sdpa's kernel: ``-O3`` with ``-march=native`` where the compiler accepts it
 (the loop vectorizes), OpenMP where it compiles and links, else one thread. ``EMBER_PHILOX_MARCH``
 overrides the target (e.g. ``x86-64-v3`` for a portable wheel, or empty for the compiler's default).
 Python falls back to the NumPy Philox when the extension is absent, with the same bits.
+
+``_fastpath`` is optional: where it fails to build, the install goes on without it and Ember runs the
+Python code it stands for, with the same results (``EMBER_FASTPATH=0`` does the same at run time).
 """
 
 from __future__ import annotations
@@ -13,9 +17,10 @@ import tempfile
 from pathlib import Path
 
 from pybind11.setup_helpers import Pybind11Extension, build_ext
-from setuptools import setup
+from setuptools import Extension, setup
 
 SOURCES = ["csrc/philox/module.cpp"]
+FASTPATH = "ember.core._fastpath"
 
 OPENMP_PROBE = """
 #include <omp.h>
@@ -55,11 +60,14 @@ class BuildPhilox(build_ext):
                 compile_flags.append("-fopenmp")
                 link_flags.append("-fopenmp")
             for ext in self.extensions:
+                if ext.name == FASTPATH:
+                    ext.extra_compile_args += ["-O2"]
+                    continue
                 ext.extra_compile_args += compile_flags
                 ext.extra_link_args += link_flags
         else:
             for ext in self.extensions:
-                ext.extra_compile_args += ["/O2", "/openmp"]
+                ext.extra_compile_args += ["/O2"] if ext.name == FASTPATH else ["/O2", "/openmp"]
         super().build_extensions()
 
 
@@ -69,7 +77,9 @@ setup(
             "ember.core._philox",
             SOURCES,
             cxx_std=17,
-        )
+        ),
+        # A compile failure skips it (optional=True): the Python path then runs.
+        Extension(FASTPATH, ["csrc/fastpath/fastpath.c"], optional=True),
     ],
     cmdclass={"build_ext": BuildPhilox},
 )

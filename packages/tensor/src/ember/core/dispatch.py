@@ -35,6 +35,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ember.core.devices import check_backend, get_default_device, to_device
+from ember.core.fastpath import MISS, native
 from ember.core.schema import FunctionSchema, parse_schema
 from ember.core.symbolic import INT_LIKE
 
@@ -265,6 +266,11 @@ class OpOverload:
     # -- calling ------------------------------------------------------------------------------
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if _native_call is not None:
+            # The fast path below, in C: the kernel's result, else MISS (nothing done yet).
+            result = _native_call(self, args, kwargs)
+            if result is not MISS:
+                return result
         if _flags.slow:
             return _dispatch_slow(self, args, kwargs, 0)
         if _needs_grad(args, kwargs):
@@ -344,6 +350,9 @@ class OpOverload:
 
 # The Tensor class, set by ember.core.tensor when it is defined (it imports this module).
 Tensor: Any = None
+# The compiled fast path of ``OpOverload.__call__``: it reads ``_flags.slow`` and ``_flags.subclasses``,
+# so any new reason to leave the fast path must set one of them.
+_native_call = native.call if native is not None else None
 
 
 def _first_tensor(args: tuple, kwargs: dict):

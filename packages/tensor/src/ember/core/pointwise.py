@@ -25,6 +25,7 @@ import numpy as np
 from ember.core import dtypes as D
 from ember.core.devices import CPU
 from ember.core.dispatch import OpOverload, define
+from ember.core.fastpath import native
 from ember.core.layout import (
     broadcast_shapes,
     contiguous_strides,
@@ -34,7 +35,7 @@ from ember.core.layout import (
     pointwise_strides,
 )
 from ember.core.promotion import can_cast, get_default_dtype, result_type
-from ember.core.quiet import restore, silence
+from ember.core.quiet import quiet_contextvar, restore, silence
 from ember.core.symbolic import GuardOnDataDependentSymNode
 from ember.core.tensor import Tensor, empty, from_array
 
@@ -322,7 +323,9 @@ def define_pointwise(
 
     def cpu(*args, **kwargs):
         if fast and not kwargs and len(args) == n_inputs <= 2:
-            result = _fast_path(compute, args, bool_result, default_params, exact)
+            result = (_fast_path if _native_fast_path is None else _native_fast_path)(
+                compute, args, bool_result, default_params, exact
+            )
             if result is not None:
                 return result
         p, inputs, params = planned(args, kwargs)
@@ -380,6 +383,12 @@ def define_pointwise(
 
 _FAST_DTYPES = (D.float32, D.float64)
 _EXACT_DTYPES = (D.int64, D.int32, D.bool_)
+# _fast_path in C (ember.core._fastpath): the same checks and call, with NumPy's warnings off as
+# ``silence`` does it; None where the extension is absent or NumPy's internals moved.
+_native_fast_path = None
+if native is not None and quiet_contextvar is not None:
+    native.init_pointwise(_FAST_DTYPES, _EXACT_DTYPES, D.bool_, *quiet_contextvar)
+    _native_fast_path = native.pointwise
 
 
 def _fast_path(compute: Callable, args: tuple, bool_result: bool, params: dict, exact: bool) -> Tensor | None:
@@ -445,6 +454,7 @@ def _fast_inplace(compute: Callable, args: tuple, kwargs: dict, params: dict, co
             return None
         params = {"alpha": alpha}
     out = a._array
+    writes_out = getattr(compute, "writes_out", False)
     token = silence()
     try:
         if len(args) == 1:
@@ -459,8 +469,13 @@ def _fast_inplace(compute: Callable, args: tuple, kwargs: dict, params: dict, co
                 b = b._array
             elif (type(b) is not float and type(b) is not int) or kwargs:
                 return None  # (a number scaled by alpha would compute in float64: the plan casts it first)
-            # Computed apart, then written: an operand that overlaps the target reads its old values.
-            out[...] = compute(out, b, **params)
+            if writes_out:
+                # Straight into the target: NumPy's ufuncs buffer an operand that overlaps their output,
+                # so every operand still reads its old values.
+                compute(out, b, out=out, **params)
+            else:
+                # Computed apart, then written: an operand that overlaps the target reads its old values.
+                out[...] = compute(out, b, **params)
     finally:
         restore(token)
     a._storage.version += 1

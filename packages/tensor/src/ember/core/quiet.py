@@ -28,6 +28,9 @@ try:
     def restore(token) -> None:
         _extobj_contextvar.reset(token)
 
+    # What ``silence`` sets, for compiled callers that set it themselves (ember.core._fastpath).
+    quiet_contextvar = (_extobj_contextvar, _IGNORE)
+
 except ImportError:  # another NumPy layout: the public, slower way
 
     def silence():
@@ -37,3 +40,5 @@ except ImportError:  # another NumPy layout: the public, slower way
 
     def restore(token) -> None:
         token.__exit__(None, None, None)
+
+    quiet_contextvar = None

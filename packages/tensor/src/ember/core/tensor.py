@@ -13,9 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from ember.core import dispatch
+from ember.core import dispatch, fastpath
 from ember.core import dtypes as D
 from ember.core.devices import CPU, check_backend, device
+from ember.core.fastpath import MISS, native
 from ember.core.layout import contiguous_strides, int_contiguous_strides, is_contiguous, numel
 from ember.core.storage import Storage
 from ember.core.symbolic import GuardOnDataDependentSymNode
@@ -427,7 +428,12 @@ def from_array(array: np.ndarray, dtype: D.dtype | None = None) -> Tensor:
     if not array.flags.c_contiguous:
         array = np.ascontiguousarray(array)
     shape = array.shape
-    return _new(Tensor, Storage(array, array.nbytes, CPU), shape, int_contiguous_strides(shape), 0, dtype, array)
+    return _wrap(array, array.nbytes, CPU, shape, int_contiguous_strides(shape), dtype)
+
+
+def _wrap(array: np.ndarray, nbytes: int, dev: device, shape: tuple, stride: tuple, dtype: D.dtype) -> Tensor:
+    """A CPU tensor whose storage is ``array`` itself."""
+    return _new(Tensor, Storage(array, nbytes, dev), shape, stride, 0, dtype, array)
 
 
 def share_numpy(array: np.ndarray) -> Tensor:
@@ -524,6 +530,24 @@ def make_view(base: Tensor, shape: tuple, stride: tuple, offset: int) -> Tensor:
     if len(refs) > refs.limit:
         refs.prune()
     return t
+
+
+# The slots the C functions fill when they make tensors and storages (as _new and Storage.__init__ do).
+# A class with other slots keeps the Python path until the C learns them.
+_C_SLOTS = (
+    {"__dict__", "__weakref__", "_array", "_contig", "_offset", "_shape", "_storage", "_stride", "device", "dtype"},
+    {"__weakref__", "data", "device", "handle", "nbytes", "version"},
+)
+if native is not None and (set(Tensor.__slots__), set(Storage.__slots__)) != _C_SLOTS:
+    fastpath.native = native = dispatch._native_call = None
+
+if native is not None:
+    # The C versions: the same work for exact Tensors with int metadata; they call the Python
+    # ``make_view`` above for anything else.
+    native.init(Tensor, Storage, np.ndarray, ViewRefs, dispatch._flags, MISS, make_view)
+    native.init_arrays(from_array, CPU)
+    _make_view_python, _wrap_python, _from_array_python = make_view, _wrap, from_array
+    make_view, _wrap, from_array = native.make_view, native.wrap, native.from_array
 
 
 def make_wrapper_subclass(

@@ -27,6 +27,7 @@ from ember.core.aten.indexing.advanced_indexing import index as index_op
 from ember.core.aten.indexing.advanced_indexing import index_put_
 from ember.core.aten.shape.copying import checked_scalar, copy_, fill_
 from ember.core.aten.shape.views import select, slice_, unsqueeze
+from ember.core.fastpath import native
 from ember.core.symbolic import SymInt
 from ember.core.tensor import Tensor, from_array
 
@@ -119,8 +120,15 @@ def _alias(self: Tensor) -> Tensor:
     return alias(self)
 
 
+# Ints, slices and None on a tensor the dispatcher's fast path would take, as one view, in C;
+# None for anything else.
+_c_getitem = native.getitem if native is not None else None
+
+
 @method("__getitem__")
 def _getitem(self, index):
+    if _c_getitem is not None and (out := _c_getitem(self, index)) is not None:
+        return out
     try:
         result, masked = apply_index(self, index)
     except _AdvancedIndex:

@@ -29,10 +29,17 @@ def _check_alpha(p, inputs, params) -> None:
         raise RuntimeError("Boolean alpha only supported for Boolean results.")
 
 
-def _add(a, b, *, alpha):
+def _add(a, b, *, alpha, out=None):
     if alpha == 1:
-        return np.add(a, b)
-    return np.add(a, np.multiply(b, np.asarray(alpha).astype(np.result_type(b))))
+        return np.add(a, b, out=out)
+    if type(b) is np.ndarray and (type(alpha) is float or type(alpha) is int):
+        scale = b.dtype.type(alpha)  # alpha in b's dtype, as below, without the 0-d array
+    else:
+        scale = np.asarray(alpha).astype(np.result_type(b))
+    return np.add(a, np.multiply(b, scale), out=out)
+
+
+_add.writes_out = True  # takes ``out=``: the in-place fast path writes the target directly
 
 
 def _check_sub(p, inputs, params) -> None:

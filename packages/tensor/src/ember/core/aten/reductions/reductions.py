@@ -66,7 +66,9 @@ def _fold(ufunc):
             # in the tensor's own dtype and accumulator, without the plan.
             token = silence()
             try:
-                folded = R.trailing_sum(array, (dim % array.ndim,)) if ufunc is np.add else None
+                # (trailing_sum folds only a last dim: others skip the call)
+                d = dim % array.ndim
+                folded = R.trailing_sum(array, (d,)) if ufunc is np.add and d == array.ndim - 1 else None
                 if folded is None:
                     folded = ufunc.reduce(array, axis=dim, keepdims=bool(keepdim))
                 elif keepdim:

@@ -18,6 +18,7 @@ import numpy as np
 from ember.core.api import public
 from ember.core.aten.shape.views import view_strides
 from ember.core.dispatch import define
+from ember.core.fastpath import native
 from ember.core.layout import is_non_overlapping_and_dense, normalize_dim
 from ember.core.memory_formats import memory_format_of, memory_format_strides
 from ember.core.pointwise import resize_out, type_name
@@ -98,12 +99,17 @@ def _fill_cat(out: Tensor, parts: list, dim: int) -> Tensor:
     return out
 
 
+_c_same_kind_arrays = native.same_kind_arrays if native is not None else None
+
+
 def _same_kind_arrays(tensors, max_ndim: int) -> list | None:
     """The NumPy arrays of plain CPU tensors of one dtype and rank (1 to ``max_ndim``), else None.
 
     Joining such tensors needs no plan: the result is contiguous (no memory format question arises
     below 4 dims) and its dtype is theirs, so one NumPy call does the work of a per-tensor loop.
     """
+    if _c_same_kind_arrays is not None and type(tensors) in (list, tuple):
+        return _c_same_kind_arrays(tensors, max_ndim)  # this function in C
     if not tensors:
         return None
     first = tensors[0]

@@ -11,11 +11,15 @@ from ember.core import dtypes as D
 from ember.core.api import method, public
 from ember.core.aten.shape.copying import _clone as clone_function
 from ember.core.dispatch import define
+from ember.core.fastpath import native
 from ember.core.layout import broadcast_shapes, contiguous_strides, normalize_dim, normalize_dims, numel
 from ember.core.symbolic import INT_LIKE
 from ember.core.tensor import Tensor, _array_view, _new, make_view, note_view
 
 VIEW = ("view", "core")
+# The C common case of each kernel below (None where the extension is absent): it returns the view, or
+# None for anything else (other devices' metadata, symbolic sizes, every error), which the Python runs.
+_c = native
 
 
 def _view_op(schema: str, tags: tuple[str, ...] = VIEW):
@@ -92,6 +96,8 @@ def view_strides(old_shape: tuple, old_stride: tuple, new_shape: tuple) -> tuple
 
 @_view_op("view(Tensor(a) self, SymInt[] size) -> Tensor(a)")
 def view(self: Tensor, size) -> Tensor:
+    if _c is not None and (out := _c.view(self, size)) is not None:
+        return out
     shape = infer_size(tuple(size), numel(self._shape))
     stride = contiguous_strides(shape) if self.is_contiguous() else view_strides(self._shape, self._stride, shape)
     if stride is None:
@@ -149,6 +155,8 @@ def permute(self: Tensor, dims) -> Tensor:
 
 @_view_op("transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)")
 def transpose(self: Tensor, dim0: int, dim1: int) -> Tensor:
+    if _c is not None and (out := _c.transpose(self, dim0, dim1)) is not None:
+        return out
     ndim = len(self._shape)
     d0, d1 = normalize_dim(dim0, ndim), normalize_dim(dim1, ndim)
     shape, stride = list(self._shape), list(self._stride)
@@ -160,6 +168,8 @@ def transpose(self: Tensor, dim0: int, dim1: int) -> Tensor:
 
 @_view_op("t(Tensor(a) self) -> Tensor(a)")
 def t(self: Tensor) -> Tensor:
+    if _c is not None and (out := _c.t(self)) is not None:
+        return out
     if len(self._shape) > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {len(self._shape)}D")
     return (
@@ -230,6 +240,8 @@ def squeeze_dim(self: Tensor, dim: int) -> Tensor:
 
 @_view_op("unsqueeze(Tensor(a) self, int dim) -> Tensor(a)")
 def unsqueeze(self: Tensor, dim: int) -> Tensor:
+    if _c is not None and (out := _c.unsqueeze(self, dim)) is not None:
+        return out
     d = normalize_dim(dim, len(self._shape) + 1)
     shape, stride = list(self._shape), list(self._stride)
     inner = stride[d] * shape[d] if d < len(self._shape) else 1
@@ -240,6 +252,8 @@ def unsqueeze(self: Tensor, dim: int) -> Tensor:
 
 @_view_op("select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)")
 def select(self: Tensor, dim: int, index: int) -> Tensor:
+    if _c is not None and (out := _c.select(self, dim, index)) is not None:
+        return out
     if len(self._shape) == 0:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
     d = normalize_dim(dim, len(self._shape))
@@ -259,6 +273,8 @@ def select(self: Tensor, dim: int, index: int) -> Tensor:
 
 @_view_op("slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)")
 def slice_(self: Tensor, dim: int = 0, start=None, end=None, step: int = 1) -> Tensor:
+    if _c is not None and (out := _c.slice(self, dim, start, end, step)) is not None:
+        return out
     if len(self._shape) == 0:
         raise IndexError("slice() cannot be applied to a 0-dim tensor.")
     if step <= 0:
@@ -479,6 +495,9 @@ def view_dtype(self: Tensor, dtype) -> Tensor:
 
 @method("view")
 def _view_method(self, *shape):
+    # The whole call (dispatcher and kernel) in C when it would take the dispatcher's fast path.
+    if _c is not None and (out := _c.view_method(self, shape)) is not None:
+        return out
     if len(shape) == 1 and isinstance(shape[0], D.dtype):
         return view_dtype(self, shape[0])
     return view(self, _sizes(shape))
@@ -577,9 +596,23 @@ def _swapaxes(input, axis0: int, axis1: int):
     return transpose(input, axis0, axis1)
 
 
+# The methods whose whole call (dispatcher and kernel) has a C common case, by its number in _c.method.
+_C_METHODS = {"t": 0, "transpose": 1, "unsqueeze": 2}
+
+
 def _plain(op, name: str, function: bool = True):
-    def call(*args, **kwargs):
-        return op(*args, **kwargs)
+    kind = _C_METHODS.get(name)
+    if _c is None or kind is None:
+
+        def call(*args, **kwargs):
+            return op(*args, **kwargs)
+
+    else:
+
+        def call(*args, **kwargs):
+            if not kwargs and _c is not None and (out := _c.method(kind, *args)) is not None:
+                return out
+            return op(*args, **kwargs)
 
     call.__name__ = call.__qualname__ = name
     method(name)(call)
