@@ -155,6 +155,14 @@ def _generate(tx, output, code: types.CodeType, f_globals: dict, closure: tuple 
         sources = [src for src, _, _ in output.inputs]
         head.call(lambda: head.load_const(compiled), [lambda s=s: head.load_source(s) for s in sources])
         head.instrs.append(Instr("STORE_FAST", "___graph_out"))
+        if output.grad_changed:
+            # A backend need not leave the graph's grad-mode switches in effect (AOT autograd runs the
+            # graph under its own mode): set the mode the code after the graph expects, the one where
+            # the traced region ended or broke (inside a `with no_grad():` split by a graph break).
+            from ember.dynamo.output_graph import _set_grad_enabled
+
+            head.call(lambda: head.load_const(_set_grad_enabled), [lambda: head.load_const(output.grad_mode)])
+            head.instrs.append(Instr("POP_TOP"))
     prepared = prepare(code)
     items = list(prepared.bytecode)
     resume_at = next(i for i, it in enumerate(items) if isinstance(it, Instr) and it.name == "RESUME")

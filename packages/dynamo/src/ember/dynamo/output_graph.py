@@ -52,6 +52,7 @@ class OutputGraph:
         self.dynamic = False
         self.op_count = 0
         self.grad_changed = False  # the graph sets the grad mode: it runs even with no other op
+        self.grad_mode = self.initial_grad  # the mode where the traced region ends (or breaks)
         self.add_guard(None, GuardKind.GRAD_MODE, self.initial_grad)
         self.add_guard(None, GuardKind.DEFAULT_DTYPE, api.get_default_dtype())
         self.add_guard(None, GuardKind.AUTOCAST, autocast_state())
@@ -287,6 +288,7 @@ class OutputGraph:
         api.set_grad_enabled(mode)
         self.graph.call_function(_set_grad_enabled, (mode,))
         self.grad_changed = True
+        self.grad_mode = mode
 
     # -- compiling -----------------------------------------------------------------------------------
     def prune_inputs(self) -> None:
