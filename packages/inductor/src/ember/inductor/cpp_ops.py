@@ -13,6 +13,7 @@ from typing import Any
 import sympy
 
 from ember.core import dtypes as D
+from ember.inductor.sizevars import ExprPrinter
 from ember.inductor.virtualized import BINARY, UNARY
 
 CTYPES = {
@@ -40,37 +41,24 @@ def compute_ctype(dtype: Any) -> str:
     return "float" if dtype in (D.float16, D.bfloat16) else storage_ctype(dtype)
 
 
-def cexpr(e: sympy.Expr) -> str:
-    """An index expression as C++ (indexes are non-negative, so C's division is floor division)."""
-    e = sympy.sympify(e)
-    if e.is_Integer:
-        return str(int(e))
-    if e.is_Symbol:
-        return e.name
-    if isinstance(e, sympy.Add):
-        return "(" + " + ".join(cexpr(a) for a in e.args) + ")"
-    if isinstance(e, sympy.Mul):
-        num, den = sympy.fraction(e)
-        if den != 1:
-            return f"({cexpr(num)} / {cexpr(den)})"
-        return "(" + " * ".join(cexpr(a) for a in e.args) + ")"
-    if isinstance(e, sympy.floor):
-        num, den = sympy.fraction(sympy.together(e.args[0]))
-        return f"({cexpr(num)} / {cexpr(den)})" if den != 1 else cexpr(num)
-    if isinstance(e, sympy.Mod):
-        return f"({cexpr(e.args[0])} % {cexpr(e.args[1])})"
-    if type(e).__name__ == "FloorDiv":  # ember.fx's FloorDiv of sizes (non-negative)
-        return f"({cexpr(e.args[0])} / {cexpr(e.args[1])})"
-    if isinstance(e, sympy.Pow) and e.exp.is_Integer and int(e.exp) > 0:
-        return "(" + " * ".join([cexpr(e.base)] * int(e.exp)) + ")"
-    if isinstance(e, sympy.Max | sympy.Min):
-        # size expressions of slices with symbolic bounds
-        fn = "std::max" if isinstance(e, sympy.Max) else "std::min"
-        out = cexpr(e.args[0])
-        for a in e.args[1:]:
-            out = f"{fn}<int64_t>({out}, {cexpr(a)})"
-        return out
-    raise NotImplementedError(f"index expression {e} has no C++ form")
+class CppPrinter(ExprPrinter):
+    """C++ source of an index expression: ``/`` divides (indexes are non-negative), ``std::min``/``max``
+    bound the sizes of slices with symbolic bounds."""
+
+    div = "/"
+    language = "C++"
+
+    def other(self, e: Any) -> str:
+        if isinstance(e, sympy.Max | sympy.Min):
+            fn = "std::max" if isinstance(e, sympy.Max) else "std::min"
+            out = self(e.args[0])
+            for a in e.args[1:]:
+                out = f"{fn}<int64_t>({out}, {self(a)})"
+            return out
+        return super().other(e)
+
+
+cexpr = CppPrinter()
 
 
 _UNARY_CPP = {

@@ -126,46 +126,68 @@ def exact_div(a: Any, b: Any) -> Any:
     return int(q) if q.is_Integer else q
 
 
-def pyexpr(e: Any) -> str:
-    """A size expression as Python source (the symbols as local names; floor division)."""
-    e = sympy.sympify(e)
-    if e.is_Integer:
-        return str(int(e))
-    if e.is_Symbol:
-        return e.name
-    if isinstance(e, sympy.Add):
-        return "(" + " + ".join(pyexpr(a) for a in e.args) + ")"
-    if isinstance(e, sympy.Mul):
-        num, den = sympy.fraction(e)
-        if den != 1:
-            return f"({pyexpr(num)} // {pyexpr(den)})"
-        return "(" + " * ".join(pyexpr(a) for a in e.args) + ")"
-    if isinstance(e, sympy.floor):
-        num, den = sympy.fraction(sympy.together(e.args[0]))
-        return f"({pyexpr(num)} // {pyexpr(den)})" if den != 1 else pyexpr(num)
-    if isinstance(e, sympy.ceiling):
-        num, den = sympy.fraction(sympy.together(e.args[0]))
-        return f"(-((-{pyexpr(num)}) // {pyexpr(den)}))" if den != 1 else pyexpr(num)
-    if isinstance(e, sympy.Mod):
-        return f"({pyexpr(e.args[0])} % {pyexpr(e.args[1])})"
-    if type(e).__name__ == "FloorDiv":
-        return f"({pyexpr(e.args[0])} // {pyexpr(e.args[1])})"
-    if isinstance(e, sympy.Pow) and e.exp.is_Integer and int(e.exp) > 0:
-        return "(" + " * ".join([pyexpr(e.base)] * int(e.exp)) + ")"
-    if isinstance(e, sympy.Max | sympy.Min):
-        return f"{type(e).__name__.lower()}({', '.join(pyexpr(a) for a in e.args)})"
-    relations = {sympy.Eq: "==", sympy.Ne: "!=", sympy.Lt: "<", sympy.Le: "<=", sympy.Gt: ">", sympy.Ge: ">="}
-    for kind, op in relations.items():
-        if isinstance(e, kind):
-            return f"({pyexpr(e.lhs)} {op} {pyexpr(e.rhs)})"
-    if isinstance(e, sympy.And | sympy.Or):
-        op = " and " if isinstance(e, sympy.And) else " or "
-        return "(" + op.join(pyexpr(a) for a in e.args) + ")"
-    if isinstance(e, sympy.Not):
-        return f"(not {pyexpr(e.args[0])})"
-    if e is sympy.true or e is sympy.false:
-        return str(bool(e))
-    raise NotImplementedError(f"size expression {e} has no Python form")
+class ExprPrinter:
+    """Size and index expressions as source code. The forms both languages share are here; a
+    language's printer says how it divides (sizes and indexes are non-negative, so C's truncating
+    division is floor division too) and prints what else it knows in ``other``."""
+
+    div = "//"
+    language = "Python"
+
+    def __call__(self, e: Any) -> str:
+        e = sympy.sympify(e)
+        if e.is_Integer:
+            return str(int(e))
+        if e.is_Symbol:
+            return e.name
+        if isinstance(e, sympy.Add):
+            return "(" + " + ".join(self(a) for a in e.args) + ")"
+        if isinstance(e, sympy.Mul):
+            num, den = sympy.fraction(e)
+            if den != 1:
+                return f"({self(num)} {self.div} {self(den)})"
+            return "(" + " * ".join(self(a) for a in e.args) + ")"
+        if isinstance(e, sympy.floor):
+            num, den = sympy.fraction(sympy.together(e.args[0]))
+            return f"({self(num)} {self.div} {self(den)})" if den != 1 else self(num)
+        if isinstance(e, sympy.Mod):
+            return f"({self(e.args[0])} % {self(e.args[1])})"
+        if type(e).__name__ == "FloorDiv":  # ember.fx's FloorDiv of sizes
+            return f"({self(e.args[0])} {self.div} {self(e.args[1])})"
+        if isinstance(e, sympy.Pow) and e.exp.is_Integer and int(e.exp) > 0:
+            return "(" + " * ".join([self(e.base)] * int(e.exp)) + ")"
+        return self.other(e)
+
+    def other(self, e: Any) -> str:
+        raise NotImplementedError(f"size expression {e} has no {self.language} form")
+
+
+_RELATIONS = {sympy.Eq: "==", sympy.Ne: "!=", sympy.Lt: "<", sympy.Le: "<=", sympy.Gt: ">", sympy.Ge: ">="}
+
+
+class PythonPrinter(ExprPrinter):
+    """Python source (the symbols as local names): also ceilings, min/max, comparisons and logic."""
+
+    def other(self, e: Any) -> str:
+        if isinstance(e, sympy.ceiling):
+            num, den = sympy.fraction(sympy.together(e.args[0]))
+            return f"(-((-{self(num)}) // {self(den)}))" if den != 1 else self(num)
+        if isinstance(e, sympy.Max | sympy.Min):
+            return f"{type(e).__name__.lower()}({', '.join(self(a) for a in e.args)})"
+        for kind, op in _RELATIONS.items():
+            if isinstance(e, kind):
+                return f"({self(e.lhs)} {op} {self(e.rhs)})"
+        if isinstance(e, sympy.And | sympy.Or):
+            op = " and " if isinstance(e, sympy.And) else " or "
+            return "(" + op.join(self(a) for a in e.args) + ")"
+        if isinstance(e, sympy.Not):
+            return f"(not {self(e.args[0])})"
+        if e is sympy.true or e is sympy.false:
+            return str(bool(e))
+        return super().other(e)
+
+
+pyexpr = PythonPrinter()
 
 
 def size_symbols(exprs: Any) -> set[sympy.Symbol]:
