@@ -1,5 +1,5 @@
-"""The ``slow`` marker: tests of tens of seconds (whole-model training, the corpus under
-``torch.compile``), skipped unless ``EMBER_SLOW_TESTS=1``; ``nox -s slow`` runs them."""
+"""The ``slow`` marker for every package's tests: tests of tens of seconds (whole-model training,
+the compile corpus), skipped unless ``EMBER_SLOW_TESTS=1``; ``nox -s slow`` runs them."""
 
 from __future__ import annotations
 
@@ -8,10 +8,6 @@ import os
 import pytest
 
 RUN_SLOW = os.environ.get("EMBER_SLOW_TESTS") == "1"
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "slow: takes tens of seconds; runs only with EMBER_SLOW_TESTS=1 (nox -s slow)")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
