@@ -110,6 +110,7 @@ _LAZY_ATTRIBUTES = {
     )
 }
 _LAZY_ATTRIBUTES["vmap"] = "ember.func"
+_LAZY_ATTRIBUTES["poisson"] = _LAZY_ATTRIBUTES["binomial"] = "ember._sampling"
 _LAZY_ATTRIBUTES["GradScaler"] = "ember.amp"
 # torch.<name> forms of nn.functional's functions (ember._nn_functions.NAMES; listed here so that
 # `import ember` does not import ember.nn).
