@@ -82,6 +82,7 @@ _LAZY_SUBPACKAGES = (
     "hub",
     "inductor",
     "library",
+    "multiprocessing",
     "nn",
     "onnx",
     "optim",
