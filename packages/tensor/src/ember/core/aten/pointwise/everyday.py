@@ -82,8 +82,14 @@ def sgn(input: Tensor) -> Tensor:
         return input.sign()
     magnitude = input.abs()
     zero = magnitude == 0
-    # Divided by 1 where |z| is 0, so that neither the value nor the gradient there is 0 / 0.
-    return functions["where"](zero, 0, input / functions["where"](zero, 1, magnitude))
+    where = functions["where"]
+    # Divided by 1 where |z| is 0, so that neither the value nor the gradient there is 0 / 0. The parts
+    # are divided as reals: a complex division's rounding depends on NumPy's vector width.
+    safe = where(zero, 1, magnitude)
+    out = functions["complex"](input.real / safe, input.imag / safe)
+    # An infinite or NaN |z| makes both parts NaN, as the complex division z / |z| does.
+    out = where(magnitude.isfinite(), out, complex(float("nan"), float("nan")))
+    return where(zero, 0, out)
 
 
 @method("sgn_")
