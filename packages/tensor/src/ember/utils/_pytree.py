@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import OrderedDict, defaultdict, deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
 PyTree = Any
@@ -136,19 +136,21 @@ def _unflatten_one(kind: type, children: list, context: Context) -> PyTree:
     return SUPPORTED_NODES[kind].unflatten_fn(children, context)
 
 
+def _walk(node: PyTree, is_leaf: Callable[[PyTree], bool] | None, leaves: list) -> TreeSpec:
+    kind = None if is_leaf is not None and is_leaf(node) else _node_type(node)
+    if kind is None:
+        leaves.append(node)
+        return _LEAF
+    children, context = _flatten_one(kind, node)
+    return TreeSpec(kind, context, [_walk(c, is_leaf, leaves) for c in children])
+
+
 def tree_flatten(tree: PyTree, is_leaf: Callable[[PyTree], bool] | None = None) -> tuple[list, TreeSpec]:
+    # Module-level recursion, not a closure that calls itself: such a closure is a reference cycle
+    # that would keep the leaves (a compiled graph's inputs and outputs) alive until the cyclic
+    # collector runs, instead of freeing them when the caller drops them.
     leaves: list = []
-
-    def walk(node: PyTree) -> TreeSpec:
-        kind = None if is_leaf is not None and is_leaf(node) else _node_type(node)
-        if kind is None:
-            leaves.append(node)
-            return _LEAF
-        children, context = _flatten_one(kind, node)
-        return TreeSpec(kind, context, [walk(c) for c in children])
-
-    spec = walk(tree)
-    return leaves, spec
+    return leaves, _walk(tree, is_leaf, leaves)
 
 
 def tree_unflatten(leaves: Iterable, treespec: TreeSpec) -> PyTree:
@@ -162,14 +164,13 @@ def tree_unflatten(leaves: Iterable, treespec: TreeSpec) -> PyTree:
             f"treespec.unflatten(leaves): `leaves` has length {len(leaves)} but the spec refers to a pytree "
             f"that holds {treespec.num_leaves} items ({treespec})."
         )
-    it = iter(leaves)
+    return _build(treespec, iter(leaves))
 
-    def build(spec: TreeSpec) -> PyTree:
-        if spec.is_leaf():
-            return next(it)
-        return _unflatten_one(spec.type, [build(c) for c in spec.children_specs], spec.context)
 
-    return build(treespec)
+def _build(spec: TreeSpec, it: Iterator) -> PyTree:
+    if spec.is_leaf():
+        return next(it)
+    return _unflatten_one(spec.type, [_build(c, it) for c in spec.children_specs], spec.context)
 
 
 def tree_leaves(tree: PyTree, is_leaf: Callable[[PyTree], bool] | None = None) -> list:
