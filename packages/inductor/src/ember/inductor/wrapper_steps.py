@@ -112,18 +112,23 @@ class ExternStep:
         self.stride = _stride_fn(buf, self.symbols)
 
     def __call__(self, env: dict[str, Any]) -> None:
-        def value(a):
-            if isinstance(a, Buffer):
-                return env[a.name]
-            if is_symbolic(a):
-                return int(a.xreplace(dict(zip(self.symbols, env[SYMBOLS], strict=True))))
-            if isinstance(a, list | tuple):
-                return type(a)(value(x) for x in a)
-            return a
-
         b = self.buf
-        out = b.op(*value(b.args), **{k: value(v) for k, v in b.kwargs.items()})
+        args = _value(b.args, env, self.symbols)
+        out = b.op(*args, **{k: _value(v, env, self.symbols) for k, v in b.kwargs.items()})
         env[b.name] = _conform(out, self.stride, env, b.name)
+
+
+def _value(a: Any, env: dict[str, Any], symbols: list) -> Any:
+    """An extern call's argument at run time. A module-level function, not a closure over ``env``: a
+    closure calling itself would be a reference cycle holding the call's buffers until the cyclic
+    collector runs."""
+    if isinstance(a, Buffer):
+        return env[a.name]
+    if is_symbolic(a):
+        return int(a.xreplace(dict(zip(symbols, env[SYMBOLS], strict=True))))
+    if isinstance(a, list | tuple):
+        return type(a)(_value(x, env, symbols) for x in a)
+    return a
 
 
 class MultiOutputStep:
