@@ -233,14 +233,7 @@ def jvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool
 def vhp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool = False):
     """``(func(inputs), v^T H)`` for a function with a single-element output."""
     with enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "vhp")
-        inputs = _grad_preprocess(inputs, create_graph, need_graph=True)
-        v = _prepare_hessian_vector(v, inputs, is_inputs_tuple, create_graph, "vhp")
-        _, outputs = _outputs_of(func, inputs, "vhp")
-        _single_element(outputs, "vhp")
-        _check_requires_grad(outputs, "outputs", strict)
-        jac = _autograd_grad(outputs, inputs, create_graph=True)
-        _check_requires_grad(jac, "jacobian", strict)
+        is_inputs_tuple, inputs, v, outputs, jac = _gradient_for_hessian(func, inputs, v, create_graph, strict, "vhp")
         grad_res = _autograd_grad(jac, inputs, v, create_graph=create_graph)
         result = _fill_in_zeros(grad_res, inputs, strict, create_graph, "double_back")
     outputs = _grad_postprocess(outputs, create_graph)
@@ -251,14 +244,7 @@ def vhp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool
 def hvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool = False):
     """``(func(inputs), H v)`` for a function with a single-element output (double-backward trick)."""
     with enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "hvp")
-        inputs = _grad_preprocess(inputs, create_graph, need_graph=True)
-        v = _prepare_hessian_vector(v, inputs, is_inputs_tuple, create_graph, "hvp")
-        _, outputs = _outputs_of(func, inputs, "hvp")
-        _single_element(outputs, "hvp")
-        _check_requires_grad(outputs, "outputs", strict)
-        jac = _autograd_grad(outputs, inputs, create_graph=True)
-        _check_requires_grad(jac, "jacobian", strict)
+        is_inputs_tuple, inputs, v, outputs, jac = _gradient_for_hessian(func, inputs, v, create_graph, strict, "hvp")
         grad_jac = tuple(inp.new_zeros(inp.shape).requires_grad_(True) for inp in inputs)
         double_back = _autograd_grad(jac, inputs, grad_jac, create_graph=True)
         _check_requires_grad(jac, "hessian", strict)
@@ -267,6 +253,20 @@ def hvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool
     outputs = _grad_postprocess(outputs, create_graph)
     result = _grad_postprocess(result, create_graph)
     return _tuple_postprocess(outputs, False), _tuple_postprocess(result, is_inputs_tuple)
+
+
+def _gradient_for_hessian(func: Callable, inputs, v, create_graph: bool, strict: bool, fn_name: str):
+    """What vhp and hvp share: the inputs and ``v`` prepared, the single-element output, and its
+    gradient in the inputs with a graph (to be differentiated once more)."""
+    is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", fn_name)
+    inputs = _grad_preprocess(inputs, create_graph, need_graph=True)
+    v = _prepare_hessian_vector(v, inputs, is_inputs_tuple, create_graph, fn_name)
+    _, outputs = _outputs_of(func, inputs, fn_name)
+    _single_element(outputs, fn_name)
+    _check_requires_grad(outputs, "outputs", strict)
+    jac = _autograd_grad(outputs, inputs, create_graph=True)
+    _check_requires_grad(jac, "jacobian", strict)
+    return is_inputs_tuple, inputs, v, outputs, jac
 
 
 def _prepare_hessian_vector(v, inputs: tuple, is_inputs_tuple: bool, create_graph: bool, fn_name: str):
