@@ -12,6 +12,7 @@ import numpy as np
 from ember.core import dtypes as D
 from ember.core.api import method, public
 from ember.core.aten.pointwise.unary import reciprocal_function
+from ember.core.fastpath import native
 from ember.core.pointwise import define_pointwise, expose, unsupported
 from ember.core.symbolic import SymBool, SymFloat, SymInt
 from ember.core.tensor import Tensor
@@ -76,6 +77,9 @@ add = define_pointwise(
     check=_check_alpha,
     counts=True,
 )
+if native is not None:
+    # An optimizer's ``p.add_(g, alpha=-lr)`` in C: the same bits, without the Python layers.
+    add.inplace.register_kernel("cpu")(native.scaled_add(add.inplace.kernel("cpu"), D.float32, D.float64))
 sub = define_pointwise(
     "sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
     _sub,

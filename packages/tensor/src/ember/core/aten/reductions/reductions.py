@@ -473,6 +473,8 @@ def _sum_like(name: str, functional, reduced, out_op, all_out):
         return reduced(input, dim, R.keepdim_arg(keepdim), dtype=dtype)
 
     def as_method(self, dim=None, keepdim=False, *, dtype=None):
+        if type(dim) is int and type(keepdim) is bool:  # ``x.sum(0)``: nothing for fn to check
+            return reduced(self, dim, keepdim, dtype=dtype)
         if dim is None and not keepdim:
             return functional(self, dtype=dtype)
         return fn(self, dim, keepdim, dtype=dtype)

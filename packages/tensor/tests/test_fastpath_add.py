@@ -1,0 +1,165 @@
+"""``add_``'s CPU kernel in C (ember.core._fastpath.scaled_add) against the Python kernel it stands for.
+
+Every call runs twice on equal inputs, once through the C kernel and once through the Python kernel it
+falls back to, and wants the same bits, the same version bump and the same result object, or the same
+error. The C loops round the scaled operand before the sum, as NumPy's two ufunc calls do, so the bits
+do not depend on whether the machine has FMA instructions.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+
+import numpy as np
+import pytest
+
+import ember
+from ember.core import fastpath
+
+native = fastpath.native
+pytestmark = pytest.mark.skipif(native is None, reason="ember.core._fastpath is not built")
+
+add_ = ember.ops.aten.add_.Tensor
+
+
+def _kernels():
+    kernel = add_.kernel("cpu")
+    fallback = kernel.__self__[0]
+    return kernel, fallback
+
+
+def _fresh(make):
+    """Two independent copies of the arguments ``make`` builds (the target may alias the operand)."""
+    return make(), make()
+
+
+def _outcome(kernel, args, kwargs):
+    target = args[0]
+    before = target._version
+    try:
+        result = kernel(*args, **kwargs)
+    except Exception as error:  # the same error type and message are wanted from both kernels
+        return type(error), str(error)
+    assert result is target
+    return target._array.copy(), target._version - before, target.dtype
+
+
+def _rng_tensor(shape, dtype, seed):
+    values = np.random.default_rng(seed).standard_normal(shape) * 1e3
+    return ember.tensor(values, dtype=dtype)
+
+
+def _pair(shape, dtype, seed=0):
+    return lambda: (_rng_tensor(shape, dtype, seed), _rng_tensor(shape, dtype, seed + 1))
+
+
+def _same_tensor(dtype):
+    def make():
+        p = _rng_tensor((5, 7), dtype, 3)
+        return p, p
+
+    return make
+
+
+def _overlapping(dtype):
+    def make():
+        base = _rng_tensor((8,), dtype, 4)
+        return base[:4], base[2:6]
+
+    return make
+
+
+def _strided(dtype):
+    return lambda: (_rng_tensor((4, 6), dtype, 5), _rng_tensor((6, 4), dtype, 6).t())
+
+
+def _broadcast(dtype):
+    return lambda: (_rng_tensor((4, 6), dtype, 7), _rng_tensor((6,), dtype, 8))
+
+
+CASES = {
+    "float32 64x64": _pair((64, 64), ember.float32),
+    "float64 64x64": _pair((64, 64), ember.float64),
+    "0-d": _pair((), ember.float32),
+    "empty": _pair((0, 3), ember.float64),
+    "odd length": _pair((1001,), ember.float32),
+    "the target itself": _same_tensor(ember.float32),
+    "overlapping views": _overlapping(ember.float32),
+    "transposed operand": _strided(ember.float32),
+    "broadcast operand": _broadcast(ember.float64),
+    "int64": lambda: (ember.arange(6), ember.arange(6)),
+    "mixed dtypes": lambda: (_rng_tensor((3,), ember.float64, 9), _rng_tensor((3,), ember.float32, 10)),
+    "int64 into float32": lambda: (_rng_tensor((3,), ember.float32, 11), ember.arange(3)),
+}
+ALPHAS = {
+    "none": {},
+    "-0.01": {"alpha": -0.01},
+    "3": {"alpha": 3},
+    "1": {"alpha": 1},
+    "1.0": {"alpha": 1.0},
+    "1e-45": {"alpha": 1e-45},
+    "2**60": {"alpha": 2**60},
+    "True": {"alpha": True},
+    "tensor": {"alpha": ember.tensor(2.0)},
+}
+
+
+@pytest.mark.parametrize("alpha", list(ALPHAS), ids=list(ALPHAS))
+@pytest.mark.parametrize("case", list(CASES), ids=list(CASES))
+def test_the_c_kernel_matches_the_python_kernel(case, alpha):
+    kernel, fallback = _kernels()
+    (a, b), (c, d) = _fresh(CASES[case])
+    ours, theirs = _outcome(kernel, (a, b), ALPHAS[alpha]), _outcome(fallback, (c, d), ALPHAS[alpha])
+    if isinstance(ours[0], type):
+        assert ours == theirs
+        return
+    np.testing.assert_array_equal(ours[0], theirs[0])
+    assert ours[1:] == theirs[1:]
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64], ids=["float32", "float64"])
+def test_the_update_rounds_the_scaled_operand_first(dtype):
+    p, g = _rng_tensor((4096,), dtype, 12), _rng_tensor((4096,), dtype, 13)
+    expected = np.add(p._array, np.multiply(g._array, dtype.np.type(-0.0123)))
+    p.add_(g, alpha=-0.0123)
+    np.testing.assert_array_equal(p._array, expected)
+
+
+def test_the_method_and_operator_reach_the_c_kernel():
+    p, g = ember.ones(3), ember.full((3,), 2.0)
+    version = p._version
+    p.add_(g, alpha=0.5)
+    p += g
+    assert p.tolist() == [4.0, 4.0, 4.0]
+    assert p._version == version + 2
+    assert add_.kernel("cpu").__name__ == "add_"
+
+
+def test_grad_and_read_only_targets_leave_the_c_kernel():
+    w = ember.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        w.add_(ember.ones(3), alpha=2.0)
+    with ember.no_grad():
+        w.add_(ember.ones(3), alpha=2.0)
+    assert w.tolist() == [3.0, 3.0, 3.0]
+    frozen = np.ones(3, dtype=np.float32)
+    frozen.flags.writeable = False
+    kernel, fallback = _kernels()
+    a, c = ember.from_numpy(frozen), ember.from_numpy(frozen.copy())
+    c._array.flags.writeable = False
+    assert _outcome(kernel, (a, ember.ones(3)), {"alpha": 2.0}) == _outcome(fallback, (c, ember.ones(3)), {"alpha": 2.0})
+
+
+def test_no_references_leak():
+    p, g = ember.ones(16), ember.ones(16)
+    counted = [p, g, p._storage, g._storage, p._array, g._array]
+    for _ in range(100):
+        p.add_(g, alpha=-0.5)
+    gc.collect()
+    base = [sys.getrefcount(o) for o in counted]
+    for _ in range(1000):
+        p.add_(g, alpha=-0.5)
+        p.add_(g)
+    gc.collect()
+    assert [sys.getrefcount(o) for o in counted] == base
