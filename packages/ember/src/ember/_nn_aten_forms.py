@@ -13,7 +13,7 @@ from ember.autograd import no_grad
 from ember.core import dtypes as D
 from ember.core.aten.nn.convolution import convolution as _convolution_op
 from ember.core.tensor import Tensor
-from ember.nn.functional import affine_grid, grid_sample
+from ember.nn.functional import affine_grid, conv3d, conv_transpose3d, grid_sample
 from ember.nn.functional import conv_tbc as conv_tbc
 from ember.nn.functional import embedding_bag as _embedding_bag
 
@@ -100,7 +100,7 @@ def embedding_bag(
     starts = offsets[:-1] if include_last_offset else offsets
     bags = starts.shape[0]
     if n and bool((indices < 0).any() | (indices >= num_weights).any()):
-        raise IndexError(f"embedding_bag: an index is out of range for {num_weights} embeddings")
+        raise RuntimeError(f"embedding_bag: an index is out of range for {num_weights} embeddings")
     output = _embedding_bag(
         indices,
         weight,
@@ -126,7 +126,7 @@ def embedding_bag(
         if _skips_offset2bag(weight, mode, padding_idx, per_sample_weights):
             offset2bag = ember.empty(0, dtype=index_dtype, device=indices.device)
         else:
-            offset2bag = bag
+            offset2bag = bag.to(index_dtype)
     return output, offset2bag, sizes, max_indices
 
 
@@ -163,6 +163,17 @@ def _modes(interpolation_mode: int, padding_mode: int) -> tuple[str, str]:
 
 
 def _check_grid(input: Tensor, grid: Tensor, interpolation_mode: int, dims: tuple[int, ...]) -> None:
+    """ATen's checks, in ATen's order: batch, the grid's last size, the ranks, bicubic in 3-D, dtypes."""
+    if input.shape[0] != grid.shape[0]:
+        raise RuntimeError(
+            f"grid_sampler(): expected grid and input to have same batch size, but got input with sizes "
+            f"{list(input.shape)} and grid with sizes {list(grid.shape)}"
+        )
+    if grid.shape[-1] != input.dim() - 2:
+        raise RuntimeError(
+            f"grid_sampler(): expected grid to have size {input.dim() - 2} in last dimension, but got grid with "
+            f"sizes {list(grid.shape)}"
+        )
     if input.dim() not in dims or grid.dim() != input.dim():
         wanted = "4D or 5D" if len(dims) == 2 else f"{dims[0]}D"
         raise RuntimeError(
@@ -171,11 +182,6 @@ def _check_grid(input: Tensor, grid: Tensor, interpolation_mode: int, dims: tupl
         )
     if interpolation_mode == 2 and input.dim() == 5:
         raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
-    if grid.shape[-1] != input.dim() - 2:
-        raise RuntimeError(
-            f"grid_sampler(): expected grid to have size {input.dim() - 2} in last dimension, but got grid with "
-            f"sizes {list(grid.shape)}"
-        )
     if input.dtype != grid.dtype:
         raise RuntimeError(
             f"grid_sampler(): expected input and grid to have the same dtype, got {input.dtype} and {grid.dtype}"
@@ -244,9 +250,13 @@ def convolution(
     groups: int,
 ) -> Tensor:
     """The convolution every ``conv*`` reduces to: 1-, 2- or 3-D, plain or transposed, grouped."""
-    return _convolution_op(
-        input, weight, bias, list(stride), list(padding), list(dilation), bool(transposed), list(output_padding), groups
-    )
+    stride, padding, dilation, output_padding = (list(v) for v in (stride, padding, dilation, output_padding))
+    if input.dim() == 5:
+        # The core's convolution kernel covers 1-D and 2-D; nn.functional composes the 3-D ones.
+        if transposed:
+            return conv_transpose3d(input, weight, bias, stride, padding, output_padding, groups, dilation)
+        return conv3d(input, weight, bias, stride, padding, dilation, groups)
+    return _convolution_op(input, weight, bias, stride, padding, dilation, bool(transposed), output_padding, groups)
 
 
 # -- feature dropout -------------------------------------------------------------------------------
