@@ -132,6 +132,32 @@ def test_backward_reduce_and_elemt_give_batch_norms_gradients(dtype, tol):
 
 
 @pytest.mark.parametrize(("dtype", "tol"), DTYPES)
+def test_synchronized_steps_differentiate_as_batch_norm(dtype, tol):
+    # Forward as SyncBatchNorm takes it (stats per group, gathered, applied per group), differentiated
+    # end to end: the gradients are those of PyTorch's batch norm over the whole batch.
+    rng = np.random.default_rng(11)
+    sizes = [2, 3, 1]
+    whole = _data(rng, (6, 3, 4), dtype)
+    x, tx = _pair(whole, grad=True)
+    w, tw = _pair(_data(rng, (3,), dtype), grad=True)
+    b, tb = _pair(_data(rng, (3,), dtype), grad=True)
+    groups = x.split(sizes)
+    stats = [ember.batch_norm_stats(g, 1e-5) for g in groups]
+    counts = ember.tensor(np.array(sizes, dtype=dtype) * 4)
+    mean, invstd = ember.batch_norm_gather_stats_with_counts(
+        x, ember.stack([m for m, _ in stats]), ember.stack([s for _, s in stats]), None, None, 0.1, 1e-5, counts
+    )
+    out = ember.cat([ember.batch_norm_elemt(g, w, b, mean, invstd, 1e-5) for g in groups])
+    expected = torch.batch_norm(tx, tw, tb, None, None, True, 0.1, 1e-5, False)
+    _close(out, expected, 10 * tol)
+    g = _data(rng, (6, 3, 4), dtype)
+    (out * ember.tensor(g)).sum().backward()
+    (expected * torch.tensor(g)).sum().backward()
+    for a, t in ((x, tx), (w, tw), (b, tb)):
+        _close(a.grad, t.grad, 1e3 * tol)
+
+
+@pytest.mark.parametrize(("dtype", "tol"), DTYPES)
 @pytest.mark.parametrize("running", [True, False])
 def test_batch_norm_update_stats(dtype, tol, running):
     rng = np.random.default_rng(4)

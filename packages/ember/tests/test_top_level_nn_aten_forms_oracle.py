@@ -67,6 +67,37 @@ def test_embedding_bag_per_sample_weights_and_int32_indices():
     _close(psw.grad, tpsw.grad, 1e-12)
 
 
+@pytest.mark.parametrize("mode", [0, 1])
+def test_embedding_bag_scale_grad_by_freq(mode):
+    # Each row's gradient is divided by its index's count in the whole batch: what embedding with
+    # scale_grad_by_freq, folded into bags, gives. (PyTorch 2.13's CPU embedding_bag divides some rows by
+    # another index's count, pytorch/pytorch#190063, so its embedding is the oracle here.)
+    rng = np.random.default_rng(12)
+    w, tw = _pair(rng.standard_normal((10, 3)), grad=True)
+    ours = ember.embedding_bag(w, ember.tensor(INDICES), ember.tensor(OFFSETS), True, mode)[0]
+    rows = torch.nn.functional.embedding(torch.tensor(INDICES), tw, scale_grad_by_freq=True)
+    bag = torch.tensor([0, 0, 0, 0, 2, 2, 2, 2, 3, 3])
+    theirs = torch.zeros(4, 3, dtype=torch.float64).index_add(0, bag, rows)
+    if mode == 1:
+        theirs = theirs / torch.tensor([4.0, 1.0, 4.0, 2.0]).unsqueeze(1)
+    _close(ours, theirs, 1e-12)
+    g = rng.standard_normal((4, 3))
+    (ours * ember.tensor(g)).sum().backward()
+    (theirs * torch.tensor(g)).sum().backward()
+    _close(w.grad, tw.grad, 1e-12)
+
+
+def test_embedding_bag_sparse_gradient():
+    rng = np.random.default_rng(13)
+    w, tw = _pair(rng.standard_normal((10, 3)), grad=True)
+    ours = ember.embedding_bag(w, ember.tensor(INDICES), ember.tensor(OFFSETS), False, 1, True)[0]
+    theirs = torch.embedding_bag(tw, torch.tensor(INDICES), torch.tensor(OFFSETS), False, 1, True)[0]
+    ours.pow(2).sum().backward()
+    theirs.pow(2).sum().backward()
+    assert w.grad.is_sparse and tw.grad.is_sparse
+    _close(w.grad.to_dense(), tw.grad.to_dense(), 1e-12)
+
+
 def test_embedding_bag_keyword_defaults():
     w = np.random.default_rng(2).standard_normal((10, 3)).astype(np.float32)
     ours = ember.embedding_bag(ember.tensor(w), ember.tensor(INDICES), ember.tensor(OFFSETS), mode=1)
