@@ -162,6 +162,43 @@ _LAZY_ATTRIBUTES.update(
         "ember._nn_functions",
     )
 )
+# ATen's top-level neural-network functions: batch-norm pieces, the generic convolution, grid
+# sampling, embedding bags and whole-sequence RNNs (ember._nn_batch_norm, _nn_aten_forms, _nn_recurrent).
+_LAZY_ATTRIBUTES.update(
+    {
+        **dict.fromkeys(
+            (
+                "batch_norm_backward_elemt",
+                "batch_norm_backward_reduce",
+                "batch_norm_elemt",
+                "batch_norm_gather_stats",
+                "batch_norm_gather_stats_with_counts",
+                "batch_norm_stats",
+                "batch_norm_update_stats",
+                "instance_norm",
+                "native_batch_norm",
+                "native_norm",
+                "norm_except_dim",
+            ),
+            "ember._nn_batch_norm",
+        ),
+        **dict.fromkeys(
+            (
+                "affine_grid_generator",
+                "conv_tbc",
+                "convolution",
+                "embedding_bag",
+                "feature_dropout",
+                "feature_dropout_",
+                "grid_sampler",
+                "grid_sampler_2d",
+                "grid_sampler_3d",
+            ),
+            "ember._nn_aten_forms",
+        ),
+        **dict.fromkeys(("gru", "lstm", "rnn_relu", "rnn_tanh"), "ember._nn_recurrent"),
+    }
+)
 
 # PyTorch's constants.
 pi, e, inf, nan = _math.pi, _math.e, _math.inf, _math.nan
