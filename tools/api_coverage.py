@@ -4,7 +4,10 @@
     python tools/api_coverage.py --missing nn    # also list what one namespace lacks (repeatable)
 
 A namespace's public names are those of ``dir()`` without a leading underscore, less what a module
-merely imports (other packages' modules, ``typing`` helpers, the standard library). Names of the
+merely imports or keeps for its docstrings: other packages' modules, classes, functions and ``typing``
+forms (``Optional``, ``bisect_right``, ``TYPE_CHECKING``); where the module declares ``__all__``, values
+neither in it nor defined under the module (``lr_scheduler.inf``, ``lr_scheduler.Optimizer``); and
+dicts of docstring fragments (``nn.functional.tf32_notes``, ``fft.common_args``). Names of the
 families Ember leaves out (``EXCLUDED``: quantized, sparse CSR/BSR/CSC/BSC, nested and jagged
 tensors, TorchScript/JIT with its IR and type classes, vendor devices other than CUDA) are counted apart and not in the
 coverage. PyTorch must be installed (it is the reference); the measuring functions themselves take
@@ -50,7 +53,7 @@ NAMESPACES: list[tuple[str, str, str]] = [
 
 # Families out of scope, by a pattern on the name (searched anywhere in it, case-insensitive).
 EXCLUDED: dict[str, str] = {
-    "quantized": r"quantiz|qint|quint|qscheme|int_repr|(^|_)q_",
+    "quantized": r"quantiz|qint|quint|qscheme|int_repr|(^|_)q_|fake_quant|qparams|^per_(tensor|channel)_|^ao$",
     "sparse CSR/BSR": r"(^|_)(csr|csc|bsr|bsc)(_|$)|sparse_compressed|crow_indices|ccol_indices|(^|_)(col|row)_indices",
     "nested": r"nested|jagged",
     "JIT": r"jit|(^|_)script|^fork$|^wait$|compiled_with_cxx11_abi|^classes$|^FileCheck$",
@@ -62,9 +65,13 @@ EXCLUDED: dict[str, str] = {
     r"LockingLogger|LoggerBase|NoneType|NoopLogger|NumberType|OptionalType|PyObjectType|RRefType|StaticModule|"
     r"StreamObjType|StringType|SymBoolType|SymIntType|TensorType|TracingState|TupleType|Type|UnionType|Use|Value|"
     r"Node|import_ir_module|import_ir_module_from_buffer|parse_ir|parse_type_comment|merge_type_from_type_comment|"
-    r"unify_type_list|ThroughputBenchmark|BenchmarkConfig|BenchmarkExecutionStats)$)",
+    r"unify_type_list|ThroughputBenchmark|BenchmarkConfig|BenchmarkExecutionStats|"
+    r"BroadcastingList[123])$)",
     "vendor devices": r"(^|_)(xpu|mps|mtia|hpu|ipu|xla|vulkan|maia|miopen|mkldnn|cudnn|fbgemm|hip|rocm|nnpack|mkl)(_|$)",
 }
+# TorchScript's containers of a script module's members, which PyTorch also exports at its top level
+# (``torch.ModuleDict`` is not ``torch.nn.ModuleDict``): part of the JIT family there only.
+SCRIPT_CONTAINERS = {"top level": {"ModuleDict", "ParameterDict", "BufferDict"}}
 _EXCLUDED_RE = {family: re.compile(pattern, re.IGNORECASE) for family, pattern in EXCLUDED.items()}
 
 
@@ -95,6 +102,7 @@ def public_names(namespace: Any) -> set[str]:
         return names
     prefix = namespace.__name__ + "."
     root = namespace.__name__.split(".")[0]
+    declared = getattr(namespace, "__all__", None)
     kept = set()
     for name in names:
         value = getattr(namespace, name, None)
@@ -102,11 +110,34 @@ def public_names(namespace: Any) -> set[str]:
             if value.__name__.startswith(prefix):
                 kept.add(name)
             continue
-        home = getattr(value, "__module__", None)
-        if isinstance(value, (type, types.FunctionType)) and isinstance(home, str) and home.split(".")[0] != root:
+        if name == "TYPE_CHECKING" or _docstring_fragments(value):
             continue
+        home = (
+            getattr(value, "__module__", None)
+            if isinstance(value, (type, types.FunctionType)) or _typing_form(value)
+            else None
+        )
+        if isinstance(home, str) and home.split(".")[0] != root:
+            continue  # another package's class or function, or a typing form
+        if (
+            declared is not None
+            and name not in declared
+            and not (isinstance(home, str) and home.startswith(namespace.__name__))
+        ):
+            continue  # neither declared public nor defined here: an import or a module constant
         kept.add(name)
     return kept
+
+
+def _typing_form(value: Any) -> bool:
+    """``Optional``, ``Literal``, ``Self`` and builtins such as ``bisect_right``: objects whose home is
+    a module of their own, read off ``__module__``."""
+    return isinstance(value, types.BuiltinFunctionType) or type(value).__module__ in ("typing", "typing_extensions")
+
+
+def _docstring_fragments(value: Any) -> bool:
+    """A dict of strings that a module formats into its docstrings."""
+    return isinstance(value, dict) and bool(value) and all(isinstance(v, str) for v in value.values())
 
 
 def excluded_family(name: str) -> str | None:
@@ -119,7 +150,7 @@ def excluded_family(name: str) -> str | None:
 def measure(label: str, reference: Any, candidate: Any | None) -> Row:
     """Compare the public names of ``reference`` (PyTorch's) and ``candidate`` (Ember's, or None if absent)."""
     wanted = public_names(reference)
-    excluded = {name for name in wanted if excluded_family(name)}
+    excluded = {name for name in wanted if excluded_family(name) or name in SCRIPT_CONTAINERS.get(label, ())}
     in_scope = wanted - excluded
     have = public_names(candidate) if candidate is not None else set()
     if candidate is not None and not isinstance(candidate, types.ModuleType):
@@ -159,6 +190,9 @@ def format_table(rows: list[Row]) -> str:
     )
     lines.append("")
     lines.append("Excluded families (not counted): " + "; ".join(f"{f} /{p}/" for f, p in EXCLUDED.items()))
+    lines.append(
+        "Also part of JIT: " + "; ".join(f"{label}: {', '.join(sorted(n))}" for label, n in SCRIPT_CONTAINERS.items())
+    )
     return "\n".join(lines)
 
 
