@@ -126,3 +126,31 @@ def test_main_on_fake_namespaces(pair, monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "40%" in out and "missing in top level (3):" in out and "  quantile" in out
     assert api_coverage.main(["--missing", "nope"]) == 2
+
+
+def test_typing_forms_docstring_fragments_and_undeclared_values_are_not_api():
+    import bisect
+    import typing
+
+    module = _module(
+        "faketorch.sched",
+        __all__=["StepLR", "declared_constant"],
+        StepLR=type("StepLR", (), {"__module__": "faketorch.sched"}),
+        Optimizer=type("Optimizer", (), {"__module__": "faketorch.optim"}),  # imported from a sibling
+        helper=_function("helper", "faketorch.sched"),  # defined here, not declared: still counted
+        declared_constant=3,
+        inf=float("inf"),  # imported from math, not declared
+        Optional=typing.Optional,
+        TYPE_CHECKING=False,
+        bisect_right=bisect.bisect_right,
+        common_args={"input": "input (Tensor): the input"},
+    )
+    assert api_coverage.public_names(module) == {"StepLR", "helper", "declared_constant"}
+
+
+def test_script_containers_are_excluded_at_the_top_level_only():
+    reference = _module("faketorch", ModuleDict=type("ModuleDict", (), {"__module__": "faketorch"}))
+    top = api_coverage.measure("top level", reference, _module("fakeember"))
+    nn = api_coverage.measure("nn", reference, _module("fakeember"))
+    assert (top.excluded, top.in_scope) == (1, 0)
+    assert (nn.excluded, nn.missing) == (0, ["ModuleDict"])
