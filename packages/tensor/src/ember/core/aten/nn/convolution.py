@@ -267,6 +267,11 @@ def _convolution_cpu(
     if numel(shape) == 0:
         return out
     k = weight.ndim - 2
+    if k == 3:
+        # The 3-D convolutions are compositions of the 2-D ones (ember.nn.functional.conv3d).
+        raise NotImplementedError(
+            "aten::convolution has no CPU kernel for 3-D inputs: call nn.functional.conv3d or conv_transpose3d"
+        )
     x, w = compute_array(input), compute_array(weight)
     if k == 1:
         x, w = x[:, :, None, :], w[:, :, None, :]
