@@ -163,3 +163,11 @@ def test_no_references_leak():
         p.add_(g)
     gc.collect()
     assert [sys.getrefcount(o) for o in counted] == base
+
+
+def test_describe_names_the_c_kernel_and_its_fallback():
+    from ember.library.describe import where
+
+    text = where(add_.kernel("cpu"))
+    assert text.startswith("add_ in C (ember.core._fastpath), else ember.core.pointwise.")
+    assert "cpu_inplace" in text

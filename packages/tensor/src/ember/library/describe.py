@@ -10,6 +10,7 @@ rule and batching rule) by registering a ``describer``: ``fn(op) -> [(label, tex
 from __future__ import annotations
 
 import inspect
+import types
 import os
 from collections.abc import Callable
 
@@ -34,6 +35,10 @@ def _short(path: str) -> str:
 
 def where(fn: object) -> str:
     """``module.function (path:line)`` of a Python function, for reports."""
+    bound = getattr(fn, "__self__", None)
+    if isinstance(fn, types.BuiltinFunctionType) and isinstance(bound, tuple) and bound and callable(bound[0]):
+        # A kernel of ember.core._fastpath: C bound to the Python kernel it hands other calls to.
+        return f"{fn.__name__} in C (ember.core._fastpath), else {where(bound[0])}"
     fn = inspect.unwrap(fn) if callable(fn) else fn
     name = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
     try:
