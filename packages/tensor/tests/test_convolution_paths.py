@@ -65,6 +65,6 @@ def test_unit_stride_transposed_convolution_matches_pytorch(case, dtype):
 
 def test_three_dimensional_inputs_name_the_functions_that_compute_them():
     x, w = ember.ones(1, 2, 3, 3, 3), ember.ones(4, 2, 2, 2, 2)
-    with pytest.raises(NotImplementedError, match="nn.functional.conv3d"):
+    with pytest.raises(NotImplementedError, match=r"nn\.functional\.conv3d"):
         ember.ops.aten.convolution.default(x, w, None, [1, 1, 1], [0, 0, 0], [1, 1, 1], False, [0, 0, 0], 1)
     assert ember.convolution(x, w, None, [1, 1, 1], [0, 0, 0], [1, 1, 1], False, [0, 0, 0], 1).shape == (1, 4, 2, 2, 2)

@@ -148,7 +148,9 @@ def test_grad_and_read_only_targets_leave_the_c_kernel():
     kernel, fallback = _kernels()
     a, c = ember.from_numpy(frozen), ember.from_numpy(frozen.copy())
     c._array.flags.writeable = False
-    assert _outcome(kernel, (a, ember.ones(3)), {"alpha": 2.0}) == _outcome(fallback, (c, ember.ones(3)), {"alpha": 2.0})
+    assert _outcome(kernel, (a, ember.ones(3)), {"alpha": 2.0}) == _outcome(
+        fallback, (c, ember.ones(3)), {"alpha": 2.0}
+    )
 
 
 def test_no_references_leak():

@@ -10,8 +10,8 @@ rule and batching rule) by registering a ``describer``: ``fn(op) -> [(label, tex
 from __future__ import annotations
 
 import inspect
-import types
 import os
+import types
 from collections.abc import Callable
 
 from ember.core.dispatch import OpOverload, lookup
