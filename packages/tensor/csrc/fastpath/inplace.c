@@ -112,6 +112,7 @@ static PyObject *fp_scaled_add(PyObject *bound, PyObject *args, PyObject *kwargs
 }
 
 static PyMethodDef scaled_add_def = {"add_", (PyCFunction)(void (*)(void))fp_scaled_add, METH_VARARGS | METH_KEYWORDS,
+                                     "add_($self, /, self, other, *, alpha=1)\n--\n\n"
                                      "add_'s CPU kernel: the common case in C, else the Python kernel"};
 
 /* scaled_add(fallback, float32, float64): the ``add_`` kernel above, bound to its fallback. */

@@ -17,6 +17,7 @@ from ember.core import reduction as R
 from ember.core.api import method, public
 from ember.core.dispatch import define
 from ember.core.dispatch import ops as _ops
+from ember.core.fastpath import native
 from ember.core.pointwise import type_name, unsupported
 from ember.core.promotion import get_default_dtype
 from ember.core.quiet import restore, silence
@@ -136,6 +137,9 @@ def _one_dim(fold):
 
 R.register(sum_, _sum_all, _everything(_fold_meta))
 R.register(sum_dim, _sum, _fold_meta)
+if native is not None:
+    # ``x.sum(0)`` of a float tensor in C: the same additions in the same order as NumPy's.
+    sum_dim.register_kernel("cpu")(native.column_sum(_sum, D.float32, D.float64))
 R.register(prod_, _everything(_prod), _everything(_fold_meta))
 R.register(prod_dim, _one_dim(_prod), _one_dim(_fold_meta))
 

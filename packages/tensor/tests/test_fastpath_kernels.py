@@ -1,9 +1,11 @@
-"""``add_``'s CPU kernel in C (ember.core._fastpath.scaled_add) against the Python kernel it stands for.
+"""The CPU kernels written in C (ember.core._fastpath: ``add_``'s ``scaled_add``, ``sum.dim_IntList``'s
+``column_sum``) against the Python kernels they stand for.
 
 Every call runs twice on equal inputs, once through the C kernel and once through the Python kernel it
-falls back to, and wants the same bits, the same version bump and the same result object, or the same
-error. The C loops round the scaled operand before the sum, as NumPy's two ufunc calls do, so the bits
-do not depend on whether the machine has FMA instructions.
+falls back to, and wants the same bits (and for ``add_`` the same version bump and result object), or
+the same error. The C loops round the scaled operand before the sum, as NumPy's two ufunc calls do, so
+the bits do not depend on whether the machine has FMA instructions; the column sums add in NumPy's
+order.
 """
 
 from __future__ import annotations
@@ -154,15 +156,17 @@ def test_grad_and_read_only_targets_leave_the_c_kernel():
 
 
 def test_no_references_leak():
-    p, g = ember.ones(16), ember.ones(16)
-    counted = [p, g, p._storage, g._storage, p._array, g._array]
+    p, g, x = ember.ones(16), ember.ones(16), ember.ones(4, 4)
+    counted = [p, g, x, p._storage, g._storage, x._storage, p._array, g._array, x._array, ember.float32]
     for _ in range(100):
         p.add_(g, alpha=-0.5)
+        x.sum(0)
     gc.collect()
     base = [sys.getrefcount(o) for o in counted]
     for _ in range(1000):
         p.add_(g, alpha=-0.5)
         p.add_(g)
+        x.sum(0, keepdim=True)
     gc.collect()
     assert [sys.getrefcount(o) for o in counted] == base
 
@@ -173,3 +177,64 @@ def test_describe_names_the_c_kernel_and_its_fallback():
     text = where(add_.kernel("cpu"))
     assert text.startswith("add_ in C (ember.core._fastpath), else ember.core.pointwise.")
     assert "cpu_inplace" in text
+
+
+sum_dim = ember.ops.aten.sum.dim_IntList
+
+
+def _sum_outcome(kernel, args, kwargs):
+    try:
+        result = kernel(*args, **kwargs)
+    except Exception as error:
+        return type(error), str(error)
+    return result._array.copy(), result.shape, result.stride(), result.dtype
+
+
+SUM_INPUTS = {
+    "32x64": lambda: _rng_tensor((32, 64), ember.float32, 20),
+    "float64 3-D": lambda: _rng_tensor((3, 5, 7), ember.float64, 21),
+    "long columns": lambda: _rng_tensor((3000, 2), ember.float32, 22),
+    "one row": lambda: _rng_tensor((1, 9), ember.float32, 23),
+    "no rows": lambda: ember.zeros(0, 4),
+    "empty columns": lambda: ember.zeros(4, 0, 3),
+    "trailing ones": lambda: _rng_tensor((50, 1, 1), ember.float32, 24),
+    "negative zeros": lambda: ember.full((3, 4), -0.0),
+    "infinities": lambda: ember.tensor([[float("inf"), 1.0], [float("-inf"), float("nan")], [3e38, 3e38]]),
+    "transposed": lambda: _rng_tensor((6, 4), ember.float32, 25).t(),
+    "int64": lambda: ember.arange(12).reshape(3, 4),
+    "0-d": lambda: ember.tensor(2.0),
+}
+SUM_ARGS = {
+    "0": ((0,), {}),
+    "-1": ((-1,), {}),
+    "1 keepdim": ((1, True), {}),
+    "-2 keepdim dtype None": ((-2, True), {"dtype": None}),
+    "out of range": ((5,), {}),
+    "list": (([0],), {}),
+    "dtype float64": ((0,), {"dtype": ember.float64}),
+    "keepdim 1": ((0, 1), {}),
+}
+
+
+@pytest.mark.parametrize("call", list(SUM_ARGS), ids=list(SUM_ARGS))
+@pytest.mark.parametrize("case", list(SUM_INPUTS), ids=list(SUM_INPUTS))
+def test_the_column_sum_matches_the_python_kernel(case, call):
+    kernel = sum_dim.kernel("cpu")
+    fallback = kernel.__self__[0]
+    x = SUM_INPUTS[case]()
+    args, kwargs = SUM_ARGS[call]
+    ours, theirs = _sum_outcome(kernel, (x, *args), kwargs), _sum_outcome(fallback, (x, *args), kwargs)
+    if isinstance(ours[0], type):
+        assert ours == theirs
+        return
+    np.testing.assert_array_equal(ours[0], theirs[0])
+    assert ours[1:] == theirs[1:]
+
+
+def test_the_column_sum_adds_rows_in_order():
+    x = _rng_tensor((257, 3), ember.float32, 26)
+    expected = x._array[0].copy()
+    for row in x._array[1:]:
+        expected = expected + row
+    np.testing.assert_array_equal(x.sum(0)._array, expected)
+    assert sum_dim.kernel("cpu").__name__ == "sum"
