@@ -167,6 +167,7 @@ def test_no_references_leak():
         p.add_(g, alpha=-0.5)
         p.add_(g)
         x.sum(0, keepdim=True)
+        x + g[:4]
     gc.collect()
     assert [sys.getrefcount(o) for o in counted] == base
 
@@ -238,3 +239,45 @@ def test_the_column_sum_adds_rows_in_order():
         expected = expected + row
     np.testing.assert_array_equal(x.sum(0)._array, expected)
     assert sum_dim.kernel("cpu").__name__ == "sum"
+
+
+add = ember.ops.aten.add.Tensor
+ADD_CASES = {
+    "same shape": _pair((8, 8), ember.float32),
+    "bias": lambda: (_rng_tensor((32, 64), ember.float32, 30), _rng_tensor((64,), ember.float32, 31)),
+    "bias first": lambda: (_rng_tensor((5,), ember.float64, 32), _rng_tensor((3, 4, 5), ember.float64, 33)),
+    "trailing block": lambda: (_rng_tensor((2, 3, 4), ember.float32, 34), _rng_tensor((3, 4), ember.float32, 35)),
+    "column": lambda: (_rng_tensor((4, 3), ember.float32, 36), _rng_tensor((4, 1), ember.float32, 37)),
+    "both broadcast": lambda: (_rng_tensor((4, 1), ember.float32, 38), _rng_tensor((1, 3), ember.float32, 39)),
+    "0-d": lambda: (_rng_tensor((3, 2), ember.float32, 40), ember.tensor(1.5)),
+    "empty": lambda: (ember.zeros(0, 4), ember.ones(4)),
+    "transposed": _strided(ember.float32),
+    "mixed dtypes": lambda: (_rng_tensor((3,), ember.float64, 41), _rng_tensor((3,), ember.float32, 42)),
+    "int64": lambda: (ember.arange(6).reshape(2, 3), ember.arange(3)),
+    "no broadcast": lambda: (ember.ones(2, 3), ember.ones(2)),
+    "same tensor": _same_tensor(ember.float64),
+}
+ADD_ALPHAS = {"none": {}, "1": {"alpha": 1}, "1.0": {"alpha": 1.0}, "2": {"alpha": 2}}
+
+
+def _add_outcome(kernel, args, kwargs):
+    try:
+        result = kernel(*args, **kwargs)
+    except Exception as error:
+        return type(error), str(error)
+    return result._array.copy(), result.shape, result.stride(), result.dtype
+
+
+@pytest.mark.parametrize("alpha", list(ADD_ALPHAS), ids=list(ADD_ALPHAS))
+@pytest.mark.parametrize("case", list(ADD_CASES), ids=list(ADD_CASES))
+def test_the_c_add_matches_the_python_kernel(case, alpha):
+    kernel = add.kernel("cpu")
+    fallback = kernel.__self__[0]
+    a, b = ADD_CASES[case]()
+    ours, theirs = _add_outcome(kernel, (a, b), ADD_ALPHAS[alpha]), _add_outcome(fallback, (a, b), ADD_ALPHAS[alpha])
+    if isinstance(ours[0], type):
+        assert ours == theirs
+        return
+    np.testing.assert_array_equal(ours[0], theirs[0])
+    assert ours[1:] == theirs[1:]
+    assert a.shape == ADD_CASES[case]()[0].shape  # the inputs are left alone

@@ -1,7 +1,7 @@
 /* The shared part of ember.core._fastpath: the objects ``init`` hands over, tensor and storage slot
  * offsets, integer and metadata helpers. The module is cut by concern: common.c (init, integers,
  * metadata), views.c (view kernels, basic indexing), dispatch.c (the dispatcher's common case),
- * arrays.c (tensors wrapping arrays), pointwise.c (pointwise ops), inplace.c (``add_``), reductions.c
+ * arrays.c (tensors wrapping arrays), pointwise.c (pointwise ops), add.c (``add_``, ``add``), reductions.c
  * (``sum`` over a leading dimension), module.c (the method table).
  */
 #ifndef EMBER_FASTPATH_H
@@ -71,6 +71,7 @@ PyObject *py_init_arrays(PyObject *self, PyObject *args);
 PyObject *py_init_pointwise(PyObject *self, PyObject *args);
 PyObject *py_scaled_add(PyObject *self, PyObject *args);
 PyObject *py_column_sum(PyObject *self, PyObject *args);
+PyObject *py_tensor_add(PyObject *self, PyObject *args);
 ENTRY(fp_make_view);
 ENTRY(fp_view);
 ENTRY(fp_transpose);

@@ -35,6 +35,7 @@ static PyMethodDef methods[] = {
     {"init_pointwise", py_init_pointwise, METH_VARARGS, "the dtypes and NumPy objects pointwise needs"},
     {"pointwise", (PyCFunction)(void (*)(void))fp_pointwise, METH_FASTCALL, "pointwise._fast_path, else None"},
     {"scaled_add", py_scaled_add, METH_VARARGS, "scaled_add(fallback, float32, float64): add_'s CPU kernel"},
+    {"tensor_add", py_tensor_add, METH_VARARGS, "tensor_add(fallback, float32, float64): add.Tensor's CPU kernel"},
     {"column_sum", py_column_sum, METH_VARARGS, "column_sum(fallback, float32, float64): sum.dim_IntList's CPU kernel"},
     {NULL, NULL, 0, NULL},
 };

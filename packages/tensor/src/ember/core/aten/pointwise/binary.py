@@ -80,6 +80,8 @@ add = define_pointwise(
 if native is not None:
     # An optimizer's ``p.add_(g, alpha=-lr)`` in C: the same bits, without the Python layers.
     add.inplace.register_kernel("cpu")(native.scaled_add(add.inplace.kernel("cpu"), D.float32, D.float64))
+    # ``x + bias``: a bias repeated along the leading dimensions is a strided broadcast to NumPy.
+    add.functional.register_kernel("cpu")(native.tensor_add(add.functional.kernel("cpu"), D.float32, D.float64))
 sub = define_pointwise(
     "sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
     _sub,

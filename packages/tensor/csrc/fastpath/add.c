@@ -1,7 +1,7 @@
-/* In-place addition, ``p.add_(g, alpha=a)``: an optimizer's update. */
+/* Addition in C: ``p.add_(g, alpha=a)``, an optimizer's update, and ``x + b`` of two float tensors of one
+ * shape or with a bias along the trailing dimensions. */
 #include "fastpath.h"
 
-/* -- in-place addition: ``p.add_(g, alpha=a)``, an optimizer's update ------------------------------ */
 
 /* The element loops. Each product is rounded to the element type before the sum, as NumPy's
  * ``np.add(p, np.multiply(g, alpha), out=p)`` rounds it (the build turns off FMA contraction), so the
@@ -126,6 +126,106 @@ PyObject *py_scaled_add(PyObject *self, PyObject *args) {
     PyObject *bound = PyTuple_Pack(3, fallback, f32, f64);
     if (bound == NULL) return NULL;
     PyObject *kernel = PyCFunction_New(&scaled_add_def, bound);
+    Py_DECREF(bound);
+    return kernel;
+}
+
+/* -- ``x + b``: add.Tensor ------------------------------------------------------------------------- */
+
+/* out = x + b, with b repeated along x's leading dimensions (``repeat`` copies of ``inner`` elements). */
+#define BIAS_ADD(T, name)                                                                      \
+    static void name(const T *x, const T *b, T *out, long long repeat, long long inner) {     \
+        for (long long r = 0; r < repeat; r++) {                                              \
+            const T *row = x + r * inner;                                                     \
+            T *o = out + r * inner;                                                           \
+            for (long long i = 0; i < inner; i++) o[i] = row[i] + b[i];                       \
+        }                                                                                     \
+    }
+
+BIAS_ADD(float, bias_add_float)
+BIAS_ADD(double, bias_add_double)
+
+/* Whether ``small``'s sizes are the trailing sizes of ``big`` (so it broadcasts by repetition). */
+static int trailing(const Meta *big, const Meta *small) {
+    if (small->ndim > big->ndim) return 0;
+    for (Py_ssize_t i = 0; i < small->ndim; i++)
+        if (small->shape[small->ndim - 1 - i] != big->shape[big->ndim - 1 - i]) return 0;
+    return 1;
+}
+
+/* The kernel bound to (fallback, float32, float64): ``add.Tensor(a, b)`` (alpha 1) for two exact
+ * contiguous tensors of one float dtype, one's sizes the trailing sizes of the other's. Addition
+ * commutes exactly, so which operand repeats does not change a bit. */
+static PyObject *fp_add(PyObject *bound, PyObject *args, PyObject *kwargs) {
+    PyObject *fallback = PyTuple_GET_ITEM(bound, 0), *f32 = PyTuple_GET_ITEM(bound, 1), *f64 = PyTuple_GET_ITEM(bound, 2);
+    double alpha;
+    int scaled;
+    if (PyTuple_GET_SIZE(args) != 2 || !read_alpha(kwargs, &alpha, &scaled) || scaled) {
+        if (PyErr_Occurred()) return NULL;
+        return PyObject_Call(fallback, args, kwargs);
+    }
+    PyObject *a = PyTuple_GET_ITEM(args, 0), *b = PyTuple_GET_ITEM(args, 1);
+    Meta ma, mb;
+    if (!read_meta(a, &ma) || !read_meta(b, &mb) || !plain_storage(a) || !plain_storage(b))
+        return PyObject_Call(fallback, args, kwargs);
+    PyObject *dtype = SLOT(a, off_dtype);
+    if ((dtype != f32 && dtype != f64) || SLOT(b, off_dtype) != dtype || !is_contiguous_cached(a, &ma) ||
+        !is_contiguous_cached(b, &mb))
+        return PyObject_Call(fallback, args, kwargs);
+    PyObject *big = a, *small = b;
+    const Meta *mbig = &ma, *msmall = &mb;
+    if (!trailing(&ma, &mb)) {
+        if (!trailing(&mb, &ma)) return PyObject_Call(fallback, args, kwargs);
+        big = b, small = a, mbig = &mb, msmall = &ma;
+    }
+    long long total = numel_of(mbig->shape, mbig->ndim), inner = numel_of(msmall->shape, msmall->ndim);
+    long long repeat = inner ? total / inner : 0;
+    Py_buffer pbig, psmall;
+    if (!contiguous_buffer(big, &pbig, 0)) return PyObject_Call(fallback, args, kwargs);
+    if (!contiguous_buffer(small, &psmall, 0)) {
+        PyBuffer_Release(&pbig);
+        return PyObject_Call(fallback, args, kwargs);
+    }
+    PyObject *shape_t = make_tuple(mbig->shape, mbig->ndim), *np_dtype = PyObject_GetAttr(dtype, s_np);
+    PyObject *result = NULL, *out = NULL;
+    if (shape_t != NULL && np_dtype != NULL) {
+        PyObject *call[] = {shape_t, np_dtype};
+        result = PyObject_Vectorcall((PyObject *)ndarray_type, call, 2, NULL);
+    }
+    if (result != NULL) {
+        Py_buffer pout;
+        if (PyObject_GetBuffer(result, &pout, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) == 0) {
+            if (dtype == f32)
+                bias_add_float((const float *)pbig.buf, (const float *)psmall.buf, (float *)pout.buf, repeat, inner);
+            else
+                bias_add_double((const double *)pbig.buf, (const double *)psmall.buf, (double *)pout.buf, repeat, inner);
+            PyBuffer_Release(&pout);
+            out = own_array(result, dtype);
+        }
+    }
+    PyBuffer_Release(&pbig);
+    PyBuffer_Release(&psmall);
+    Py_XDECREF(shape_t);
+    Py_XDECREF(np_dtype);
+    Py_XDECREF(result);
+    return out;
+}
+
+static PyMethodDef add_def = {"add", (PyCFunction)(void (*)(void))fp_add, METH_VARARGS | METH_KEYWORDS,
+                              "add($self, /, self, other, *, alpha=1)\n--\n\n"
+                              "add.Tensor's CPU kernel: the common case in C, else the Python kernel"};
+
+/* tensor_add(fallback, float32, float64): the kernel above, bound to its fallback. */
+PyObject *py_tensor_add(PyObject *self, PyObject *args) {
+    PyObject *fallback, *f32, *f64;
+    if (!PyArg_ParseTuple(args, "OOO", &fallback, &f32, &f64)) return NULL;
+    if (Tensor_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "ember.core._fastpath.init has not run");
+        return NULL;
+    }
+    PyObject *bound = PyTuple_Pack(3, fallback, f32, f64);
+    if (bound == NULL) return NULL;
+    PyObject *kernel = PyCFunction_New(&add_def, bound);
     Py_DECREF(bound);
     return kernel;
 }
