@@ -152,9 +152,8 @@ def measure(label: str, reference: Any, candidate: Any | None) -> Row:
     wanted = public_names(reference)
     excluded = {name for name in wanted if excluded_family(name) or name in SCRIPT_CONTAINERS.get(label, ())}
     in_scope = wanted - excluded
-    have = public_names(candidate) if candidate is not None else set()
-    if candidate is not None and not isinstance(candidate, types.ModuleType):
-        have |= {name for name in in_scope if hasattr(candidate, name)}  # instance attributes and slots
+    # Ember has a name when the attribute answers, whatever module defines it (a re-export works for users).
+    have = {name for name in in_scope if hasattr(candidate, name)} if candidate is not None else set()
     present = in_scope & have
     return Row(label, len(wanted), len(excluded), len(present), sorted(in_scope - present), candidate is not None)
 
