@@ -281,3 +281,16 @@ def test_the_c_add_matches_the_python_kernel(case, alpha):
     np.testing.assert_array_equal(ours[0], theirs[0])
     assert ours[1:] == theirs[1:]
     assert a.shape == ADD_CASES[case]()[0].shape  # the inputs are left alone
+
+
+def test_empty_and_odd_layouts_keep_the_python_kernels_strides():
+    kernel = add.kernel("cpu")
+    fallback = kernel.__self__[0]
+    for a, b in [
+        (ember.zeros(3, 0).t(), ember.zeros(3)),
+        (ember.ones(1, 4).t(), ember.ones(1)),
+        (ember.ones(4, 1, 3).permute(1, 0, 2), ember.ones(3)),
+    ]:
+        ours, theirs = _add_outcome(kernel, (a, b), {}), _add_outcome(fallback, (a, b), {})
+        np.testing.assert_array_equal(ours[0], theirs[0])
+        assert ours[1:] == theirs[1:]

@@ -172,6 +172,11 @@ static PyObject *fp_add(PyObject *bound, PyObject *args, PyObject *kwargs) {
     if ((dtype != f32 && dtype != f64) || SLOT(b, off_dtype) != dtype || !is_contiguous_cached(a, &ma) ||
         !is_contiguous_cached(b, &mb))
         return PyObject_Call(fallback, args, kwargs);
+    int same = ma.ndim == mb.ndim;
+    for (Py_ssize_t i = 0; same && i < ma.ndim; i++) same = ma.shape[i] == mb.shape[i];
+    // Operands of other shapes: a row-major result only when both are laid out row-major (as the
+    // pointwise plan decides); other layouts take the Python kernel.
+    if (!same && (!row_major(&ma) || !row_major(&mb))) return PyObject_Call(fallback, args, kwargs);
     PyObject *big = a, *small = b;
     const Meta *mbig = &ma, *msmall = &mb;
     if (!trailing(&ma, &mb)) {
