@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib
+import json
 import pathlib
 import re
 import warnings
@@ -74,6 +75,11 @@ class Recording:
     seen: set = field(default_factory=set)  # (op, signature) of the calls kept
     # Which OpInfo entries reached each op first (for messages).
     first_reached_by: dict[str, str] = field(default_factory=dict)
+    # The OpInfo entries (names without the dtype) whose calls reach each op: ``direct`` where the
+    # entry's own call is the op, ``nested`` where a kernel or decomposition calls it (the index
+    # ``ember.ops describe`` reads, opinfo_index.json).
+    direct: dict[str, set[str]] = field(default_factory=dict)
+    nested: dict[str, set[str]] = field(default_factory=dict)
 
 
 def clone(value: Any) -> Any:
@@ -136,6 +142,8 @@ class Recorder(DispatchMode):
     def __init__(self, recording: Recording) -> None:
         self.recording = recording
         self.entry = ""
+        self.op_name = ""  # the entry's name without its dtype
+        self.depth = 0  # ops running below the one the entry called
 
     def __ember_dispatch__(self, func: OpOverload, types: tuple, args: tuple, kwargs: dict) -> Any:
         try:
@@ -144,6 +152,7 @@ class Recorder(DispatchMode):
             raise RecorderFault(f"recording {func} failed") from fault
         # Run the op below this mode, as the dispatcher would, with the mode back on for the ops its
         # kernel or decomposition calls.
+        self.depth += 1
         try:
             with self:
                 return func.redispatch_backend(_first_tensor_of(args, kwargs), args, kwargs)
@@ -151,6 +160,8 @@ class Recorder(DispatchMode):
             if call is not None:
                 call.raised = True
             raise
+        finally:
+            self.depth -= 1
 
     def _record(self, func: OpOverload, args: tuple, kwargs: dict) -> Call | None:
         name = key(func)
@@ -158,6 +169,7 @@ class Recorder(DispatchMode):
         if name not in rec.reached:
             rec.reached.add(name)
             rec.first_reached_by[name] = self.entry
+        (rec.direct if self.depth == 0 else rec.nested).setdefault(name, set()).add(self.op_name)
         if func.decomposition is None:  # only test_decompositions.py replays calls
             return None
         dtype = dtype_key(args, kwargs)
@@ -194,6 +206,7 @@ def run_entry(op: OpInfo, dtype: str, recorder: Recorder) -> None:
     Each sample is built once (building from Python lists is the slow part); the variants get clones.
     """
     recorder.entry = f"{op.name}-{dtype}"
+    recorder.op_name = op.name
     for sample in _samples(op, dtype):
         built = build(sample.args, ember), build(sample.kwargs, ember)
         args, kwargs = clone(built)
@@ -219,12 +232,15 @@ def dtypes_of(op: OpInfo) -> list[str]:
 def _observed(op: OpOverload, decomposition, recorder: Recorder):
     def run(*args, **kwargs):
         call = recorder._record(op, args, kwargs)
+        recorder.depth += 1
         try:
             return decomposition(*args, **kwargs)
         except Exception:
             if call is not None:
                 call.raised = True
             raise
+        finally:
+            recorder.depth -= 1
 
     return run
 
@@ -254,3 +270,28 @@ def recording() -> Recording:
             for dtype in dtypes_of(op):
                 run_entry(op, dtype, recorder)
     return rec
+
+
+INDEX = pathlib.Path(__file__).with_name("opinfo_index.json")
+
+
+def index(rec: Recording) -> dict[str, dict[str, list[str]]]:
+    """The OpInfo entries keyed by op overload: ``{"aten::add.Tensor": {"direct": [...], "nested":
+    [...]}}``, entries that call the op themselves and entries that reach it through other ops."""
+    out = {}
+    for name in sorted(rec.reached):
+        direct = sorted(rec.direct.get(name, ()))
+        nested = sorted(rec.nested.get(name, set()) - set(direct))
+        out[name] = {"direct": direct, "nested": nested}
+    return out
+
+
+def write_index() -> None:
+    """Rewrite opinfo_index.json from a fresh recording (``python op_calls.py``)."""
+    lines = [f"{json.dumps(name)}: {json.dumps(entries)}" for name, entries in sorted(index(recording()).items())]
+    INDEX.write_text("{\n" + ",\n".join(lines) + "\n}\n")  # one op per line: diffs read per op
+
+
+if __name__ == "__main__":
+    write_index()
+    print(f"wrote {INDEX}")

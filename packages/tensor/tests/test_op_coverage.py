@@ -8,7 +8,9 @@ checked both ways, so that it neither hides an op that samples now reach nor nam
 
 from __future__ import annotations
 
-from op_calls import files_named, key, recording
+import json
+
+from op_calls import INDEX, files_named, index, key, recording
 
 from ember.core.dispatch import all_ops
 
@@ -79,3 +81,21 @@ def test_not_sampled_is_current():
     missing_files = {op: files_named(reason) for op, reason in NOT_SAMPLED.items() if files_named(reason)}
     assert not missing_files, f"NOT_SAMPLED reasons name test files that do not exist: {missing_files}"
     assert all(reason.strip() for reason in NOT_SAMPLED.values()), "every NOT_SAMPLED entry needs a reason"
+
+
+def test_the_opinfo_index_is_current():
+    """opinfo_index.json (what ``ember.ops describe`` shows as an op's OpInfo entries) matches the samples."""
+    current = index(recording())
+    stored = json.loads(INDEX.read_text()) if INDEX.exists() else None
+    assert stored == current, (
+        "packages/tensor/tests/opinfo_index.json is out of date: run `python packages/tensor/tests/op_calls.py`"
+    )
+
+
+def test_describe_shows_the_entries_that_sample_an_op():
+    from ember.library.describe import OPINFO_INDEX, describe
+
+    assert INDEX.resolve() == OPINFO_INDEX
+    text = describe("aten::add_.Tensor")
+    assert "OpInfo" in text and "add" in text.split("OpInfo", 1)[1]
+    assert "no sample reaches it" in describe("aten::sym_size.int")

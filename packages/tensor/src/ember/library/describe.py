@@ -9,10 +9,13 @@ rule and batching rule) by registering a ``describer``: ``fn(op) -> [(label, tex
 
 from __future__ import annotations
 
+import functools
 import inspect
+import json
 import os
 import types
 from collections.abc import Callable
+from pathlib import Path
 
 from ember.core.dispatch import OpOverload, lookup
 
@@ -84,7 +87,36 @@ def rows(op: OpOverload | str) -> list[tuple[str, str]]:
     ]
     for describer in _describers:
         out.extend(describer(op))
+    out.append(("OpInfo", opinfo_entries(op)))
     return out
+
+
+# The OpInfo tables are tests: in a source checkout their index by overload sits in the tensor
+# package's tests folder (written by tests/op_calls.py, checked current by test_op_coverage.py).
+OPINFO_INDEX = Path(__file__).resolve().parents[3] / "tests" / "opinfo_index.json"
+
+
+@functools.cache
+def _opinfo_index() -> dict | None:
+    try:
+        return json.loads(OPINFO_INDEX.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def opinfo_entries(op: OpOverload) -> str:
+    """The OpInfo entries whose samples reach ``op``: those calling it, then those reaching it through
+    other ops; or where the tables are, when this is not a source checkout."""
+    table = _opinfo_index()
+    if table is None:
+        return "(the index of the OpInfo tables, tests/opinfo_index.json, is in the source tree of ember-tensor)"
+    entry = table.get(f"{op.namespace}::{op.name}.{op.overload}")
+    if entry is None:
+        return "(no sample reaches it: see NOT_SAMPLED in tests/test_op_coverage.py)"
+    parts = [", ".join(entry["direct"]) if entry["direct"] else ""]
+    if entry["nested"]:
+        parts.append("through other ops: " + ", ".join(entry["nested"]))
+    return "; ".join(p for p in parts if p)
 
 
 def describe(op: OpOverload | str) -> str:
