@@ -21,6 +21,7 @@ nondifferentiable(
     aten.bucketize.Scalar,
     aten.one_hot.default,
     aten.histc.default,
+    aten.hash_tensor.default,
     aten.multinomial.default,
     aten.rand_like.default,
     aten.rand_like.generator,
