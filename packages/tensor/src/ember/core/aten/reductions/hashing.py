@@ -32,7 +32,7 @@ def _check(self: Tensor, dim, mode: int):
     if mode != 0:
         raise RuntimeError(f"Unknown hash_tensor mode: {mode}")
     if self.dtype not in _HASHABLE:
-        raise NotImplementedError(f'"xor_sum_cpu" not implemented for \'{type_name(self.dtype)}\'')
+        raise NotImplementedError(f"\"xor_sum_cpu\" not implemented for '{type_name(self.dtype)}'")
     dims = [dim] if isinstance(dim, int) else list(dim or [])
     p = plan(self, dims, False)  # normalizes the dims (IndexError out of range)
     if numel(self._shape) == 0 and not dims:
