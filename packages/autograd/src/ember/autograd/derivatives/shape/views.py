@@ -156,3 +156,9 @@ def _split_with_sizes(grads, self, split_sizes, dim, **_):
 
 
 nondifferentiable(aten.detach.default, aten.view.dtype)
+
+
+@derivative(aten.slice_inverse.default, jvp="linear")
+def _slice_inverse(grad, self, src, dim, start, end, step, **_):
+    # The view reads self laid out as src: self's gradient is the slice of it that self was (PyTorch's rule).
+    return aten.slice.Tensor(grad, dim, start, end, step), None
