@@ -310,7 +310,7 @@ def saddmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1, out: T
     if type(input) is not SparseTensor:
         raise RuntimeError("saddmm: expected input to be a sparse COO tensor")
     if type(mat1) is not SparseTensor:
-        raise RuntimeError(f"sspaddmm: expected 'mat1' to have sparse layout, got 'mat1' with layout Strided")
+        raise RuntimeError("sspaddmm: expected 'mat1' to have sparse layout, got 'mat1' with layout Strided")
     return sspaddmm(input, mat1, mat2, beta=beta, alpha=alpha)
 
 
