@@ -104,7 +104,7 @@ def _grad_dtype_set(self, value) -> None:
     if self.grad_fn is not None:
         raise RuntimeError("grad_dtype can only be set on leaf tensors.")
     if value is not None and not isinstance(value, D.dtype):
-        raise RuntimeError(f"grad_dtype must be a torch.dtype or None, but got {type(value).__name__}")
+        raise RuntimeError(f"grad_dtype must be an ember.dtype or None, but got {type(value).__name__}")
     grad = self.__dict__.get("_grad")
     if grad is not None and value is not None and grad.dtype is not value:
         raise RuntimeError(

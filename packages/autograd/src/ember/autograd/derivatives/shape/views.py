@@ -160,5 +160,6 @@ nondifferentiable(aten.detach.default, aten.view.dtype)
 
 @derivative(aten.slice_inverse.default, jvp="linear")
 def _slice_inverse(grad, self, src, dim, start, end, step, **_):
-    # The view reads self laid out as src: self's gradient is the slice of it that self was (PyTorch's rule).
-    return aten.slice.Tensor(grad, dim, start, end, step), None
+    # The view reads self laid out as src: self gets the slice it was, src the rest (PyTorch's rule).
+    rest = aten.slice_scatter.default(grad, _zeros(self.shape, grad), dim, start, end, step)
+    return aten.slice.Tensor(grad, dim, start, end, step), rest

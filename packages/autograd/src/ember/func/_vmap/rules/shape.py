@@ -7,7 +7,7 @@ vmap) and shifted past the batch; size arguments get the batch size in front.
 from __future__ import annotations
 
 from ember.core.aten.shape.joining import cat_function
-from ember.func._vmap.common import Bound, aten, check_inplace, logical_ndim, pad_to, shift
+from ember.func._vmap.common import Bound, aten, check_inplace, logical_ndim, loop, pad_to, shift
 from ember.func._vmap.table import register
 
 
@@ -303,3 +303,7 @@ register(
     aten.sym_numel.default,
     aten.sym_storage_offset.default,
 )
+
+
+# slice_inverse reads one lane's storage laid out as that lane's src: run per lane.
+register(loop, aten.slice_inverse.default)
