@@ -1,6 +1,5 @@
 """Samples for the ops that set a tensor's geometry (``ember.core.aten.shape.geometry``): ``slice_inverse``,
-``resize_``/``resize_as_`` within the storage (on a fresh copy, with memory formats), ``as_strided_``
-and the deprecated ``resize``/``resize_as``; the copies ``view_as_real_copy``/``view_as_complex_copy``;
+``resize_``/``resize_as_`` within the storage (on a fresh copy, with memory formats) and the deprecated ``resize``/``resize_as``; the copies ``view_as_real_copy``/``view_as_complex_copy``;
 and ``empty_permuted`` (compared by shape, dtype and strides)."""
 
 from __future__ import annotations
@@ -72,16 +71,6 @@ def _resize_as_samples(dtype: str, rng) -> list[Sample]:
     ]
 
 
-def _as_strided_inplace(lib, t, size, stride, offset=None):
-    out = t.clone()
-    return lib.as_strided_(out, size, stride, offset) if offset is not None else out.as_strided_(size, stride)
-
-
-def _as_strided_samples(dtype: str, rng) -> list[Sample]:
-    x = make((3, 4), dtype, rng)
-    return [Sample((x, [2, 2], [1, 2], 1), name="offset"), Sample((x, [3, 3], [4, 1]), name="no offset")]
-
-
 def _deprecated(name: str):
     def call(lib, t, *args):
         with warnings.catch_warnings():
@@ -145,7 +134,6 @@ OPS = [
     OpInfo("slice_inverse", _slice_inverse, DTYPES, _slice_inverse_samples),
     OpInfo("resize_", _resize, DTYPES, _resize_samples, _resize_errors, transforms=False),
     OpInfo("resize_as_", _resize_as, DTYPES, _resize_as_samples, transforms=False),
-    OpInfo("as_strided_", _as_strided_inplace, DTYPES, _as_strided_samples, transforms=False),
     OpInfo(
         "Tensor.resize",
         _deprecated("resize"),

@@ -138,6 +138,20 @@ def test_resize_keeps_views_and_bumps_the_version():
             lib.zeros(3, requires_grad=True).resize_(2)
 
 
+def test_as_strided_inplace_matches():
+    for args in (([2, 2], [1, 2], 1), ([3, 3], [4, 1])):
+        ours, theirs = ember.arange(12.0).reshape(3, 4), torch.arange(12.0).reshape(3, 4)
+        assert ember.as_strided_(ours, *args) is ours
+        theirs.as_strided_(*args)
+        assert (ours.stride(), ours.storage_offset()) == (theirs.stride(), theirs.storage_offset())
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    x = ember.arange(6.0, requires_grad=True)
+    y = x * 2
+    y.as_strided_([2], [3], 1)
+    y.sum().backward()  # through the strided view: elements 1 and 4
+    np.testing.assert_array_equal(x.grad.numpy(), [0.0, 2.0, 0.0, 0.0, 2.0, 0.0])
+
+
 def test_tensor_attributes_match():
     for lib in (ember, torch):
         leaf = lib.randn(2, requires_grad=True)

@@ -20,7 +20,8 @@ import numpy as np
 
 from ember.core import dtypes as D
 from ember.core.api import public
-from ember.core.aten.factories.factories import _OPTIONS, _check_sizes, _device, _dtype, _finish
+from ember.core.aten.factories.factories import _OPTIONS, _check_sizes, _dtype, _finish, empty_strided
+from ember.core.aten.lowering import lowered
 from ember.core.devices import to_device
 from ember.core.dispatch import define
 from ember.core.layout import contiguous_strides
@@ -60,13 +61,13 @@ def _permuted_strides(size: tuple, physical_layout) -> tuple:
     return tuple(strides)
 
 
-def _empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None, pin_memory=None) -> Tensor:
+# A decomposition only, as empty_like's: it allocates with empty_strided, so every device with that
+# kernel has empty_permuted too, and the code generator sees the core op.
+@lowered(empty_permuted)
+def _empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None, pin_memory=None):
     size = _check_sizes(size)
-    return allocate(size, _dtype(dtype), _device(device), _permuted_strides(size, physical_layout))
-
-
-empty_permuted.register_meta(lambda *args, **kwargs: _empty_permuted(*args, **kwargs))
-empty_permuted.register_kernel("cpu")(_empty_permuted)
+    strides = _permuted_strides(size, physical_layout)
+    return empty_strided(list(size), list(strides), dtype=dtype, layout=layout, device=device, pin_memory=pin_memory)
 
 
 @from_file.register_meta

@@ -19,7 +19,9 @@ from ember.core.pointwise import type_name
 from ember.core.reduction import fit_out, plan, write_out
 from ember.core.tensor import Tensor, empty, from_array
 
-hash_tensor = define("hash_tensor(Tensor self, int[1] dim=[], *, bool keepdim=False, int mode=0) -> Tensor")
+hash_tensor = define(
+    "hash_tensor(Tensor self, int[1] dim=[], *, bool keepdim=False, int mode=0) -> Tensor", ("core", "reduction")
+)
 hash_tensor_out = define(
     "hash_tensor.out(Tensor self, int[1] dim=[], *, bool keepdim=False, int mode=0, Tensor(a!) out) -> Tensor(a!)",
     ("out",),

@@ -31,11 +31,13 @@ from ember.core.tensor import Tensor, empty, from_array
 
 segment_reduce = define(
     "segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, "
-    "int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor"
+    "int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor",
+    ("core",),
 )
 segment_reduce_backward = define(
     "_segment_reduce_backward(Tensor grad, Tensor output, Tensor data, str reduce, *, Tensor? lengths=None, "
-    "Tensor? offsets=None, int axis=0, Scalar? initial=None) -> Tensor"
+    "Tensor? offsets=None, int axis=0, Scalar? initial=None) -> Tensor",
+    ("core",),
 )
 
 REDUCTIONS = ("sum", "mean", "max", "min", "prod")

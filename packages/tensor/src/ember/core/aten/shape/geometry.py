@@ -16,6 +16,7 @@ from __future__ import annotations
 import warnings
 
 from ember.core.api import method, public
+from ember.core.aten.lowering import lowered
 from ember.core.aten.shape.views import _take_geometry, as_strided
 from ember.core.dispatch import define
 from ember.core.layout import numel
@@ -38,6 +39,11 @@ resize_as_ = define(
 def _slice_inverse(self: Tensor, src: Tensor, dim: int = 0, start=None, end=None, step: int = 1) -> Tensor:
     # ``self`` is a slice of a tensor laid out as ``src``: the inverse reads ``self``'s storage in that layout.
     return as_strided.kernel("*")(self, src._shape, src._stride, src._offset)
+
+
+@lowered(slice_inverse)
+def _slice_inverse_lowered(self, src, dim=0, start=None, end=None, step=1):
+    return as_strided(self, list(src.shape), list(src.stride()), src.storage_offset())
 
 
 # -- resizing ------------------------------------------------------------------------------------------
