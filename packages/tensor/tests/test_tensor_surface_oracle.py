@@ -212,3 +212,17 @@ def test_shell_unsigned_dtypes_do_not_promote():
         assert ember.promote_types(getattr(ember, name), getattr(ember, name)) is getattr(ember, name)
     big = np.array([1, 2**63 + 5], np.uint64)
     np.testing.assert_array_equal(ember.from_numpy(big).numpy(), torch.from_numpy(big).numpy())
+
+
+def test_shell_unsigned_tensors_save_and_load_both_ways(tmp_path):
+    ours = {"h": ember.hash_tensor(ember.arange(6.0).reshape(2, 3), 1), "u": ember.tensor([1, 2], dtype=ember.uint16)}
+    ember.save(ours, tmp_path / "ours.pt")
+    loaded = torch.load(tmp_path / "ours.pt")
+    assert loaded["h"].dtype is torch.uint64 and loaded["u"].dtype is torch.uint16
+    np.testing.assert_array_equal(loaded["h"].numpy(), ours["h"].numpy())
+    theirs = {"h": torch.hash_tensor(torch.arange(6.0).reshape(2, 3), 1), "w": torch.tensor([7], dtype=torch.uint32)}
+    torch.save(theirs, tmp_path / "theirs.pt")
+    back = ember.load(tmp_path / "theirs.pt")
+    assert back["h"].dtype is ember.uint64 and back["w"].dtype is ember.uint32
+    np.testing.assert_array_equal(back["h"].numpy(), theirs["h"].numpy())
+    np.testing.assert_array_equal(back["w"].numpy(), [7])
