@@ -178,6 +178,9 @@ def test_grad_dtype_matches():
         (x * 3).sum().backward()
         assert x.grad.dtype is lib.float64
         np.testing.assert_array_equal(x.grad.numpy(), [6.0, 6.0])
+        z = lib.tensor([1.0, 2.0], requires_grad=True)
+        z.grad_dtype = lib.float64
+        assert lib.autograd.grad((z * 2).sum(), z)[0].dtype is lib.float64  # captured gradients are cast too
         y = lib.tensor([1.0], requires_grad=True)
         y.grad_dtype = None
         assert y.grad_dtype is None
