@@ -108,7 +108,7 @@ class LOBPCG:
                 break
             count += 1
         if count < self.ivars["converged_count"]:
-            raise RuntimeError(
+            raise AssertionError(
                 f"the number of converged eigenpairs (was {self.ivars['converged_count']}, got {count}) cannot decrease"
             )
         self.ivars["converged_count"] = count
