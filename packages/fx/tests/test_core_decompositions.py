@@ -67,6 +67,11 @@ NOT_CORE_LEFTOVERS = {
         ],
         _RANDOM_FILL,
     ),
+    **dict.fromkeys(
+        ["aten.resize_.default", "aten.resize_as_.default"],
+        "changes a tensor's sizes in place within its storage: a graph holds it as an eager call",
+    ),
+    "aten.from_file.default": "reads a file's bytes at run time: a graph holds it as an eager call",
     # The sparse layout's own ops: graphs of dense tensors never hold them, and the code generator
     # compiles dense tensors only, so they run as eager calls.
     **{

@@ -96,6 +96,11 @@ OURS_ONLY = {
     ),
     "unfold.default": "an overlapping-window view: only as_strided expresses it, which passes cannot reason about",
     "view.dtype": "a reinterpretation of the bits: no arithmetic gives it",
+    "hash_tensor.default": "an xor reduction of each element's 64-bit pattern: no core reduction computes it",
+    **dict.fromkeys(
+        ["segment_reduce.default", "_segment_reduce_backward.default"],
+        "a reduction over segments of data-given lengths: the code generator calls its kernel",
+    ),
     "_linalg_svd.default": "a LAPACK kernel the code generator calls externally (as matmul-like ops)",
     **dict.fromkeys(
         [

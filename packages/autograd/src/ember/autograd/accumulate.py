@@ -1,6 +1,7 @@
 """Adding a gradient into a leaf's ``.grad``, and fitting a gradient to its input.
 
-The first gradient is copied into a fresh tensor laid out like the leaf (PyTorch's layout contract:
+A leaf's ``grad_dtype`` (its own dtype unless set; None allows any) is the dtype gradients are cast
+to before they are added. The first gradient is copied into a fresh tensor laid out like the leaf (PyTorch's layout contract:
 ``.grad`` has the parameter's strides when the parameter is dense), so that no two leaves and no
 user tensor share a ``.grad``. Later ones add in place, or out of place under ``create_graph``
 (then ``.grad`` itself has a history).
@@ -37,9 +38,9 @@ def _dense_like(grad: Tensor, like: Tensor) -> Tensor:
     )
     if type(like)._dispatches:
         # A dispatching subclass (a fake tensor) must see the allocation: it makes its own kind.
-        out = like.new_empty_strided(like._shape, stride)
+        out = like.new_empty_strided(like._shape, stride, dtype=grad.dtype)
     else:
-        out = empty_strided_function(like._shape, stride, dtype=like.dtype, device=like.device)
+        out = empty_strided_function(like._shape, stride, dtype=grad.dtype, device=like.device)
     out.copy_(grad)
     return out
 
@@ -49,6 +50,9 @@ def accumulate_into(variable: Tensor, grad: Tensor) -> None:
 
     if grad is None:
         return
+    wanted = variable.__dict__.get("_grad_dtype", variable.dtype)
+    if wanted is not None and wanted is not grad.dtype:
+        grad = grad.to(wanted)  # a leaf whose grad_dtype differs from its dtype: the gradient is cast to it
     old = variable.grad
     if grad.is_sparse or variable.is_sparse or (old is not None and old.is_sparse):
         _accumulate_sparse(variable, old, grad, state.enabled)

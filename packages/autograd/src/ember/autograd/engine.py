@@ -211,8 +211,11 @@ def run_backward(
                 for i in range(n):
                     positions = captures.get((node, i))
                     if positions:
+                        g = grads_in[i]
+                        if is_acc and g is not None and node.variable.__dict__:
+                            g = _as_grad_dtype(node.variable, g)
                         for p in positions:
-                            captured[p] = grads_in[i]
+                            captured[p] = g
             run = not (is_acc and (not accumulate or (input_list is not None and (node, 0) not in captures)))
             if needed is not None and node not in needed:
                 run = False
@@ -275,6 +278,12 @@ def run_backward(
         if g is not None and not create_graph and g.requires_grad:
             captured[i] = g.detach()
     return tuple(captured)
+
+
+def _as_grad_dtype(variable: Tensor, grad: Tensor) -> Tensor:
+    """A leaf's captured gradient in its ``grad_dtype`` (where set to another dtype than its own)."""
+    wanted = variable.__dict__.get("_grad_dtype", variable.dtype)
+    return grad if wanted is None or wanted is grad.dtype else grad.to(wanted)
 
 
 def _retains(node, output_nr: int):

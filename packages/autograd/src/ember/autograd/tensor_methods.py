@@ -6,6 +6,7 @@ import weakref
 
 from ember.autograd import views
 from ember.autograd.graph import AccumulateGrad, RemovableHandle, _HookDict, grad_accumulator
+from ember.core import dtypes as D
 from ember.core.tensor import Tensor, install_autograd_attributes
 
 
@@ -73,10 +74,14 @@ def _grad_set(self, value) -> None:
             raise TypeError(
                 f"assigned grad expected to be a Tensor or None but got grad of type {type(value).__name__}"
             )
-        if value.dtype is not self.dtype:
+        allowed = self.__dict__.get("_grad_dtype", self.dtype)
+        if allowed is not None and value.dtype is not allowed:
             raise RuntimeError(
-                f"attempting to assign a gradient with dtype '{value.dtype}' to a tensor with dtype "
-                f"'{self.dtype}'. Please ensure that the gradient and the tensor have the same dtype"
+                f"attempting to assign a gradient with dtype '{D.CPP_TYPE_NAMES[value.dtype]}' to a tensor with "
+                f"grad_dtype '{D.SCALAR_TYPE_NAMES[allowed]}'. The gradient must match the tensor's grad_dtype "
+                "(defaults to the tensor's dtype). You can set the tensor's grad_dtype attribute with a specific "
+                "dtype, or None to allow any dtype. Set grad_dtype with caution. Diverging the dtypes of a tensor "
+                "and its gradient may break downstream systems that assume they match."
             )
         if value._shape != self._shape:
             raise RuntimeError(
@@ -86,6 +91,28 @@ def _grad_set(self, value) -> None:
         if value.device != self.device:
             raise RuntimeError("attempting to assign a gradient to a tensor that has data of a different type")
     self.__dict__["_grad"] = value
+
+
+def _grad_dtype_get(self):
+    """The dtype ``.grad`` must have (the tensor's own by default; None allows any); leaves only."""
+    if self.grad_fn is not None:
+        raise RuntimeError("grad_dtype can only be accessed on leaf tensors.")
+    return self.__dict__.get("_grad_dtype", self.dtype)
+
+
+def _grad_dtype_set(self, value) -> None:
+    if self.grad_fn is not None:
+        raise RuntimeError("grad_dtype can only be set on leaf tensors.")
+    if value is not None and not isinstance(value, D.dtype):
+        raise RuntimeError(f"grad_dtype must be an ember.dtype or None, but got {type(value).__name__}")
+    grad = self.__dict__.get("_grad")
+    if grad is not None and value is not None and grad.dtype is not value:
+        raise RuntimeError(
+            f"Cannot set grad_dtype to '{D.SCALAR_TYPE_NAMES[value]}' because there is already a gradient with dtype "
+            f"'{D.CPP_TYPE_NAMES[grad.dtype]}'. Please clear the gradient (.grad = None) before changing grad_dtype, "
+            "or ensure the new grad_dtype matches the existing gradient's dtype."
+        )
+    self.__dict__["_grad_dtype"] = value
 
 
 def _grad_del(self) -> None:
@@ -134,6 +161,7 @@ def attach() -> None:
             "retain_grad": retain_grad,
             "retains_grad": property(_retains_grad),
             "grad": property(_grad_get, _grad_set, _grad_del),
+            "grad_dtype": property(_grad_dtype_get, _grad_dtype_set),
             "data": property(_data_get, _data_set),
             "_grad_accumulator_cls": AccumulateGrad,
             # Defaults read by the recorder on every tensor, set on the few tensors that differ.

@@ -355,6 +355,8 @@ def _handle(op: OpOverload, args: tuple, kwargs: dict, below) -> Any:
         return op.decomposition(*args, **kwargs)
     if op is aten.narrow.default:
         return _narrow(*args, **kwargs)
+    if op is aten.slice_inverse.default:
+        return _slice_inverse(*args, **kwargs)
     if "view" in op.tags and op.form == "functional" and not op.schema.is_mutable:
         return _view(level, op, args, kwargs)
     if op.schema.is_mutable:
@@ -365,6 +367,11 @@ def _handle(op: OpOverload, args: tuple, kwargs: dict, below) -> Any:
 def _narrow(self, dim, start, length):
     # PyTorch's narrow is a composite of slice, so the graph shows slice.
     return aten.slice.Tensor(self, dim, start, start + length)
+
+
+def _slice_inverse(self, src, dim=0, start=None, end=None, step=1):
+    # self's storage read in src's layout: the as_strided view of src's geometry, which has an inverse.
+    return aten.as_strided.default(self, list(src.shape), list(src.stride()), src.storage_offset())
 
 
 def _view(level: _Level, op: OpOverload, args: tuple, kwargs: dict) -> Any:

@@ -9,6 +9,7 @@ from ember.core import serialization as _serialization  # noqa: F401  (ember.sav
 from ember.core import storages as _storages  # noqa: F401  (ember.UntypedStorage, Tensor.storage())
 from ember.core import subclassing as _subclassing  # __torch_dispatch__, __torch_function__, _make_subclass
 from ember.core import surface as _surface  # aliases, predicates, housekeeping methods
+from ember.core import surface_attributes as _surface_attributes  # noqa: F401  (output_nr, name, pin_memory, ...)
 from ember.core.api import attach_methods as _attach_methods
 from ember.core.api import functions
 from ember.core.creation import as_tensor, from_dlpack, from_numpy, tensor

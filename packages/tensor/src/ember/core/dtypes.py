@@ -63,8 +63,15 @@ float64 = dtype("float64", np.float64, FLOATING, True)
 complex64 = dtype("complex64", np.complex64, COMPLEX, True)
 complex128 = dtype("complex128", np.complex128, COMPLEX, True)
 
+# PyTorch's "shell" unsigned types: they hold values (``hash_tensor`` gives uint64) and move between
+# devices and libraries, but have few kernels and do not promote with other dtypes.
+uint16 = dtype("uint16", np.uint16, INTEGRAL, False)
+uint32 = dtype("uint32", np.uint32, INTEGRAL, False)
+uint64 = dtype("uint64", np.uint64, INTEGRAL, False)
+
 ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, complex64, complex128)
-BY_NAME = {d.name: d for d in ALL}
+SHELL_UNSIGNED = (uint16, uint32, uint64)
+BY_NAME = {d.name: d for d in (*ALL, *SHELL_UNSIGNED)}
 # PyTorch's ScalarType names, which its error messages use.
 SCALAR_TYPE_NAMES = {
     bool_: "Bool",
@@ -79,6 +86,9 @@ SCALAR_TYPE_NAMES = {
     float64: "Double",
     complex64: "ComplexFloat",
     complex128: "ComplexDouble",
+    uint16: "UInt16",
+    uint32: "UInt32",
+    uint64: "UInt64",
 }
 
 
@@ -114,8 +124,11 @@ CPP_TYPE_NAMES = {
     bool_: "bool",
     complex64: "c10::complex<float>",
     complex128: "c10::complex<double>",
+    uint16: "unsigned short",
+    uint32: "unsigned int",
+    uint64: "unsigned long",
 }
-_FROM_NP = {d.np: d for d in ALL}
+_FROM_NP = {d.np: d for d in (*ALL, *SHELL_UNSIGNED)}
 
 
 def from_numpy_dtype(np_dtype) -> dtype:

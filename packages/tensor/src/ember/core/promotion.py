@@ -52,6 +52,11 @@ def promote_types(type1: dtype, type2: dtype) -> dtype:
 def _promote(a: dtype, b: dtype) -> dtype:
     if a is b:
         return a
+    if a in D.SHELL_UNSIGNED or b in D.SHELL_UNSIGNED:
+        raise RuntimeError(
+            "Promotion for uint16, uint32, uint64 types is not supported, attempted to promote "
+            f"{D.SCALAR_TYPE_NAMES[a]} and {D.SCALAR_TYPE_NAMES[b]}"
+        )
     if a.category != b.category:
         high, low = (a, b) if a.category > b.category else (b, a)
         if high.category == COMPLEX and low is D.float64:

@@ -356,7 +356,7 @@ def _to_python(value, dtype: D.dtype):
 
 AUTOGRAD_ATTRIBUTES = frozenset(
     {"backward", "register_hook", "register_post_accumulate_grad_hook", "retain_grad", "retains_grad", "grad", "data"}
-    | {"_grad_accumulator_cls", "_output_nr", "_inference"}
+    | {"grad_dtype", "_grad_accumulator_cls", "_output_nr", "_inference"}
 )
 
 

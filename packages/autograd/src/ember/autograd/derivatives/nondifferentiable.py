@@ -21,6 +21,7 @@ nondifferentiable(
     aten.bucketize.Scalar,
     aten.one_hot.default,
     aten.histc.default,
+    aten.hash_tensor.default,
     aten.multinomial.default,
     aten.rand_like.default,
     aten.rand_like.generator,
@@ -64,3 +65,20 @@ for _op, _name in (
 
 # bincount's weighted counts require grad where the weights do, with no formula (as in PyTorch).
 derivative(aten.bincount.default)(_not_implemented("bincount"))
+
+
+def _segment_reduce_backward_formula(*args, **kwargs):
+    # The op has an argument named ``grad``: this formula takes everything by keyword.
+    raise NotImplementedError("the derivative for '_segment_reduce_backward' is not implemented.")
+
+
+# segment_reduce's backward op has no derivative of its own (no double backward, no forward mode), as in PyTorch.
+derivative(aten._segment_reduce_backward.default)(_segment_reduce_backward_formula)
+
+
+def _refuse_resize(grad, **_):
+    raise RuntimeError("cannot resize variables that require grad")
+
+
+# resize_ changes a tensor's size in place: PyTorch refuses it on tensors that require grad.
+derivative(aten.resize_.default, aten.resize_as_.default)(_refuse_resize)

@@ -156,3 +156,10 @@ def _split_with_sizes(grads, self, split_sizes, dim, **_):
 
 
 nondifferentiable(aten.detach.default, aten.view.dtype)
+
+
+@derivative(aten.slice_inverse.default, jvp="linear")
+def _slice_inverse(grad, self, src, dim, start, end, step, **_):
+    # The view reads self laid out as src: self gets the slice it was, src the rest (PyTorch's rule).
+    rest = aten.slice_scatter.default(grad, _zeros(self.shape, grad), dim, start, end, step)
+    return aten.slice.Tensor(grad, dim, start, end, step), rest

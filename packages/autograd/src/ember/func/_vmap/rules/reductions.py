@@ -158,3 +158,8 @@ register(_count_nonzero, aten.count_nonzero.default)
 # be each lane's own extremes, so it runs once per lane.
 register(unsupported(DYNAMIC_SHAPE), aten.bincount.default)
 register(loop, aten.histc.default)
+
+# hash_tensor reduces a list of dims ([] means all of them); a segment reduction's segments may differ
+# per lane (a batched lengths tensor), so it runs once per lane, as does its backward op.
+register(list_dims_rule(), aten.hash_tensor.default)
+register(loop, aten.segment_reduce.default, aten._segment_reduce_backward.default)

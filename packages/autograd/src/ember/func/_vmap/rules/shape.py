@@ -7,7 +7,7 @@ vmap) and shifted past the batch; size arguments get the batch size in front.
 from __future__ import annotations
 
 from ember.core.aten.shape.joining import cat_function
-from ember.func._vmap.common import Bound, aten, check_inplace, logical_ndim, pad_to, shift
+from ember.func._vmap.common import Bound, aten, check_inplace, logical_ndim, loop, pad_to, shift, unsupported
 from ember.func._vmap.table import register
 
 
@@ -302,4 +302,15 @@ register(
     aten.sym_stride.int,
     aten.sym_numel.default,
     aten.sym_storage_offset.default,
+)
+
+
+# slice_inverse reads one lane's storage laid out as that lane's src: run per lane.
+register(loop, aten.slice_inverse.default)
+
+# resize_ re-lays-out a tensor's storage: a batch of lanes sharing one storage cannot each be resized.
+register(
+    unsupported("resize_ changes the layout of the storage the lanes share; resize outside vmap"),
+    aten.resize_.default,
+    aten.resize_as_.default,
 )

@@ -11,6 +11,7 @@ are made here from the view ops' own kernels (a scatter keeps ``self``'s strides
 from __future__ import annotations
 
 from ember.core.api import method, public
+from ember.core.aten.shape import complex_views as _complex_views  # noqa: F401  (view_as_real, view_as_complex)
 from ember.core.aten.shape import views as _views  # noqa: F401  (defines the view ops)
 from ember.core.aten.shape.copying import clone, clone_preserving_strides, copy_
 from ember.core.dispatch import OpOverload, define, ops
@@ -44,6 +45,8 @@ COPIES: dict[str, str] = {
     "unbind.int": "unbind_copy.int(Tensor self, int dim=0) -> Tensor[]",
     "split.Tensor": "split_copy.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]",
     "split_with_sizes.default": "split_with_sizes_copy(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]",
+    "view_as_real.default": "view_as_real_copy(Tensor self) -> Tensor",
+    "view_as_complex.default": "view_as_complex_copy(Tensor self) -> Tensor",
 }
 
 

@@ -40,6 +40,9 @@ sparse_sum_dim_op = define("_sparse_sum.dim(Tensor self, int[1] dim) -> Tensor")
 sparse_softmax_op = define("_sparse_softmax(Tensor self, int dim, bool half_to_float) -> Tensor")
 sparse_log_softmax_op = define("_sparse_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor")
 hspmm_op = define("hspmm(Tensor mat1, Tensor mat2) -> Tensor")
+# Fresh copies of indices() and values() (what functionalization emits for those views).
+indices_copy_op = define("indices_copy(Tensor self) -> Tensor")
+values_copy_op = define("values_copy(Tensor self) -> Tensor")
 
 SPARSE_OPS = (
     coo_tensor_op,
@@ -111,6 +114,16 @@ def _dense_to_sparse(self: Tensor, sparse_dim: int) -> SparseTensor:
 
 for _op in (coo_tensor_op, to_sparse_op):
     _op.register_meta(_no_sparse_meta)
+
+
+@indices_copy_op.register_decomposition
+def _indices_copy(self: Tensor) -> Tensor:
+    return indices_op(self).clone()
+
+
+@values_copy_op.register_decomposition
+def _values_copy(self: Tensor) -> Tensor:
+    return values_op(self).clone()
 
 
 # -- the Python surface ------------------------------------------------------------------------------
@@ -201,6 +214,30 @@ def _values(self: Tensor) -> Tensor:
     return raw_values_op(self)
 
 
+@public("indices_copy")
+def indices_copy(input: Tensor, *, out: Tensor | None = None) -> Tensor:
+    """A fresh copy of a coalesced sparse tensor's ``indices()``."""
+    _check_sparse(input, "indices")
+    result = indices_copy_op(input)
+    return result if out is None else _write_out(out, result)
+
+
+@public("values_copy")
+def values_copy(input: Tensor, *, out: Tensor | None = None) -> Tensor:
+    """A fresh copy of a coalesced sparse tensor's ``values()``."""
+    _check_sparse(input, "values")
+    result = values_copy_op(input)
+    return result if out is None else _write_out(out, result)
+
+
+def _write_out(out: Tensor, result: Tensor) -> Tensor:
+    from ember.core.reduction import write_out
+
+    if out.dtype is not result.dtype:
+        raise RuntimeError(f"Expected out tensor to have dtype {result.dtype}, but got {out.dtype} instead")
+    return write_out(out, result)
+
+
 @method("sparse_dim")
 def sparse_dim(self: Tensor) -> int:
     """The number of sparse dimensions (0 for a dense tensor, as in PyTorch)."""
@@ -262,6 +299,19 @@ def sspaddmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> T
         )
     scaled = input * beta if beta != 1 else input
     return scaled.add(product, alpha=alpha)
+
+
+@public("saddmm")
+def saddmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1, out: Tensor | None = None) -> Tensor:
+    """``sspaddmm`` under its old name: ``beta * input + alpha * (mat1 @ mat2)`` for sparse ``input`` and
+    ``mat1``, as a sparse matrix."""
+    if out is not None:
+        raise NotImplementedError("saddmm(out=...): Ember has no out= form of the sparse products")
+    if type(input) is not SparseTensor:
+        raise RuntimeError("saddmm: expected input to be a sparse COO tensor")
+    if type(mat1) is not SparseTensor:
+        raise RuntimeError("sspaddmm: expected 'mat1' to have sparse layout, got 'mat1' with layout Strided")
+    return sspaddmm(input, mat1, mat2, beta=beta, alpha=alpha)
 
 
 @public("dsmm")
