@@ -83,6 +83,7 @@ _LAZY_SUBPACKAGES = (
     "hub",
     "inductor",
     "library",
+    "masked",
     "multiprocessing",
     "nn",
     "onnx",
