@@ -65,3 +65,16 @@ def test_wrong_device_type_and_missing_function(plugin):
         ember.accelerator.synchronize("cpu")
     with pytest.raises(RuntimeError, match="does not offer memory_stats"):
         ember.accelerator.memory_stats()
+
+
+def test_memory_module_capability_and_host_cache(plugin):
+    assert ember.accelerator.memory.memory_allocated(1) == 2048
+    assert ember.accelerator.memory_allocated is ember.accelerator.memory.memory_allocated
+    capability = ember.accelerator.get_device_capability("cuda:0")
+    assert {ember.float32, ember.bfloat16, ember.int64, ember.bool} <= capability["supported_dtypes"]
+    with pytest.raises(ValueError, match="doesn't match the current accelerator"):
+        ember.accelerator.get_device_capability("cpu")
+    ember.accelerator.empty_host_cache()  # the stand-in keeps no host cache: nothing to do
+    plugin.empty_host_cache = lambda: plugin.calls.append(("empty_host_cache",))
+    ember.accelerator.memory.empty_host_cache()
+    assert plugin.calls == [("empty_host_cache",)]
