@@ -59,3 +59,12 @@ def test_unknown_attribute():
     with pytest.raises(AttributeError, match="has no attribute 'foo'"):
         ember.backends.python_native.foo  # noqa: B018
     assert {"mha", "python_native"} <= set(ember.backends.__all__)
+
+
+def test_cusparselt_answers_as_a_build_without_it():
+    import torch.backends.cusparselt
+
+    assert ember.backends.cusparselt.is_available() is False
+    assert ember.backends.cusparselt.version() is None and ember.backends.cusparselt.get_max_alg_id() is None
+    if not torch.backends.cusparselt.is_available():
+        assert torch.backends.cusparselt.version() is None

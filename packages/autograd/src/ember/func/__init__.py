@@ -7,6 +7,7 @@ from ember.func.debugging import debug_unwrap, replace_all_batch_norm_modules_
 from ember.func.functional_call import functional_call, stack_module_state
 from ember.func.functionalize import functionalize
 from ember.func.linearize import linearize
+from ember.func.rearrange import rearrange
 from ember.func.transforms import grad, grad_and_value, hessian, jacfwd, jacrev, jvp, vjp
 
 # vmap alone makes views autograd finds by replaying their view ops; their backward runs the engine.
@@ -23,6 +24,7 @@ __all__ = [
     "jacrev",
     "jvp",
     "linearize",
+    "rearrange",
     "replace_all_batch_norm_modules_",
     "stack_module_state",
     "vjp",
