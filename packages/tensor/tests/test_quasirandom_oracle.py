@@ -77,3 +77,17 @@ def test_errors_and_repr():
     assert str(our_error.value) == str(their_error.value)
     for kwargs in ({}, {"scramble": True}, {"scramble": True, "seed": 5}):
         assert repr(SobolEngine(3, **kwargs)) == repr(torch.quasirandom.SobolEngine(3, **kwargs))
+
+
+def test_zero_and_negative_counts():
+    ours, theirs = SobolEngine(2), torch.quasirandom.SobolEngine(2)
+    for engine in (ours, theirs):
+        engine.fast_forward(0)
+    _equal(ours.draw(3), theirs.draw(3))
+    _equal(ours.draw(0), theirs.draw(0))
+    fresh_ours, fresh_theirs = SobolEngine(2), torch.quasirandom.SobolEngine(2)
+    with pytest.raises(RuntimeError) as their_error:
+        fresh_theirs.draw(0)
+    with pytest.raises(RuntimeError) as our_error:
+        fresh_ours.draw(0)
+    assert str(our_error.value) == str(their_error.value)

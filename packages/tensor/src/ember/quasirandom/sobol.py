@@ -106,19 +106,24 @@ class SobolEngine:
     def _walk(self, n: int, start: int) -> np.ndarray:
         """The next ``n`` states of the walk (``(n, dimension)`` int64), counters from ``start``;
         the engine's state moves to the last of them."""
+        if n <= 0:
+            return np.zeros((0, self.dimension), dtype=np.int64)
         steps = self._state[:, _lowest_zero_bits(start, n)].T  # (n, dimension)
         points = np.bitwise_xor.accumulate(steps, axis=0) ^ self._quasi
-        if n:
-            self._quasi[:] = points[-1]
+        self._quasi[:] = points[-1]
         return points
 
     def draw(self, n: int = 1, out: Tensor | None = None, dtype=None) -> Tensor:
         """The next ``n`` points, an ``(n, dimension)`` tensor (dtype: the default dtype unless given)."""
         if dtype is None:
             dtype = get_default_dtype()
+        walked_rows = n - 1 if self.num_generated == 0 else n
+        if walked_rows < 0:  # PyTorch's error for the walk's negative length
+            raise RuntimeError(
+                f"Trying to create tensor with negative dimension {walked_rows}: [{walked_rows}, {self.dimension}]"
+            )
         if self.num_generated == 0:
-            walked = self._walk(n - 1, 0) if n > 1 else np.zeros((0, self.dimension), dtype=np.int64)
-            rest = self._to_points(walked, dtype)
+            rest = self._to_points(self._walk(n - 1, 0), dtype)
             result = _f["cat"]((self._first_point.to(dtype), rest), dim=-2) if n > 1 else self._first_point.to(dtype)
         else:
             result = self._to_points(self._walk(n, self.num_generated - 1), dtype)
