@@ -1,7 +1,5 @@
-"""``ember.masked``: reductions and normalizations that skip masked-out elements, as ``torch.masked``.
-
-Strided tensors only; ``MaskedTensor``, ``masked_tensor``, ``as_masked_tensor`` and
-``is_masked_tensor`` are not built yet, and sparse inputs raise ``NotImplementedError``.
+"""``ember.masked``: reductions and normalizations that skip masked-out elements, and ``MaskedTensor``,
+as ``torch.masked``. Strided tensors only: sparse inputs raise ``NotImplementedError``.
 """
 
 from ember.masked._ops import (
@@ -25,17 +23,22 @@ from ember.masked._ops import (
     sum,
     var,
 )
+from ember.masked.maskedtensor import MaskedTensor, as_masked_tensor, is_masked_tensor, masked_tensor
 
 __all__ = [
+    "MaskedTensor",
     "amax",
     "amin",
     "argmax",
     "argmin",
+    "as_masked_tensor",
     "cumprod",
     "cumsum",
+    "is_masked_tensor",
     "log_softmax",
     "logaddexp",
     "logsumexp",
+    "masked_tensor",
     "mean",
     "median",
     "norm",
