@@ -95,3 +95,14 @@ def test_memory_module_names_follow_torch():
         assert [(p.name, p.kind) for p in ours.parameters.values()] == [
             (p.name, p.kind) for p in want.parameters.values()
         ]
+
+
+def test_graph_without_an_accelerator_raises_like_torch():
+    if torch.accelerator.is_available():
+        pytest.skip("the oracle sees an accelerator")
+    with pytest.raises(RuntimeError) as want:
+        torch.accelerator.Graph()
+    with pytest.raises(RuntimeError) as got:
+        ember.accelerator.Graph()
+    assert str(got.value) == str(want.value)
+    assert ember.accelerator.graphs.Graph is ember.accelerator.Graph

@@ -78,3 +78,35 @@ def test_memory_module_capability_and_host_cache(plugin):
     plugin.empty_host_cache = lambda: plugin.calls.append(("empty_host_cache",))
     ember.accelerator.memory.empty_host_cache()
     assert plugin.calls == [("empty_host_cache",)]
+
+
+def test_graph_wraps_the_plugins_graph(plugin):
+    with pytest.raises(NotImplementedError, match="no graph capture"):
+        ember.accelerator.Graph()
+    calls = plugin.calls
+
+    class FakeGraph:
+        def __init__(self, keep_graph=False):
+            calls.append(("graph", keep_graph))
+
+        def capture_begin(self, pool=None, capture_error_mode="default"):
+            calls.append(("begin", pool, capture_error_mode))
+
+        def capture_end(self):
+            calls.append(("end",))
+
+        def replay(self):
+            calls.append(("replay",))
+
+    plugin.CUDAGraph = FakeGraph
+    graph = ember.accelerator.Graph(keep_graph=True, capture_error_mode="relaxed")
+    with graph:
+        pass
+    graph.replay()
+    assert calls == [
+        ("graph", True),
+        ("synchronize", None),
+        ("begin", None, "relaxed"),
+        ("end",),
+        ("replay",),
+    ]

@@ -13,6 +13,7 @@ import types
 from typing import Any
 
 __all__ = [
+    "Graph",
     "current_accelerator",
     "current_device_idx",
     "current_device_index",
@@ -150,6 +151,8 @@ class device_index:
             set_device_index(self._previous)
 
 
+from ember.accelerator import graphs  # noqa: E402, F401  (PyTorch's module path; uses the helpers above)
+from ember.accelerator.graphs import Graph  # noqa: E402
 from ember.accelerator.memory import (  # noqa: E402  (they use the helpers above)
     empty_cache,
     empty_host_cache,
