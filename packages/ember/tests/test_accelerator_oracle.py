@@ -21,6 +21,8 @@ NEEDS_DEVICE = [
     ("memory_stats", ()),
     ("get_memory_info", ()),
     ("reset_peak_memory_stats", ()),
+    ("get_device_capability", ()),
+    ("empty_host_cache", ()),
 ]
 
 
@@ -80,3 +82,27 @@ def test_onnx_export_says_it_is_not_available():
     ):
         with pytest.raises(RuntimeError, match="ONNX export is not available in ember"):
             call()
+
+
+def test_memory_module_names_follow_torch():
+    import torch.accelerator.memory
+
+    theirs = {name for name in torch.accelerator.memory.__all__}
+    assert set(ember.accelerator.memory.__all__) == theirs
+    for name in theirs:
+        ours = inspect.signature(getattr(ember.accelerator.memory, name))
+        want = inspect.signature(getattr(torch.accelerator.memory, name))
+        assert [(p.name, p.kind) for p in ours.parameters.values()] == [
+            (p.name, p.kind) for p in want.parameters.values()
+        ]
+
+
+def test_graph_without_an_accelerator_raises_like_torch():
+    if torch.accelerator.is_available():
+        pytest.skip("the oracle sees an accelerator")
+    with pytest.raises(RuntimeError) as want:
+        torch.accelerator.Graph()
+    with pytest.raises(RuntimeError) as got:
+        ember.accelerator.Graph()
+    assert str(got.value) == str(want.value)
+    assert ember.accelerator.graphs.Graph is ember.accelerator.Graph

@@ -65,3 +65,48 @@ def test_wrong_device_type_and_missing_function(plugin):
         ember.accelerator.synchronize("cpu")
     with pytest.raises(RuntimeError, match="does not offer memory_stats"):
         ember.accelerator.memory_stats()
+
+
+def test_memory_module_capability_and_host_cache(plugin):
+    assert ember.accelerator.memory.memory_allocated(1) == 2048
+    assert ember.accelerator.memory_allocated is ember.accelerator.memory.memory_allocated
+    capability = ember.accelerator.get_device_capability("cuda:0")
+    assert {ember.float32, ember.bfloat16, ember.int64, ember.bool} <= capability["supported_dtypes"]
+    with pytest.raises(ValueError, match="doesn't match the current accelerator"):
+        ember.accelerator.get_device_capability("cpu")
+    ember.accelerator.empty_host_cache()  # the stand-in keeps no host cache: nothing to do
+    plugin.empty_host_cache = lambda: plugin.calls.append(("empty_host_cache",))
+    ember.accelerator.memory.empty_host_cache()
+    assert plugin.calls == [("empty_host_cache",)]
+
+
+def test_graph_wraps_the_plugins_graph(plugin):
+    with pytest.raises(NotImplementedError, match="no graph capture"):
+        ember.accelerator.Graph()
+    calls = plugin.calls
+
+    class FakeGraph:
+        def __init__(self, keep_graph=False):
+            calls.append(("graph", keep_graph))
+
+        def capture_begin(self, pool=None, capture_error_mode="default"):
+            calls.append(("begin", pool, capture_error_mode))
+
+        def capture_end(self):
+            calls.append(("end",))
+
+        def replay(self):
+            calls.append(("replay",))
+
+    plugin.CUDAGraph = FakeGraph
+    graph = ember.accelerator.Graph(keep_graph=True, capture_error_mode="relaxed")
+    with graph:
+        pass
+    graph.replay()
+    assert calls == [
+        ("graph", True),
+        ("synchronize", None),
+        ("begin", None, "relaxed"),
+        ("end",),
+        ("replay",),
+    ]

@@ -30,9 +30,15 @@ from typing import Any
 from urllib.parse import urlparse
 from urllib.request import Request, urlopen
 
+from ember.core.devices import device as _device
+
 __all__ = ["download_url_to_file", "get_dir", "help", "list", "load", "load_state_dict_from_url", "set_dir"]
 
 ENV_EMBER_HOME = "EMBER_HOME"
+# PyTorch's names for its settings: the variable naming the home directory (Ember's is EMBER_HOME) and
+# the one holding a GitHub token, sent with GitHub downloads when set.
+ENV_TORCH_HOME = ENV_EMBER_HOME
+ENV_GITHUB_TOKEN = "GITHUB_TOKEN"
 ENV_EMBER_HUB = "EMBER_HUB"
 ENV_XDG_CACHE_HOME = "XDG_CACHE_HOME"
 DEFAULT_CACHE_DIR = "~/.cache"
@@ -43,7 +49,48 @@ READ_DATA_CHUNK = 128 * 1024
 # Where a GitHub repository's archive is fetched from (tests point it at a local server).
 GITHUB_ARCHIVE_URL = "https://github.com/{owner}/{name}/zipball/{ref}"
 
+# What ``map_location`` may be (as ember.load takes it): a function of (storage, location), a device,
+# a device string, a mapping of location strings, or None.
+MAP_LOCATION = Callable[[Any, str], Any] | _device | str | dict[str, str] | None
+
 _hub_dir: str | None = None
+
+
+class tqdm:
+    """A progress line on stderr with the few methods of ``tqdm.tqdm`` that downloads use (the
+    ``tqdm`` package itself is not a dependency): the percentage done, or the count without a total."""
+
+    def __init__(self, total: int | None = None, disable: bool = False, unit: str | None = None, *args, **kwargs):
+        self.total = total
+        self.disable = disable
+        self.unit = unit or "it"
+        self.n = 0
+
+    def update(self, n: int) -> None:
+        if self.disable:
+            return
+        self.n += n
+        if self.total:
+            sys.stderr.write(f"\r{100 * self.n / float(self.total):.1f}%")
+        else:
+            sys.stderr.write(f"\r{self.n} {self.unit}")
+        sys.stderr.flush()
+
+    def set_description(self, *args, **kwargs) -> None:
+        pass  # one line of progress has no room for a description
+
+    def write(self, s: str) -> None:
+        sys.stderr.write(f"{s}\n")
+
+    def close(self) -> None:
+        self.disable = True
+
+    def __enter__(self) -> tqdm:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if not self.disable:
+            sys.stderr.write("\n")
 
 
 def _get_ember_home() -> str:
@@ -69,21 +116,23 @@ def set_dir(d: str | os.PathLike) -> None:
 def download_url_to_file(url: str, dst: str, hash_prefix: str | None = None, progress: bool = True) -> None:
     """Download ``url`` to ``dst``; with ``hash_prefix``, refuse (``RuntimeError``) a file whose SHA-256
     hex digest does not start with it."""
+    _download(url, dst, hash_prefix, progress, {})
+
+
+def _download(url: str, dst: str, hash_prefix: str | None, progress: bool, headers: dict[str, str]) -> None:
     dst = os.path.abspath(os.path.expanduser(dst))
     folder = os.path.dirname(dst)
     partial = os.path.join(folder, f"{os.path.basename(dst)}.{uuid.uuid4().hex}.partial")
     digest = hashlib.sha256()
-    request = Request(url, headers={"User-Agent": "ember.hub"})
+    request = Request(url, headers={"User-Agent": "ember.hub", **headers})
     try:
         with urlopen(request) as response, open(partial, "wb") as out:
             total = response.headers.get("Content-Length") if hasattr(response, "headers") else None
-            done = 0
-            while chunk := response.read(READ_DATA_CHUNK):
-                out.write(chunk)
-                digest.update(chunk)
-                done += len(chunk)
-            if progress and total:
-                sys.stderr.write(f"{done}/{int(total)} bytes\n")
+            with tqdm(total=int(total) if total else None, disable=not progress, unit="B") as bar:
+                while chunk := response.read(READ_DATA_CHUNK):
+                    out.write(chunk)
+                    digest.update(chunk)
+                    bar.update(len(chunk))
         if hash_prefix is not None:
             found = digest.hexdigest()
             if found[: len(hash_prefix)] != hash_prefix:
@@ -220,7 +269,8 @@ def _github_dir(github: str, force_reload: bool, trust_repo: Any, verbose: bool)
         archive = os.path.join(scratch, "repo.zip")
         if verbose:
             sys.stderr.write(f'Downloading: "{url}" to {archive}\n')
-        download_url_to_file(url, archive, progress=False)
+        token = os.getenv(ENV_GITHUB_TOKEN)
+        _download(url, archive, None, False, {"Authorization": f"token {token}"} if token else {})
         with zipfile.ZipFile(archive) as z:
             top = z.infolist()[0].filename.split("/")[0]
             z.extractall(scratch)

@@ -6,6 +6,36 @@ CPU, none do). The top-level settings ``ember.set_float32_matmul_precision`` and
 ``ember.use_deterministic_algorithms`` live in ``settings``.
 """
 
-from ember.backends import cpu, cuda, cudnn, kleidiai, mkl, mkldnn, mps, nnpack, openmp, opt_einsum, settings
+from ember.backends import (
+    cpu,
+    cuda,
+    cudnn,
+    cusparselt,
+    kleidiai,
+    mha,
+    mkl,
+    mkldnn,
+    mps,
+    nnpack,
+    openmp,
+    opt_einsum,
+    python_native,
+    settings,
+)
 
-__all__ = ["cpu", "cuda", "cudnn", "kleidiai", "mkl", "mkldnn", "mps", "nnpack", "openmp", "opt_einsum", "settings"]
+__all__ = [
+    "cpu",
+    "cuda",
+    "cudnn",
+    "cusparselt",
+    "kleidiai",
+    "mha",
+    "mkl",
+    "mkldnn",
+    "mps",
+    "nnpack",
+    "openmp",
+    "opt_einsum",
+    "python_native",
+    "settings",
+]

@@ -1,18 +1,40 @@
-"""``ember.utils.benchmark``: ``Timer`` and its ``Measurement``, as ``torch.utils.benchmark`` offers them."""
+"""``ember.utils.benchmark``: ``Timer`` and its ``Measurement``, ``Compare``, and the input ``Fuzzer``,
+as ``torch.utils.benchmark`` offers them."""
 
-from ember.utils.benchmark.common import Measurement, TaskSpec, select_unit, trim_sigfig, unit_to_english
+from ember.utils.benchmark import utils
+from ember.utils.benchmark.common import (
+    Measurement,
+    TaskSpec,
+    ordered_unique,
+    select_unit,
+    set_torch_threads,
+    trim_sigfig,
+    unit_to_english,
+)
 from ember.utils.benchmark.compare import Colorize, Compare
+from ember.utils.benchmark.fuzzer import FuzzedParameter, FuzzedTensor, Fuzzer, ParameterAlias
+from ember.utils.benchmark.sparse_fuzzer import FuzzedSparseTensor
 from ember.utils.benchmark.timer import Language, Timer, timer
 
 __all__ = [
     "Colorize",
     "Compare",
+    "FuzzedParameter",
+    "FuzzedSparseTensor",
+    "FuzzedTensor",
+    "Fuzzer",
     "Language",
     "Measurement",
+    "ParameterAlias",
     "TaskSpec",
     "Timer",
+    "ordered_unique",
     "select_unit",
+    "set_torch_threads",
     "timer",
     "trim_sigfig",
     "unit_to_english",
+    "utils",
 ]
+# Left out: CallgrindStats, FunctionCounts, FunctionCount and CopyIfCallgrind, which need valgrind's
+# callgrind to count instructions (Timer.collect_callgrind); Ember does not drive valgrind.

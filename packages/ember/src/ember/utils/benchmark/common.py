@@ -8,10 +8,11 @@ and a warning when that range is over 10% (25%: "significant environmental influ
 
 from __future__ import annotations
 
+import contextlib
 import math
 import statistics
 import textwrap
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -194,3 +195,21 @@ class Measurement:
         )
         lines += self._warnings()
         return "\n".join(lines)
+
+
+def ordered_unique(elements: Iterable[Any]) -> list[Any]:
+    """The distinct elements in the order they first appear."""
+    return list(dict.fromkeys(elements))
+
+
+@contextlib.contextmanager
+def set_torch_threads(n: int) -> Iterator[None]:
+    """Run the block with ``n`` intra-op threads (``ember.set_num_threads``), then restore the count."""
+    import ember
+
+    previous = ember.get_num_threads()
+    try:
+        ember.set_num_threads(n)
+        yield
+    finally:
+        ember.set_num_threads(previous)

@@ -13,6 +13,7 @@ import types
 from typing import Any
 
 __all__ = [
+    "Graph",
     "current_accelerator",
     "current_device_idx",
     "current_device_index",
@@ -20,6 +21,8 @@ __all__ = [
     "device_count",
     "device_index",
     "empty_cache",
+    "empty_host_cache",
+    "get_device_capability",
     "get_memory_info",
     "is_available",
     "max_memory_allocated",
@@ -105,6 +108,17 @@ current_device_idx = current_device_index  # PyTorch's deprecated spellings
 set_device_idx = set_device_index
 
 
+def get_device_capability(device: Any = None, /) -> dict[str, Any]:
+    """What the accelerator's device supports: ``{"supported_dtypes": set of dtypes}``, the dtypes its
+    tensors may have (every Ember dtype: device storage is plain bytes, and conversions between the
+    dtypes run there)."""
+    from ember.core.dtypes import ALL
+
+    _require()
+    _index(device)  # checks that the device is the accelerator's
+    return {"supported_dtypes": set(ALL)}
+
+
 def synchronize(device: Any = None, /) -> None:
     _require()
     _call("synchronize", _index(device))
@@ -117,50 +131,6 @@ def current_stream(device: Any = None, /):
 
 def set_stream(stream: Any) -> None:
     _call("set_stream", stream)
-
-
-def empty_cache() -> None:
-    _call("empty_cache")
-
-
-def memory_allocated(device_index: Any = None, /) -> int:
-    _require()
-    return int(_call("memory_allocated", _index(device_index)))
-
-
-def max_memory_allocated(device_index: Any = None, /) -> int:
-    _require()
-    return int(_call("max_memory_allocated", _index(device_index)))
-
-
-def memory_reserved(device_index: Any = None, /) -> int:
-    _require()
-    return int(_call("memory_reserved", _index(device_index)))
-
-
-def max_memory_reserved(device_index: Any = None, /) -> int:
-    _require()
-    return int(_call("max_memory_reserved", _index(device_index)))
-
-
-def memory_stats(device_index: Any = None, /) -> dict:
-    _require()
-    return dict(_call("memory_stats", _index(device_index)))
-
-
-def get_memory_info(device_index: Any = None, /) -> tuple[int, int]:
-    _require()
-    return tuple(_call("mem_get_info", _index(device_index)))
-
-
-def reset_peak_memory_stats(device_index: Any = None, /) -> None:
-    _require()
-    _call("reset_peak_memory_stats", _index(device_index))
-
-
-def reset_accumulated_memory_stats(device_index: Any = None, /) -> None:
-    _require()
-    _call("reset_accumulated_memory_stats", _index(device_index))
 
 
 class device_index:
@@ -179,3 +149,19 @@ class device_index:
     def __exit__(self, *exc: object) -> None:
         if self._previous is not None:
             set_device_index(self._previous)
+
+
+from ember.accelerator import graphs  # noqa: E402, F401  (PyTorch's module path; uses the helpers above)
+from ember.accelerator.graphs import Graph  # noqa: E402
+from ember.accelerator.memory import (  # noqa: E402  (they use the helpers above)
+    empty_cache,
+    empty_host_cache,
+    get_memory_info,
+    max_memory_allocated,
+    max_memory_reserved,
+    memory_allocated,
+    memory_reserved,
+    memory_stats,
+    reset_accumulated_memory_stats,
+    reset_peak_memory_stats,
+)

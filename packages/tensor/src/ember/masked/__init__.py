@@ -1,0 +1,52 @@
+"""``ember.masked``: reductions and normalizations that skip masked-out elements, and ``MaskedTensor``,
+as ``torch.masked``. Strided tensors only: sparse inputs raise ``NotImplementedError``.
+"""
+
+from ember.masked._ops import (
+    amax,
+    amin,
+    argmax,
+    argmin,
+    cumprod,
+    cumsum,
+    log_softmax,
+    logaddexp,
+    logsumexp,
+    mean,
+    median,
+    norm,
+    normalize,
+    prod,
+    softmax,
+    softmin,
+    std,
+    sum,
+    var,
+)
+from ember.masked.maskedtensor import MaskedTensor, as_masked_tensor, is_masked_tensor, masked_tensor
+
+__all__ = [
+    "MaskedTensor",
+    "amax",
+    "amin",
+    "argmax",
+    "argmin",
+    "as_masked_tensor",
+    "cumprod",
+    "cumsum",
+    "is_masked_tensor",
+    "log_softmax",
+    "logaddexp",
+    "logsumexp",
+    "masked_tensor",
+    "mean",
+    "median",
+    "norm",
+    "normalize",
+    "prod",
+    "softmax",
+    "softmin",
+    "std",
+    "sum",
+    "var",
+]

@@ -1,0 +1,6 @@
+"""``ember.masked.maskedtensor``: the ``MaskedTensor`` class and its constructors."""
+
+from ember.masked.maskedtensor.core import MaskedTensor, is_masked_tensor
+from ember.masked.maskedtensor.creation import as_masked_tensor, masked_tensor
+
+__all__ = ["MaskedTensor", "as_masked_tensor", "is_masked_tensor", "masked_tensor"]
