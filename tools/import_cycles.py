@@ -30,7 +30,7 @@ KNOWN: list[frozenset[str]] = [
         "ember.autograd ember.autograd._forward_dispatch ember.autograd._forward_rules ember.autograd.describe "
         "ember.autograd.forward_ad ember.autograd.functional ember.autograd.functional_api ember.autograd.gradcheck "
         "ember.autograd.tensor_methods ember.func ember.func._vmap ember.func._vmap.api "
-        "ember.func._vmap.autograd_function ember.func.transforms",
+        "ember.func._vmap.autograd_function ember.func.linearize ember.func.transforms",
         "ember.nn.modules.module ember.nn.modules.module_state",
         # Sparse tensors: the subclass dispatches each op to its kernel table, and the kernels make
         # sparse tensors of their results.

@@ -127,8 +127,10 @@ class MaskedTensor(Tensor):
 
     __str__ = __repr__
 
+    # The rules of each op (ember.masked.maskedtensor.rules, which the package imports after this
+    # module and which installs itself here).
+    _rules: Any = None
+
     @classmethod
     def __ember_dispatch__(cls, func, types, args, kwargs):
-        from ember.masked.maskedtensor.rules import dispatch
-
-        return dispatch(func, args, kwargs)
+        return MaskedTensor._rules(func, args, kwargs)

@@ -167,3 +167,6 @@ def dispatch(func, args, kwargs):
     if "pointwise" in tags:
         return _pointwise(func, args, kwargs)
     raise TypeError(f"{func} is not implemented for MaskedTensor in Ember")
+
+
+MaskedTensor._rules = staticmethod(dispatch)
