@@ -198,23 +198,27 @@ THEIRS_ONLY = {
     "_native_batch_norm_legit.default": "it updates running_mean and running_var in place, so ours is not "
     "functional; functionalization writes it as the form returning the new statistics",
     "atan2.out": "an out= form: ours are never core (functionalization turns them into the functional form)",
+    "resize_.default": "it changes its input's size in place, so ours is not functional; it stays an eager call "
+    "in compiled graphs",
     "upsample_bilinear2d.vec": "ours decomposes to upsample_bilinear2d.default, which is core",
     "upsample_nearest2d.vec": "ours decomposes to upsample_nearest2d.default, which is core",
 }
 
 
 def _theirs() -> set[str]:
+    """PyTorch's core ops, from its registry of every op (``dir(torch.ops.aten)`` lists only the packets
+    touched so far, so it would depend on what earlier tests did)."""
     core = set()
-    for name in dir(torch.ops.aten):
+    for qualified in torch._C._dispatch_get_all_op_names():
+        if not qualified.startswith("aten::"):
+            continue
+        name, _, overload = qualified[len("aten::") :].partition(".")
         try:
-            packet = getattr(torch.ops.aten, name)
-        except Exception:
+            op = getattr(getattr(torch.ops.aten, name), overload or "default")
+        except (AttributeError, RuntimeError):
             continue
-        if not hasattr(packet, "overloads"):
-            continue
-        for overload in packet.overloads():
-            if torch.Tag.core in getattr(packet, overload).tags:
-                core.add(f"{name}.{overload}")
+        if torch.Tag.core in op.tags:
+            core.add(f"{name}.{overload or 'default'}")
     return core
 
 
