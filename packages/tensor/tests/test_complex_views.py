@@ -83,6 +83,6 @@ def test_istft_inverts_stft():
     np.testing.assert_allclose(back.numpy(), x, rtol=1e-10, atol=1e-10)
 
 
-def test_chalf_is_left_out():
-    with pytest.raises(NotImplementedError, match="complex32"):
-        ember.ones(2).chalf()
+def test_chalf_converts_to_complex32():
+    half = ember.tensor([1.5, -2.0]).chalf()
+    assert half.dtype is ember.complex32 and half.tolist() == [1.5 + 0j, -2.0 + 0j]

@@ -54,10 +54,11 @@ from ember.core import functions as _functions
 from ember.core.devices import autoload_backends as _autoload_backends
 from ember.core.dtypes import ALIASES as _ALIASES
 from ember.core.dtypes import ALL as _ALL_DTYPES
+from ember.core.dtypes import EXTRA as _EXTRA_DTYPES
 from ember.core.function_protocol import DisableTorchFunction, DisableTorchFunctionSubclass  # noqa: F401
 
 globals().update(_functions)
-globals().update({d.name: d for d in _ALL_DTYPES})
+globals().update({d.name: d for d in _ALL_DTYPES + _EXTRA_DTYPES})
 globals().update(_ALIASES)
 _autoload_backends()
 _install_cuda_fallback()  # `import ember.cuda` works without the ember-cuda package

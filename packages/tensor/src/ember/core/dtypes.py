@@ -2,6 +2,10 @@
 
 ``bfloat16`` is stored through ml_dtypes. The objects are singletons compared by identity;
 ``ember.float32 is ember.float`` holds, as in PyTorch.
+
+``ALL`` holds the dtypes with full support. ``EXTRA`` holds those PyTorch supports only in part
+(see ``ember.core.dtypes_extra``): the wide unsigned integers, float8/float4, complex32 and the
+storage-only bit types. They are kept apart because tests and tables iterate over ``ALL``.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ class dtype:
         return self.category == COMPLEX
 
     def to_real(self) -> dtype:
-        return {complex64: float32, complex128: float64}.get(self, self)
+        return _TO_REAL.get(self, self)
 
     def to_complex(self) -> dtype:
         return {float32: complex64, float64: complex128, float16: complex64, bfloat16: complex64}.get(self, self)
@@ -46,7 +50,7 @@ class dtype:
         return (_by_name, (self.name,))
 
 
-def _by_name(name: str) -> dtype:
+def _by_name(name: str) -> dtype:  # pickles of dtypes name this function: keep its name
     return BY_NAME[name]
 
 
@@ -64,7 +68,20 @@ complex64 = dtype("complex64", np.complex64, COMPLEX, True)
 complex128 = dtype("complex128", np.complex128, COMPLEX, True)
 
 ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, complex64, complex128)
-BY_NAME = {d.name: d for d in ALL}
+
+from ember.core.dtypes_extra import (  # noqa: E402  (they are made of `dtype`, defined above)
+    EXTRA,
+    EXTRA_ALIASES,
+    EXTRA_SCALAR_TYPE_NAMES,
+    NUMPY_EXTRA,
+    complex32,
+    uint16,
+    uint32,
+    uint64,
+)
+
+BY_NAME = {d.name: d for d in ALL + EXTRA}
+_TO_REAL = {complex64: float32, complex128: float64, complex32: float16}
 # PyTorch's ScalarType names, which its error messages use.
 SCALAR_TYPE_NAMES = {
     bool_: "Bool",
@@ -79,6 +96,7 @@ SCALAR_TYPE_NAMES = {
     float64: "Double",
     complex64: "ComplexFloat",
     complex128: "ComplexDouble",
+    **EXTRA_SCALAR_TYPE_NAMES,
 }
 
 
@@ -99,6 +117,7 @@ ALIASES = {
     "long": int64,
     "cfloat": complex64,
     "cdouble": complex128,
+    **EXTRA_ALIASES,
 }
 # The C++ element types PyTorch's kernels name in some messages.
 CPP_TYPE_NAMES = {
@@ -114,8 +133,11 @@ CPP_TYPE_NAMES = {
     bool_: "bool",
     complex64: "c10::complex<float>",
     complex128: "c10::complex<double>",
+    uint16: "unsigned short",
+    uint32: "unsigned int",
+    uint64: "unsigned long",
 }
-_FROM_NP = {d.np: d for d in ALL}
+_FROM_NP = {d.np: d for d in ALL + NUMPY_EXTRA}
 
 
 def from_numpy_dtype(np_dtype) -> dtype:

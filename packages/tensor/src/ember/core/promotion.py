@@ -14,6 +14,7 @@ from functools import cache
 
 from ember.core import dtypes as D
 from ember.core.dtypes import BOOL, COMPLEX, FLOATING, INTEGRAL, dtype
+from ember.core.dtypes_extra import is_extra, promote_extra
 from ember.core.symbolic import SymBool, SymFloat, SymInt
 
 _default_float: dtype = D.float32
@@ -52,6 +53,8 @@ def promote_types(type1: dtype, type2: dtype) -> dtype:
 def _promote(a: dtype, b: dtype) -> dtype:
     if a is b:
         return a
+    if is_extra(a) or is_extra(b):  # cached, so this costs nothing after the first call
+        return promote_extra(a, b, _promote)
     if a.category != b.category:
         high, low = (a, b) if a.category > b.category else (b, a)
         if high.category == COMPLEX and low is D.float64:

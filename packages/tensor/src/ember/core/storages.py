@@ -285,7 +285,7 @@ def _legacy_class(dtype: D.dtype) -> type:
     return public(name)(cls)
 
 
-LEGACY = {dtype: _legacy_class(dtype) for dtype in D.SCALAR_TYPE_NAMES}
+LEGACY = {dtype: _legacy_class(dtype) for dtype in D.ALL}
 
 
 @method("storage")

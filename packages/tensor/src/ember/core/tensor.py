@@ -16,6 +16,7 @@ import numpy as np
 from ember.core import dispatch, fastpath
 from ember.core import dtypes as D
 from ember.core.devices import CPU, check_backend, device
+from ember.core.dtypes_extra import complex32_as_complex64
 from ember.core.fastpath import MISS, native
 from ember.core.layout import contiguous_strides, int_contiguous_strides, is_contiguous, numel
 from ember.core.storage import Storage
@@ -270,6 +271,8 @@ class Tensor:
         array = self._require_data("read the values")
         if self.dtype is D.bfloat16:
             array = array.astype(np.float32)
+        elif self.dtype is D.complex32:
+            array = complex32_as_complex64(array)
         return array.tolist()
 
     def __len__(self) -> int:
@@ -347,6 +350,8 @@ def _to_python(value, dtype: D.dtype):
     if dtype.category == D.INTEGRAL:
         return int(value)
     if dtype.category == D.COMPLEX:
+        if isinstance(value, np.void):  # complex32: a (real, imag) pair of halves
+            return complex(float(value[0]), float(value[1]))
         return complex(value)
     return float(value)
 

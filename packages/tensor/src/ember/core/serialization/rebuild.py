@@ -263,8 +263,9 @@ GLOBALS: dict[str, object] = {
     "builtins.set": make_set,
     "builtins.complex": make_complex,
     "torch.UntypedStorage": StorageType("UntypedStorage", D.uint8),
+    "torch.storage.UntypedStorage": StorageType("UntypedStorage", D.uint8),
 }
-GLOBALS.update({f"torch.{d.name}": d for d in D.ALL})
+GLOBALS.update({f"torch.{d.name}": d for d in D.ALL + D.EXTRA})
 GLOBALS.update({f"torch.{name}": StorageType(name, d) for d, name in STORAGE_NAMES.items()})
 for _name in (
     "_rebuild_qtensor",
