@@ -214,3 +214,59 @@ def test_checkpoints_of_extra_dtypes_load_both_ways():
     for k in values:
         assert loaded[k].dtype is theirs[k].dtype and loaded[k].tolist() == theirs[k].tolist()
         assert back[k].dtype is ours[k].dtype and back[k].tolist() == ours[k].tolist()
+
+
+COMPLEX32_OPS = {
+    "add": lambda lib, a, b: a + b,
+    "sub": lambda lib, a, b: a - b,
+    "mul": lambda lib, a, b: a * b,
+    "neg": lambda lib, a, b: -a,
+    "eq": lambda lib, a, b: a == b,
+    "ne": lambda lib, a, b: a != b,
+    "abs": lambda lib, a, b: a.abs(),
+    "isnan": lambda lib, a, b: a.isnan(),
+    "scalar": lambda lib, a, b: a + 1,
+    "float_scalar": lambda lib, a, b: a * 1.5,
+    "where": lambda lib, a, b: lib.where(a == b, a, b),
+    "masked_fill": lambda lib, a, b: a.masked_fill(a == b, 2 - 1j),
+    "add_": lambda lib, a, b: a.clone().add_(b),
+    "nonzero": lambda lib, a, b: a.nonzero(),
+    "promote": lambda lib, a, b: a + lib.ones(3),
+}
+
+
+@pytest.mark.parametrize("name", list(COMPLEX32_OPS))
+def test_complex32_ops_pytorch_supports(name):
+    # Values exact in half precision, so that PyTorch's rounding of each half-precision step and
+    # Ember's rounding of the complex64 result agree.
+    x, y = [1.5 + 2j, -0.25 + 0j, 3 - 1j], [0.5 - 1j, -0.25 + 0j, 2 + 4j]
+    results = []
+    for lib in (ember, torch):
+        a, b = lib.tensor(x).to(lib.complex32), lib.tensor(y).to(lib.complex32)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            results.append(COMPLEX32_OPS[name](lib, a, b))
+    ours, theirs = results
+    assert str(ours.dtype).removeprefix("ember.") == str(theirs.dtype).removeprefix("torch.")
+    assert ours.tolist() == theirs.tolist()
+
+
+def test_complex32_views_of_halves_like_pytorch():
+    results = []
+    for lib in (ember, torch):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            halves = lib.tensor([[1.0, 2.0], [3.0, -4.0], [0.5, 0.25]], dtype=lib.float16)
+            z = lib.view_as_complex(halves)
+            z[1] = 7 + 8j  # through the view, into the halves
+            pair = lib.view_as_real(z)
+            results.append((str(z.dtype).split(".")[1], z.tolist(), halves.tolist(), pair.tolist(), z.real.tolist()))
+    assert results[0] == results[1]
+
+
+@pytest.mark.parametrize("name", ["bits8", "bits16", "int4", "uint3", "float4_e2m1fn_x2"])
+def test_storage_only_values_cannot_be_read_like_pytorch(name):
+    for reader in (lambda t: t[0].item(), lambda t: t.tolist(), lambda t: bool(t[0])):
+        ours = _outcome(lambda reader=reader: reader(ember.zeros(2, dtype=getattr(ember, name))))
+        theirs = _outcome(lambda reader=reader: reader(torch.zeros(2, dtype=getattr(torch, name))))
+        assert ours == theirs

@@ -74,6 +74,7 @@ from ember.core.dtypes_extra import (  # noqa: E402  (they are made of `dtype`, 
     EXTRA_ALIASES,
     EXTRA_SCALAR_TYPE_NAMES,
     NUMPY_EXTRA,
+    STORAGE_ONLY,
     complex32,
     uint16,
     uint32,
@@ -81,6 +82,7 @@ from ember.core.dtypes_extra import (  # noqa: E402  (they are made of `dtype`, 
 )
 
 BY_NAME = {d.name: d for d in ALL + EXTRA}
+STORAGE_ONLY = frozenset(STORAGE_ONLY)  # for membership tests in the kernels
 _TO_REAL = {complex64: float32, complex128: float64, complex32: float16}
 # PyTorch's ScalarType names, which its error messages use.
 SCALAR_TYPE_NAMES = {

@@ -99,6 +99,8 @@ def _printable(array: np.ndarray) -> np.ndarray:
         return complex32_as_complex64(array).astype(np.complex128)
     if kind == "c":
         return array.astype(np.complex128)
+    if array.dtype.type is np.void:  # a storage-only dtype (bits8, int4, ...): no values to show
+        raise NotImplementedError('"_local_scalar_dense_cpu" not implemented for a storage-only dtype')
     if kind == "f" or kind == "V" or array.dtype.name == "bfloat16":
         return array.astype(np.float64)
     return array

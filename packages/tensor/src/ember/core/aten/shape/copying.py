@@ -194,6 +194,7 @@ _C_TYPES = {
     D.float64: "double",
     D.complex64: "c10::complex<float>",
     D.complex128: "c10::complex<double>",
+    D.complex32: "c10::complex<c10::Half>",
 }
 
 
@@ -212,6 +213,10 @@ def checked_scalar(value, dtype: D.dtype):
         parts = (complex(value).real, complex(value).imag)
         if any(np.isfinite(p) and abs(p) > limit for p in parts):
             raise RuntimeError(f"value cannot be converted to type {_C_TYPES[dtype]} without overflow")
+        if dtype in SPECIAL_STORAGE:  # complex32: a structured pair of halves
+            pair = np.empty((), dtype.np)
+            fill_special(pair, dtype, value)
+            return pair
         return np.asarray(value).astype(dtype.np)
     overflow = False
     if isinstance(value, complex):
