@@ -108,6 +108,31 @@ def test_cond_and_while_loop_under_compile_give_eager_results():
         assert compiled(ember.tensor(0), x, p).tolist() == step(ember.tensor(0), x, p).tolist()
 
 
+def test_while_loop_runs_the_body_while_the_condition_holds():
+    i, a = ember.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a * 2), (ember.tensor(0), ember.arange(4.0)))
+    assert i.item() == 3 and a.tolist() == [0.0, 8.0, 16.0, 24.0]  # doubled three times
+    count, values = ember.while_loop(lambda i, a: i < 2, lambda i, a: (i + 1, a + 1), [0, ember.zeros(2)])
+    assert count == 2 and values.tolist() == [2.0, 2.0]
+    # A body returning one tensor for one carried value gives that tensor, as PyTorch's does.
+    assert ember.while_loop(lambda i: i < 3, lambda i: i + 1, (ember.tensor(0),)).item() == 3
+
+
+@pytest.mark.parametrize(
+    ("cond_fn", "body_fn", "carried", "match"),
+    [
+        (1, lambda i: (i + 1,), (0,), "callable"),
+        (lambda i: (i < 3, i < 3), lambda i: (i + 1,), (ember.tensor(0),), "boolean scalar tensor"),
+        (lambda i, a: i < 3, lambda i, a: (i + 1,), (ember.tensor(0), ember.ones(2)), "same number of outputs"),
+        (lambda i: i < 3, lambda i: (i + 1.5,), (ember.tensor(0),), "same metadata.*dtype"),
+        (lambda i: i.float(), lambda i: (i - 1,), (ember.tensor(3),), "boolean scalar tensor"),
+        (lambda i: i < 3, lambda i: (i + 1,), ("a",), "tensors, ints"),
+    ],
+)
+def test_while_loop_refusals_are_runtime_errors(cond_fn, body_fn, carried, match):
+    with pytest.raises(RuntimeError, match=match):
+        ember.while_loop(cond_fn, body_fn, carried)
+
+
 def test_while_loop_checks_shapes_of_carried_tensors():
     with pytest.raises(RuntimeError, match=r"same metadata.*shape"):
         ember.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a[:1]), (ember.tensor(0), ember.ones(2)))

@@ -306,41 +306,9 @@ def test_cond_with_structured_operands_and_outputs_like_pytorch():
         assert lib.cond(True, lambda lib=lib: lib.ones(2), lambda lib=lib: lib.zeros(2)).tolist() == [1.0, 1.0]
 
 
-def test_while_loop_like_pytorch():
-    def run(lib, carried):
-        return lib.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a * 2), carried)
-
-    ours = run(ember, (ember.tensor(0), ember.arange(4.0)))
-    theirs = run(torch, (torch.tensor(0), torch.arange(4.0)))
-    assert [t.tolist() for t in ours] == [t.tolist() for t in theirs]
-    ours = run(ember, [0, ember.arange(2.0)])
-    theirs = run(torch, [0, torch.arange(2.0)])
-    assert ours[0] == theirs[0] and ours[1].tolist() == theirs[1].tolist()
-    single_ours = ember.while_loop(lambda i: i < 3, lambda i: i + 1, (ember.tensor(0),))
-    single_theirs = torch.while_loop(lambda i: i < 3, lambda i: i + 1, (torch.tensor(0),))
-    assert single_ours.tolist() == single_theirs.tolist()
-
-
-@pytest.mark.parametrize(
-    "case",
-    ["not_callable", "cond_returns_pair", "body_wrong_count", "body_wrong_dtype", "cond_not_bool"],
-)
-def test_while_loop_refusals_are_runtime_errors_like_pytorch(case):
-    def run(lib):
-        zero = lib.tensor(0)
-        if case == "not_callable":
-            return lib.while_loop(1, lambda i: (i + 1,), (zero,))
-        if case == "cond_returns_pair":
-            return lib.while_loop(lambda i: (i < 3, i < 3), lambda i: (i + 1,), (zero,))
-        if case == "body_wrong_count":
-            return lib.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1,), (zero, lib.ones(2)))
-        if case == "body_wrong_dtype":
-            return lib.while_loop(lambda i: i < 3, lambda i: (i + 1.5,), (zero,))
-        return lib.while_loop(lambda i: i.float(), lambda i: (i - 1,), (lib.tensor(3),))
-
-    ours, theirs = _outcome(lambda: run(ember)), _outcome(lambda: run(torch))
-    assert ours[0] == theirs[0] == "raises"
-    assert issubclass(theirs[1], RuntimeError) and ours[1] is RuntimeError
+# PyTorch's eager while_loop compiles the loop with torch.compile, whose frame hook then stays
+# installed in the process and stops ember.compile: while_loop is tested without the oracle
+# (tests/test_runtime_names.py).
 
 
 VERSIONS = ["2.13.0+cpu", "2.13", "2.13.1", "2.13.0rc1", "2.13.0.post1", "2.13.0.dev20240101", "1!0.1", "1.0+abc.5"]
