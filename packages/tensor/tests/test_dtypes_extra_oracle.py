@@ -270,3 +270,66 @@ def test_storage_only_values_cannot_be_read_like_pytorch(name):
         ours = _outcome(lambda reader=reader: reader(ember.zeros(2, dtype=getattr(ember, name))))
         theirs = _outcome(lambda reader=reader: reader(torch.zeros(2, dtype=getattr(torch, name))))
         assert ours == theirs
+
+
+def _pytorch_refusals(family: list[str]) -> set[str]:
+    """The pointwise ops (functional forms, with only tensor operands required) whose CPU kernel
+    PyTorch lacks for every dtype of ``family``."""
+    from ember.core.dispatch import all_ops
+
+    refused = set()
+    for op in all_ops():
+        if "pointwise" not in op.tags or op.namespace != "aten" or op.name.endswith("_") or "out" in op.tags:
+            continue
+        required = [a for a in op.schema.arguments if not a.has_default and not a.kwarg_only]
+        if not required or not all(str(a.type) == "Tensor" for a in required):
+            continue
+        theirs = getattr(getattr(torch.ops.aten, op.name, None), op.overload or "default", None)
+        if theirs is None:
+            continue
+        outcomes = set()
+        for name in family:
+            d = getattr(torch, name)
+            sample = torch.tensor([1 + 1j, 2, 3]).to(d) if d is torch.complex32 else (torch.arange(3) + 1).to(d)
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    theirs(*[sample.clone() for _ in required])
+                outcomes.add("ok")
+            except (NotImplementedError, RuntimeError) as error:
+                outcomes.add(
+                    "refused" if "not implemented for" in str(error) or "not supported" in str(error) else "other"
+                )
+            except Exception:  # any other failure is not a missing kernel
+                outcomes.add("other")
+        if outcomes == {"refused"}:
+            refused.add(f"{op.name}.{op.overload}")
+    return refused
+
+
+@pytest.mark.parametrize(
+    ("family", "table"),
+    [(WIDE, "WIDE_UNSIGNED_REFUSED"), (FLOAT8, "FLOAT8_REFUSED"), (["complex32"], "COMPLEX32_REFUSED")],
+)
+def test_refusal_table_is_pytorchs(family, table):
+    from ember.core import dtypes_refusals
+
+    assert _pytorch_refusals(family) == set(getattr(dtypes_refusals, table))
+
+
+@pytest.mark.parametrize(
+    ("name", "call", "type_name"),
+    [
+        ("uint16", lambda t: t + t, "UInt16"),
+        ("uint32", lambda t: t < t, "UInt32"),
+        ("uint64", lambda t: -t, "UInt64"),
+        ("float8_e5m2", lambda t: t / t, "Float8_e5m2"),
+        ("complex32", lambda t: t.exp(), "ComplexHalf"),
+        ("uint16", lambda t: t.clone().sub_(t), "UInt16"),
+    ],
+)
+def test_refused_ops_raise_like_pytorch(name, call, type_name):
+    for lib in (ember, torch):
+        t = lib.tensor([1.0, 2.0]).to(getattr(lib, name))
+        with pytest.raises(NotImplementedError, match=f"not implemented for '{type_name}'"):
+            call(t)

@@ -154,14 +154,18 @@ def complex32_as_complex64(array: np.ndarray) -> np.ndarray:
 
 
 def copy_special(dst: np.ndarray, src: np.ndarray, dst_dtype: dtype, src_dtype: dtype) -> None:
-    """``dst[...] = src`` converting between dtypes, where one of them is in ``SPECIAL_STORAGE``."""
-    if dst_dtype is src_dtype:
+    """``dst[...] = src`` converting between dtypes, where one of them is in ``CONVERTED``.
+
+    ``src_dtype`` is the dtype of the tensor the values come from; ``src`` may hold them wider (a
+    list's numbers read as complex128 for a complex32 tensor)."""
+    if dst_dtype is not src_dtype:
+        for d in (src_dtype, dst_dtype):
+            if d in STORAGE_ONLY:
+                raise _not_implemented("copy_kernel", d)
+    if dst.dtype == src.dtype:
         np.copyto(dst, src)
         return
-    for d in (src_dtype, dst_dtype):
-        if d in STORAGE_ONLY:
-            raise _not_implemented("copy_kernel", d)
-    if src_dtype is complex32:
+    if src.dtype.names:  # complex32
         src = complex32_as_complex64(src)
         if dst_dtype.category != COMPLEX:
             src = src.real  # PyTorch drops the imaginary part, as for any complex source
@@ -202,3 +206,18 @@ def fill_special(dst: np.ndarray, d: dtype, value) -> None:
     value = complex(value)
     dst["real"] = value.real
     dst["imag"] = value.imag
+
+
+def refused_dtypes(op_key: str) -> frozenset:
+    """The dtypes of this module whose CPU kernel PyTorch lacks for the pointwise op ``op_key``
+    (``"add.Tensor"``): calls with them raise, as PyTorch's do (``ember.core.dtypes_refusals``)."""
+    from ember.core.dtypes_refusals import COMPLEX32_REFUSED, FLOAT8_REFUSED, WIDE_UNSIGNED_REFUSED
+
+    refused: set = set()
+    if op_key in WIDE_UNSIGNED_REFUSED:
+        refused.update(WIDE_UNSIGNED)
+    if op_key in FLOAT8_REFUSED:
+        refused.update(FLOAT8)
+    if op_key in COMPLEX32_REFUSED:
+        refused.add(complex32)
+    return frozenset(refused)

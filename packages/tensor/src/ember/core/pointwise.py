@@ -25,7 +25,7 @@ import numpy as np
 from ember.core import dtypes as D
 from ember.core.devices import CPU
 from ember.core.dispatch import OpOverload, define
-from ember.core.dtypes_extra import CONVERTED, complex32_as_complex64, copy_special
+from ember.core.dtypes_extra import CONVERTED, complex32_as_complex64, copy_special, refused_dtypes
 from ember.core.fastpath import native
 from ember.core.layout import (
     broadcast_shapes,
@@ -325,7 +325,12 @@ def define_pointwise(
             check(p, inputs, params)
         return p, inputs, params
 
+    # The dtypes of limited support (uint16, float8, complex32) whose kernel PyTorch lacks for this op.
+    refused = refused_dtypes(f"{functional.name}.{functional.overload}") if functional.namespace == "aten" else None
+
     def run(p: Plan, inputs: tuple, params: dict) -> np.ndarray:
+        if refused and (p.result in refused or p.compute in refused):
+            raise unsupported(functional.name, p.result if p.result in refused else p.compute)
         operands = [None if x is None else as_compute(x, p.compute) for x in inputs]
         token = silence()  # np.errstate(all="ignore"), at a fifth of its cost
         try:

@@ -32,6 +32,8 @@ def set_default_dtype(d: dtype) -> None:
 
 
 def default_complex_dtype() -> dtype:
+    if _default_float is D.float16:
+        return D.complex32
     return D.complex128 if _default_float is D.float64 else D.complex64
 
 
@@ -101,7 +103,9 @@ def _combine(higher: dtype | None, lower: dtype | None) -> dtype | None:
     if higher.category == COMPLEX:
         return higher
     if lower.category == COMPLEX:
-        return higher.to_complex() if higher.category == FLOATING else lower
+        if higher.category != FLOATING:
+            return lower
+        return D.complex32 if higher is D.float16 else higher.to_complex()  # half + 1j is complex32
     if higher.category == FLOATING:
         return higher
     if higher.category == BOOL or lower.category == FLOATING:
