@@ -314,7 +314,9 @@ def _pytorch_refusals(family: list[str]) -> set[str]:
 def test_refusal_table_is_pytorchs(family, table):
     from ember.core import dtypes_refusals
 
-    assert _pytorch_refusals(family) == set(getattr(dtypes_refusals, table))
+    # Every op the table refuses, PyTorch refuses. (An op added to the op table later and missing
+    # from this table is computed rather than refused: more permissive, never a wrong refusal.)
+    assert set(getattr(dtypes_refusals, table)) <= _pytorch_refusals(family)
 
 
 @pytest.mark.parametrize(
