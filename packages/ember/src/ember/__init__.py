@@ -13,8 +13,6 @@ from pkgutil import extend_path
 __path__ = extend_path(__path__, __name__)
 
 import math as _math
-from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
-from importlib.metadata import version as _version
 
 from ember import (
     autograd,  # noqa: F401  (installs the autograd level of the dispatcher)
@@ -54,11 +52,11 @@ from ember.core import functions as _functions
 from ember.core.devices import autoload_backends as _autoload_backends
 from ember.core.dtypes import ALIASES as _ALIASES
 from ember.core.dtypes import ALL as _ALL_DTYPES
-from ember.core.dtypes import SHELL_UNSIGNED as _SHELL_UNSIGNED
+from ember.core.dtypes import EXTRA as _EXTRA_DTYPES
 from ember.core.function_protocol import DisableTorchFunction, DisableTorchFunctionSubclass  # noqa: F401
 
 globals().update(_functions)
-globals().update({d.name: d for d in (*_ALL_DTYPES, *_SHELL_UNSIGNED)})
+globals().update({d.name: d for d in _ALL_DTYPES + _EXTRA_DTYPES})
 globals().update(_ALIASES)
 _autoload_backends()
 _install_cuda_fallback()  # `import ember.cuda` works without the ember-cuda package
@@ -115,6 +113,44 @@ _LAZY_ATTRIBUTES = {
         "set_autocast_enabled",
     )
 }
+# PyTorch's runtime housekeeping, symbolic-number functions, error types, streams and events, futures,
+# op tags and schemas, and control-flow functions.
+_LAZY_ATTRIBUTES.update(
+    dict.fromkeys(
+        (
+            "classproperty",
+            "get_autocast_cpu_dtype",
+            "get_autocast_gpu_dtype",
+            "get_file_path",
+            "has_lapack",
+            "has_openmp",
+            "has_spectral",
+            "init_num_threads",
+            "is_autocast_cpu_enabled",
+            "is_warn_always_enabled",
+            "prepare_multiprocessing_environment",
+            "set_autocast_cpu_dtype",
+            "set_autocast_cpu_enabled",
+            "set_autocast_gpu_dtype",
+            "set_flush_denormal",
+            "set_warn_always",
+            "thread_safe_generator",
+        ),
+        "ember._housekeeping",
+    )
+)
+_LAZY_ATTRIBUTES.update(
+    dict.fromkeys(
+        ("sym_constrain_range", "sym_constrain_range_for_size", "sym_fresh_size", "sym_sqrt", "sym_sum"),
+        "ember._sym_functions",
+    )
+)
+_LAZY_ATTRIBUTES.update(dict.fromkeys(("AcceleratorError", "FatalError", "OutOfMemoryError"), "ember._errors"))
+_LAZY_ATTRIBUTES.update(dict.fromkeys(("Event", "Stream"), "ember._streams"))
+_LAZY_ATTRIBUTES["Future"] = "ember.futures"
+_LAZY_ATTRIBUTES.update(dict.fromkeys(("Argument", "FunctionSchema", "Tag", "parse_schema"), "ember._op_schema"))
+_LAZY_ATTRIBUTES.update(dict.fromkeys(("cond", "while_loop"), "ember._control_flow"))
+_LAZY_SUBPACKAGES += ("futures", "torch_version", "types")
 _LAZY_ATTRIBUTES["vmap"] = "ember.func"
 _LAZY_ATTRIBUTES["poisson"] = _LAZY_ATTRIBUTES["binomial"] = "ember._sampling"
 _LAZY_ATTRIBUTES["GradScaler"] = "ember.amp"
@@ -292,7 +328,4 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY_SUBPACKAGES) | set(_LAZY_ATTRIBUTES))
 
 
-try:
-    __version__ = _version("ember")
-except _PackageNotFoundError:  # running from a source tree that is not installed
-    __version__ = "0+unknown"
+from ember.torch_version import __version__ as __version__  # noqa: E402  (a TorchVersion: compares as a version)

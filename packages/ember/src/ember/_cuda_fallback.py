@@ -19,6 +19,7 @@ import importlib.util
 import sys
 
 __all__ = [
+    "OutOfMemoryError",
     "current_device",
     "device_count",
     "empty_cache",
@@ -43,6 +44,8 @@ __all__ = [
     "set_rng_state_all",
     "synchronize",
 ]
+
+from ember._errors import OutOfMemoryError  # ember.OutOfMemoryError, as in PyTorch
 
 _NO_CUDA = "Ember not compiled with CUDA enabled (install the ember-cuda package for CUDA devices)"
 

@@ -17,6 +17,7 @@ from ember.core import dispatch
 from ember.core import dtypes as D
 from ember.core.aten.factories.factories import empty_function
 from ember.core.devices import get_default_device, to_device
+from ember.core.dtypes_extra import CONVERTED, copy_special
 from ember.core.promotion import default_complex_dtype, get_default_dtype, promote_types
 from ember.core.tensor import Tensor, from_array, share_numpy
 
@@ -81,11 +82,15 @@ def _to_array(data, dtype: D.dtype | None, inside: bool = False) -> tuple[np.nda
         else:
             if dtype is not None and inferred.category == D.COMPLEX and dtype.category in (D.INTEGRAL, D.FLOATING):
                 raise TypeError(f"can't convert complex numbers to {dtype.name} (take .real first)")
-            array = _python_array(data, inferred if dtype is None or dtype.category < D.FLOATING else dtype)
+            array = _python_array(data, inferred if dtype is None or dtype.category < D.FLOATING else dtype, dtype)
             if dtype is not None and dtype.category == D.INTEGRAL:
                 _check_fits(array, dtype)
     target = dtype or inferred
     if array.dtype != target.np:
+        if target in CONVERTED or inferred in CONVERTED:  # NumPy cannot convert these itself
+            converted = np.empty(array.shape, target.np)
+            copy_special(converted, array, target, inferred)
+            return converted, target
         array = array.astype(target.np)
     return array, target
 
@@ -94,12 +99,17 @@ def _to_array(data, dtype: D.dtype | None, inside: bool = False) -> tuple[np.nda
 _WIDEST = {D.BOOL: np.bool_, D.INTEGRAL: np.int64, D.FLOATING: np.float64, D.COMPLEX: np.complex128}
 
 
-def _python_array(data, inferred: D.dtype) -> np.ndarray:
+def _python_array(data, inferred: D.dtype, target: D.dtype | None = None) -> np.ndarray:
     """Nested Python numbers as an array of the widest dtype of ``inferred``'s category (the
     target's, for floating targets: ints too wide for int64 still convert to them)."""
     try:
         return np.array(data, dtype=_WIDEST[inferred.category])
     except OverflowError:
+        if target is D.uint64:  # the one type whose values go beyond int64's
+            try:
+                return np.array(data, dtype=np.uint64)
+            except OverflowError:
+                pass
         # PyTorch reads Python ints as int64.
         raise ValueError("Overflow when unpacking long long") from None
     except ValueError as error:

@@ -7,11 +7,14 @@ limits.
 
 from __future__ import annotations
 
+import math
+
 import ml_dtypes
 import numpy as np
 
 from ember.core import dtypes as D
 from ember.core.api import public
+from ember.core.dtypes_extra import float4_e2m1fn_x2, float8_e5m2fnuz
 from ember.core.promotion import get_default_dtype
 
 
@@ -25,13 +28,17 @@ class finfo:
         if not isinstance(d, D.dtype) or d.category not in (D.FLOATING, D.COMPLEX):
             raise TypeError(f"torch.finfo() requires a floating point input type, got {d!r}")
         real = d.to_real()
-        info = ml_dtypes.finfo(real.np) if real is D.bfloat16 else np.finfo(real.np)
+        if real is float4_e2m1fn_x2:  # two numbers per element: PyTorch has no limits for it
+            raise TypeError("bad argument type for built-in operation")
+        info = np.finfo(real.np) if real in (D.float16, D.float32, D.float64) else ml_dtypes.finfo(real.np)
         self.bits = real.itemsize * 8
-        self.eps = float(info.eps)
+        # PyTorch's epsilon of float8_e5m2fnuz is 2**-3, where the format's spacing at 1 is 2**-2.
+        self.eps = 0.125 if real is float8_e5m2fnuz else float(info.eps)
         self.max = float(info.max)
         self.min = float(info.min)
         self.tiny = self.smallest_normal = float(info.smallest_normal)
-        self.resolution = 10.0 ** -int(info.precision)  # a decimal, not the float rounding of one
+        # The decimal digits the mantissa holds, as a power of ten (not the float rounding of one).
+        self.resolution = 10.0 ** -math.floor(int(info.nmant) * math.log10(2))
         self.dtype = real.name
 
     def __eq__(self, other) -> bool:
@@ -42,7 +49,7 @@ class finfo:
 
     def __repr__(self) -> str:
         return (
-            f"finfo(resolution={self.resolution}, min={self.min:g}, max={self.max:g}, eps={self.eps:g}, "
+            f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, eps={self.eps:g}, "
             f"smallest_normal={self.smallest_normal:g}, tiny={self.tiny:g}, dtype={self.dtype})"
         )
 

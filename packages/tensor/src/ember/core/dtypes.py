@@ -2,6 +2,10 @@
 
 ``bfloat16`` is stored through ml_dtypes. The objects are singletons compared by identity;
 ``ember.float32 is ember.float`` holds, as in PyTorch.
+
+``ALL`` holds the dtypes with full support. ``EXTRA`` holds those PyTorch supports only in part
+(see ``ember.core.dtypes_extra``): the wide unsigned integers, float8/float4, complex32 and the
+storage-only bit types. They are kept apart because tests and tables iterate over ``ALL``.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ class dtype:
         return self.category == COMPLEX
 
     def to_real(self) -> dtype:
-        return {complex64: float32, complex128: float64}.get(self, self)
+        return _TO_REAL.get(self, self)
 
     def to_complex(self) -> dtype:
         return {float32: complex64, float64: complex128, float16: complex64, bfloat16: complex64}.get(self, self)
@@ -46,7 +50,7 @@ class dtype:
         return (_by_name, (self.name,))
 
 
-def _by_name(name: str) -> dtype:
+def _by_name(name: str) -> dtype:  # pickles of dtypes name this function: keep its name
     return BY_NAME[name]
 
 
@@ -63,15 +67,23 @@ float64 = dtype("float64", np.float64, FLOATING, True)
 complex64 = dtype("complex64", np.complex64, COMPLEX, True)
 complex128 = dtype("complex128", np.complex128, COMPLEX, True)
 
-# PyTorch's "shell" unsigned types: they hold values (``hash_tensor`` gives uint64) and move between
-# devices and libraries, but have few kernels and do not promote with other dtypes.
-uint16 = dtype("uint16", np.uint16, INTEGRAL, False)
-uint32 = dtype("uint32", np.uint32, INTEGRAL, False)
-uint64 = dtype("uint64", np.uint64, INTEGRAL, False)
-
 ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, complex64, complex128)
-SHELL_UNSIGNED = (uint16, uint32, uint64)
-BY_NAME = {d.name: d for d in (*ALL, *SHELL_UNSIGNED)}
+
+from ember.core.dtypes_extra import (  # noqa: E402  (they are made of `dtype`, defined above)
+    EXTRA,
+    EXTRA_ALIASES,
+    EXTRA_SCALAR_TYPE_NAMES,
+    NUMPY_EXTRA,
+    STORAGE_ONLY,
+    complex32,
+    uint16,
+    uint32,
+    uint64,
+)
+
+BY_NAME = {d.name: d for d in ALL + EXTRA}
+STORAGE_ONLY = frozenset(STORAGE_ONLY)  # for membership tests in the kernels
+_TO_REAL = {complex64: float32, complex128: float64, complex32: float16}
 # PyTorch's ScalarType names, which its error messages use.
 SCALAR_TYPE_NAMES = {
     bool_: "Bool",
@@ -86,9 +98,7 @@ SCALAR_TYPE_NAMES = {
     float64: "Double",
     complex64: "ComplexFloat",
     complex128: "ComplexDouble",
-    uint16: "UInt16",
-    uint32: "UInt32",
-    uint64: "UInt64",
+    **EXTRA_SCALAR_TYPE_NAMES,
 }
 
 
@@ -109,6 +119,7 @@ ALIASES = {
     "long": int64,
     "cfloat": complex64,
     "cdouble": complex128,
+    **EXTRA_ALIASES,
 }
 # The C++ element types PyTorch's kernels name in some messages.
 CPP_TYPE_NAMES = {
@@ -128,7 +139,7 @@ CPP_TYPE_NAMES = {
     uint32: "unsigned int",
     uint64: "unsigned long",
 }
-_FROM_NP = {d.np: d for d in (*ALL, *SHELL_UNSIGNED)}
+_FROM_NP = {d.np: d for d in ALL + NUMPY_EXTRA}
 
 
 def from_numpy_dtype(np_dtype) -> dtype:

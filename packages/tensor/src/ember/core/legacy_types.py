@@ -66,7 +66,7 @@ def _make(d: D.dtype) -> tensortype:
     return tensortype(name, (), {"dtype": d, "__module__": "ember", "__qualname__": name})
 
 
-LEGACY_TYPES: dict[str, tensortype] = {f"{D.SCALAR_TYPE_NAMES[d]}Tensor": _make(d) for d in D.SCALAR_TYPE_NAMES}
+LEGACY_TYPES: dict[str, tensortype] = {f"{D.SCALAR_TYPE_NAMES[d]}Tensor": _make(d) for d in D.ALL}
 
 
 def dtype_of_type_name(name: str) -> D.dtype | None:

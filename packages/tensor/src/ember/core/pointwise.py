@@ -25,6 +25,7 @@ import numpy as np
 from ember.core import dtypes as D
 from ember.core.devices import CPU
 from ember.core.dispatch import OpOverload, define
+from ember.core.dtypes_extra import CONVERTED, complex32_as_complex64, copy_special, refused_dtypes
 from ember.core.fastpath import native
 from ember.core.layout import (
     broadcast_shapes,
@@ -51,7 +52,9 @@ class Plan:
 
 
 def _reduced_precision(d: D.dtype) -> D.dtype:
-    return D.float32 if d is D.float16 or d is D.bfloat16 else d
+    if d is D.float16 or d is D.bfloat16:
+        return D.float32
+    return D.complex64 if d is D.complex32 else d  # complex32's halves are computed in float32
 
 
 def result_dtypes(rule: str | Callable, inputs: tuple) -> tuple[D.dtype, D.dtype]:
@@ -119,15 +122,24 @@ def as_compute(value, compute: D.dtype):
     """A NumPy operand in the compute dtype: a tensor's array (cast if needed) or a NumPy scalar."""
     if isinstance(value, Tensor):
         array = value._require_data("compute")
-        return array if array.dtype == compute.np else array.astype(compute.np)
+        if array.dtype == compute.np:
+            return array
+        if array.dtype.names:  # complex32, a structured pair of halves
+            return complex32_as_complex64(array).astype(compute.np)
+        return array.astype(compute.np)
     return np.asarray(value).astype(compute.np)[()]
 
 
 def materialize(array: np.ndarray, p: Plan) -> Tensor:
     """The CPU result tensor for a computed array, in the plan's dtype and strides."""
     if array.dtype != p.result.np:
-        with np.errstate(all="ignore"):  # float32 beyond float16's range rounds to inf, silently
-            array = array.astype(p.result.np)
+        if p.result in CONVERTED:  # complex32 and float8: NumPy's casts differ from PyTorch's
+            converted = np.empty(array.shape, p.result.np)
+            copy_special(converted, array, p.result, D.from_numpy_dtype(array.dtype))
+            array = converted
+        else:
+            with np.errstate(all="ignore"):  # float32 beyond float16's range rounds to inf, silently
+                array = array.astype(p.result.np)
     if p.strides == int_contiguous_strides(p.shape):
         return from_array(np.broadcast_to(array, p.shape) if array.shape != p.shape else array, p.result)
     out = empty(p.shape, p.result, CPU, p.strides)
@@ -227,6 +239,12 @@ def resize_out(out: Tensor, shape: tuple, strides: tuple | None = None) -> None:
 
 
 def write_into(target: Tensor, array: np.ndarray) -> Tensor:
+    if target.dtype in CONVERTED:  # complex32 and float8: NumPy's casts differ from PyTorch's
+        copy_special(
+            target._array, np.broadcast_to(array, target._shape), target.dtype, D.from_numpy_dtype(array.dtype)
+        )
+        target._storage.version += 1
+        return target
     with np.errstate(all="ignore"):  # float32 beyond float16's range rounds to inf, silently
         np.copyto(target._array, array, casting="unsafe")
     target._storage.version += 1
@@ -307,7 +325,12 @@ def define_pointwise(
             check(p, inputs, params)
         return p, inputs, params
 
+    # The dtypes of limited support (uint16, float8, complex32) whose kernel PyTorch lacks for this op.
+    refused = refused_dtypes(f"{functional.name}.{functional.overload}") if functional.namespace == "aten" else None
+
     def run(p: Plan, inputs: tuple, params: dict) -> np.ndarray:
+        if refused and (p.result in refused or p.compute in refused):
+            raise unsupported(functional.name, p.result if p.result in refused else p.compute)
         operands = [None if x is None else as_compute(x, p.compute) for x in inputs]
         token = silence()  # np.errstate(all="ignore"), at a fifth of its cost
         try:

@@ -22,7 +22,7 @@ from typing import Any
 from ember.core import dtypes as D
 from ember.core.api import method, public
 from ember.core.printing_layout import OPTIONS, tensor_body
-from ember.core.promotion import default_complex_dtype, get_default_dtype
+from ember.core.promotion import get_default_dtype
 
 _PROFILES = {
     "default": {"precision": 4, "threshold": 1000, "edgeitems": 3, "linewidth": 80},
@@ -113,7 +113,10 @@ def tensor_repr(t, *, tensor_contents: str | None = None) -> str:
     else:
         if not OPTIONS.edgeitems:
             suffixes.append(f"size={shape}")
-        if t.dtype not in (default, default_complex_dtype(), D.int64, D.bool_):
+        # PyTorch's printing takes complex64 as the default complex type under a float16 default,
+        # where its factories take complex32.
+        default_complex = D.complex128 if default is D.float64 else D.complex64
+        if t.dtype not in (default, default_complex, D.int64, D.bool_):
             suffixes.append(f"dtype={t.dtype}")
         body = None if tensor_contents is not None else tensor_body(_host_values(t), indent)
     if tensor_contents is not None:

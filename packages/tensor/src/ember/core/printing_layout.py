@@ -20,6 +20,8 @@ import math
 
 import numpy as np
 
+from ember.core.dtypes_extra import complex32_as_complex64
+
 
 @dataclasses.dataclass
 class PrintOptions:
@@ -93,8 +95,12 @@ def _complex_text(value: complex, real: Formatter, imag: Formatter) -> str:
 def _printable(array: np.ndarray) -> np.ndarray:
     """The values in a dtype Python formats exactly as PyTorch's ``item()``/``tolist()`` give them."""
     kind = array.dtype.kind
+    if array.dtype.names:  # complex32: a structured pair of halves
+        return complex32_as_complex64(array).astype(np.complex128)
     if kind == "c":
         return array.astype(np.complex128)
+    if array.dtype.type is np.void:  # a storage-only dtype (bits8, int4, ...): no values to show
+        raise NotImplementedError('"_local_scalar_dense_cpu" not implemented for a storage-only dtype')
     if kind == "f" or kind == "V" or array.dtype.name == "bfloat16":
         return array.astype(np.float64)
     return array

@@ -14,6 +14,7 @@ from functools import cache
 
 from ember.core import dtypes as D
 from ember.core.dtypes import BOOL, COMPLEX, FLOATING, INTEGRAL, dtype
+from ember.core.dtypes_extra import is_extra, promote_extra
 from ember.core.symbolic import SymBool, SymFloat, SymInt
 
 _default_float: dtype = D.float32
@@ -31,6 +32,8 @@ def set_default_dtype(d: dtype) -> None:
 
 
 def default_complex_dtype() -> dtype:
+    if _default_float is D.float16:
+        return D.complex32
     return D.complex128 if _default_float is D.float64 else D.complex64
 
 
@@ -52,11 +55,8 @@ def promote_types(type1: dtype, type2: dtype) -> dtype:
 def _promote(a: dtype, b: dtype) -> dtype:
     if a is b:
         return a
-    if a in D.SHELL_UNSIGNED or b in D.SHELL_UNSIGNED:
-        raise RuntimeError(
-            "Promotion for uint16, uint32, uint64 types is not supported, attempted to promote "
-            f"{D.SCALAR_TYPE_NAMES[a]} and {D.SCALAR_TYPE_NAMES[b]}"
-        )
+    if is_extra(a) or is_extra(b):  # cached, so this costs nothing after the first call
+        return promote_extra(a, b, _promote)
     if a.category != b.category:
         high, low = (a, b) if a.category > b.category else (b, a)
         if high.category == COMPLEX and low is D.float64:
@@ -103,7 +103,9 @@ def _combine(higher: dtype | None, lower: dtype | None) -> dtype | None:
     if higher.category == COMPLEX:
         return higher
     if lower.category == COMPLEX:
-        return higher.to_complex() if higher.category == FLOATING else lower
+        if higher.category != FLOATING:
+            return lower
+        return D.complex32 if higher is D.float16 else higher.to_complex()  # half + 1j is complex32
     if higher.category == FLOATING:
         return higher
     if higher.category == BOOL or lower.category == FLOATING:

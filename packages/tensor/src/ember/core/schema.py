@@ -17,7 +17,9 @@ from dataclasses import dataclass
 _TYPE = re.compile(
     r"(?P<base>[A-Za-z]+)(?P<alias>\([a-z][a-z0-9]*!?(?: -> \*)?\))?(?P<opt1>\?)?(?P<list>\[\d*\])?(?P<opt2>\?)?"
 )
-_NAME = re.compile(r"(?P<name>[a-z_][a-z0-9_]*)(?:\.(?P<overload>[A-Za-z0-9_]+))?")
+# A name may carry its namespace (``aten::add``), as PyTorch's parsed schemas keep it; the op table's
+# schemas are written without one.
+_NAME = re.compile(r"(?P<name>(?:[a-z_][a-z0-9_]*::)?[a-z_][a-z0-9_]*)(?:\.(?P<overload>[A-Za-z0-9_]+))?")
 BASE_TYPES = frozenset(
     {"Tensor", "Scalar", "int", "SymInt", "float", "bool", "str", "ScalarType", "Device", "Layout"}
     | {"MemoryFormat", "Generator", "Dimname", "Storage", "Any"}
@@ -29,6 +31,15 @@ class AliasInfo:
     set: str
     is_write: bool
     to_wildcard: bool = False
+
+    # PyTorch's names: the alias sets before and after the op (``Tensor(a -> *)`` joins the wildcard).
+    @property
+    def before_set(self) -> set[str]:
+        return {self.set}
+
+    @property
+    def after_set(self) -> set[str]:
+        return {"*"} if self.to_wildcard else {self.set}
 
 
 @dataclass(frozen=True)
@@ -65,6 +76,31 @@ class Argument:
     def is_write(self) -> bool:
         return self.alias is not None and self.alias.is_write
 
+    # -- PyTorch's names for the same ----------------------------------------------------------
+
+    @property
+    def default_value(self) -> object:
+        return self.default if self.has_default else None
+
+    def has_default_value(self) -> bool:
+        return self.has_default
+
+    @property
+    def alias_info(self) -> AliasInfo | None:
+        return self.alias
+
+    @property
+    def N(self) -> int | None:  # PyTorch's name
+        return self.type.list_size
+
+    @property
+    def is_out(self) -> bool:
+        return self.kwarg_only and self.is_write
+
+    @property
+    def real_type(self) -> SchemaType:
+        return self.type
+
 
 @dataclass(frozen=True)
 class FunctionSchema:
@@ -76,6 +112,10 @@ class FunctionSchema:
     @property
     def qualified(self) -> str:
         return f"{self.name}.{self.overload}" if self.overload else self.name
+
+    @property
+    def overload_name(self) -> str:  # PyTorch's name
+        return self.overload
 
     @property
     def is_mutable(self) -> bool:

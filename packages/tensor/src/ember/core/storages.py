@@ -19,6 +19,7 @@ from ember.core import dtypes as D
 from ember.core.api import method, public
 from ember.core.devices import CPU, to_device
 from ember.core.storage import Storage
+from ember.core.warn_always import should_warn
 
 __all__ = ["TypedStorage", "UntypedStorage", "untyped"]
 
@@ -264,12 +265,8 @@ class TypedStorage:
         )
 
 
-_warned = [False]
-
-
 def _warn_typed() -> None:
-    if not _warned[0]:
-        _warned[0] = True
+    if should_warn("TypedStorage"):
         warnings.warn(
             "TypedStorage is deprecated. It will be removed in the future and UntypedStorage will be the only "
             "storage class. To access UntypedStorage directly, use tensor.untyped_storage() instead of "
@@ -285,7 +282,7 @@ def _legacy_class(dtype: D.dtype) -> type:
     return public(name)(cls)
 
 
-LEGACY = {dtype: _legacy_class(dtype) for dtype in D.SCALAR_TYPE_NAMES}
+LEGACY = {dtype: _legacy_class(dtype) for dtype in D.ALL}
 
 
 @method("storage")

@@ -16,6 +16,7 @@ import numpy as np
 from ember.core import dispatch, fastpath
 from ember.core import dtypes as D
 from ember.core.devices import CPU, check_backend, device
+from ember.core.dtypes_extra import complex32_as_complex64, float4_e2m1fn_x2
 from ember.core.fastpath import MISS, native
 from ember.core.layout import contiguous_strides, int_contiguous_strides, is_contiguous, numel
 from ember.core.storage import Storage
@@ -270,6 +271,10 @@ class Tensor:
         array = self._require_data("read the values")
         if self.dtype is D.bfloat16:
             array = array.astype(np.float32)
+        elif self.dtype is D.complex32:
+            array = complex32_as_complex64(array)
+        elif self.dtype in D.STORAGE_ONLY:
+            raise RuntimeError("load_scalar: invalid type")
         return array.tolist()
 
     def __len__(self) -> int:
@@ -343,11 +348,17 @@ def _rebuild(data, dtype_name: str, device_str: str) -> Tensor:
 
 def _to_python(value, dtype: D.dtype):
     if dtype.category == D.BOOL:
+        if dtype is not D.bool_:  # a storage-only dtype (bits8, int4, ...) has no Python value
+            raise NotImplementedError(f"\"_local_scalar_dense_cpu\" not implemented for '{D.SCALAR_TYPE_NAMES[dtype]}'")
         return bool(value)
     if dtype.category == D.INTEGRAL:
         return int(value)
     if dtype.category == D.COMPLEX:
+        if isinstance(value, np.void):  # complex32: a (real, imag) pair of halves
+            return complex(float(value[0]), float(value[1]))
         return complex(value)
+    if dtype is float4_e2m1fn_x2:  # two packed numbers per element
+        raise NotImplementedError("\"_local_scalar_dense_cpu\" not implemented for 'Float4_e2m1fn_x2'")
     return float(value)
 
 

@@ -77,9 +77,9 @@ class CheckpointPickler(pickle._Pickler):
             self.storages[known[0]] = (storage, storage.nbytes // dtype.itemsize * dtype.itemsize)
         elif known[1] is not dtype:
             raise RuntimeError("Cannot save multiple tensors or storages that view the same data as different types")
-        if dtype in D.SHELL_UNSIGNED:  # no legacy typed storage: an untyped one, counted in bytes (as PyTorch)
-            untyped = TorchName("torch.storage", "UntypedStorage")
-            return ("storage", untyped, known[0], location_tag(storage.device), storage.nbytes)
+        if dtype not in STORAGE_NAMES:  # a dtype with no legacy storage class: bytes, as PyTorch writes them
+            kind = TorchName("torch.storage", "UntypedStorage")
+            return ("storage", kind, known[0], location_tag(storage.device), storage.nbytes)
         numel = storage.nbytes // dtype.itemsize
         return ("storage", TorchName("torch", STORAGE_NAMES[dtype]), known[0], location_tag(storage.device), numel)
 
@@ -126,7 +126,7 @@ def _reduce_tensor(t: Tensor):
             TorchName("torch._utils", "_rebuild_meta_tensor_no_storage"),
             (t.dtype, tuple(t._shape), tuple(t._stride), t.requires_grad),
         )
-    if t.dtype in D.SHELL_UNSIGNED:  # the storage is untyped: the dtype travels as an argument (PyTorch's _v3)
+    if t.dtype not in STORAGE_NAMES:  # PyTorch's form for the dtypes without a legacy storage class
         return (
             TorchName("torch._utils", "_rebuild_tensor_v3"),
             (

@@ -263,10 +263,9 @@ GLOBALS: dict[str, object] = {
     "builtins.set": make_set,
     "builtins.complex": make_complex,
     "torch.UntypedStorage": StorageType("UntypedStorage", D.uint8),
-    # The untyped storage of the dtypes with no legacy storage class (uint16/32/64), rebuilt by _v3.
     "torch.storage.UntypedStorage": StorageType("UntypedStorage", D.uint8),
 }
-GLOBALS.update({f"torch.{d.name}": d for d in (*D.ALL, *D.SHELL_UNSIGNED)})
+GLOBALS.update({f"torch.{d.name}": d for d in D.ALL + D.EXTRA})
 GLOBALS.update({f"torch.{name}": StorageType(name, d) for d, name in STORAGE_NAMES.items()})
 for _name in (
     "_rebuild_qtensor",

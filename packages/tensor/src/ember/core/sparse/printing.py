@@ -7,7 +7,7 @@ from __future__ import annotations
 from ember.core import dtypes as D
 from ember.core.printing import OPTIONS, _node_name
 from ember.core.printing_layout import tensor_body
-from ember.core.promotion import default_complex_dtype, get_default_dtype
+from ember.core.promotion import get_default_dtype
 
 
 def _body(t, indent: int) -> str:
@@ -24,7 +24,9 @@ def sparse_repr(t) -> str:
         suffixes.append(f"device='{t.device}'")
     suffixes.append(f"size={tuple(t._shape)}")
     suffixes.append(f"nnz={t._nnz()}")
-    if t.dtype not in (get_default_dtype(), default_complex_dtype(), D.int64, D.bool_):
+    default = get_default_dtype()
+    # As for dense tensors: printing takes complex64 as the default complex type under float16.
+    if t.dtype not in (default, D.complex128 if default is D.float64 else D.complex64, D.int64, D.bool_):
         suffixes.append(f"dtype={t.dtype}")
     indices_prefix, values_prefix = "indices=tensor(", "values=tensor("
     body = (

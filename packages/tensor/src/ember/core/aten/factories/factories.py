@@ -20,6 +20,7 @@ from ember.core.api import public
 from ember.core.aten.shape.copying import _dense_strides, fill_
 from ember.core.devices import get_default_device, to_device
 from ember.core.dispatch import define
+from ember.core.dtypes_extra import SPECIAL_STORAGE
 from ember.core.memory_formats import check_format, memory_format_strides
 from ember.core.pointwise import unsupported
 from ember.core.promotion import default_complex_dtype, get_default_dtype, scalar_dtype
@@ -148,8 +149,12 @@ def _fresh_fill(out: Tensor, value) -> Tensor:
 
 def _filled(size, value: int, dtype, device) -> Tensor:
     size, dtype, device = _check_sizes(size), _dtype(dtype), _device(device)
-    if device.type == "cpu":  # NumPy's own zeros/ones: the commonest factories, kept cheap
+    if device.type == "cpu" and (value == 0 or dtype not in SPECIAL_STORAGE):
+        # NumPy's own zeros/ones: the commonest factories, kept cheap. (NumPy's "one" of complex32's
+        # pair of halves would be 1+1j, and the storage-only types have none: fill_ handles those.)
         return from_array((np.zeros if value == 0 else np.ones)(size, dtype.np), dtype)
+    if device.type == "cpu":
+        return _fresh_fill(allocate(size, dtype, device), value)
     return allocate(size, dtype, device)
 
 

@@ -24,11 +24,11 @@ from ember.core import dtypes as D
 from ember.core.api import method, public
 from ember.core.dispatch import ops
 from ember.core.tensor import Tensor
+from ember.core.warn_always import should_warn
 
 aten = ops.aten
 
 _NORM_NONE, _NORM_BY_ROOT_N, _NORM_BY_N = 0, 1, 2
-_RECTANGULAR_WARNED = [False, False]  # stft, istft
 
 
 def _window_to_n_fft(window: Tensor | None, win_length: int, n_fft: int, like: Tensor) -> Tensor | None:
@@ -43,9 +43,8 @@ def _window_to_n_fft(window: Tensor | None, win_length: int, n_fft: int, like: T
 
 def _warn_rectangular(window: Tensor | None, inverse: bool = False) -> None:
     """PyTorch's warning, once per process for each direction, that no window means a rectangular one."""
-    if window is not None or _RECTANGULAR_WARNED[inverse]:
+    if window is not None or not should_warn("istft rectangular window" if inverse else "stft rectangular window"):
         return
-    _RECTANGULAR_WARNED[inverse] = True
     why = (
         "Please provide the same window used by stft to make the inversion lossless."
         if inverse

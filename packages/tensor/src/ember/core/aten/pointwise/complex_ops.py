@@ -132,4 +132,7 @@ def conj(input: Tensor) -> Tensor:
 
 @method("chalf")
 def _chalf(self: Tensor, memory_format=None) -> Tensor:
-    raise NotImplementedError("Tensor.chalf(): complex32 (chalf) tensors are not available in Ember")
+    """``self.to(ember.complex32)``: complex32 holds a pair of halves and takes few ops (as in PyTorch)."""
+    if memory_format is None:
+        return self.to(D.complex32)
+    return self.to(D.complex32, memory_format=memory_format)

@@ -15,6 +15,7 @@ from ember.core import dtypes as D
 from ember.core.api import method, public
 from ember.core.devices import CPU, META, to_device
 from ember.core.dispatch import define
+from ember.core.dtypes_extra import CONVERTED, SPECIAL_STORAGE, copy_special, fill_special
 from ember.core.layout import broadcast_shapes, dense_strides_like, is_non_overlapping_and_dense
 from ember.core.memory_formats import check_format, contiguous_format, memory_format_of, memory_format_strides
 from ember.core.pointwise import check_no_internal_overlap
@@ -67,6 +68,10 @@ def _copy_cpu(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
     if src.device.type == "meta":
         raise NotImplementedError("Cannot copy out of meta tensor; no data!")
     source = src._require_data("copy")
+    if self.dtype in CONVERTED or src.dtype in CONVERTED:
+        copy_special(self._array, np.broadcast_to(source, self._shape), self.dtype, src.dtype)
+        self._storage.version += 1
+        return self
     if self.dtype.category != D.COMPLEX and src.dtype.category == D.COMPLEX:
         source = source.real  # PyTorch drops the imaginary part (with a warning)
     np.copyto(self._array, source, casting="unsafe")
@@ -152,6 +157,9 @@ def _to_copy_cpu(
         raise NotImplementedError(f"_to_copy from {self.device} to {target} needs the {target.type} backend's kernel")
     out = empty(self._shape, dtype, CPU, strides)
     source = self._array
+    if dtype in CONVERTED or self.dtype in CONVERTED:
+        copy_special(out._array, source, dtype, self.dtype)
+        return out
     if dtype.category != D.COMPLEX and self.dtype.category == D.COMPLEX:
         source = source.real
     np.copyto(out._array, source, casting="unsafe")
@@ -186,6 +194,7 @@ _C_TYPES = {
     D.float64: "double",
     D.complex64: "c10::complex<float>",
     D.complex128: "c10::complex<double>",
+    D.complex32: "c10::complex<c10::Half>",
 }
 
 
@@ -204,6 +213,10 @@ def checked_scalar(value, dtype: D.dtype):
         parts = (complex(value).real, complex(value).imag)
         if any(np.isfinite(p) and abs(p) > limit for p in parts):
             raise RuntimeError(f"value cannot be converted to type {_C_TYPES[dtype]} without overflow")
+        if dtype in SPECIAL_STORAGE:  # complex32: a structured pair of halves
+            pair = np.empty((), dtype.np)
+            fill_special(pair, dtype, value)
+            return pair
         return np.asarray(value).astype(dtype.np)
     overflow = False
     if isinstance(value, complex):
@@ -234,6 +247,10 @@ def _fill_cpu(self: Tensor, value) -> Tensor:
     # refuses to from a tensor, as it refuses any copy into one.
     if isinstance(value, Tensor):
         check_no_internal_overlap(self)
+    if self.dtype in SPECIAL_STORAGE:
+        fill_special(self._array, self.dtype, _scalar_value(value))
+        self._storage.version += 1
+        return self
     self._array[...] = checked_scalar(_scalar_value(value), self.dtype)
     self._storage.version += 1
     return self
