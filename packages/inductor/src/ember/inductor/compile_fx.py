@@ -29,6 +29,7 @@ from ember.inductor.codegen_cpp import group_kernel, module_source
 from ember.inductor.combo import combo_kernel, local_buffers
 from ember.inductor.graph import GraphLowering, _is_static
 from ember.inductor.inplace import MutationBuffer
+from ember.inductor.lifted_constants import lift_constants
 from ember.inductor.ir import AliasBuffer, Buffer, ComputedBuffer, ExternBuffer, InputBuffer, MultiOutput, SizeInput
 from ember.inductor.lowering_random import RngGraph, as_rng_tensor, rng_inputs
 from ember.inductor.lowering_scan import GeneratedKernel
@@ -387,6 +388,7 @@ def compile_fx(
         inner = functools.partial(compile_checked, functools.partial(compile_fx_inner, check=True))
     if mode in _AUTOTUNE_MODES or any((options or {}).get(k) for k in ("max_autotune", "max_autotune_gemm")):
         inner = _autotuned(inner)
+    inner = lift_constants(inner)
 
     decompositions = _inductor_decompositions()
 
