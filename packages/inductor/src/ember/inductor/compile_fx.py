@@ -29,8 +29,8 @@ from ember.inductor.codegen_cpp import group_kernel, module_source
 from ember.inductor.combo import combo_kernel, local_buffers
 from ember.inductor.graph import GraphLowering, _is_static
 from ember.inductor.inplace import MutationBuffer
-from ember.inductor.lifted_constants import lift_constants
 from ember.inductor.ir import AliasBuffer, Buffer, ComputedBuffer, ExternBuffer, InputBuffer, MultiOutput, SizeInput
+from ember.inductor.lifted_constants import lift_constants
 from ember.inductor.lowering_random import RngGraph, as_rng_tensor, rng_inputs
 from ember.inductor.lowering_scan import GeneratedKernel
 from ember.inductor.scheduler import FusedGroup, extern_reads, remove_dead, schedule
