@@ -32,6 +32,9 @@ KNOWN: list[frozenset[str]] = [
         "ember.autograd.tensor_methods ember.func ember.func._vmap ember.func._vmap.api "
         "ember.func._vmap.autograd_function ember.func.linearize ember.func.transforms",
         "ember.nn.modules.module ember.nn.modules.module_state",
+        # The dtypes of limited support are instances of ember.core.dtypes.dtype, and that module gathers
+        # them into its lookup tables (by name, from NumPy) once they exist.
+        "ember.core.dtypes ember.core.dtypes_extra",
         # Sparse tensors: the subclass dispatches each op to its kernel table, and the kernels make
         # sparse tensors of their results.
         "ember.core.aten.sparse.coo_ops ember.core.sparse.api ember.core.sparse.construct ember.core.sparse.coo "
