@@ -1,0 +1,217 @@
+"""FlexAttention under ``ember.compile``: one generated C++ kernel, against eager flex_attention."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import numpy as np
+import pytest
+
+import ember
+import ember.inductor.compile_fx
+from ember.inductor.flex_template import FlexKernel
+from ember.nn.attention.flex_attention import AuxRequest, and_masks, create_block_mask, flex_attention
+
+compile_fx_module = sys.modules["ember.inductor.compile_fx"]  # the module (the package's name is the function)
+
+B, H, L, E = 2, 2, 64, 16
+TOL = {ember.float32: 2e-5, ember.float64: 1e-12}
+
+
+class Recorder:
+    """Every graph ``compile_fx_inner`` compiles, in order (forward, then backward)."""
+
+    def __init__(self, monkeypatch) -> None:
+        self.graphs: list = []
+        inner = compile_fx_module.compile_fx_inner
+
+        def record(gm, example_inputs, **kwargs):
+            compiled = inner(gm, example_inputs, **kwargs)
+            self.graphs.append(compiled)
+            return compiled
+
+        monkeypatch.setattr(compile_fx_module, "compile_fx_inner", record)
+
+    def flex_kernels(self, graph) -> list:
+        return [s.op for s in graph.plan.steps if isinstance(getattr(s, "op", None), FlexKernel)]
+
+
+@pytest.fixture
+def rec(monkeypatch):
+    ember.compiler.reset()
+    return Recorder(monkeypatch)
+
+
+def _qkv(dtype=ember.float32, hq=H, hkv=H, lq=L, lk=L, seed=0, requires_grad=False):
+    ember.manual_seed(seed)
+    q = ember.randn(B, hq, lq, E, dtype=dtype, requires_grad=requires_grad)
+    k = ember.randn(B, hkv, lk, E, dtype=dtype, requires_grad=requires_grad)
+    v = ember.randn(B, hkv, lk, E, dtype=dtype, requires_grad=requires_grad)
+    return q, k, v
+
+
+def _close(got, want, dtype):
+    tol = TOL[dtype]
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=tol, atol=tol)
+
+
+def causal(b, h, q_idx, kv_idx):
+    return q_idx >= kv_idx
+
+
+def window(b, h, q_idx, kv_idx):
+    return q_idx - kv_idx <= 20
+
+
+SLOPES = ember.tensor([0.5, 0.125])
+
+
+def alibi(score, b, h, q_idx, kv_idx):
+    return score + SLOPES[h] * (kv_idx - q_idx)
+
+
+def _rel_bias(n):
+    table = ember.linspace(-1.0, 1.0, 2 * n)
+
+    def rel(score, b, h, q_idx, kv_idx):
+        return score + table[q_idx - kv_idx + n]
+
+    return rel
+
+
+def _one_flex_kernel(rec):
+    fw = rec.graphs[0]
+    assert len(rec.flex_kernels(fw)) == 1
+    assert fw.kernel_count == 0  # nothing else: the attention is the one kernel
+    assert not [f for f in fw.fallbacks if "flex" in f[0]]
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
+def test_no_mods_is_one_kernel(rec, dtype):
+    q, k, v = _qkv(dtype)
+    fn = ember.compile(lambda q, k, v: flex_attention(q, k, v))
+    _close(fn(q, k, v), flex_attention(q, k, v), dtype)
+    _one_flex_kernel(rec)
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
+def test_causal_block_mask(rec, dtype):
+    q, k, v = _qkv(dtype)
+    bm = create_block_mask(causal, B, H, L, L, BLOCK_SIZE=16)
+    fn = ember.compile(lambda q, k, v: flex_attention(q, k, v, block_mask=bm))
+    _close(fn(q, k, v), flex_attention(q, k, v, block_mask=bm), dtype)
+    _one_flex_kernel(rec)
+
+
+def test_sliding_window_with_ragged_lengths_and_lse(rec):
+    lq, lk = 50, 70
+    q, k, v = _qkv(lq=lq, lk=lk)
+    bm = create_block_mask(and_masks(causal, window), None, None, lq, lk, BLOCK_SIZE=16)
+
+    def f(q, k, v):
+        return flex_attention(q, k, v, block_mask=bm, return_aux=AuxRequest(lse=True, max_scores=True))
+
+    out, aux = ember.compile(f)(q, k, v)
+    want, want_aux = f(q, k, v)
+    _close(out, want, ember.float32)
+    _close(aux.lse, want_aux.lse, ember.float32)
+    _close(aux.max_scores, want_aux.max_scores, ember.float32)
+    _one_flex_kernel(rec)
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
+def test_alibi_score_mod_reads_a_captured_slope_tensor(rec, dtype):
+    q, k, v = _qkv(dtype)
+    bm = create_block_mask(causal, 1, 1, L, L, BLOCK_SIZE=16)
+    fn = ember.compile(lambda q, k, v: flex_attention(q, k, v, score_mod=alibi, block_mask=bm))
+    _close(fn(q, k, v), flex_attention(q, k, v, score_mod=alibi, block_mask=bm), dtype)
+    _one_flex_kernel(rec)
+    kernel = rec.flex_kernels(rec.graphs[0])[0]
+    assert len(kernel.captured) == 1 and "sm_cap0[" in kernel.source
+
+
+def test_relative_position_bias_table_and_scale(rec):
+    q, k, v = _qkv()
+    rel = _rel_bias(L)
+    fn = ember.compile(lambda q, k, v: flex_attention(q, k, v, score_mod=rel, scale=0.3))
+    _close(fn(q, k, v), flex_attention(q, k, v, score_mod=rel, scale=0.3), ember.float32)
+    _one_flex_kernel(rec)
+
+
+def test_grouped_query_heads(rec):
+    q, k, v = _qkv(hq=4, hkv=2)
+    bm = create_block_mask(causal, None, None, L, L, BLOCK_SIZE=16)
+    fn = ember.compile(lambda q, k, v: flex_attention(q, k, v, block_mask=bm, enable_gqa=True))
+    _close(fn(q, k, v), flex_attention(q, k, v, block_mask=bm, enable_gqa=True), ember.float32)
+    _one_flex_kernel(rec)
+
+
+def test_fused_with_the_code_around_it(rec):
+    q, k, v = _qkv()
+
+    def f(q, k, v):
+        return (flex_attention(q * 2, k, v, score_mod=alibi) + 1).sum(-1)
+
+    _close(ember.compile(f)(q, k, v), f(q, k, v), ember.float32)
+    assert len(rec.flex_kernels(rec.graphs[0])) == 1
+
+
+def test_a_score_mod_the_tracer_cannot_follow_runs_the_eager_kernel(rec, caplog):
+    q, k, v = _qkv()
+
+    def data_dependent(score, b, h, q_idx, kv_idx):
+        return score * 2 if bool((score > 100).any()) else score
+
+    fn = ember.compile(lambda q, k, v: flex_attention(q, k, v, score_mod=data_dependent))
+    ember.logs.set_logs(perf_hints=True)
+    try:
+        with caplog.at_level(logging.INFO):
+            out = fn(q, k, v)
+    finally:
+        ember.logs.set_logs()
+    _close(out, flex_attention(q, k, v, score_mod=data_dependent), ember.float32)
+    assert not rec.flex_kernels(rec.graphs[0])
+    assert any("score_mod could not be traced" in r.getMessage() for r in caplog.records)
+
+
+def test_an_index_out_of_range_raises_index_error(rec):
+    q, k, v = _qkv()
+    table = ember.zeros(L)
+
+    def bad(score, b, h, q_idx, kv_idx):
+        return score + table[q_idx + kv_idx]
+
+    with pytest.raises(IndexError):
+        flex_attention(q, k, v, score_mod=bad)
+    with pytest.raises(IndexError):
+        ember.compile(lambda q, k, v: flex_attention(q, k, v, score_mod=bad))(q, k, v)
+
+
+def test_another_score_mod_compiles_again(rec):
+    q, k, v = _qkv()
+
+    def f(q, k, v, mod):
+        return flex_attention(q, k, v, score_mod=mod)
+
+    fn = ember.compile(f)
+    rel = _rel_bias(L)
+    _close(fn(q, k, v, alibi), f(q, k, v, alibi), ember.float32)
+    _close(fn(q, k, v, rel), f(q, k, v, rel), ember.float32)
+
+
+def test_backward_matches_eager(rec):
+    q, k, v = _qkv(dtype=ember.float64, requires_grad=True)
+    bm = create_block_mask(causal, B, H, L, L, BLOCK_SIZE=16)
+
+    def f(q, k, v):
+        return flex_attention(q, k, v, score_mod=alibi, block_mask=bm)
+
+    ember.compile(f)(q, k, v).pow(2).sum().backward()
+    got = [t.grad.clone() for t in (q, k, v)]
+    for t in (q, k, v):
+        t.grad = None
+    f(q, k, v).pow(2).sum().backward()
+    for g, t in zip(got, (q, k, v), strict=True):
+        _close(g, t.grad, ember.float64)
+    assert len(rec.flex_kernels(rec.graphs[0])) == 1
