@@ -93,8 +93,17 @@ static inline int64_t ember_flex_index(int64_t v, int64_t n) {
 """
 
 
+# Rows of a register block; columns of one: a 64-byte line of the compute type.
+RB = 4
+
+
+def _up(n: int, m: int) -> int:
+    return -(-n // m) * m
+
+
 def flex_source(name: str, p: FlexProblem, score: ModCode | None, mask: ModCode | None) -> str:
     t = _CTYPE[p.dtype]
+    cw = 64 // (4 if t == "float" else 8)
     nq, nk = -(-p.q_len // p.q_tile), -(-p.kv_len // p.kv_tile)
     captured = [(n, c) for mod in (score, mask) if mod is not None for n, c in zip(mod.names, mod.captured,
                 strict=True)]  # fmt: skip
@@ -141,12 +150,15 @@ extern "C" int {name}(void** args) {{
   constexpr int64_t B = {p.batch}, HQ = {p.heads}, G = {p.heads // p.kv_heads}, HKV = {p.kv_heads};
   constexpr int64_t L = {p.q_len}, S = {p.kv_len}, E = {p.head_dim}, EV = {p.v_dim};
   constexpr int64_t TQ = {p.q_tile}, TK = {p.kv_tile}, NQ = {nq}, NK = {nk};
+  constexpr int64_t RB = {RB}, CW = {cw}, TQP = {_up(p.q_tile, RB)}, TKP = {_up(p.kv_tile, cw)}, EVP = {_up(p.v_dim, cw)};
   const T scale = T({p.scale!r});
   const T NEG_INF = -std::numeric_limits<T>::infinity();
 {chr(10).join(args)}
   ember_flex_bad_index.store(0);
   auto run = [&](int64_t begin, int64_t end) {{
-    std::vector<T> qs(TQ * E), kt(E * TK), s(TQ * TK), acc(TQ * EV), m(TQ), l(TQ);
+    // tiles padded to whole row blocks (RB) and vector widths (CW); padding is never read back
+    std::vector<T> qs(TQP * E, T(0)), kt(E * TKP, T(0)), vt(TKP * EVP, T(0)), s(TQP * TKP, T(0));
+    std::vector<T> acc(TQP * EVP), m(TQP), l(TQP);
     for (int64_t task = begin; task < end; ++task) {{
       const int64_t i = task % NQ, h = (task / NQ) % HQ, b = task / (NQ * HQ), hk = h / G;
       const int64_t q0 = i * TQ, nr = std::min<int64_t>(L, q0 + TQ) - q0;
@@ -160,18 +172,29 @@ extern "C" int {name}(void** args) {{
       for (int64_t j = 0; j < NK; ++j) {{
         {status}
         const int64_t k0 = j * TK, nc = std::min<int64_t>(S, k0 + TK) - k0;
-        for (int64_t c = 0; c < nc; ++c)
-          for (int64_t e = 0; e < E; ++e) kt[e * TK + c] = kb[(k0 + c) * E + e];
-        for (int64_t r = 0; r < nr; ++r) {{
-          T* sr = &s[r * TK];
-          const T* qr = &qs[r * E];
-          for (int64_t c = 0; c < nc; ++c) sr[c] = T(0);
-          for (int64_t e = 0; e < E; ++e) {{
-            const T qv = qr[e];
-            const T* kr = &kt[e * TK];
-            #pragma omp simd
-            for (int64_t c = 0; c < nc; ++c) sr[c] += qv * kr[c];
+        for (int64_t c = 0; c < nc; ++c) {{
+          for (int64_t e = 0; e < E; ++e) kt[e * TKP + c] = kb[(k0 + c) * E + e];
+          for (int64_t e = 0; e < EV; ++e) vt[c * EVP + e] = vb[(k0 + c) * EV + e];
+        }}
+        // scores: RB rows by CW keys at a time, in registers
+        for (int64_t r0 = 0; r0 < nr; r0 += RB) {{
+          for (int64_t c0 = 0; c0 < nc; c0 += CW) {{
+            T a[RB][CW] = {{}};
+            for (int64_t e = 0; e < E; ++e) {{
+              const T* kr = &kt[e * TKP + c0];
+              for (int64_t x = 0; x < RB; ++x) {{
+                const T qv = qs[(r0 + x) * E + e];
+                #pragma omp simd
+                for (int64_t y = 0; y < CW; ++y) a[x][y] += qv * kr[y];
+              }}
+            }}
+            for (int64_t x = 0; x < RB; ++x)
+              for (int64_t y = 0; y < CW; ++y) s[(r0 + x) * TKP + c0 + y] = a[x][y];
           }}
+        }}
+        // the mods, and the online softmax's rescaling, row by row
+        for (int64_t r = 0; r < nr; ++r) {{
+          T* sr = &s[r * TKP];
           const int32_t fx_b = int32_t(b), fx_h = int32_t(h), fx_q = int32_t(q0 + r);
           (void)fx_b; (void)fx_h; (void)fx_q;
           T row_max = m[r];
@@ -191,23 +214,35 @@ extern "C" int {name}(void** args) {{
           #pragma omp simd reduction(+:sum)
           for (int64_t c = 0; c < nc; ++c) {{ const T pv = std::exp(sr[c] - safe); sr[c] = pv; sum += pv; }}
           l[r] = l[r] * alpha + sum;
-          T* ar = &acc[r * EV];
+          T* ar = &acc[r * EVP];
           #pragma omp simd
-          for (int64_t e = 0; e < EV; ++e) ar[e] *= alpha;
-          for (int64_t c = 0; c < nc; ++c) {{
-            const T pv = sr[c];
-            const T* vr = vb + (k0 + c) * EV;
-            #pragma omp simd
-            for (int64_t e = 0; e < EV; ++e) ar[e] += pv * vr[e];
-          }}
+          for (int64_t e = 0; e < EVP; ++e) ar[e] *= alpha;
           m[r] = row_max;
+        }}
+        // acc += P V: RB rows by CW output columns at a time, in registers
+        for (int64_t r0 = 0; r0 < nr; r0 += RB) {{
+          for (int64_t e0 = 0; e0 < EVP; e0 += CW) {{
+            T a[RB][CW];
+            for (int64_t x = 0; x < RB; ++x)
+              for (int64_t y = 0; y < CW; ++y) a[x][y] = acc[(r0 + x) * EVP + e0 + y];
+            for (int64_t c = 0; c < nc; ++c) {{
+              const T* vr = &vt[c * EVP + e0];
+              for (int64_t x = 0; x < RB; ++x) {{
+                const T pv = s[(r0 + x) * TKP + c];
+                #pragma omp simd
+                for (int64_t y = 0; y < CW; ++y) a[x][y] += pv * vr[y];
+              }}
+            }}
+            for (int64_t x = 0; x < RB; ++x)
+              for (int64_t y = 0; y < CW; ++y) acc[(r0 + x) * EVP + e0 + y] = a[x][y];
+          }}
         }}
       }}
       for (int64_t r = 0; r < nr; ++r) {{
         const int64_t row = (b * HQ + h) * L + q0 + r;
         const bool empty = l[r] == T(0);
         const T inv = empty ? T(0) : T(1) / l[r];
-        for (int64_t e = 0; e < EV; ++e) out[row * EV + e] = empty ? T(0) : acc[r * EV + e] * inv;
+        for (int64_t e = 0; e < EV; ++e) out[row * EV + e] = empty ? T(0) : acc[r * EVP + e] * inv;
         lse[row] = empty ? NEG_INF : m[r] + std::log(l[r]);
         mx[row] = m[r];
       }}
