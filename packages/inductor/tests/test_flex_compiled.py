@@ -11,6 +11,7 @@ import pytest
 import ember
 import ember.inductor.compile_fx
 from ember.inductor.flex_template import FlexKernel
+from ember.inductor.flex_template_bwd import FlexBackwardKernel
 from ember.nn.attention.flex_attention import AuxRequest, and_masks, create_block_mask, flex_attention
 
 compile_fx_module = sys.modules["ember.inductor.compile_fx"]  # the module (the package's name is the function)
@@ -215,3 +216,53 @@ def test_backward_matches_eager(rec):
     for g, t in zip(got, (q, k, v), strict=True):
         _close(g, t.grad, ember.float64)
     assert len(rec.flex_kernels(rec.graphs[0])) == 1
+    assert len(rec.graphs) == 2
+    backward = [s.op for s in rec.graphs[1].plan.steps if isinstance(getattr(s, "op", None), FlexBackwardKernel)]
+    assert len(backward) == 1 and rec.graphs[1].kernel_count <= 1  # the kernel, and at most the loss's gradient
+
+
+def _grads(fn, q, k, v):
+    for t in (q, k, v):
+        t.grad = None
+    out, lse = fn(q, k, v)
+    (out.sin().sum() + (lse * lse).sum()).backward()
+    return [t.grad.clone() for t in (q, k, v)]
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
+def test_backward_kernel_with_grouped_heads_nonlinear_score_mod_and_lse_gradient(rec, dtype):
+    q, k, v = _qkv(dtype, hq=4, hkv=2, lk=72, requires_grad=True)
+    bm = create_block_mask(and_masks(causal, window), None, None, L, 72, BLOCK_SIZE=16)
+
+    def softcap(score, b, h, q_idx, kv_idx):
+        return 2.0 * (score / 2.0).tanh()
+
+    def f(q, k, v):
+        return flex_attention(q, k, v, score_mod=softcap, block_mask=bm, enable_gqa=True, return_lse=True)
+
+    with pytest.warns(FutureWarning):
+        got = _grads(ember.compile(f), q, k, v)
+    with pytest.warns(FutureWarning):
+        want = _grads(f, q, k, v)
+    tol = 5e-5 if dtype is ember.float32 else 1e-11
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=tol, atol=tol)
+    backward = [s.op for s in rec.graphs[1].plan.steps if isinstance(getattr(s, "op", None), FlexBackwardKernel)]
+    assert len(backward) == 1 and backward[0].has_grad_lse
+
+
+def test_backward_of_a_captured_bias_table(rec):
+    q, k, v = _qkv(requires_grad=True)
+    rel = _rel_bias(L)
+
+    def f(q, k, v):
+        return flex_attention(q, k, v, score_mod=rel, return_aux=AuxRequest(lse=True))
+
+    def g(q, k, v):
+        out, aux = f(q, k, v)
+        return out, aux.lse
+
+    got = _grads(ember.compile(g), q, k, v)
+    want = _grads(g, q, k, v)
+    for a, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(a.numpy(), w.numpy(), rtol=5e-5, atol=5e-5)

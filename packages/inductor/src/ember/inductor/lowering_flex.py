@@ -27,6 +27,7 @@ from ember.core import ops as core_ops
 from ember.core.creation import from_numpy
 from ember.inductor.cpp_ops import CppOverrides
 from ember.inductor.flex_template import FlexKernel, FlexProblem, ModCode
+from ember.inductor.flex_template_bwd import FlexBackwardKernel
 from ember.inductor.ir import ExternBuffer, InputBuffer, Layout, MultiOutput, TensorBox
 from ember.inductor.layouts import _dense_layout_of_extern
 from ember.inductor.lowering import LOWERINGS, broadcast_shapes, make_box, numel
@@ -99,13 +100,31 @@ def _index(ctx: _ModContext, src: TensorBox, indices: list) -> TensorBox:
     return make_box(out, src.dtype, loader)
 
 
-def _trace(fn: Callable, dtype: Any, with_score: bool) -> Any:
+def _joint(score_mod: Callable) -> Callable:
+    """``(s, b, h, q, kv, g) -> (score_mod(s, ...), g · d score_mod / d s)``, for the backward."""
+    from ember.autograd import grad
+    from ember.autograd.grad_mode import enable_grad
+
+    def joint(s, b, h, q, kv, g):
+        with enable_grad():
+            s = s.detach().requires_grad_(True)
+            y = score_mod(s, b, h, q, kv)
+            gs = grad(y, [s], grad_outputs=g, allow_unused=True)[0] if y.requires_grad else None
+        return y.detach(), (s.detach() * 0 if gs is None else gs)
+
+    return joint
+
+
+def _trace(fn: Callable, dtype: Any, with_score: bool, with_grad: bool = False) -> Any:
     from ember.aot.backends import core_decompositions
     from ember.fx.experimental.proxy_tensor import make_fx
 
     args = [from_numpy(np.zeros(1, dtype=np.int32)) for _ in range(4)]
     if with_score:
         args.insert(0, from_numpy(np.zeros(1, dtype=dtype.np)))
+    if with_grad:
+        args.append(from_numpy(np.ones(1, dtype=dtype.np)))
+        fn = _joint(fn)
     what = "score_mod" if with_score else "mask_mod"
     try:
         trace = make_fx(fn, core_decompositions(), tracing_mode="fake", _allow_non_fake_inputs=True)
@@ -114,11 +133,14 @@ def _trace(fn: Callable, dtype: Any, with_score: bool) -> Any:
         raise NotImplementedError(f"the {what} could not be traced ({type(e).__name__}: {e})") from None
 
 
-def lower_mod(fn: Callable, dtype: Any, with_score: bool, prefix: str) -> ModCode:
-    """The C++ of ``fn`` (a score_mod when ``with_score``, else a mask_mod) for scores of ``dtype``."""
+def lower_mod(fn: Callable, dtype: Any, with_score: bool, prefix: str, gradient: bool = False) -> ModCode:
+    """The C++ of ``fn`` (a score_mod when ``with_score``, else a mask_mod) for scores of ``dtype``; with
+    ``gradient``, of the score_mod's gradient with respect to the score times ``fx_g``."""
     what = "score_mod" if with_score else "mask_mod"
-    gm = _trace(fn, dtype, with_score)
+    gm = _trace(fn, dtype, with_score, gradient)
     variables = ["fx_s", "fx_b", "fx_h", "fx_q", "fx_kv"] if with_score else ["fx_b", "fx_h", "fx_q", "fx_kv"]
+    if gradient:
+        variables.append("fx_g")
     ctx = _ModContext()
     env: dict[Any, Any] = {}
     captured: list = []
@@ -154,6 +176,8 @@ def lower_mod(fn: Callable, dtype: Any, with_score: bool, prefix: str) -> ModCod
             env[node] = out
         elif node.op == "output":
             result = _map(node.args[0], env)
+            if gradient:
+                result = result[1]
         else:
             raise NotImplementedError(f"the {what}'s trace holds a {node.op} node")
     if isinstance(result, list | tuple) or not isinstance(result, TensorBox):
@@ -178,7 +202,8 @@ def _map(a: Any, env: dict) -> Any:
     return a
 
 
-def lower_flex_attention(ctx: Any, query: Any, key: Any, value: Any, spec: str, scale: float) -> tuple:
+def _problem(query: Any, key: Any, value: Any, spec: str, scale: float) -> tuple[Any, FlexProblem, ModCode | None]:
+    """The spec, the problem, and the mask_mod's code (None when no tile is partial)."""
     from ember.nn.attention._flex_op import lookup_spec
 
     s = lookup_spec(spec)
@@ -192,7 +217,6 @@ def lower_flex_attention(ctx: Any, query: Any, key: Any, value: Any, spec: str, 
     hkv, skv, ev = int(key.size[1]), int(key.size[2]), int(value.size[3])
     if lq == 0 or skv == 0 or b * hq == 0:
         raise NotImplementedError("FlexAttention over empty inputs")
-    score = lower_mod(s.score_mod, dtype, True, "sm_") if s.score_mod is not None else None
     mask = None
     status = s.status
     if status is not None:
@@ -205,9 +229,12 @@ def lower_flex_attention(ctx: Any, query: Any, key: Any, value: Any, spec: str, 
         tq, tk = DENSE_TILES
     problem = FlexProblem(dtype, b, hq, hkv, lq, skv, e, ev, tq, tk, float(scale),
                           None if status is None else tuple(status.shape))  # fmt: skip
-    kernel = FlexKernel(f"flex_attention_{next(_names)}", problem, score, mask, status).load()
-    output_code_log.info("FlexAttention kernel %s for %s:\n%s", kernel.name, problem.describe(), kernel.source)
-    bufs = tuple(ctx.realize(x) for x in (query, key, value))
+    return s, problem, mask
+
+
+def _extern(ctx: Any, kernel: Any, inputs: tuple) -> tuple:
+    """The kernel's call as an extern buffer, and a box for each of its outputs (the node's values)."""
+    bufs = tuple(None if x is None else ctx.realize(x) for x in inputs)
     node = ctx.current
     origin = [f"{node.name} = {node.target}"]
     reason = f"the generated FlexAttention kernel {kernel.name}"
@@ -220,12 +247,38 @@ def lower_flex_attention(ctx: Any, query: Any, key: Any, value: Any, spec: str, 
     return tuple(outs)
 
 
+def lower_flex_attention(ctx: Any, query: Any, key: Any, value: Any, spec: str, scale: float) -> tuple:
+    s, problem, mask = _problem(query, key, value, spec, scale)
+    score = lower_mod(s.score_mod, problem.dtype, True, "sm_") if s.score_mod is not None else None
+    kernel = FlexKernel(f"flex_attention_{next(_names)}", problem, score, mask, s.status).load()
+    output_code_log.info("FlexAttention kernel %s for %s:\n%s", kernel.name, problem.describe(), kernel.source)
+    return _extern(ctx, kernel, (query, key, value))
+
+
+def lower_flex_attention_backward(
+    ctx: Any, grad_out: Any, grad_lse: Any, query: Any, key: Any, value: Any, out: Any, lse: Any, spec: str,
+    scale: float,
+) -> tuple:  # fmt: skip
+    s, problem, mask = _problem(query, key, value, spec, scale)
+    if any(x is not None and x.dtype != problem.dtype for x in (grad_out, grad_lse, out, lse)):
+        raise NotImplementedError("a FlexAttention backward whose tensors differ in dtype")
+    score = score_grad = None
+    if s.score_mod is not None:
+        score = lower_mod(s.score_mod, problem.dtype, True, "sm_")
+        score_grad = lower_mod(s.score_mod, problem.dtype, True, "sg_", gradient=True)
+    name = f"flex_attention_backward_{next(_names)}"
+    kernel = FlexBackwardKernel(name, problem, score, score_grad, mask, s.status, grad_lse is not None).load()
+    output_code_log.info("FlexAttention backward kernel %s for %s:\n%s", name, problem.describe(), kernel.source)
+    return _extern(ctx, kernel, (grad_out, grad_lse, query, key, value, out, lse))
+
+
 def _register() -> None:
-    from ember.nn.attention._flex_op import flex_attention_op
+    from ember.nn.attention._flex_op import flex_attention_backward_op, flex_attention_op
 
     LOWERINGS[flex_attention_op] = lower_flex_attention
+    LOWERINGS[flex_attention_backward_op] = lower_flex_attention_backward
 
 
 _register()
 
-__all__ = ["DENSE_TILES", "lower_flex_attention", "lower_mod"]
+__all__ = ["DENSE_TILES", "lower_flex_attention", "lower_flex_attention_backward", "lower_mod"]

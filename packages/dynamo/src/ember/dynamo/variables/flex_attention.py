@@ -16,6 +16,7 @@ while grad is enabled (their gradients come from the eager backward).
 from __future__ import annotations
 
 import inspect
+import warnings
 from typing import Any
 
 from ember.dynamo.exc import Unsupported
@@ -96,6 +97,12 @@ def call_flex_attention(tx, fn: Any, args: list, kwargs: dict) -> VariableTracke
         raise Unsupported(
             "flex_attention's score_mod captures tensors that require grad",
             "their gradients come from the eager backward: the call runs eagerly",
+        )
+    if options["return_lse"]:  # eager's deprecation, said once at capture (the graph has no warnings)
+        warnings.warn(
+            "return_lse is deprecated and will be removed in v2.10. Please use return_aux=AuxRequest(lse=True) instead.",
+            FutureWarning,
+            stacklevel=2,
         )
     scale = options["scale"]
     scale = 1.0 / float(q.shape[-1]) ** 0.5 if scale is None else float(scale)

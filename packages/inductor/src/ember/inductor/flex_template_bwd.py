@@ -1,0 +1,255 @@
+"""The C++ FlexAttention backward, generated for one problem, with the mods' code and its gradient.
+
+Two parallel passes over the thread pool, each recomputing the probabilities of its tiles from the
+saved log-sum-exp (nothing of size Q_LEN x KV_LEN is kept), as the eager backward does:
+
+1. per (batch, query head, query tile): ``dQ = dS' K · scale``;
+2. per (batch, key/value head, key tile), over the query heads that share it (grouped-query heads)
+   and the query tiles the block status keeps: ``dV = Pᵀ dO`` and ``dK = dS'ᵀ Q · scale``.
+
+For a tile: ``P = exp(score_mod(Q Kᵀ · scale) - lse)`` (0 where masked, and for rows whose every
+key was masked), ``dP = dO Vᵀ``, ``dS = P (dP - Δ)`` with ``Δ = rowsum(dO ∘ O) - dlse``, and
+``dS'`` is ``dS`` pulled back through the score_mod: the score_mod's derivative with respect to
+the score, traced with ``make_fx`` together with the score_mod (``lowering_flex.lower_mod``) and
+inlined like the forward's mods. The passes are race-free (each writes only its own rows), so the
+result does not depend on the thread count.
+
+The kernel takes ``(void** args)``: q, k, v, out, dO, lse (contiguous), dlse if the graph has it,
+the block status (int8) if there is a BlockMask, the tensors the mods capture, then dQ, dK, dV.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+import numpy as np
+
+from ember.core.creation import from_numpy
+from ember.core.devices import CPU
+from ember.core.tensor import Tensor, empty
+from ember.inductor import cpp_builder
+from ember.inductor.cpp_ops import PRELUDE, storage_ctype
+from ember.inductor.flex_template import _CTYPE, HELPERS, FlexProblem, ModCode, _up
+from ember.inductor.runtime.parallel import KERNEL_PRELUDE
+
+
+def _indent(lines: tuple[str, ...], n: int) -> str:
+    return "\n".join(" " * n + line for line in lines)
+
+
+def flex_backward_source(
+    name: str,
+    p: FlexProblem,
+    score: ModCode | None,
+    score_grad: ModCode | None,
+    mask: ModCode | None,
+    has_grad_lse: bool,
+) -> str:
+    t = _CTYPE[p.dtype]
+    nq, nk = -(-p.q_len // p.q_tile), -(-p.kv_len // p.kv_tile)
+    names = ["q", "k", "v", "o", "dO", "lse"]
+    args = [f"  const T* {n} = static_cast<const T*>(args[{i}]);" for i, n in enumerate(names)]
+    pos = len(names)
+    if has_grad_lse:
+        args.append(f"  const T* dlse = static_cast<const T*>(args[{pos}]);")
+        pos += 1
+    if p.status_shape is not None:
+        args.append(f"  const int8_t* status = static_cast<const int8_t*>(args[{pos}]);")
+        pos += 1
+    for mod in (score, score_grad, mask):
+        for cname, tensor in zip(mod.names, mod.captured, strict=True) if mod is not None else ():
+            ct = storage_ctype(tensor.dtype)
+            args.append(f"  const {ct}* {cname} = static_cast<const {ct}*>(args[{pos}]);")
+            pos += 1
+    args += [f"  T* d{n} = static_cast<T*>(args[{pos + i}]);" for i, n in enumerate(("q", "k", "v"))]
+    if p.status_shape is not None:
+        bm, hm, sq, sk = p.status_shape
+        status = f"status[(({'0' if bm == 1 else 'b'} * {hm} + {'0' if hm == 1 else 'h'}) * {sq} + i) * {sk} + j]"
+    else:
+        status = "2"
+    modded = "fx_s"
+    score_code = ""
+    if score is not None:
+        score_code = _indent(score.lines, 10)
+        modded = score.result
+    grad_code = "const T dsr = ds;"
+    if score_grad is not None:
+        grad_code = "\n".join(
+            ["const T fx_g = ds;", *score_grad.lines[:], f"const T dsr = T({score_grad.result});"]
+        ).replace("\n", "\n          ")
+    mask_code = ""
+    if mask is not None:
+        mask_code = "\n".join(
+            ["if (st == 1) {", *[f"  {line}" for line in mask.lines], f"  if (!bool({mask.result})) pv = T(0);", "}"]
+        ).replace("\n", "\n          ")
+    return f"""{PRELUDE}
+#include <algorithm>
+#include <atomic>
+{KERNEL_PRELUDE}
+{HELPERS}
+// FlexAttention backward: {p.describe()}
+extern "C" int {name}(void** args) {{
+  using T = {t};
+  constexpr int64_t B = {p.batch}, HQ = {p.heads}, G = {p.heads // p.kv_heads}, HKV = {p.kv_heads};
+  constexpr int64_t L = {p.q_len}, S = {p.kv_len}, E = {p.head_dim}, EV = {p.v_dim};
+  constexpr int64_t TQ = {p.q_tile}, TK = {p.kv_tile}, NQ = {nq}, NK = {nk}, TKP = {_up(p.kv_tile, 8)};
+  const T scale = T({p.scale!r});
+  const T NEG_INF = -std::numeric_limits<T>::infinity(), POS_INF = std::numeric_limits<T>::infinity();
+{chr(10).join(args)}
+  ember_flex_bad_index.store(0);
+  // P (into pt) and dS pulled back through the score_mod (into dst) of tile (b, h, i, j), status st
+  auto tile = [&](int64_t b, int64_t h, int64_t i, int64_t j, int st, T* pt, T* dst) {{
+    const int64_t hk = h / G, q0 = i * TQ, nr = std::min<int64_t>(L, q0 + TQ) - q0;
+    const int64_t k0 = j * TK, nc = std::min<int64_t>(S, k0 + TK) - k0;
+    const T* kb = k + ((b * HKV + hk) * S + k0) * E;
+    const T* vb = v + ((b * HKV + hk) * S + k0) * EV;
+    for (int64_t r = 0; r < nr; ++r) {{
+      const int64_t row = (b * HQ + h) * L + q0 + r;
+      const T* qr = q + row * E;
+      const T* dor = dO + row * EV;
+      const T* orow = o + row * EV;
+      T delta = 0;
+      for (int64_t e = 0; e < EV; ++e) delta += dor[e] * orow[e];
+      {"delta -= dlse[row];" if has_grad_lse else ""}
+      const T lr = lse[row] == NEG_INF ? POS_INF : lse[row];
+      const int32_t fx_b = int32_t(b), fx_h = int32_t(h), fx_q = int32_t(q0 + r);
+      (void)fx_b; (void)fx_h; (void)fx_q;
+      for (int64_t c = 0; c < nc; ++c) {{
+        const T* kr = kb + c * E;
+        const T* vr = vb + c * EV;
+        T dot = 0, dp = 0;
+        #pragma omp simd reduction(+:dot)
+        for (int64_t e = 0; e < E; ++e) dot += qr[e] * kr[e];
+        #pragma omp simd reduction(+:dp)
+        for (int64_t e = 0; e < EV; ++e) dp += dor[e] * vr[e];
+        const T fx_s = dot * scale;
+        const int32_t fx_kv = int32_t(k0 + c);
+        (void)fx_kv;
+        {{
+{score_code}
+          T pv = std::exp(T({modded}) - lr);
+          {mask_code}
+          const T ds = pv * (dp - delta);
+          {grad_code}
+          pt[r * TKP + c] = pv;
+          dst[r * TKP + c] = dsr;
+        }}
+      }}
+    }}
+  }};
+  // pass 1: dQ, per (batch, query head, query tile)
+  ember_parallel(0, B * HQ * NQ, 1, [&](int64_t begin, int64_t end) {{
+    std::vector<T> pt(TQ * TKP), dst(TQ * TKP), acc(TQ * E);
+    for (int64_t task = begin; task < end; ++task) {{
+      const int64_t i = task % NQ, h = (task / NQ) % HQ, b = task / (NQ * HQ), hk = h / G;
+      const int64_t q0 = i * TQ, nr = std::min<int64_t>(L, q0 + TQ) - q0;
+      std::fill(acc.begin(), acc.end(), T(0));
+      for (int64_t j = 0; j < NK; ++j) {{
+        const int st = {status};
+        if (st == 0) continue;
+        tile(b, h, i, j, st, pt.data(), dst.data());
+        const int64_t k0 = j * TK, nc = std::min<int64_t>(S, k0 + TK) - k0;
+        const T* kb = k + ((b * HKV + hk) * S + k0) * E;
+        for (int64_t r = 0; r < nr; ++r)
+          for (int64_t c = 0; c < nc; ++c) {{
+            const T w = dst[r * TKP + c];
+            const T* kr = kb + c * E;
+            T* ar = &acc[r * E];
+            #pragma omp simd
+            for (int64_t e = 0; e < E; ++e) ar[e] += w * kr[e];
+          }}
+      }}
+      T* out = dq + ((b * HQ + h) * L + q0) * E;
+      for (int64_t x = 0; x < nr * E; ++x) out[x] = acc[x] * scale;
+    }}
+  }});
+  // pass 2: dK and dV, per (batch, key/value head, key tile)
+  ember_parallel(0, B * HKV * NK, 1, [&](int64_t begin, int64_t end) {{
+    std::vector<T> pt(TQ * TKP), dst(TQ * TKP), ak(TK * E), av(TK * EV);
+    for (int64_t task = begin; task < end; ++task) {{
+      const int64_t j = task % NK, hk = (task / NK) % HKV, b = task / (NK * HKV);
+      const int64_t k0 = j * TK, nc = std::min<int64_t>(S, k0 + TK) - k0;
+      std::fill(ak.begin(), ak.end(), T(0));
+      std::fill(av.begin(), av.end(), T(0));
+      for (int64_t h = hk * G; h < (hk + 1) * G; ++h)
+        for (int64_t i = 0; i < NQ; ++i) {{
+          const int st = {status};
+          if (st == 0) continue;
+          tile(b, h, i, j, st, pt.data(), dst.data());
+          const int64_t q0 = i * TQ, nr = std::min<int64_t>(L, q0 + TQ) - q0;
+          const T* qb = q + ((b * HQ + h) * L + q0) * E;
+          const T* dob = dO + ((b * HQ + h) * L + q0) * EV;
+          for (int64_t r = 0; r < nr; ++r)
+            for (int64_t c = 0; c < nc; ++c) {{
+              const T pw = pt[r * TKP + c], sw = dst[r * TKP + c];
+              T* avr = &av[c * EV];
+              T* akr = &ak[c * E];
+              #pragma omp simd
+              for (int64_t e = 0; e < EV; ++e) avr[e] += pw * dob[r * EV + e];
+              #pragma omp simd
+              for (int64_t e = 0; e < E; ++e) akr[e] += sw * qb[r * E + e];
+            }}
+        }}
+      T* outk = dk + ((b * HKV + hk) * S + k0) * E;
+      T* outv = dv + ((b * HKV + hk) * S + k0) * EV;
+      for (int64_t x = 0; x < nc * E; ++x) outk[x] = ak[x] * scale;
+      for (int64_t x = 0; x < nc * EV; ++x) outv[x] = av[x];
+    }}
+  }});
+  return ember_flex_bad_index.load() ? 1 : 0;
+}}
+"""
+
+
+class FlexBackwardKernel:
+    """A compiled FlexAttention backward called like the eager op:
+    ``kernel(grad_out, grad_lse_or_None, q, k, v, out, lse) -> (dq, dk, dv)``."""
+
+    def __init__(
+        self,
+        name: str,
+        problem: FlexProblem,
+        score: ModCode | None,
+        score_grad: ModCode | None,
+        mask: ModCode | None,
+        status: np.ndarray | None,
+        has_grad_lse: bool,
+    ) -> None:
+        self.name, self.problem, self.has_grad_lse = name, problem, has_grad_lse
+        self.source = flex_backward_source(name, problem, score, score_grad, mask, has_grad_lse)
+        self.status = None if status is None else from_numpy(np.ascontiguousarray(status, dtype=np.int8))
+        self.captured = tuple(t.detach() for mod in (score, score_grad, mask) if mod is not None for t in mod.captured)
+        self.fn: Any = None
+
+    def load(self) -> FlexBackwardKernel:
+        fn = getattr(cpp_builder.load(self.source), self.name)
+        fn.argtypes = (ctypes.c_void_p,)
+        fn.restype = ctypes.c_int
+        self.fn = fn
+        return self
+
+    def __call__(self, grad_out, grad_lse, query, key, value, out, lse) -> tuple[Tensor, Tensor, Tensor]:
+        p = self.problem
+        if self.fn is None:
+            self.load()
+        if (grad_lse is not None) != self.has_grad_lse:
+            raise RuntimeError(f"FlexAttention backward kernel {self.name} was generated for another grad_lse")
+        ins = [t.contiguous() for t in (query, key, value, out, grad_out, lse)]
+        for t in ins:
+            if t.dtype is not p.dtype:
+                raise RuntimeError(f"FlexAttention backward kernel {self.name} was generated for {p.dtype}")
+        if grad_lse is not None:
+            ins.append(grad_lse.contiguous())
+        grads = [empty(tuple(t.shape), p.dtype, CPU) for t in (query, key, value)]
+        tensors = [*ins, *([self.status] if self.status is not None else []), *self.captured, *grads]
+        ptrs = (ctypes.c_void_p * len(tensors))(*[t.data_ptr() for t in tensors])
+        if self.fn(ptrs) != 0:
+            raise IndexError("flex_attention: a score_mod or mask_mod indexed a captured tensor out of its range")
+        return tuple(grads)
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+__all__ = ["FlexBackwardKernel", "flex_backward_source"]
