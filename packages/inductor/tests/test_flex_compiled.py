@@ -266,3 +266,17 @@ def test_backward_of_a_captured_bias_table(rec):
     want = _grads(g, q, k, v)
     for a, w in zip(got, want, strict=True):
         np.testing.assert_allclose(a.numpy(), w.numpy(), rtol=5e-5, atol=5e-5)
+
+
+def test_graphs_holding_flex_attention_are_not_put_in_the_graph_cache(rec):
+    from ember.inductor import fx_graph_cache
+
+    q, k, v = _qkv()
+    before = fx_graph_cache.stats["stores"]
+
+    def data_dependent(score, b, h, q_idx, kv_idx):  # the eager op in the graph, named by its spec
+        return score * 2 if bool((score > 100).any()) else score
+
+    fn = ember.compile(lambda q, k, v: flex_attention(q, k, v, score_mod=data_dependent))
+    _close(fn(q, k, v), flex_attention(q, k, v, score_mod=data_dependent), ember.float32)
+    assert fx_graph_cache.stats["stores"] == before
