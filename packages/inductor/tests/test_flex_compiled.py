@@ -280,3 +280,24 @@ def test_graphs_holding_flex_attention_are_not_put_in_the_graph_cache(rec):
     fn = ember.compile(lambda q, k, v: flex_attention(q, k, v, score_mod=data_dependent))
     _close(fn(q, k, v), flex_attention(q, k, v, score_mod=data_dependent), ember.float32)
     assert fx_graph_cache.stats["stores"] == before
+
+
+def test_compiling_flex_attention_itself(rec):
+    q, k, v = _qkv()
+    bm = create_block_mask(causal, None, None, L, L, BLOCK_SIZE=16)
+    compiled = ember.compile(flex_attention)
+    _close(compiled(q, k, v, score_mod=alibi, block_mask=bm), flex_attention(q, k, v, alibi, bm), ember.float32)
+    _one_flex_kernel(rec)
+
+
+def test_a_partial_score_mod_runs_eagerly_and_is_not_dropped(rec):
+    import functools
+
+    q, k, v = _qkv()
+
+    def shifted(score, b, h, q_idx, kv_idx, by):
+        return score + by * q_idx
+
+    mod = functools.partial(shifted, by=0.01)
+    fn = ember.compile(lambda q, k, v: flex_attention(q, k, v, score_mod=mod))
+    _close(fn(q, k, v), flex_attention(q, k, v, score_mod=mod), ember.float32)

@@ -34,6 +34,25 @@ def is_flex_attention(fn: Any) -> bool:
     return fn is module.flex_attention
 
 
+def entry_for(fn: Any) -> Any:
+    """What ``ember.compile(fn)`` runs: ``fn``, or for ``flex_attention`` itself a function that calls it,
+    so that capture meets a call (one graph op) rather than the eager body's frame."""
+    if not is_flex_attention(fn):
+        return fn
+    # Capture skips the frames of files under ember/dynamo; this one is compiled from source of its own
+    # (a file name capture does not skip), so its frame is captured and its call becomes the graph op.
+    namespace = {"flex_attention": fn}
+    code = compile(_ENTRY, "<flex_attention entry>", "exec")
+    exec(code, namespace)
+    return namespace["compiled_flex_attention"]
+
+
+_ENTRY = """
+def compiled_flex_attention(*args, **kwargs):
+    return flex_attention(*args, **kwargs)
+"""
+
+
 def _constant(var: VariableTracker, name: str) -> Any:
     if not var.is_python_constant():
         raise Unsupported(f"flex_attention's {name} is not a constant capture can read")
@@ -47,11 +66,17 @@ def _guard_identity(tx, var: VariableTracker, name: str) -> None:
             f"flex_attention's {name} is made inside the compiled function",
             f"create the {name} outside the compiled function and pass it in (or read it from a global)",
         )
-    tx.output.add_guard(source, GuardKind.ID_MATCH, id(_value(var)))
+    tx.output.add_guard(source, GuardKind.ID_MATCH, id(_value(var, name)))
 
 
-def _value(var: VariableTracker) -> Any:
-    return var.as_python_constant() if var.is_python_constant() else getattr(var, "value", None)
+def _value(var: VariableTracker, name: str) -> Any:
+    from ember.dynamo.variables.objects import ObjectVariable
+
+    if var.is_python_constant():
+        return var.as_python_constant()
+    if isinstance(var, ObjectVariable):
+        return var.value
+    raise Unsupported(f"flex_attention's {name} is {var.describe()}, which capture does not hold as a constant")
 
 
 def call_flex_attention(tx, fn: Any, args: list, kwargs: dict) -> VariableTracker:
@@ -72,8 +97,8 @@ def call_flex_attention(tx, fn: Any, args: list, kwargs: dict) -> VariableTracke
     for name in ("scale", "enable_gqa", "return_lse", "kernel_options", "return_aux"):
         options[name] = _constant(given[name], name) if name in given else bound.signature.parameters[name].default
     score_var, mask_var = given.get("score_mod"), given.get("block_mask")
-    score_mod = None if score_var is None else _value(score_var)
-    block_mask = None if mask_var is None else _value(mask_var)
+    score_mod = None if score_var is None else _value(score_var, "score_mod")
+    block_mask = None if mask_var is None else _value(mask_var, "block_mask")
     if score_mod is not None:
         _guard_identity(tx, score_var, "score_mod")
     if block_mask is not None:
