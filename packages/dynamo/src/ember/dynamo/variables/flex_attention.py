@@ -16,6 +16,7 @@ while grad is enabled (their gradients come from the eager backward).
 from __future__ import annotations
 
 import inspect
+import math
 import warnings
 from typing import Any
 
@@ -130,7 +131,7 @@ def call_flex_attention(tx, fn: Any, args: list, kwargs: dict) -> VariableTracke
             stacklevel=2,
         )
     scale = options["scale"]
-    scale = 1.0 / float(q.shape[-1]) ** 0.5 if scale is None else float(scale)
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)  # eager's default
     if block_mask is None:
         spec = FlexSpec(score_mod, None, None, q.shape[2], k.shape[2], 0, 0)
     else:
