@@ -301,3 +301,11 @@ def test_a_partial_score_mod_runs_eagerly_and_is_not_dropped(rec):
     mod = functools.partial(shifted, by=0.01)
     fn = ember.compile(lambda q, k, v: flex_attention(q, k, v, score_mod=mod))
     _close(fn(q, k, v), flex_attention(q, k, v, score_mod=mod), ember.float32)
+
+
+def test_kernel_options_are_accepted_and_ignored_as_eager_does(rec):
+    q, k, v = _qkv()
+    options = {"BLOCK_M": 32, "BLOCK_N": 32}
+    fn = ember.compile(lambda q, k, v: flex_attention(q, k, v, score_mod=alibi, kernel_options=options))
+    _close(fn(q, k, v), flex_attention(q, k, v, score_mod=alibi), ember.float32)
+    _one_flex_kernel(rec)

@@ -95,7 +95,7 @@ def call_flex_attention(tx, fn: Any, args: list, kwargs: dict) -> VariableTracke
     if not all(isinstance(t, TensorVariable) for t in tensors):
         raise Unsupported("flex_attention's query, key and value are not all tensors of the graph")
     options = {}
-    for name in ("scale", "enable_gqa", "return_lse", "kernel_options", "return_aux"):
+    for name in ("scale", "enable_gqa", "return_lse", "return_aux"):  # kernel_options: ignored, as eager does
         options[name] = _constant(given[name], name) if name in given else bound.signature.parameters[name].default
     score_var, mask_var = given.get("score_mod"), given.get("block_mask")
     score_mod = None if score_var is None else _value(score_var, "score_mod")
