@@ -309,3 +309,28 @@ def test_kernel_options_are_accepted_and_ignored_as_eager_does(rec):
     fn = ember.compile(lambda q, k, v: flex_attention(q, k, v, score_mod=alibi, kernel_options=options))
     _close(fn(q, k, v), flex_attention(q, k, v, score_mod=alibi), ember.float32)
     _one_flex_kernel(rec)
+
+
+def test_the_fused_and_two_pass_backward_kernels_agree(rec, monkeypatch):
+    from ember.inductor import lowering_flex
+
+    q, k, v = _qkv(hq=4, hkv=2, requires_grad=True)
+    bm = create_block_mask(causal, None, None, L, L, BLOCK_SIZE=16)
+    slopes = ember.tensor([0.5, 0.25, 0.125, 0.0625])
+
+    def alibi4(score, b, h, q_idx, kv_idx):
+        return score + slopes[h] * (kv_idx - q_idx)
+
+    def f(q, k, v):
+        return flex_attention(q, k, v, score_mod=alibi4, block_mask=bm, enable_gqa=True, return_lse=True)
+
+    results = []
+    for fused in (True, False):
+        ember.compiler.reset()
+        monkeypatch.setattr(lowering_flex, "fused_backward", lambda problem, fused=fused: fused)
+        with pytest.warns(FutureWarning):
+            results.append(_grads(ember.compile(f), q, k, v))
+    kernels = [s.op for g in rec.graphs for s in g.plan.steps if isinstance(getattr(s, "op", None), FlexBackwardKernel)]
+    assert [kernel.fused for kernel in kernels] == [True, False]
+    for a, b in zip(*results, strict=True):  # the same sums, in the same order; the compiler's rounding aside
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)

@@ -1,18 +1,19 @@
 """The C++ FlexAttention backward, generated for one problem, with the mods' code and its gradient.
 
-Two parallel passes over the thread pool, each recomputing the probabilities of its tiles from the
-saved log-sum-exp (nothing of size Q_LEN x KV_LEN is kept), as the eager backward does:
-
-1. per (batch, query head, query tile): ``dQ = dS' K · scale``;
-2. per (batch, key/value head, key tile), over the query heads that share it (grouped-query heads)
-   and the query tiles the block status keeps: ``dV = Pᵀ dO`` and ``dK = dS'ᵀ Q · scale``.
+The probabilities of each tile are recomputed from the saved log-sum-exp (nothing of size
+Q_LEN x KV_LEN is kept), as the eager backward does. With at least as many (batch, key/value head)
+pairs as threads, one parallel pass over them: each walks its key tiles in order, over the query
+heads that share them (grouped-query heads) and the query tiles the block status keeps, adding
+``dV = Pᵀ dO``, ``dK = dS'ᵀ Q · scale`` and ``dQ = dS' K · scale`` (its own heads' rows). With fewer,
+two passes with more tasks, each tile computed twice: dQ per (batch, query head, query tile), then
+dK and dV per (batch, key/value head, key tile). Both add the same terms in the same order.
 
 For a tile: ``P = exp(score_mod(Q Kᵀ · scale) - lse)`` (0 where masked, and for rows whose every
 key was masked), ``dP = dO Vᵀ``, ``dS = P (dP - Δ)`` with ``Δ = rowsum(dO ∘ O) - dlse``, and
 ``dS'`` is ``dS`` pulled back through the score_mod: the score_mod's derivative with respect to
 the score, traced with ``make_fx`` together with the score_mod (``lowering_flex.lower_mod``) and
-inlined like the forward's mods. The passes are race-free (each writes only its own rows), so the
-result does not depend on the thread count.
+inlined like the forward's mods. Tasks write only their own rows, so a kernel's result does not
+depend on how many threads run it (which form is generated does, to rounding).
 
 The kernel takes ``(void** args)``: q, k, v, out, dO, lse (contiguous), dlse if the graph has it,
 the block status (int8) if there is a BlockMask, the tensors the mods capture, then dQ, dK, dV.
@@ -64,6 +65,99 @@ def _indent(lines: tuple[str, ...], n: int) -> str:
     return "\n".join(" " * n + line for line in lines)
 
 
+# dQ per query tile, then dK and dV per key tile: parallel over the most tasks, each tile computed twice.
+_TWO_PASSES = """
+  // pass 1: dQ, per (batch, query head, query tile)
+  ember_parallel(0, B * HQ * NQ, 1, [&](int64_t begin, int64_t end) {{
+    Work w;
+    std::vector<T> acc(TQP * EP);
+    for (int64_t task = begin; task < end; ++task) {{
+      const int64_t i = task % NQ, h = (task / NQ) % HQ, b = task / (NQ * HQ);
+      const int64_t q0 = i * TQ, nr = std::min<int64_t>(L, q0 + TQ) - q0;
+      std::fill(acc.begin(), acc.end(), T(0));
+      for (int64_t j = 0; j < NK; ++j) {{
+        const int st = {status};
+        if (st == 0) continue;
+        tile(w, b, h, i, j, st);
+        const int64_t nc = std::min<int64_t>(S, j * TK + TK) - j * TK;
+        ember_gemm<T, RB, CW, false>(ember_up(nr, RB), EP, nc, w.dst.data(), TKP, w.kr.data(), EP, acc.data(), EP, false);
+      }}
+      T* out = dq + ((b * HQ + h) * L + q0) * E;
+      for (int64_t r = 0; r < nr; ++r)
+        for (int64_t e = 0; e < E; ++e) out[r * E + e] = acc[r * EP + e] * scale;
+    }}
+  }});
+  // pass 2: dK and dV, per (batch, key/value head, key tile)
+  ember_parallel(0, B * HKV * NK, 1, [&](int64_t begin, int64_t end) {{
+    Work w;
+    std::vector<T> ak(TKP * EP), av(TKP * EVP);
+    for (int64_t task = begin; task < end; ++task) {{
+      const int64_t j = task % NK, hk = (task / NK) % HKV, b = task / (NK * HKV);
+      const int64_t k0 = j * TK, nc = std::min<int64_t>(S, k0 + TK) - k0, ncr = ember_up(nc, RB);
+      std::fill(ak.begin(), ak.end(), T(0));
+      std::fill(av.begin(), av.end(), T(0));
+      for (int64_t h = hk * G; h < (hk + 1) * G; ++h)
+        for (int64_t i = 0; i < NQ; ++i) {{
+          const int st = {status};
+          if (st == 0) continue;
+          tile(w, b, h, i, j, st);
+          const int64_t nr = std::min<int64_t>(L, i * TQ + TQ) - i * TQ;
+          ember_gemm<T, RB, CW, true>(ncr, EVP, nr, w.pt.data(), TKP, w.dos.data(), EVP, av.data(), EVP, false);
+          ember_gemm<T, RB, CW, true>(ncr, EP, nr, w.dst.data(), TKP, w.qs.data(), EP, ak.data(), EP, false);
+        }}
+      T* outk = dk + ((b * HKV + hk) * S + k0) * E;
+      T* outv = dv + ((b * HKV + hk) * S + k0) * EV;
+      for (int64_t c = 0; c < nc; ++c) {{
+        for (int64_t e = 0; e < E; ++e) outk[c * E + e] = ak[c * EP + e] * scale;
+        for (int64_t e = 0; e < EV; ++e) outv[c * EV + e] = av[c * EVP + e];
+      }}
+    }}
+  }});
+"""
+# One pass per (batch, key/value head), dQ kept by the task: each tile once, B * HKV tasks.
+_FUSED = """
+  // one pass per (batch, key/value head): its key tiles in order, the dQ of its query heads kept by the task
+  ember_parallel(0, B * HKV, 1, [&](int64_t begin, int64_t end) {{
+    Work w;
+    std::vector<T> ak(TKP * EP), av(TKP * EVP), aq(G * NQ * TQP * EP);
+    for (int64_t task = begin; task < end; ++task) {{
+      const int64_t hk = task % HKV, b = task / HKV;
+      std::fill(aq.begin(), aq.end(), T(0));
+      for (int64_t j = 0; j < NK; ++j) {{
+        const int64_t k0 = j * TK, nc = std::min<int64_t>(S, k0 + TK) - k0, ncr = ember_up(nc, RB);
+        std::fill(ak.begin(), ak.end(), T(0));
+        std::fill(av.begin(), av.end(), T(0));
+        for (int64_t h = hk * G; h < (hk + 1) * G; ++h)
+          for (int64_t i = 0; i < NQ; ++i) {{
+            const int st = {status};
+            if (st == 0) continue;
+            tile(w, b, h, i, j, st);
+            const int64_t nr = std::min<int64_t>(L, i * TQ + TQ) - i * TQ;
+            T* aqt = &aq[((h - hk * G) * NQ + i) * TQP * EP];
+            ember_gemm<T, RB, CW, false>(ember_up(nr, RB), EP, nc, w.dst.data(), TKP, w.kr.data(), EP, aqt, EP, false);
+            ember_gemm<T, RB, CW, true>(ncr, EVP, nr, w.pt.data(), TKP, w.dos.data(), EVP, av.data(), EVP, false);
+            ember_gemm<T, RB, CW, true>(ncr, EP, nr, w.dst.data(), TKP, w.qs.data(), EP, ak.data(), EP, false);
+          }}
+        T* outk = dk + ((b * HKV + hk) * S + k0) * E;
+        T* outv = dv + ((b * HKV + hk) * S + k0) * EV;
+        for (int64_t c = 0; c < nc; ++c) {{
+          for (int64_t e = 0; e < E; ++e) outk[c * E + e] = ak[c * EP + e] * scale;
+          for (int64_t e = 0; e < EV; ++e) outv[c * EV + e] = av[c * EVP + e];
+        }}
+      }}
+      for (int64_t h = hk * G; h < (hk + 1) * G; ++h)
+        for (int64_t i = 0; i < NQ; ++i) {{
+          const int64_t nr = std::min<int64_t>(L, i * TQ + TQ) - i * TQ;
+          const T* aqt = &aq[((h - hk * G) * NQ + i) * TQP * EP];
+          T* out = dq + ((b * HQ + h) * L + i * TQ) * E;
+          for (int64_t r = 0; r < nr; ++r)
+            for (int64_t e = 0; e < E; ++e) out[r * E + e] = aqt[r * EP + e] * scale;
+        }}
+    }}
+  }});
+"""
+
+
 def flex_backward_source(
     name: str,
     p: FlexProblem,
@@ -71,6 +165,7 @@ def flex_backward_source(
     score_grad: ModCode | None,
     mask: ModCode | None,
     has_grad_lse: bool,
+    fused: bool,
 ) -> str:
     t = _CTYPE[p.dtype]
     cw = 64 // (4 if t == "float" else 8)
@@ -110,6 +205,8 @@ def flex_backward_source(
         mask_code = "\n".join(
             ["if (st == 1) {", *[f"  {line}" for line in mask.lines], f"  if (!bool({mask.result})) pv = T(0);", "}"]
         ).replace("\n", "\n        ")
+    passes = _FUSED if fused else _TWO_PASSES
+    passes = passes.replace("{status}", status).replace("{{", "{").replace("}}", "}")
     return f"""{PRELUDE}
 #include <algorithm>
 #include <atomic>
@@ -180,53 +277,7 @@ extern "C" int {name}(void** args) {{
       }}
     }}
   }};
-  // pass 1: dQ, per (batch, query head, query tile)
-  ember_parallel(0, B * HQ * NQ, 1, [&](int64_t begin, int64_t end) {{
-    Work w;
-    std::vector<T> acc(TQP * EP);
-    for (int64_t task = begin; task < end; ++task) {{
-      const int64_t i = task % NQ, h = (task / NQ) % HQ, b = task / (NQ * HQ);
-      const int64_t q0 = i * TQ, nr = std::min<int64_t>(L, q0 + TQ) - q0;
-      std::fill(acc.begin(), acc.end(), T(0));
-      for (int64_t j = 0; j < NK; ++j) {{
-        const int st = {status};
-        if (st == 0) continue;
-        tile(w, b, h, i, j, st);
-        const int64_t nc = std::min<int64_t>(S, j * TK + TK) - j * TK;
-        ember_gemm<T, RB, CW, false>(ember_up(nr, RB), EP, nc, w.dst.data(), TKP, w.kr.data(), EP, acc.data(), EP, false);
-      }}
-      T* out = dq + ((b * HQ + h) * L + q0) * E;
-      for (int64_t r = 0; r < nr; ++r)
-        for (int64_t e = 0; e < E; ++e) out[r * E + e] = acc[r * EP + e] * scale;
-    }}
-  }});
-  // pass 2: dK and dV, per (batch, key/value head, key tile)
-  ember_parallel(0, B * HKV * NK, 1, [&](int64_t begin, int64_t end) {{
-    Work w;
-    std::vector<T> ak(TKP * EP), av(TKP * EVP);
-    for (int64_t task = begin; task < end; ++task) {{
-      const int64_t j = task % NK, hk = (task / NK) % HKV, b = task / (NK * HKV);
-      const int64_t k0 = j * TK, nc = std::min<int64_t>(S, k0 + TK) - k0, ncr = ember_up(nc, RB);
-      std::fill(ak.begin(), ak.end(), T(0));
-      std::fill(av.begin(), av.end(), T(0));
-      for (int64_t h = hk * G; h < (hk + 1) * G; ++h)
-        for (int64_t i = 0; i < NQ; ++i) {{
-          const int st = {status};
-          if (st == 0) continue;
-          tile(w, b, h, i, j, st);
-          const int64_t nr = std::min<int64_t>(L, i * TQ + TQ) - i * TQ;
-          ember_gemm<T, RB, CW, true>(ncr, EVP, nr, w.pt.data(), TKP, w.dos.data(), EVP, av.data(), EVP, false);
-          ember_gemm<T, RB, CW, true>(ncr, EP, nr, w.dst.data(), TKP, w.qs.data(), EP, ak.data(), EP, false);
-        }}
-      T* outk = dk + ((b * HKV + hk) * S + k0) * E;
-      T* outv = dv + ((b * HKV + hk) * S + k0) * EV;
-      for (int64_t c = 0; c < nc; ++c) {{
-        for (int64_t e = 0; e < E; ++e) outk[c * E + e] = ak[c * EP + e] * scale;
-        for (int64_t e = 0; e < EV; ++e) outv[c * EV + e] = av[c * EVP + e];
-      }}
-    }}
-  }});
-  return ember_flex_bad_index.load() ? 1 : 0;
+{passes}  return ember_flex_bad_index.load() ? 1 : 0;
 }}
 """
 
@@ -244,9 +295,10 @@ class FlexBackwardKernel:
         mask: ModCode | None,
         status: np.ndarray | None,
         has_grad_lse: bool,
+        fused: bool,
     ) -> None:
-        self.name, self.problem, self.has_grad_lse = name, problem, has_grad_lse
-        self.source = flex_backward_source(name, problem, score, score_grad, mask, has_grad_lse)
+        self.name, self.problem, self.has_grad_lse, self.fused = name, problem, has_grad_lse, fused
+        self.source = flex_backward_source(name, problem, score, score_grad, mask, has_grad_lse, fused)
         self.status = None if status is None else from_numpy(np.ascontiguousarray(status, dtype=np.int8))
         self.captured = tuple(t.detach() for mod in (score, score_grad, mask) if mod is not None for t in mod.captured)
         self.fn: Any = None

@@ -255,6 +255,13 @@ def lower_flex_attention(ctx: Any, query: Any, key: Any, value: Any, spec: str, 
     return _extern(ctx, kernel, (query, key, value))
 
 
+def fused_backward(problem: FlexProblem) -> bool:
+    """One pass over (batch, key/value head) when there are enough of them to keep every thread busy."""
+    from ember.core.threads import get_num_threads
+
+    return problem.batch * problem.kv_heads >= get_num_threads()
+
+
 def lower_flex_attention_backward(
     ctx: Any, grad_out: Any, grad_lse: Any, query: Any, key: Any, value: Any, out: Any, lse: Any, spec: str,
     scale: float,
@@ -267,7 +274,9 @@ def lower_flex_attention_backward(
         score = lower_mod(s.score_mod, problem.dtype, True, "sm_")
         score_grad = lower_mod(s.score_mod, problem.dtype, True, "sg_", gradient=True)
     name = f"flex_attention_backward_{next(_names)}"
-    kernel = FlexBackwardKernel(name, problem, score, score_grad, mask, s.status, grad_lse is not None).load()
+    fused = fused_backward(problem)
+    kernel = FlexBackwardKernel(name, problem, score, score_grad, mask, s.status, grad_lse is not None, fused)
+    kernel.load()
     output_code_log.info("FlexAttention backward kernel %s for %s:\n%s", name, problem.describe(), kernel.source)
     return _extern(ctx, kernel, (grad_out, grad_lse, query, key, value, out, lse))
 
