@@ -334,3 +334,25 @@ def test_the_fused_and_two_pass_backward_kernels_agree(rec, monkeypatch):
     assert [kernel.fused for kernel in kernels] == [True, False]
     for a, b in zip(*results, strict=True):  # the same sums, in the same order; the compiler's rounding aside
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_value_dim_other_than_the_head_dim_and_a_mask_per_batch_and_head(rec):
+    ember.manual_seed(1)
+    q, k = ember.randn(B, H, L, E, requires_grad=True), ember.randn(B, H, L, E, requires_grad=True)
+    v = ember.randn(B, H, L, 24, requires_grad=True)
+
+    def per_head(b, h, q_idx, kv_idx):
+        return (q_idx >= kv_idx) | ((h == 1) & (b == 0))
+
+    bm = create_block_mask(per_head, B, H, L, L, BLOCK_SIZE=16)
+
+    def f(q, k, v):
+        return flex_attention(q, k, v, score_mod=alibi, block_mask=bm)
+
+    out = ember.compile(f)(q, k, v)
+    assert tuple(out.shape) == (B, H, L, 24)
+    _close(out, f(q, k, v), ember.float32)
+    got = _grads(ember.compile(lambda q, k, v: (f(q, k, v), q.sum(-1))), q, k, v)
+    want = _grads(lambda q, k, v: (f(q, k, v), q.sum(-1)), q, k, v)
+    for a, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(a.numpy(), w.numpy(), rtol=5e-5, atol=5e-5)
