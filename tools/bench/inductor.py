@@ -6,7 +6,8 @@ Both libraries on the CPU, float32, T threads each (2 by default: ``OMP_NUM_THRE
 either library loads, and ``torch.set_num_threads``). Cases: a pointwise chain over 4M elements,
 softmax 1024x1024, layer norm 4096x1024 (with weight and bias), sum over 4M; AdamW's step over
 100 parameters (``compile(opt.step)``, with each library's eager step as well); and a GEMM 512x512x512
-under ``mode="max-autotune"`` on both sides, with the implementation Ember chose and its timings. Each function is
+under ``mode="max-autotune"`` on both sides, with the implementation Ember chose and its timings; FlexAttention
+with a causal BlockMask (B=2, H=8, L=1024, E=64: one generated kernel against PyTorch's). Each function is
 compiled by both (``backend="inductor"``), run once to compile, then timed: the median of R calls.
 The MLP block (GPT's, C=384, on 2048 rows) is timed forward, and forward+backward: a function that
 returns a loss is compiled, and ``loss.backward()`` is part of each timed call.
@@ -86,6 +87,20 @@ def mlp_block_loss(lib):
 mlp_block_loss.backward = True  # timed as loss = f(x); loss.backward()
 
 
+def flex_causal(lib):
+    """FlexAttention with a causal BlockMask (128x128 blocks), each library's ``flex_attention``: Ember's
+    compiles to one generated C++ kernel, PyTorch's to its CPU flex template."""
+    if lib is ember:
+        from ember.nn.attention.flex_attention import create_block_mask, flex_attention
+
+        bm = create_block_mask(lambda b, h, q, kv: q >= kv, None, None, 1024, 1024)
+    else:
+        from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+        bm = create_block_mask(lambda b, h, q, kv: q >= kv, None, None, 1024, 1024, device="cpu")
+    return lambda q, k, v: flex_attention(q, k, v, block_mask=bm)
+
+
 CASES = {
     "pointwise chain 4M": (chain, [(4 * 1024 * 1024,)]),
     "softmax 1024x1024": (softmax, [(1024, 1024)]),
@@ -93,6 +108,7 @@ CASES = {
     "sum 4M": (total, [(4 * 1024 * 1024,)]),
     "MLP block forward": (mlp_block, [(2048, 384)]),
     "MLP block fwd+bwd": (mlp_block_loss, [(2048, 384)]),
+    "flex attention causal B=2 H=8 L=1024 E=64": (flex_causal, [(2, 8, 1024, 64)] * 3),
 }
 
 

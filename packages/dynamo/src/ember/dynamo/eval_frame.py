@@ -68,6 +68,9 @@ class OptimizeContext:
             )
         callback = self.callback
         target = fn
+        from ember.dynamo.variables.flex_attention import entry_for
+
+        target = entry_for(fn)  # flex_attention itself compiles as one call of it (one graph op)
         set_eval_frame = None
 
         @functools.wraps(fn)

@@ -7,7 +7,8 @@ CPU's features,
 the Python and package versions, and the code generator's own source. The entry is the wrapper's
 ``Plan`` (plain data; kernels named by their shared library in the kernel cache), pickled and
 written under a temporary name, then renamed into place. An entry whose libraries are gone is a
-miss. Graphs holding tensor constants (``get_attr``) are not cached.
+miss. Graphs holding tensor constants (``get_attr``) are not cached, nor graphs holding FlexAttention's ops
+(their ``spec`` argument names mods kept by this process only).
 """
 
 from __future__ import annotations
@@ -80,11 +81,16 @@ def _input_key(value: Any) -> str:
     return f"{type(value).__name__}:{value!r}"
 
 
+def _process_local(target: Any) -> bool:
+    """An op whose arguments name objects of this process (FlexAttention's spec of its mods)."""
+    return getattr(target, "namespace", None) == "higher_order"
+
+
 def graph_key(gm: Any, example_inputs: list) -> str | None:
     """The cache key of compiling ``gm`` for ``example_inputs`` (``None``: not cacheable)."""
     graph = getattr(gm, "graph", None)
     code = getattr(gm, "code", None)
-    if graph is None or code is None or any(n.op == "get_attr" for n in graph.nodes):
+    if graph is None or code is None or any(n.op == "get_attr" or _process_local(n.target) for n in graph.nodes):
         return None
     h = hashlib.sha256()
     for part in (

@@ -17,6 +17,7 @@ import sympy
 from ember.core.tensor import Tensor
 from ember.inductor import (
     config,
+    lowering_flex,  # noqa: F401  (registers its lowering)
     lowering_gemm,
     lowering_optim,  # noqa: F401  (registers its lowerings)
 )

@@ -145,11 +145,12 @@ def lookup_op(name: Any) -> Any:
     if not isinstance(name, str):
         return name
 
-    packet, _, overload = name.partition(".")[2].partition(".") if name.startswith("aten.") else ("", "", "")
-    if packet:
+    namespace, _, rest = name.partition(".")
+    packet, _, overload = rest.partition(".") if "::" not in name else ("", "", "")
+    if packet:  # "aten.mm.default", "higher_order.flex_attention.default"
         from ember.core import ops
 
-        return getattr(getattr(ops.aten, packet), overload or "default")
+        return getattr(getattr(getattr(ops, namespace), packet), overload or "default")
     return lookup(name)
 
 

@@ -112,6 +112,10 @@ class UserFunctionVariable(BaseUserFunctionVariable):
         # True in the graph, with no guard: at run time the real function answers False.
         if getattr(self.fn, "__ember_is_compiling__", False):
             return ConstantVariable(True)
+        from ember.dynamo.variables.flex_attention import call_flex_attention, is_flex_attention
+
+        if is_flex_attention(self.fn):  # one graph op, not the eager body (flex_attention.py)
+            return call_flex_attention(tx, self.fn, args, kwargs)
         return super().call_function(tx, args, kwargs)
 
     def bind(self, tx, args, kwargs):

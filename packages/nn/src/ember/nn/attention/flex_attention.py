@@ -24,7 +24,7 @@ from ember.autograd.function import Function
 from ember.core import dtypes as D
 from ember.core.creation import from_numpy
 from ember.core.tensor import Tensor
-from ember.nn.attention import _flex_tiles
+from ember.nn.attention import _flex_op, _flex_tiles  # noqa: F401  (_flex_op: the ops a captured graph holds)
 from ember.nn.attention._block_mask import (
     BlockMask,
     and_masks,
