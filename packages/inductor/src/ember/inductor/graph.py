@@ -18,7 +18,9 @@ from ember.core.tensor import Tensor
 from ember.inductor import (
     config,
     lowering_gemm,
+    lowering_indirect,  # noqa: F401  (registers its lowerings)
     lowering_optim,  # noqa: F401  (registers its lowerings)
+    lowering_scatter,  # noqa: F401  (registers its lowerings)
 )
 from ember.inductor.cpp_ops import CTYPES
 from ember.inductor.inplace import emit_mutations

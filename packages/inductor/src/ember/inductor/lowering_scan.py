@@ -24,6 +24,7 @@ from ember.core.devices import CPU
 from ember.core.tensor import empty
 from ember.inductor import config
 from ember.inductor.cpp_ops import CppOverrides, compute_ctype, storage_ctype
+from ember.inductor.indirect import CPP_DECLARE, CPP_RETURN, raise_index_error
 from ember.inductor.ir import Buffer, ExternBuffer, Layout, MultiOutput, TensorBox, index_symbols
 from ember.inductor.lowering import as_loader, compute_dtype, register
 from ember.inductor.virtualized import ReadsHandler, ops, set_ops_handler
@@ -67,7 +68,9 @@ class GeneratedKernel:
             args.append(t)
         outs = [empty(layout.size, dtype, CPU, layout.stride) for dtype, layout in self.outputs]
         ptrs = (ctypes.c_void_p * (len(args) + len(outs)))(*[t.data_ptr() for t in args + outs])
-        self.fn(ptrs, None)
+        rc = self.fn(ptrs, None)
+        if rc < 0:
+            raise_index_error(rc)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def __repr__(self) -> str:
@@ -106,7 +109,7 @@ def scan_source(
     other = [d for d in range(ndim) if d != dim]
     rows = math.prod(x.size[d] for d in other)
     n = x.size[dim] if ndim else 1
-    lines = [f'extern "C" int {name}(void** args, const int64_t* meta) {{']
+    lines = [f'extern "C" int {name}(void** args, const int64_t* meta) {{', "  " + CPP_DECLARE]
     for i, buf in enumerate(args):
         const = "const " if buf in inputs else ""
         t = storage_ctype(dtype_of[buf])
@@ -133,7 +136,7 @@ def scan_source(
     lines.append("  }")
     if parallel:
         lines.append("  });")
-    lines.append("  return 0;")
+    lines.append("  " + CPP_RETURN)
     lines.append("}")
     return "\n".join(lines), inputs
 
