@@ -15,7 +15,7 @@ import pytest
 from inductor_testing import assert_same, compile_with_inductor
 
 import ember
-from ember.inductor import lowering_nn
+from ember.inductor import lowering_nn  # noqa: F401  (registers its lowerings)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tensor" / "tests"))  # the OpInfo tables
 import opinfo
