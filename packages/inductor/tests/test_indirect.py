@@ -253,3 +253,18 @@ def test_small_gpt_trains_five_steps_as_eager():
             opt.zero_grad()
             loss.backward()
             opt.step()
+
+
+def test_embedding_with_a_dynamic_number_of_tokens():
+    emb = ember.nn.Embedding(100, 16)
+
+    def fn(i):
+        return (emb(i) * 2).sum(-1)
+
+    compiled = ember.compile(fn, dynamic=True)
+    with ember.no_grad():
+        for n in (5, 9, 13):
+            i = ember.randint(0, 100, (n,))
+            assert_same(compiled(i), fn(i))
+        with pytest.raises(IndexError, match="index out of range in self"):
+            compiled(ember.tensor([1, 100, 3, 4, 5, 6]))

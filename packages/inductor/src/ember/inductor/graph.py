@@ -19,6 +19,7 @@ from ember.inductor import (
     config,
     lowering_gemm,
     lowering_indirect,  # noqa: F401  (registers its lowerings)
+    lowering_nn,  # noqa: F401  (registers its lowerings)
     lowering_optim,  # noqa: F401  (registers its lowerings)
     lowering_scatter,  # noqa: F401  (registers its lowerings)
 )

@@ -81,7 +81,6 @@ def scatter(ctx, base: TensorBox, indices: list, values: Any, accumulate: bool, 
         raise RuntimeError(f"shape mismatch: value tensor of shape {list(values.size)} cannot be broadcast to "
                            f"indexing result of shape {list(rsize)}")  # fmt: skip
     rest = [d for d in range(len(size)) if d not in dims]
-    ndim_b = len(b)
     n_pos, n_rest = math.prod(b), math.prod(size[d] for d in rest)
     layout = Layout(size, contiguous_strides(size))
     name = f"buf{len(ctx.buffers)}"
@@ -144,7 +143,6 @@ def scatter(ctx, base: TensorBox, indices: list, values: Any, accumulate: bool, 
         lines.extend("  " + line for line in _parallel("q", n_rest, n_pos, inner))
     lines += ["  " + CPP_RETURN, "}"]
     source = "\n".join(lines)
-    del ndim_b
     in_bufs = [ctx.name_to_buffer[n] for n in inputs]
     kernel = GeneratedKernel(kname, source, in_bufs, [(dtype, layout)])
     origin = [f"{ctx.current.name} = {ctx.current.target}"]
