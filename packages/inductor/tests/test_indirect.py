@@ -275,3 +275,20 @@ def test_embedding_with_a_dynamic_number_of_tokens(fresh_compiler):
             assert_same(compiled(i), fn(i))
         with pytest.raises(IndexError, match="index out of range in self"):
             compiled(ember.tensor([1, 100, 3, 4, 5, 6]))
+
+
+def test_embedding_backward_over_a_dynamic_number_of_tokens(fresh_compiler, capfd):
+    emb = ember.nn.Embedding(50, 8)
+    twin = copy.deepcopy(emb)
+    compiled = ember.compile(lambda i: (twin(i) * 3).pow(2).sum(), dynamic=True)
+    ember.logs.set_logs(perf_hints=True)
+    try:
+        for n in (5, 9, 13):
+            i = ember.randint(0, 50, (n,))
+            emb.weight.grad, twin.weight.grad = None, None
+            compiled(i).backward()
+            (emb(i) * 3).pow(2).sum().backward()
+            assert_same(twin.weight.grad, emb.weight.grad)
+    finally:
+        ember.logs.set_logs()
+    assert "index_put" not in capfd.readouterr().err  # a generated scatter kernel, not an extern call

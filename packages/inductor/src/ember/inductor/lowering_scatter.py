@@ -11,7 +11,8 @@ indexes.
 Deterministic whatever the thread count: the threads split the positions of the dimensions that are
 not indexed (an embedding's columns), each thread walks every index position in order, so an element
 hit by several duplicates sums them in the same order on any number of threads, and no two threads
-write one element. Index values are wrapped and bounds-checked as for loads (``indirect.py``).
+write one element. Index values are wrapped and bounds-checked as for loads (``indirect.py``). Over
+symbolic sizes the kernel reads the size symbols from ``meta``, each bound from an input's size.
 """
 
 from __future__ import annotations
@@ -23,12 +24,14 @@ import sympy
 
 from ember.core import dtypes as D
 from ember.inductor import config
-from ember.inductor.cpp_ops import CppOverrides, storage_ctype
+from ember.inductor.codegen_cpp import _grain, _hoist
+from ember.inductor.cpp_ops import CppOverrides, cexpr, storage_ctype
 from ember.inductor.indirect import ADVANCED, CPP_DECLARE, CPP_RETURN, EMBEDDING
 from ember.inductor.ir import ExternBuffer, Index, Layout, TensorBox, contiguous_strides
 from ember.inductor.lowering import as_loader, broadcast_shapes, compute_dtype, make_box, register
 from ember.inductor.lowering_indirect import advanced_geometry, advanced_source
 from ember.inductor.lowering_scan import GeneratedKernel
+from ember.inductor.sizevars import is_symbolic, size_symbols, sort_symbols, statically_equal
 from ember.inductor.virtualized import ReadsHandler, ops, set_ops_handler
 
 
@@ -53,26 +56,28 @@ def _loops_code(handler_lines: tuple[list[str], list[str]], inner: str, n: Any, 
     return out
 
 
-def _parallel(var: str, n: int, work_per_step: int, inner: list[str]) -> list[str]:
-    """``inner`` (a loop over ``[var_begin, var_end)``) over ``[0, n)``, on the thread pool when large."""
-    if n * work_per_step >= config.cpp.parallel_threshold and n >= 2:
-        grain = max(1, -(-config.cpp.grain // max(work_per_step, 1)))
-        head = f"ember_parallel(0, {n}, {grain}, [&](int64_t {var}_begin, int64_t {var}_end) {{"
+def _parallel(var: str, n: Any, work_per_step: Any, inner: list[str]) -> list[str]:
+    """``inner`` (a loop over ``[var_begin, var_end)``) over ``[0, n)``, on the thread pool when large
+    (over symbolic sizes always: the pool runs a range too short for two pieces inline)."""
+    symbolic = is_symbolic(n) or is_symbolic(work_per_step)
+    if symbolic or (n * work_per_step >= config.cpp.parallel_threshold and n >= 2):
+        grain = _grain(config.cpp.grain, work_per_step)
+        head = f"ember_parallel(0, {cexpr(n)}, {grain}, [&](int64_t {var}_begin, int64_t {var}_end) {{"
         return [head, *("  " + line for line in inner), "});"]
     return [f"{{ const int64_t {var}_begin = 0, {var}_end = {n};", *("  " + line for line in inner), "}"]
 
 
+def _symbols(inputs: list, out: Layout) -> list:
+    """The size symbols a scatter kernel reads (from ``meta``)."""
+    exprs = [*out.size, *out.stride, out.offset]
+    for b in inputs:
+        exprs += [*b.layout.size, *b.layout.stride, b.layout.offset]
+    return sort_symbols(size_symbols(exprs))
+
+
 def scatter(ctx, base: TensorBox, indices: list, values: Any, accumulate: bool, kind: int, reason: str) -> TensorBox:
     """``base`` with ``values`` stored (or added) at ``base[indices]``, as one generated kernel."""
-    from ember.inductor.codegen_cpp import _hoist
-
     size = tuple(base.size)
-    if not all(isinstance(n, int) for n in size) or (
-        isinstance(values, TensorBox) and not all(isinstance(n, int) for n in values.size)
-    ):
-        raise NotImplementedError(f"{reason} over symbolic sizes (scatter kernels are generated for fixed sizes)")
-    if any(t is not None and not all(isinstance(n, int) for n in t.size) for t in indices):
-        raise NotImplementedError(f"{reason} with index tensors of symbolic sizes")
     dtype = ctx.out_dtype
     if dtype not in (D.float32, D.float64, D.int64, D.int32):
         raise NotImplementedError(f"{reason} of {dtype} tensors (generated for float32, float64, int32, int64)")
@@ -117,6 +122,8 @@ def scatter(ctx, base: TensorBox, indices: list, values: Any, accumulate: bool, 
     args = [*inputs, name]
     arg_of = {n: f"a{i}" for i, n in enumerate(args)}
     dtype_of = {n: ctx.name_to_buffer[n].dtype for n in inputs} | {name: dtype}
+    in_bufs = [ctx.name_to_buffer[n] for n in inputs]
+    symbols = _symbols(in_bufs, layout)
     fill_h, scat_h = CppOverrides(arg_of, dtype_of, "", "f_"), CppOverrides(arg_of, dtype_of, "", "s_")
     with set_ops_handler(fill_h):
         fill()
@@ -130,23 +137,28 @@ def scatter(ctx, base: TensorBox, indices: list, values: Any, accumulate: bool, 
         decls.append(f"{const}{t}* __restrict__ a{i} = ({const}{t}*)args[{i}];  // {n}")
     lines.extend("  " + d for d in decls)
     n_last = size[-1] if size else 1
-    if math.prod(size) > 0:
+    lines[1:1] = [f"  const int64_t {sym.name} = meta[{k}]; (void){sym.name};" for k, sym in enumerate(symbols)]
+    if not statically_equal(math.prod(size), 0):
         # the base: rows in parallel, the last dim a vectorized loop
         fill_loop = ["for (int64_t xr = xr_begin; xr < xr_end; ++xr) {", "#pragma omp simd",
-                     f"for (int64_t xl = 0; xl < {n_last}; ++xl) {{", *fill_h.body, "}", "}"]  # fmt: skip
+                     f"for (int64_t xl = 0; xl < {cexpr(n_last)}; ++xl) {{", *fill_h.body, "}", "}"]  # fmt: skip
         lines.extend("  " + line for line in _parallel("xr", rows, n_last, fill_loop))
-    if n_pos > 0 and n_rest > 0:
+    if not statically_equal(n_pos, 0) and not statically_equal(n_rest, 0):
         hoisted, body = _hoist(scat_h.body, "q")
         simd = not any("ember_index_fail" in line for line in body)
         # each thread: its range of the non-indexed positions, every index position in order
-        inner = [f"for (int64_t p = 0; p < {n_pos}; ++p) {{", *_loops_code((hoisted, body), "q", n_rest, simd), "}"]
+        inner = [
+            f"for (int64_t p = 0; p < {cexpr(n_pos)}; ++p) {{",
+            *_loops_code((hoisted, body), "q", n_rest, simd),
+            "}",
+        ]
         lines.extend("  " + line for line in _parallel("q", n_rest, n_pos, inner))
     lines += ["  " + CPP_RETURN, "}"]
     source = "\n".join(lines)
-    in_bufs = [ctx.name_to_buffer[n] for n in inputs]
-    kernel = GeneratedKernel(kname, source, in_bufs, [(dtype, layout)])
+    kernel = GeneratedKernel(kname, source, in_bufs, [(dtype, layout)], symbols)
     origin = [f"{ctx.current.name} = {ctx.current.target}"]
-    buf = ExternBuffer(name, dtype, layout, kernel, tuple(in_bufs), {}, reason, origin)
+    # the symbols' values come last: the step wrapper evaluates size expressions among an extern call's arguments
+    buf = ExternBuffer(name, dtype, layout, kernel, (*in_bufs, *symbols), {}, reason, origin)
     return TensorBox.of(ctx._register(buf))
 
 
