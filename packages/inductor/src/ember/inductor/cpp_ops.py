@@ -260,7 +260,7 @@ class CppOverrides:
         if check:
             line += (
                 f" if (EMBER_UNLIKELY(static_cast<uint64_t>({v}) >= static_cast<uint64_t>({n})))"
-                f" {{ ember_index_fail(ember_err, {int(error or 0)}); {v} = 0; }}"
+                f" {{ ember_index_fail(ember_err, {int(error or 0)}, {value}, {n}); {v} = 0; }}"
             )
         (self.post if self.reduction_info else self.body).append(line)
         return sym

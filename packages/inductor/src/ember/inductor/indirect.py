@@ -9,23 +9,29 @@ recorded wins), the load reads element 0 instead of memory out of bounds, and th
 ``-code`` once its loops are done. The wrapper turns that code into the error PyTorch raises.
 
 An error code says which error (``KINDS``) and along which dimension of the indexed tensor:
-``code = kind + (len(KINDS) + 1) * dim``. The kernel keeps no value or size, so the message names the
-dimension but not the offending value.
+``code = kind + (len(KINDS) + 1) * dim``. The kernel that records an error also writes the offending
+value and the dimension's size into ``DETAIL``, a slot every kernel library is handed when it is loaded
+(``attach``), and the message names them as PyTorch's does. The slot is one per process: should two
+threads' kernels fail at once, a message may name the other's value; the exception type and the
+dimension come from the kernel's own return code.
 """
 
 from __future__ import annotations
 
-from typing import NoReturn
+import ctypes
+from typing import Any, NoReturn
 
 # kind -> (exception type, message); the message may name ``{dim}``
 KINDS: dict[int, tuple[type[Exception], str]] = {
     # embedding, index_select: PyTorch's own message for them
     1: (IndexError, "index out of range in self"),
     # advanced indexing (index.Tensor, index_put)
-    2: (IndexError, "index is out of bounds for dimension {dim} of the indexed tensor"),
+    2: (IndexError, "index {value} is out of bounds for dimension {dim} with size {size}"),
     # gather
-    3: (RuntimeError, "index is out of bounds for dimension {dim} of the gathered tensor"),
+    3: (RuntimeError, "index {value} is out of bounds for dimension {dim} with size {size}"),
 }
+# the offending value and the size of the last index error a kernel recorded
+DETAIL = (ctypes.c_int64 * 2)()
 EMBEDDING, ADVANCED, GATHER = 1, 2, 3
 
 
@@ -39,11 +45,23 @@ def index_error(code: int) -> Exception:
     if kind not in KINDS:
         return RuntimeError(f"a compiled kernel failed with the unknown error code {code}")
     exc, message = KINDS[kind]
-    return exc(message.format(dim=dim))
+    return exc(message.format(dim=dim, value=DETAIL[0], size=DETAIL[1]))
 
 
 def raise_index_error(rc: int) -> NoReturn:
     raise index_error(-rc)
+
+
+def attach(lib: Any) -> None:
+    """Hand a freshly loaded kernel library the ``DETAIL`` slot (a library without kernels that check
+    indexes, a GEMM template's, has nothing to hand it to)."""
+    try:
+        fn = lib.ember_set_error_detail
+    except AttributeError:
+        return
+    fn.argtypes = [ctypes.c_void_p]
+    fn.restype = None
+    fn(ctypes.addressof(DETAIL))
 
 
 # the C++ every kernel module gets: the error slot of a kernel call and how a check records into it
@@ -51,8 +69,13 @@ CPP_PRELUDE = r"""
 #include <atomic>
 #define EMBER_UNLIKELY(x) __builtin_expect(!!(x), 0)
 struct ember_index_error { std::atomic<int> code{0}; };
-static inline void ember_index_fail(ember_index_error& e, int code) {
-  int none = 0; e.code.compare_exchange_strong(none, code, std::memory_order_relaxed);
+static int64_t* ember_error_detail = nullptr;
+extern "C" void ember_set_error_detail(void* p) { ember_error_detail = static_cast<int64_t*>(p); }
+static inline void ember_index_fail(ember_index_error& e, int code, int64_t value, int64_t size) {
+  int none = 0;
+  if (e.code.compare_exchange_strong(none, code, std::memory_order_relaxed) && ember_error_detail) {
+    ember_error_detail[0] = value; ember_error_detail[1] = size;
+  }
 }
 static inline int ember_index_status(const ember_index_error& e) {
   int c = e.code.load(std::memory_order_relaxed); return c ? -c : 0;
