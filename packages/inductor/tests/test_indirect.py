@@ -295,3 +295,24 @@ def test_embedding_backward_over_a_dynamic_number_of_tokens(fresh_compiler, capf
     finally:
         ember.logs.set_logs()
     assert "index_put" not in capfd.readouterr().err  # a generated scatter kernel, not an extern call
+
+
+def test_scatter_graphs_run_on_the_generated_wrapper_and_its_graph_cache(monkeypatch, tmp_path):
+    from ember.inductor import config, fx_graph_cache
+    from ember.inductor.wrapper import CompiledGraph
+
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(config, "fx_graph_cache", True)
+
+    def fn(x, i, v):
+        return x.index_put((i,), v, accumulate=True) * 2
+
+    x, i, v = ember.randn(5, 3), ember.tensor([0, 4, 4]), ember.randn(3, 3)
+    hits = fx_graph_cache.stats["hits"]
+    for _ in range(2):  # compiled, then loaded from the graph cache
+        compiled, rec = compile_with_inductor(fn)
+        assert_same(compiled(x, i, v), fn(x, i, v))
+        assert isinstance(rec.graphs[0], CompiledGraph)
+    assert fx_graph_cache.stats["hits"] == hits + 1
+    with pytest.raises(IndexError, match="index 9 is out of bounds for dimension 0 with size 5"):
+        compiled(x, ember.tensor([0, 9, 1]), v)

@@ -62,11 +62,20 @@ class GeneratedKernel:
         self.inputs, self.outputs = inputs, outputs
         self.fn: Callable | None = None
         self.symbols = list(symbols)
+        # run as a kernel step of the wrapper (``spec``) rather than as an extern call: set for kernels
+        # whose inputs always have the layouts they were generated for, and of static sizes
+        self.as_kernel = False
         if self.symbols:
             self._in_strides = [evaluator(self.symbols, b.layout.stride) for b in inputs]
             self._out_layouts = [
                 (evaluator(self.symbols, layout.size), evaluator(self.symbols, layout.stride)) for _, layout in outputs
             ]
+
+    def spec(self, output: str) -> Any:
+        """The kernel as the wrapper's kernels are described (its one output is ``output``)."""
+        from ember.inductor.codegen_cpp import KernelSpec
+
+        return KernelSpec(self.name, self.source, [b.name for b in self.inputs] + [output], [], [output], ())
 
     def bind(self, lib: Any) -> None:
         fn = getattr(lib, self.name)

@@ -156,6 +156,8 @@ def scatter(ctx, base: TensorBox, indices: list, values: Any, accumulate: bool, 
     lines += ["  " + CPP_RETURN, "}"]
     source = "\n".join(lines)
     kernel = GeneratedKernel(kname, source, in_bufs, [(dtype, layout)], symbols)
+    # its inputs are graph buffers the wrappers lay out as traced: a kernel step (memory planning, the graph cache)
+    kernel.as_kernel = not symbols
     origin = [f"{ctx.current.name} = {ctx.current.target}"]
     # the symbols' values come last: the step wrapper evaluates size expressions among an extern call's arguments
     buf = ExternBuffer(name, dtype, layout, kernel, (*in_bufs, *symbols), {}, reason, origin)
