@@ -13,6 +13,7 @@ from typing import Any
 import sympy
 
 from ember.core import dtypes as D
+from ember.inductor.indirect import ADVANCED, error_code
 from ember.inductor.indirect import CPP_PRELUDE as INDIRECT_PRELUDE
 from ember.inductor.sizevars import ExprPrinter
 from ember.inductor.virtualized import BINARY, UNARY, indirect_symbol
@@ -258,9 +259,10 @@ class CppOverrides:
         if wrap:
             line += f" if ({v} < 0) {v} += {n};"
         if check:
+            code = int(error) if error else error_code(ADVANCED, 0)  # never 0: 0 is "no error"
             line += (
                 f" if (EMBER_UNLIKELY(static_cast<uint64_t>({v}) >= static_cast<uint64_t>({n})))"
-                f" {{ ember_index_fail(ember_err, {int(error or 0)}, {value}, {n}); {v} = 0; }}"
+                f" {{ ember_index_fail(ember_err, {code}, {value}, {n}); {v} = 0; }}"
             )
         (self.post if self.reduction_info else self.body).append(line)
         return sym

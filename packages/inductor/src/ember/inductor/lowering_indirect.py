@@ -21,6 +21,7 @@ from ember.core import dtypes as D
 from ember.inductor.indirect import ADVANCED, EMBEDDING, GATHER, error_code
 from ember.inductor.ir import Index, TensorBox
 from ember.inductor.lowering import as_loader, broadcast_shapes, make_box, register
+from ember.inductor.sizevars import statically_ge
 from ember.inductor.virtualized import ops
 
 INDEX_DTYPES = (D.int64, D.int32)
@@ -93,6 +94,11 @@ def gather(ctx, x, dim, index, *, sparse_grad=False):
     dim = dim % len(x.size)
     n = x.size[dim]
     _check_size("gather", n)
+    for d, (m, k) in enumerate(zip(x.size, index.size, strict=True)):
+        # the other dims are read directly: in bounds only where the index is no larger (the meta kernel
+        # checks it; the kernel relies on it, so it is decided here for every size)
+        if d != dim and not statically_ge(m, k):
+            raise NotImplementedError(f"gather with an index larger than the input at dimension {d}")
     lx, li = x.loader, index.loader
 
     def loader(i: Index) -> Any:
