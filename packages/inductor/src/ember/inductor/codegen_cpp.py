@@ -23,6 +23,7 @@ memory with ``#pragma omp simd`` (and a ``reduction`` clause for sum, max, min a
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,11 +32,12 @@ import sympy
 from ember.inductor import config
 from ember.inductor.codegen_cpp_columns import column_reduction
 from ember.inductor.cpp_ops import PRELUDE, REDUCTION_COMBINE, CppOverrides, acc_init, cexpr, storage_ctype
+from ember.inductor.indirect import CPP_DECLARE, CPP_RETURN
 from ember.inductor.ir import Buffer, ComputedBuffer, index_symbols
 from ember.inductor.runtime.parallel import KERNEL_PRELUDE
 from ember.inductor.scheduler import FusedGroup, ScheduledNode
 from ember.inductor.sizevars import decide_ge, statically_equal, statically_ge
-from ember.inductor.virtualized import set_ops_handler
+from ember.inductor.virtualized import is_indirect, set_ops_handler
 
 
 @dataclass
@@ -109,8 +111,29 @@ def _pieces_grain(loops: list[tuple[str, Any]]) -> str:
     return _grain(config.cpp.grain, math.prod(n for _, n in loops[1:]))
 
 
+_DEFINES = re.compile(r"^(?:auto|int64_t|const int64_t) (\w+) = ")
+_NAMES = re.compile(r"[A-Za-z_]\w*")
+
+
+def _hoist(body: list[str], inner_var: str) -> tuple[list[str], list[str]]:
+    """``body`` split into the definitions that depend neither on ``inner_var`` nor on a definition that
+    does (computed once before the innermost loop), and the rest, in order. Used for bodies with
+    indirect indexes: the index of an embedding row is read and bounds-checked once per row, and the
+    inner loop over the row stays a plain vectorizable loop."""
+    depends, hoisted, kept = {inner_var}, [], []
+    for line in body:
+        m = _DEFINES.match(line)
+        if m is not None and not (set(_NAMES.findall(line)) - {m.group(1)}) & depends:
+            hoisted.append(line)
+            continue
+        if m is not None:
+            depends.add(m.group(1))
+        kept.append(line)
+    return hoisted, kept
+
+
 def _parallel_pointwise(
-    loops: list[tuple[str, int]], body: list[str], inner_pragma: str, decls: list[str]
+    loops: list[tuple[str, int]], body: list[str], inner_pragma: str, decls: list[str], hoisted: list[str] = ()
 ) -> list[str]:
     """The outer loop split into pieces on the thread pool; the pointers re-declared ``__restrict__``
     inside the lambda (captured ones lose that, and with it the vectorizer's freedom)."""
@@ -118,10 +141,12 @@ def _parallel_pointwise(
     out = [f"ember_parallel(0, {cexpr(n)}, {_pieces_grain(loops)}, [&](int64_t {var}_begin, int64_t {var}_end) {{"]
     out.extend(decls)
     if not rest:
+        out.extend(hoisted)
         out.append(inner_pragma)
     out.append(f"for (int64_t {var} = {var}_begin; {var} < {var}_end; ++{var}) {{")
     for depth, (v, m) in enumerate(rest):
         if depth == len(rest) - 1:
+            out.extend(hoisted)
             out.append(inner_pragma)
         out.append(_loop(v, m) + " {")
     out.extend(body)
@@ -131,7 +156,13 @@ def _parallel_pointwise(
 
 
 def _parallel_reduction(
-    loops: list[tuple[str, int]], body: list[str], inner_pragma: str, decls: list[str], info: tuple, prefix: str
+    loops: list[tuple[str, int]],
+    body: list[str],
+    inner_pragma: str,
+    decls: list[str],
+    info: tuple,
+    prefix: str,
+    hoisted: list[str] = (),
 ) -> list[str]:
     """A long reduction over fixed chunks of ``config.cpp.reduction_chunk`` elements, whatever the
     thread count: each chunk's partial is kept, and the partials are combined in chunk order, so
@@ -152,10 +183,14 @@ def _parallel_reduction(
         f"{acc_t} {acc} = {init};",
         f"const int64_t {var}_end = {c} * {chunk} + {chunk} < {n} ? {c} * {chunk} + {chunk} : {n};",
     ]
+    if not rest:
+        out.extend(hoisted)
     if not rest and inner_pragma:
         out.append(inner_pragma)
     out.append(f"for (int64_t {var} = {c} * {chunk}; {var} < {var}_end; ++{var}) {{")
     for depth, (v, m) in enumerate(rest):
+        if depth == len(rest) - 1:
+            out.extend(hoisted)
         if depth == len(rest) - 1 and inner_pragma:
             out.append(inner_pragma)
         out.append(_loop(v, m) + " {")
@@ -201,10 +236,15 @@ def _node_code(
         body.insert(0, f"const int64_t {ridx} = {linear};")
     if tiled:
         return _tiled_code(lines[0], lines[1:], loops[0], handler, body)
+    hoisted: list[str] = []
+    if loops and any("ember_index_fail" in line or "ind_" in line for line in body):
+        hoisted, body = _hoist(body, loops[-1][0])
     work = math.prod(n for _, n in loops)
     parallel = bool(parallel_inner and loops) and _when((work, config.cpp.parallel_threshold)) is not False
     inner_pragma = ""
-    if info is None:
+    if any("ember_index_fail" in line for line in body):
+        pass  # a bounds check in the innermost loop (a gather along it): a plain loop, not a simd one
+    elif info is None:
         inner_pragma = "#pragma omp simd"
     elif info[1] in _SIMD_REDUCTION and info[2] in _SIMD_REDUCTION[info[1]][1]:
         inner_pragma = f"#pragma omp simd reduction({_SIMD_REDUCTION[info[1]][0]}:{info[0]})"
@@ -213,16 +253,20 @@ def _node_code(
         if info is not None:
             out.append(f"{info[2]} {info[0]} = {acc_init(info[1], info[2])};")
         for depth, (var, n) in enumerate(loops):
+            if depth == len(loops) - 1:
+                out.extend(hoisted)
             if depth == len(loops) - 1 and inner_pragma:
                 out.append(inner_pragma)
             out.append(_loop(var, n) + " {")
+        if not loops:
+            out.extend(hoisted)
         out.extend(body)
         out.extend("}" for _ in loops)
         out.extend(handler.post)
     elif info is None:
-        out = _parallel_pointwise(loops, body, inner_pragma, decls)
+        out = _parallel_pointwise(loops, body, inner_pragma, decls, hoisted)
     else:
-        out = _parallel_reduction(loops, body, inner_pragma, decls, info, prefix) + handler.post
+        out = _parallel_reduction(loops, body, inner_pragma, decls, info, prefix, hoisted) + handler.post
     lines.extend("  " + line for line in out)
     lines.append("}")
     return lines
@@ -241,6 +285,8 @@ def _tiled(group: FusedGroup, buffers: dict[str, Buffer]) -> bool:
     if len(group.nodes) != 1:
         return False
     node = group.nodes[0]
+    if any(is_indirect(expr) for _, expr in node.reads):
+        return False
     buf = node.buffer
     if not all(_is_static(n) for n in (group.rows, *buf.size, *buf.reduction_size, *buf.layout.stride)):
         return False
@@ -343,6 +389,7 @@ def group_kernel(
             lines.append(
                 f"  if ({' || '.join(conds)}) return {j + 1};  // {n}: sizes {layout.size}, strides {layout.stride}"
             )
+    lines.append("  " + CPP_DECLARE)
     decls = []
     for i, n in enumerate(args):
         const = "const " if n in reads else ""
@@ -353,7 +400,7 @@ def group_kernel(
     column = None if _tiled(group, buffers) else column_reduction(group, arg_of, dtype_of, decls)
     if column is not None:
         return KernelSpec(
-            name, "\n".join([*lines, *column, "  return 0;", "}"]), args, checked, outputs, tuple(symbols)
+            name, "\n".join([*lines, *column, "  " + CPP_RETURN, "}"]), args, checked, outputs, tuple(symbols)
         )
     work = _largest(
         [math.prod(node.buffer.size[node.split :]) * math.prod(node.buffer.reduction_size) for node in group.nodes]
@@ -388,7 +435,7 @@ def group_kernel(
         lines.append("  });")
     elif tiled:
         lines.append("  }")
-    lines.append("  return 0;")
+    lines.append("  " + CPP_RETURN)
     lines.append("}")
     return KernelSpec(name, "\n".join(lines), args, checked, outputs, tuple(symbols))
 

@@ -19,7 +19,7 @@ from ember.inductor import config
 from ember.inductor.cpp_ops import CppOverrides, acc_init
 from ember.inductor.ir import index_symbols
 from ember.inductor.scheduler import FusedGroup
-from ember.inductor.virtualized import set_ops_handler
+from ember.inductor.virtualized import is_indirect, set_ops_handler
 
 # outputs per block: 64 floats are four cache lines
 BLOCK = 64
@@ -33,6 +33,8 @@ def _strided(node) -> bool | None:
     r_inner = index_symbols("r", len(node.buffer.reduction_size))[-1]
     strided = False
     for _, expr in node.reads:
+        if is_indirect(expr):
+            return None
         expr = sympy.expand(expr)
         cx, cr = expr.coeff(x), expr.coeff(r_inner)
         if not (cx.is_Integer and cr.is_Integer) or int(cx) not in (0, 1):

@@ -74,7 +74,8 @@ def combo_kernel(
         else:
             call = f"{part.name}(p{k}, meta + {meta_pos})"
         # a part's layout check j+1 is the combo's check len(checked)+j+1
-        lines.append(f"  if ((rc = {call}) != 0) return rc + {len(checked)};")
+        # a negative code is an index error (indirect.py), passed on as it is
+        lines.append(f"  if ((rc = {call}) != 0) return rc < 0 ? rc : rc + {len(checked)};")
         checked += part.checked
         meta_pos += n_meta
     lines += ["  return 0;", "}"]

@@ -101,8 +101,11 @@ def compile_fx_inner(gm: Any, example_inputs: list, *, check: bool = False) -> C
             kernels.append(combo_kernel(parts, name, graph.name_to_buffer, local))
         elif isinstance(step, FusedGroup):
             kernels.append(group_kernel(step, f"kernel{len(kernels)}", graph.name_to_buffer, external, symbols))
+        elif _kernel_extern(step):
+            kernels.append(step.op.spec(step.name))
     # scans and other kernels generated for one node, called as extern ops: their source joins the module
     generated = [b.op for b in live if isinstance(b, ExternBuffer) and isinstance(b.op, GeneratedKernel)]
+    generated = [g for g in generated if not g.as_kernel]
     in_place = any(isinstance(b, MutationBuffer) for b in live)
     if check or binder is not None or generated or in_place or rng_in or rng_out:
         compiled = _step_graph(gm, graph, steps, kernels, generated, binder)
@@ -154,7 +157,7 @@ def _plan(graph: GraphLowering, steps: list, kernels: list, library_of: dict[str
     specs = iter(kernels)
     out: list = []
     for step in steps:
-        if isinstance(step, FusedGroup | list):
+        if isinstance(step, FusedGroup | list) or _kernel_extern(step):
             spec = next(specs)
             outputs = {n: (buffers[n].layout.size, buffers[n].layout.stride, buffers[n].dtype) for n in spec.outputs}
             layouts = [(buffers[n].layout.size, buffers[n].layout.stride) for n in spec.checked]
@@ -191,7 +194,7 @@ def _step_graph(
     specs = iter(kernels)
     lines = []
     for step in steps:
-        if isinstance(step, FusedGroup | list):
+        if isinstance(step, FusedGroup | list) or _kernel_extern(step):
             spec = next(specs)
             fn = getattr(lib, spec.name)
             fn.argtypes = (ctypes.c_void_p, ctypes.c_void_p)
@@ -228,6 +231,11 @@ def _binder(graph: GraphLowering) -> SizeBinder | None:
     if not size_symbols(exprs):
         return None
     return SizeBinder(graph.inputs, graph.shape_env)
+
+
+def _kernel_extern(step: Any) -> bool:
+    """A generated kernel that runs as a kernel step (a scatter of static sizes), not as an extern call."""
+    return isinstance(step, ExternBuffer) and isinstance(step.op, GeneratedKernel) and step.op.as_kernel
 
 
 def _reads_of(steps: list) -> set[str]:

@@ -13,8 +13,10 @@ from typing import Any
 import sympy
 
 from ember.core import dtypes as D
+from ember.inductor.indirect import ADVANCED, error_code
+from ember.inductor.indirect import CPP_PRELUDE as INDIRECT_PRELUDE
 from ember.inductor.sizevars import ExprPrinter
-from ember.inductor.virtualized import BINARY, UNARY
+from ember.inductor.virtualized import BINARY, UNARY, indirect_symbol
 
 CTYPES = {
     D.bool_: "bool",
@@ -243,6 +245,28 @@ class CppOverrides:
     def randint64(self, seed: str, offset: str, low: str, high: str) -> str:
         return self._var(f"ember_randint64({seed}, {offset}, {low}, {high})")
 
+    def indirect_indexing(
+        self, value: str, size: Any, check: bool = True, wrap: bool = True, error: Any = None
+    ) -> sympy.Symbol:
+        """``value`` as an index in ``[0, size)``: with ``wrap``, counted from the end when negative; with ``check``, a value still
+        out of range records ``error`` (``indirect.error_code``) in the kernel's error slot and reads
+        element 0, never memory out of bounds. One line, which ``codegen_cpp`` may hoist out of the
+        innermost loop when ``value`` does not depend on that loop's index."""
+        self._n += 1
+        sym = indirect_symbol(f"{self.prefix}{self._n}")
+        v, n = sym.name, cexpr(size)
+        line = f"int64_t {v} = static_cast<int64_t>({value});"
+        if wrap:
+            line += f" if ({v} < 0) {v} += {n};"
+        if check:
+            code = int(error) if error else error_code(ADVANCED, 0)  # never 0: 0 is "no error"
+            line += (
+                f" if (EMBER_UNLIKELY(static_cast<uint64_t>({v}) >= static_cast<uint64_t>({n})))"
+                f" {{ ember_index_fail(ember_err, {code}, {value}, {n}); {v} = 0; }}"
+            )
+        (self.post if self.reduction_info else self.body).append(line)
+        return sym
+
 
 def _unary(name: str):
     template = _UNARY_CPP[name]
@@ -436,4 +460,4 @@ static inline int64_t ember_randint64(int64_t seed, int64_t offset, int64_t low,
   return int64_t(drawn + uint64_t(low));
 }
 """
-PRELUDE += LOGADDEXP + PHILOX
+PRELUDE += LOGADDEXP + PHILOX + INDIRECT_PRELUDE

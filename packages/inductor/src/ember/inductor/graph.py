@@ -19,7 +19,10 @@ from ember.inductor import (
     config,
     lowering_flex,  # noqa: F401  (registers its lowering)
     lowering_gemm,
+    lowering_indirect,  # noqa: F401  (registers its lowerings)
+    lowering_nn,  # noqa: F401  (registers its lowerings)
     lowering_optim,  # noqa: F401  (registers its lowerings)
+    lowering_scatter,  # noqa: F401  (registers its lowerings)
 )
 from ember.inductor.cpp_ops import CTYPES
 from ember.inductor.inplace import emit_mutations

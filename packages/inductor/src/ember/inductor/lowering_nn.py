@@ -1,9 +1,9 @@
 """Lowerings of the neural-network ops that reach training graphs undecomposed.
 
-Batch norm (with the running statistics it updates), ``gather`` (as ``nll_loss`` uses it),
-``cat``, and ``max_pool2d`` with its indices and backward are written as pointwise and reduction
-boxes; what they cannot express (an indirect load over a large dimension, overlapping pooling
-windows, padding) raises ``NotImplementedError``, and the op falls back to its eager kernel with
+Batch norm (with the running statistics it updates), ``cat``, and ``max_pool2d`` with its indices
+and backward are written as pointwise and reduction boxes (``gather`` is an indirect load:
+``lowering_indirect.py``); what they cannot express (overlapping pooling windows, padding) raises
+``NotImplementedError``, and the op falls back to its eager kernel with
 that reason logged (``perf_hints``).
 
 Every load a kernel makes runs unconditionally (``where`` picks among values already loaded), so
@@ -21,10 +21,6 @@ from ember.core import dtypes as D
 from ember.inductor.ir import Index, TensorBox, numel
 from ember.inductor.lowering import as_loader, compute_dtype, make_box, reduce_box, register
 from ember.inductor.virtualized import ops
-
-# gather is lowered as a sum over the gathered dimension of ``where(index == k, x[k], 0)``: one
-# pass over that dimension per output element, cheap for class dimensions, not for large tables.
-GATHER_MAX_DIM = 1024
 
 
 def _static(what: str, *boxes: Any) -> None:
@@ -122,36 +118,6 @@ def _update_running(stat: TensorBox, batch: TensorBox, momentum: float, factor: 
         return ops.add(keep, ops.mul(new(i), ops.constant(momentum * factor, dt)))
 
     _assign(stat, make_box(stat.size, stat.dtype, updated))
-
-
-@register("gather.default")
-def gather(ctx, x, dim, index, *, sparse_grad=False):
-    _static("gather", x, index)
-    ndim = max(len(x.size), 1)
-    dim = dim % ndim
-    if not x.size:
-        raise NotImplementedError("gather from a 0-dimensional tensor")
-    n = x.size[dim]
-    if n > GATHER_MAX_DIM:
-        raise NotImplementedError(
-            f"gather over a dimension of {n} (> {GATHER_MAX_DIM}): an indirect load, which the code generator "
-            "expresses only as a reduction over the dimension"
-        )
-    out_dtype = ctx.out_dtype  # read now: bodies run after the node is lowered
-    dt = compute_dtype(out_dtype)
-    lidx, lx = index.loader, x.loader
-
-    def body(i: Index, r: Index) -> Any:
-        src = list(i)
-        src[dim] = r[0]
-        hit = ops.eq(lidx(list(i)), ops.index_expr(r[0], D.int64))
-        value = lx(src)
-        if x.dtype != out_dtype:
-            value = ops.to_dtype(value, dt)
-        return ops.where(hit, value, ops.constant(0, dt))
-
-    buf = ctx.new_buffer(index.size, out_dtype, body, (n,), "sum")
-    return TensorBox.of(buf)
 
 
 @register("cat.default")

@@ -24,8 +24,10 @@ from ember.core.devices import CPU
 from ember.core.tensor import empty
 from ember.inductor import config
 from ember.inductor.cpp_ops import CppOverrides, compute_ctype, storage_ctype
+from ember.inductor.indirect import CPP_DECLARE, CPP_RETURN, raise_index_error
 from ember.inductor.ir import Buffer, ExternBuffer, Layout, MultiOutput, TensorBox, index_symbols
 from ember.inductor.lowering import as_loader, compute_dtype, register
+from ember.inductor.sizevars import evaluator
 from ember.inductor.virtualized import ReadsHandler, ops, set_ops_handler
 
 # scan type -> (initial accumulator, the C++ statement that folds value ``v`` at position ``i`` into ``acc``)
@@ -46,10 +48,34 @@ class GeneratedKernel:
     input has the layout the kernel was specialized for (copying it into that layout when not),
     allocates the outputs and calls the function with the data pointers (inputs, then outputs)."""
 
-    def __init__(self, name: str, source: str, inputs: list[Buffer], outputs: list[tuple[Any, Layout]]) -> None:
+    def __init__(
+        self,
+        name: str,
+        source: str,
+        inputs: list[Buffer],
+        outputs: list[tuple[Any, Layout]],
+        symbols: list = (),
+    ) -> None:
+        """``symbols``: the size symbols the kernel reads from ``meta`` (in order), whose values a call
+        takes after the input tensors (the graph holds them as the extern call's last arguments)."""
         self.name, self.source = name, source
         self.inputs, self.outputs = inputs, outputs
         self.fn: Callable | None = None
+        self.symbols = list(symbols)
+        # run as a kernel step of the wrapper (``spec``) rather than as an extern call: set for kernels
+        # whose inputs always have the layouts they were generated for, and of static sizes
+        self.as_kernel = False
+        if self.symbols:
+            self._in_strides = [evaluator(self.symbols, b.layout.stride) for b in inputs]
+            self._out_layouts = [
+                (evaluator(self.symbols, layout.size), evaluator(self.symbols, layout.stride)) for _, layout in outputs
+            ]
+
+    def spec(self, output: str) -> Any:
+        """The kernel as the wrapper's kernels are described (its one output is ``output``)."""
+        from ember.inductor.codegen_cpp import KernelSpec
+
+        return KernelSpec(self.name, self.source, [b.name for b in self.inputs] + [output], [], [output], ())
 
     def bind(self, lib: Any) -> None:
         fn = getattr(lib, self.name)
@@ -57,17 +83,27 @@ class GeneratedKernel:
         fn.restype = ctypes.c_int
         self.fn = fn
 
-    def __call__(self, *tensors: Any) -> Any:
+    def __call__(self, *args_and_sizes: Any) -> Any:
+        tensors, values = args_and_sizes[: len(self.inputs)], tuple(args_and_sizes[len(self.inputs) :])
         args = []
-        for t, spec in zip(tensors, self.inputs, strict=True):
-            if any(a != b for a, b, n in zip(t._stride, spec.layout.stride, spec.size, strict=True) if n != 1):
-                copy = empty(spec.size, spec.dtype, CPU, spec.layout.stride)
+        for pos, (t, spec) in enumerate(zip(tensors, self.inputs, strict=True)):
+            stride = self._in_strides[pos](values) if self.symbols else spec.layout.stride
+            if any(a != b for a, b, n in zip(t._stride, stride, t._shape, strict=True) if n != 1):
+                copy = empty(tuple(t._shape), spec.dtype, CPU, stride)
                 copy.copy_(t)
                 t = copy
             args.append(t)
-        outs = [empty(layout.size, dtype, CPU, layout.stride) for dtype, layout in self.outputs]
+        if self.symbols:
+            outs = [empty(size(values), d, CPU, stride(values)) for (d, _), (size, stride) in
+                    zip(self.outputs, self._out_layouts, strict=True)]  # fmt: skip
+            meta = (ctypes.c_int64 * len(values))(*values)
+        else:
+            outs = [empty(layout.size, dtype, CPU, layout.stride) for dtype, layout in self.outputs]
+            meta = None
         ptrs = (ctypes.c_void_p * (len(args) + len(outs)))(*[t.data_ptr() for t in args + outs])
-        self.fn(ptrs, None)
+        rc = self.fn(ptrs, meta)
+        if rc < 0:
+            raise_index_error(rc)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def __repr__(self) -> str:
@@ -106,7 +142,7 @@ def scan_source(
     other = [d for d in range(ndim) if d != dim]
     rows = math.prod(x.size[d] for d in other)
     n = x.size[dim] if ndim else 1
-    lines = [f'extern "C" int {name}(void** args, const int64_t* meta) {{']
+    lines = [f'extern "C" int {name}(void** args, const int64_t* meta) {{', "  " + CPP_DECLARE]
     for i, buf in enumerate(args):
         const = "const " if buf in inputs else ""
         t = storage_ctype(dtype_of[buf])
@@ -133,7 +169,7 @@ def scan_source(
     lines.append("  }")
     if parallel:
         lines.append("  });")
-    lines.append("  return 0;")
+    lines.append("  " + CPP_RETURN)
     lines.append("}")
     return "\n".join(lines), inputs
 

@@ -38,7 +38,7 @@ from ember.inductor.sizevars import (
     statically_ge,
     statically_nonneg,
 )
-from ember.inductor.virtualized import ReadsHandler, set_ops_handler
+from ember.inductor.virtualized import ReadsHandler, is_indirect, set_ops_handler
 from ember.logs import get_artifact_logger
 
 fusion_log = get_artifact_logger(__name__, "fusion")
@@ -143,8 +143,8 @@ def _row_split(buf: ComputedBuffer, rows: int | None) -> int | None:
 
 def _read_in_row(node: ScheduledNode, producer: ComputedBuffer, expr: sympy.Expr, rows: int) -> bool:
     """Whether every element ``node`` reads of ``producer`` at ``expr`` lies in the reader's own row."""
-    if not producer.layout.is_contiguous():
-        return False
+    if not producer.layout.is_contiguous() or is_indirect(expr):
+        return False  # an indirect read may land anywhere in the producer: it needs all of it first
     row_len = exact_div(math.prod(producer.size), rows) if not statically_equal(rows, 0) else 0
     size = node.buffer.size
     outer = node.index[: node.split]

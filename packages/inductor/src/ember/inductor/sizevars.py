@@ -24,13 +24,35 @@ def as_expr(value: Any) -> Any:
     """``value`` with ``SymInt``s replaced by their (simplified) sympy expressions; ints stay ints."""
     node = getattr(value, "node", None)
     if node is not None and hasattr(node, "expr"):
-        expr = node.expr
+        expr = _exact_floordivs(node.expr)
         return int(expr) if expr.is_Integer else expr
     if isinstance(value, sympy.Integer):
         return int(value)
     if isinstance(value, list | tuple):
         return type(value)(as_expr(v) for v in value)
     return value
+
+
+def _exact_floordivs(expr: Any) -> Any:
+    """``expr`` with each floor division that divides exactly as polynomials (``s0*s1 // s1``, the size a
+    ``view(-1, n)`` infers) replaced by its quotient, so that sizes compare equal to the plain symbols."""
+    if not isinstance(expr, sympy.Basic) or not any(
+        type(e).__name__ == "FloorDiv" for e in sympy.preorder_traversal(expr)
+    ):
+        return expr
+
+    def exact(e: Any) -> Any:
+        if type(e).__name__ != "FloorDiv":
+            return e
+        q = sympy.cancel(e.args[0] / e.args[1])
+        free = sorted(q.free_symbols, key=str)
+        if q.is_Integer or (
+            free and q.is_polynomial(*free) and all(c.is_Integer for c in sympy.Poly(q, *free).coeffs())
+        ):
+            return q
+        return e
+
+    return expr.replace(lambda e: type(e).__name__ == "FloorDiv", exact)
 
 
 @dataclass(frozen=True)

@@ -101,6 +101,13 @@ class OpsHandler(Protocol):
     def rand(self, seed: Any, offset: Any) -> Any: ...
     def randn(self, seed: Any, offset: Any) -> Any: ...
     def randint64(self, seed: Any, offset: Any, low: Any, high: Any) -> Any: ...
+    # an integer value as an index into a dimension of ``size``: a new symbol that later loads may use in
+    # their index expressions; ``wrap``: a negative value counts from the end (advanced indexing; not
+    # embedding, index_select, gather); ``check`` bounds-checks it at run time (an out-of-range value
+    # raises, ``indirect.py``); ``error`` says which error
+    def indirect_indexing(
+        self, value: Any, size: Any, check: bool = True, wrap: bool = True, error: Any = None
+    ) -> sympy.Symbol: ...
 
     # pointwise math, one method per op (listed in UNARY and BINARY)
     def abs(self, x: Any) -> Any: ...
@@ -167,6 +174,22 @@ class OpsHandler(Protocol):
 OP_NAMES: tuple[str, ...] = tuple(
     name for name, _ in inspect.getmembers(OpsHandler, inspect.isfunction) if not name.startswith("_")
 )
+
+
+INDIRECT_PREFIX = "ind_"
+
+
+def indirect_symbol(name: str) -> sympy.Symbol:
+    """The index symbol an indirect load reads through: an integer in ``[0, size)``, whose value is known
+    only when the kernel runs. Its name starts with ``INDIRECT_PREFIX`` (not a loop index, ``x``/``r``,
+    nor a size, ``s``), so dependency analysis can tell it apart."""
+    safe = "".join(c if c.isalnum() else "_" for c in name)
+    return sympy.Symbol(INDIRECT_PREFIX + safe, integer=True, nonnegative=True)
+
+
+def is_indirect(expr: Any) -> bool:
+    """Whether an index expression reads through an indirect symbol (it may land anywhere in its buffer)."""
+    return isinstance(expr, sympy.Basic) and any(s.name.startswith(INDIRECT_PREFIX) for s in expr.free_symbols)
 
 
 class _Current(threading.local):
@@ -261,6 +284,9 @@ class StrHandler(_DefaultHandler):
     def randint64(self, seed, offset, low, high):
         return f"randint64({seed}, {offset}, {low}, {high})"
 
+    def indirect_indexing(self, value, size, check=True, wrap=True, error=None):
+        return indirect_symbol(f"{value}")
+
 
 class CountHandler(_DefaultHandler):
     """Counts the ops of a body (to decide when an inlined producer is too big to recompute)."""
@@ -307,9 +333,15 @@ class CountHandler(_DefaultHandler):
     def randint64(self, seed, offset, low, high):
         self.count += 1
 
+    def indirect_indexing(self, value, size, check=True, wrap=True, error=None):
+        self.count += 1
+        self._indirect = getattr(self, "_indirect", 0) + 1
+        return indirect_symbol(str(self._indirect))
+
 
 class ReadsHandler(CountHandler):
-    """Collects the ``(buffer, index)`` pairs a body loads."""
+    """Collects the ``(buffer, index)`` pairs a body loads. An index through an indirect symbol
+    (``is_indirect``) may be any element of its buffer: whoever reads ``reads`` treats it so."""
 
     def __init__(self) -> None:
         super().__init__()

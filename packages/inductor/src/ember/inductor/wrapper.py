@@ -25,6 +25,7 @@ from typing import Any
 from ember.core.devices import CPU
 from ember.core.dtypes import dtype as DType
 from ember.core.tensor import empty, make_view
+from ember.inductor.indirect import raise_index_error
 from ember.logs import get_artifact_logger
 
 perf_log = get_artifact_logger(__name__, "perf_hints")
@@ -123,6 +124,8 @@ class Plan:
 
 
 def kernel_error(step: KernelStep, rc: int, env: dict[str, Any]) -> None:
+    if rc < 0:
+        raise_index_error(rc)
     name = step.checked[rc - 1]
     t = env[name]
     raise RuntimeError(

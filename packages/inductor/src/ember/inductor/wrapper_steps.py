@@ -21,6 +21,7 @@ import numpy as np
 from ember.core.devices import CPU
 from ember.core.tensor import empty
 from ember.inductor.codegen_cpp import KernelSpec
+from ember.inductor.indirect import raise_index_error
 from ember.inductor.ir import AliasBuffer, Buffer, ExternBuffer, InputBuffer, MultiOutput
 from ember.inductor.sizevars import evaluator, is_symbolic
 from ember.logs import get_artifact_logger
@@ -68,6 +69,8 @@ class KernelStep:
             meta[pos + nd : pos + 2 * nd] = t._stride
             pos += 2 * nd
         rc = self.fn(ptrs, meta.ctypes.data)
+        if rc < 0:
+            raise_index_error(rc)
         if rc != 0:
             name = self.checked[rc - 1]
             t = env[name]

@@ -24,6 +24,7 @@ import functools
 import os
 
 from ember.core import threads as _threads
+from ember.inductor import indirect
 
 _SOURCE = os.path.join(os.path.dirname(__file__), "parallel.cpp")
 
@@ -78,6 +79,7 @@ def attach(kernels: ctypes.CDLL) -> None:
     kernels.ember_set_parallel_for.argtypes = [ctypes.c_void_p]
     kernels.ember_set_parallel_for.restype = None
     kernels.ember_set_parallel_for(entry_point())
+    indirect.attach(kernels)  # the slot index errors write their value into
 
 
 def worker_count() -> int:
