@@ -52,7 +52,8 @@ KNOWN: list[frozenset[str]] = [
         "ember.dynamo.frame_cache ember.dynamo.generators ember.dynamo.output_graph ember.dynamo.side_effects "
         "ember.dynamo.symbolic_convert ember.dynamo.trace_rules ember.dynamo.variables.base "
         "ember.dynamo.variables.builder ember.dynamo.variables.builtin ember.dynamo.variables.containers "
-        "ember.dynamo.variables.exceptions ember.dynamo.variables.functions ember.dynamo.variables.iter_tools "
+        "ember.dynamo.variables.exceptions ember.dynamo.variables.flex_attention ember.dynamo.variables.functions "
+        "ember.dynamo.variables.iter_tools "
         "ember.dynamo.variables.objects ember.dynamo.variables.tensor ember.dynamo.variables.user_objects",
     )
 ]

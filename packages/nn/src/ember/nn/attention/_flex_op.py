@@ -51,9 +51,7 @@ class FlexSpec:
 
     def plan(self) -> _flex_tiles.Plan:
         if self.status is None:
-            from ember.nn.attention.flex_attention import _DENSE_TILE
-
-            return _flex_tiles.Plan(None, self.q_len, self.kv_len, *_DENSE_TILE)
+            return _flex_tiles.Plan(None, self.q_len, self.kv_len, *_flex_tiles.DENSE_TILE)
         return _flex_tiles.Plan(self.status, self.q_len, self.kv_len, self.q_block, self.kv_block)
 
 

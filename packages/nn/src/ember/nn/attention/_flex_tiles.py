@@ -32,6 +32,9 @@ from ember.core.tensor import Tensor
 from ember.nn.attention._block_mask import as_bool_array, index_tensors
 from ember.nn.attention._parallel import run_rows, single_threaded_blas
 
+# Tile of the computation when no BlockMask is given (query rows x key columns).
+DENSE_TILE = (128, 512)
+
 # Widest tile along the keys made by merging key blocks of the same status.
 MAX_TILE_KV = 512
 

@@ -46,9 +46,6 @@ __all__ = [
     "or_masks",
 ]
 
-# Tile of the computation when no BlockMask is given (query rows x key columns).
-_DENSE_TILE = (128, 512)
-
 
 def _compute_dtype(dtype: D.dtype) -> np.dtype:
     return np.dtype(np.float64) if dtype is D.float64 else np.dtype(np.float32)
@@ -192,7 +189,7 @@ def _validate(query: Tensor, key: Tensor, value: Tensor, enable_gqa: bool) -> No
 
 def _plan(block_mask: BlockMask | None, q_len: int, kv_len: int) -> tuple[_flex_tiles.Plan, Callable]:
     if block_mask is None:
-        return _flex_tiles.Plan(None, q_len, kv_len, *_DENSE_TILE), noop_mask
+        return _flex_tiles.Plan(None, q_len, kv_len, *_flex_tiles.DENSE_TILE), noop_mask
     if not isinstance(block_mask, BlockMask):
         raise TypeError(f"flex_attention: block_mask must be a BlockMask, got {type(block_mask).__name__}")
     if tuple(block_mask.seq_lengths) != (q_len, kv_len):
