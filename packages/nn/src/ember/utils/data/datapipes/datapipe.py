@@ -95,8 +95,11 @@ class _IterDataPipeMeta(_DataPipeMeta):
         return super().__new__(mcs, name, bases, namespace, **kwargs)
 
 
-class _Registry:
-    """The functional forms of a DataPipe family: name -> ``f(source, *args, **kwargs)``."""
+class _Family:
+    """What both DataPipe families share: their functional forms (name -> ``f(source, *args, **kwargs)``)
+    and their pickling and printing hooks, kept on the family's root class (``_family``)."""
+
+    _family: ClassVar[type]
 
     @classmethod
     def register_function(cls, function_name: str, function: Callable) -> None:
@@ -113,8 +116,51 @@ class _Registry:
         functools.update_wrapper(build, cls_to_register, assigned=("__doc__",), updated=())
         cls.functions[function_name] = build
 
+    def __getattr__(self, attribute_name: str):
+        function = self._family.functions.get(attribute_name)
+        if function is None:
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{attribute_name}")
+        bound = functools.partial(function, self)
+        functools.update_wrapper(bound, function, assigned=("__doc__",), updated=())
+        return bound
 
-class IterDataPipe(IterableDataset[T_co], _Registry, metaclass=_IterDataPipeMeta):
+    def __getstate__(self):
+        state = self.__dict__
+        if self._family.getstate_hook is not None:
+            return self._family.getstate_hook(state)
+        return state
+
+    def __reduce_ex__(self, *args, **kwargs):
+        if self._family.reduce_ex_hook is not None:
+            try:
+                return self._family.reduce_ex_hook(self)
+            except NotImplementedError:
+                pass
+        return super().__reduce_ex__(*args, **kwargs)
+
+    @classmethod
+    def set_getstate_hook(cls, hook_fn: Callable | None) -> None:
+        if cls._family.getstate_hook is not None and hook_fn is not None:
+            raise RuntimeError("Attempt to override existing getstate_hook")
+        cls._family.getstate_hook = hook_fn
+
+    @classmethod
+    def set_reduce_ex_hook(cls, hook_fn: Callable | None) -> None:
+        if cls._family.reduce_ex_hook is not None and hook_fn is not None:
+            raise RuntimeError("Attempt to override existing reduce_ex_hook")
+        cls._family.reduce_ex_hook = hook_fn
+
+    def __repr__(self) -> str:
+        return self.repr_hook(self) if self.repr_hook is not None else type(self).__qualname__
+
+    def __str__(self) -> str:
+        return self.str_hook(self) if self.str_hook is not None else type(self).__qualname__
+
+    def __dir__(self) -> list[str]:
+        return list(super().__dir__()) + list(self.functions)
+
+
+class IterDataPipe(IterableDataset[T_co], _Family, metaclass=_IterDataPipeMeta):
     """An iterable DataPipe; subclasses define ``__iter__`` (and ``__len__`` where they can)."""
 
     functions: ClassVar[dict[str, Callable]] = {}
@@ -129,51 +175,11 @@ class IterDataPipe(IterableDataset[T_co], _Registry, metaclass=_IterDataPipeMeta
     def __iter__(self) -> Iterator[T_co]:
         return self
 
-    def __getattr__(self, attribute_name: str):
-        function = IterDataPipe.functions.get(attribute_name)
-        if function is None:
-            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{attribute_name}")
-        bound = functools.partial(function, self)
-        functools.update_wrapper(bound, function, assigned=("__doc__",), updated=())
-        return bound
-
-    def __getstate__(self):
-        state = self.__dict__
-        if IterDataPipe.getstate_hook is not None:
-            return IterDataPipe.getstate_hook(state)
-        return state
-
-    def __reduce_ex__(self, *args, **kwargs):
-        if IterDataPipe.reduce_ex_hook is not None:
-            try:
-                return IterDataPipe.reduce_ex_hook(self)
-            except NotImplementedError:
-                pass
-        return super().__reduce_ex__(*args, **kwargs)
-
-    @classmethod
-    def set_getstate_hook(cls, hook_fn: Callable | None) -> None:
-        if IterDataPipe.getstate_hook is not None and hook_fn is not None:
-            raise RuntimeError("Attempt to override existing getstate_hook")
-        IterDataPipe.getstate_hook = hook_fn
-
-    @classmethod
-    def set_reduce_ex_hook(cls, hook_fn: Callable | None) -> None:
-        if IterDataPipe.reduce_ex_hook is not None and hook_fn is not None:
-            raise RuntimeError("Attempt to override existing reduce_ex_hook")
-        IterDataPipe.reduce_ex_hook = hook_fn
-
-    def __repr__(self) -> str:
-        return self.repr_hook(self) if self.repr_hook is not None else type(self).__qualname__
-
-    def __str__(self) -> str:
-        return self.str_hook(self) if self.str_hook is not None else type(self).__qualname__
-
-    def __dir__(self) -> list[str]:
-        return list(super().__dir__()) + list(self.functions)
-
     def reset(self) -> None:
         """Called when a new iteration starts; DataPipes with state between items clear it here."""
+
+
+IterDataPipe._family = IterDataPipe
 
 
 class DFIterDataPipe(IterDataPipe):
@@ -183,7 +189,7 @@ class DFIterDataPipe(IterDataPipe):
         return True
 
 
-class MapDataPipe(Dataset[T_co], _Registry, metaclass=_DataPipeMeta):
+class MapDataPipe(Dataset[T_co], _Family, metaclass=_DataPipeMeta):
     """A map-style DataPipe: ``__getitem__`` by key (and ``__len__``)."""
 
     functions: ClassVar[dict[str, Callable]] = {}
@@ -193,48 +199,8 @@ class MapDataPipe(Dataset[T_co], _Registry, metaclass=_DataPipeMeta):
     repr_hook: Callable | None = None
     type = _DataPipeType(Any)
 
-    def __getattr__(self, attribute_name: str):
-        function = MapDataPipe.functions.get(attribute_name)
-        if function is None:
-            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{attribute_name}")
-        bound = functools.partial(function, self)
-        functools.update_wrapper(bound, function, assigned=("__doc__",), updated=())
-        return bound
 
-    def __getstate__(self):
-        state = self.__dict__
-        if MapDataPipe.getstate_hook is not None:
-            return MapDataPipe.getstate_hook(state)
-        return state
-
-    def __reduce_ex__(self, *args, **kwargs):
-        if MapDataPipe.reduce_ex_hook is not None:
-            try:
-                return MapDataPipe.reduce_ex_hook(self)
-            except NotImplementedError:
-                pass
-        return super().__reduce_ex__(*args, **kwargs)
-
-    @classmethod
-    def set_getstate_hook(cls, hook_fn: Callable | None) -> None:
-        if MapDataPipe.getstate_hook is not None and hook_fn is not None:
-            raise RuntimeError("Attempt to override existing getstate_hook")
-        MapDataPipe.getstate_hook = hook_fn
-
-    @classmethod
-    def set_reduce_ex_hook(cls, hook_fn: Callable | None) -> None:
-        if MapDataPipe.reduce_ex_hook is not None and hook_fn is not None:
-            raise RuntimeError("Attempt to override existing reduce_ex_hook")
-        MapDataPipe.reduce_ex_hook = hook_fn
-
-    def __repr__(self) -> str:
-        return self.repr_hook(self) if self.repr_hook is not None else type(self).__qualname__
-
-    def __str__(self) -> str:
-        return self.str_hook(self) if self.str_hook is not None else type(self).__qualname__
-
-    def __dir__(self) -> list[str]:
-        return list(super().__dir__()) + list(self.functions)
+MapDataPipe._family = MapDataPipe
 
 
 class DataChunk(list[T]):
