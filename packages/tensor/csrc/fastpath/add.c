@@ -116,19 +116,7 @@ static PyMethodDef scaled_add_def = {"add_", (PyCFunction)(void (*)(void))fp_sca
                                      "add_'s CPU kernel: the common case in C, else the Python kernel"};
 
 /* scaled_add(fallback, float32, float64): the ``add_`` kernel above, bound to its fallback. */
-PyObject *py_scaled_add(PyObject *self, PyObject *args) {
-    PyObject *fallback, *f32, *f64;
-    if (!PyArg_ParseTuple(args, "OOO", &fallback, &f32, &f64)) return NULL;
-    if (Tensor_type == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "ember.core._fastpath.init has not run");
-        return NULL;
-    }
-    PyObject *bound = PyTuple_Pack(3, fallback, f32, f64);
-    if (bound == NULL) return NULL;
-    PyObject *kernel = PyCFunction_New(&scaled_add_def, bound);
-    Py_DECREF(bound);
-    return kernel;
-}
+PyObject *py_scaled_add(PyObject *self, PyObject *args) { return bind_kernel(&scaled_add_def, args); }
 
 /* -- ``x + b``: add.Tensor ------------------------------------------------------------------------- */
 
@@ -191,28 +179,19 @@ static PyObject *fp_add(PyObject *bound, PyObject *args, PyObject *kwargs) {
         PyBuffer_Release(&pbig);
         return PyObject_Call(fallback, args, kwargs);
     }
-    PyObject *shape_t = make_tuple(mbig->shape, mbig->ndim), *np_dtype = PyObject_GetAttr(dtype, s_np);
-    PyObject *result = NULL, *out = NULL;
-    if (shape_t != NULL && np_dtype != NULL) {
-        PyObject *call[] = {shape_t, np_dtype};
-        result = PyObject_Vectorcall((PyObject *)ndarray_type, call, 2, NULL);
-    }
+    Py_buffer pout;
+    PyObject *result = fresh_array(mbig->shape, mbig->ndim, dtype, &pout), *out = NULL;
     if (result != NULL) {
-        Py_buffer pout;
-        if (PyObject_GetBuffer(result, &pout, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) == 0) {
-            if (dtype == f32)
-                bias_add_float((const float *)pbig.buf, (const float *)psmall.buf, (float *)pout.buf, repeat, inner);
-            else
-                bias_add_double((const double *)pbig.buf, (const double *)psmall.buf, (double *)pout.buf, repeat, inner);
-            PyBuffer_Release(&pout);
-            out = own_array(result, dtype);
-        }
+        if (dtype == f32)
+            bias_add_float((const float *)pbig.buf, (const float *)psmall.buf, (float *)pout.buf, repeat, inner);
+        else
+            bias_add_double((const double *)pbig.buf, (const double *)psmall.buf, (double *)pout.buf, repeat, inner);
+        PyBuffer_Release(&pout);
+        out = own_array(result, dtype);
+        Py_DECREF(result);
     }
     PyBuffer_Release(&pbig);
     PyBuffer_Release(&psmall);
-    Py_XDECREF(shape_t);
-    Py_XDECREF(np_dtype);
-    Py_XDECREF(result);
     return out;
 }
 
@@ -221,16 +200,4 @@ static PyMethodDef add_def = {"add", (PyCFunction)(void (*)(void))fp_add, METH_V
                               "add.Tensor's CPU kernel: the common case in C, else the Python kernel"};
 
 /* tensor_add(fallback, float32, float64): the kernel above, bound to its fallback. */
-PyObject *py_tensor_add(PyObject *self, PyObject *args) {
-    PyObject *fallback, *f32, *f64;
-    if (!PyArg_ParseTuple(args, "OOO", &fallback, &f32, &f64)) return NULL;
-    if (Tensor_type == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "ember.core._fastpath.init has not run");
-        return NULL;
-    }
-    PyObject *bound = PyTuple_Pack(3, fallback, f32, f64);
-    if (bound == NULL) return NULL;
-    PyObject *kernel = PyCFunction_New(&add_def, bound);
-    Py_DECREF(bound);
-    return kernel;
-}
+PyObject *py_tensor_add(PyObject *self, PyObject *args) { return bind_kernel(&add_def, args); }

@@ -132,3 +132,17 @@ PyObject *fp_same_kind_arrays(PyObject *self, PyObject *const *args, Py_ssize_t 
     for (Py_ssize_t i = 0; i < n; i++) PyList_SET_ITEM(arrays, i, Py_NewRef(SLOT(items[i], off_array)));
     return arrays;
 }
+
+/* A new C-contiguous ndarray of ``shape`` and the element type of ``dtype`` (an Ember dtype), with its
+ * buffer acquired writable in ``view`` (the caller releases it); NULL with an error set on failure. */
+PyObject *fresh_array(const long long *shape, Py_ssize_t n, PyObject *dtype, Py_buffer *view) {
+    PyObject *shape_t = make_tuple(shape, n), *np_dtype = PyObject_GetAttr(dtype, s_np), *result = NULL;
+    if (shape_t != NULL && np_dtype != NULL) {
+        PyObject *call[] = {shape_t, np_dtype};
+        result = PyObject_Vectorcall((PyObject *)ndarray_type, call, 2, NULL);
+    }
+    Py_XDECREF(shape_t);
+    Py_XDECREF(np_dtype);
+    if (result != NULL && PyObject_GetBuffer(result, view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) Py_CLEAR(result);
+    return result;
+}

@@ -165,3 +165,19 @@ int row_major(const Meta *m) {
     }
     return 1;
 }
+
+/* A kernel written in C, bound to ``(fallback, float32, float64)``: the Python kernel it hands every
+ * other call to and the dtypes it handles (``scaled_add``, ``tensor_add``, ``column_sum``). */
+PyObject *bind_kernel(PyMethodDef *def, PyObject *args) {
+    PyObject *fallback, *f32, *f64;
+    if (!PyArg_ParseTuple(args, "OOO", &fallback, &f32, &f64)) return NULL;
+    if (Tensor_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "ember.core._fastpath.init has not run");
+        return NULL;
+    }
+    PyObject *bound = PyTuple_Pack(3, fallback, f32, f64);
+    if (bound == NULL) return NULL;
+    PyObject *kernel = PyCFunction_New(def, bound);
+    Py_DECREF(bound);
+    return kernel;
+}

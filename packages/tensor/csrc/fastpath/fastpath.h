@@ -54,6 +54,7 @@ int optional_ll(PyObject *o, long long *out);
 int is_contiguous_cached(PyObject *t, const Meta *m);
 int row_major(const Meta *m);
 int in_tuple(PyObject *item, PyObject *tuple);
+PyObject *bind_kernel(PyMethodDef *def, PyObject *args);
 
 /* dispatch.c */
 int flag(PyObject *name);
@@ -63,6 +64,7 @@ int plain_call(PyObject *t);
 /* views.c, arrays.c */
 PyObject *view_of(PyObject *base, const long long *shape, const long long *stride, Py_ssize_t ndim, long long offset);
 PyObject *own_array(PyObject *result, PyObject *dtype);
+PyObject *fresh_array(const long long *shape, Py_ssize_t n, PyObject *dtype, Py_buffer *view);
 
 /* The module's functions (module.c's table). */
 #define ENTRY(name) PyObject *name(PyObject *self, PyObject *const *args, Py_ssize_t nargs)

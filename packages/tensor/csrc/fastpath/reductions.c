@@ -72,26 +72,18 @@ static PyObject *fp_column_sum(PyObject *bound, PyObject *args, PyObject *kwargs
         PyErr_Clear();
         return PyObject_Call(fallback, args, kwargs);
     }
-    PyObject *shape_t = make_tuple(shape, n), *np_dtype = PyObject_GetAttr(dtype, s_np), *result = NULL, *out = NULL;
-    if (shape_t != NULL && np_dtype != NULL) {
-        PyObject *call[] = {shape_t, np_dtype};
-        result = PyObject_Vectorcall((PyObject *)ndarray_type, call, 2, NULL);
-    }
+    Py_buffer res;
+    PyObject *result = fresh_array(shape, n, dtype, &res), *out = NULL;
     if (result != NULL) {
-        Py_buffer res;
-        if (PyObject_GetBuffer(result, &res, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) == 0) {
-            if (dtype == f32)
-                column_sum_float((const float *)in.buf, (float *)res.buf, outer, m.shape[d], inner);
-            else
-                column_sum_double((const double *)in.buf, (double *)res.buf, outer, m.shape[d], inner);
-            PyBuffer_Release(&res);
-            out = own_array(result, dtype);
-        }
+        if (dtype == f32)
+            column_sum_float((const float *)in.buf, (float *)res.buf, outer, m.shape[d], inner);
+        else
+            column_sum_double((const double *)in.buf, (double *)res.buf, outer, m.shape[d], inner);
+        PyBuffer_Release(&res);
+        out = own_array(result, dtype);
+        Py_DECREF(result);
     }
     PyBuffer_Release(&in);
-    Py_XDECREF(shape_t);
-    Py_XDECREF(np_dtype);
-    Py_XDECREF(result);
     return out;
 }
 
@@ -100,16 +92,4 @@ static PyMethodDef column_sum_def = {"sum", (PyCFunction)(void (*)(void))fp_colu
                                      "sum.dim_IntList's CPU kernel: sums down columns in C, else the Python kernel"};
 
 /* column_sum(fallback, float32, float64): the kernel above, bound to its fallback. */
-PyObject *py_column_sum(PyObject *self, PyObject *args) {
-    PyObject *fallback, *f32, *f64;
-    if (!PyArg_ParseTuple(args, "OOO", &fallback, &f32, &f64)) return NULL;
-    if (Tensor_type == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "ember.core._fastpath.init has not run");
-        return NULL;
-    }
-    PyObject *bound = PyTuple_Pack(3, fallback, f32, f64);
-    if (bound == NULL) return NULL;
-    PyObject *kernel = PyCFunction_New(&column_sum_def, bound);
-    Py_DECREF(bound);
-    return kernel;
-}
+PyObject *py_column_sum(PyObject *self, PyObject *args) { return bind_kernel(&column_sum_def, args); }
