@@ -15,7 +15,9 @@ Reported: Ember's time, PyTorch's, their ratio (target: at most 1.0), and the co
 (first call less a warm call; Ember's kernels may come from its disk cache, say ``EMBER_CACHE_DIR``
 to an empty folder for a truly cold start). A second table (``_inductor_models.py``) runs whole
 models: a GPT block forward and forward+backward, a small CNN forward+backward, 50 small ops on 8x8
-tensors, with compile, warm-start and Ember eager times. "embedding fwd+bwd": GPT-2's token embedding
+tensors, with compile times, a cold and a warm start (each in a new process: the first with an empty
+cache folder, the second reading it; "of cold" is their ratio, the issue's warm-start measure) and Ember
+eager times. "embedding fwd+bwd": GPT-2's token embedding
 (50257x768) on 4096 tokens, forward and backward. ``--only GPT,CNN`` picks cases by name.
 Asserts nothing; the timings are only as quiet as the machine.
 """
