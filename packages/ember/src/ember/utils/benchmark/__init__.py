@@ -1,5 +1,5 @@
 """``ember.utils.benchmark``: ``Timer`` and its ``Measurement``, ``Compare``, and the input ``Fuzzer``,
-as ``torch.utils.benchmark`` offers them."""
+and the Callgrind result containers, as ``torch.utils.benchmark`` offers them."""
 
 from ember.utils.benchmark import utils
 from ember.utils.benchmark.common import (
@@ -15,10 +15,20 @@ from ember.utils.benchmark.compare import Colorize, Compare
 from ember.utils.benchmark.fuzzer import FuzzedParameter, FuzzedTensor, Fuzzer, ParameterAlias
 from ember.utils.benchmark.sparse_fuzzer import FuzzedSparseTensor
 from ember.utils.benchmark.timer import Language, Timer, timer
+from ember.utils.benchmark.utils.valgrind_wrapper.timer_interface import (
+    CallgrindStats,
+    CopyIfCallgrind,
+    FunctionCount,
+    FunctionCounts,
+)
 
 __all__ = [
+    "CallgrindStats",
     "Colorize",
     "Compare",
+    "CopyIfCallgrind",
+    "FunctionCount",
+    "FunctionCounts",
     "FuzzedParameter",
     "FuzzedSparseTensor",
     "FuzzedTensor",
@@ -36,5 +46,3 @@ __all__ = [
     "unit_to_english",
     "utils",
 ]
-# Left out: CallgrindStats, FunctionCounts, FunctionCount and CopyIfCallgrind, which need valgrind's
-# callgrind to count instructions (Timer.collect_callgrind); Ember does not drive valgrind.

@@ -5,18 +5,25 @@
 ``number`` times between two readings of the clock; the accelerator, when there is one, is
 synchronized before each reading so that queued kernels are counted. ``num_threads`` sets Ember's
 intra-op thread count for the measurement and restores it after.
+
+``collect_callgrind`` checks its arguments and the valgrind tools as PyTorch does, then raises
+``NotImplementedError``: Ember does not run statements under valgrind. The result containers
+(``CallgrindStats``, ``FunctionCounts``) are complete and can be built from counts directly.
 """
 
 from __future__ import annotations
 
 import contextlib
 import enum
+import shutil
 import statistics
+import sys
 import timeit
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from ember.utils.benchmark.common import Measurement, TaskSpec
+from ember.utils.benchmark.utils.valgrind_wrapper.timer_interface import CallgrindStats, CopyIfCallgrind
 
 
 class Language(enum.Enum):
@@ -73,7 +80,7 @@ class Timer:
         import ember
 
         namespace = {"ember": ember, "torch": ember}
-        namespace.update(globals or {})
+        namespace.update(CopyIfCallgrind.unwrap_all(globals or {}))
         self._timer = timeit.Timer(stmt=stmt, setup=setup, timer=timer, globals=namespace)
         self._task_spec = TaskSpec(
             stmt=stmt,
@@ -157,3 +164,33 @@ class Timer:
 
         times = self._loop(number, stop, min_run_time, max_run_time, callback)
         return Measurement(number_per_run=number, raw_times=times, task_spec=self._task_spec)
+
+    def collect_callgrind(
+        self,
+        number: int = 100,
+        *,
+        repeats: int | None = None,
+        collect_baseline: bool = True,
+        retain_out_file: bool = False,
+    ) -> CallgrindStats | tuple[CallgrindStats, ...]:
+        """Instruction counts of ``stmt`` under valgrind's Callgrind: not available in Ember.
+
+        The arguments and the presence of ``valgrind``, ``callgrind_control`` and ``callgrind_annotate``
+        are checked as PyTorch checks them (``OSError`` naming what is missing), then
+        ``NotImplementedError`` is raised.
+        """
+        if not isinstance(self._task_spec.stmt, str):
+            raise ValueError("`collect_callgrind` currently only supports string `stmt`")
+        if repeats is not None and repeats < 1:
+            raise ValueError("If specified, `repeats` must be >= 1")
+        # A faulty stmt or setup fails here, in this process, before any tool is looked for.
+        self._timeit(1)
+        if not sys.platform.startswith("linux"):
+            raise OSError("Valgrind is not supported on this platform.")
+        missing = [cmd for cmd in ("valgrind", "callgrind_control", "callgrind_annotate") if shutil.which(cmd) is None]
+        if missing:
+            raise OSError("Missing: " + ", ".join(missing))
+        raise NotImplementedError(
+            "Timer.collect_callgrind: Ember does not run statements under valgrind; build CallgrindStats "
+            "from FunctionCounts directly to analyse counts collected elsewhere"
+        )
