@@ -4,13 +4,21 @@ The cache key is the hash of the source, the compiler's identity (path and ``--v
 and the CPU's features, so a library built for another machine or compiler is never reused. Files
 are written under a temporary name and renamed into place: concurrent builds of the same key are
 safe, and a crash never leaves half a library behind.
+
+What the compiler is and accepts (``--version``, which flags build) is asked by running it, a tenth of
+a second that a warm start would pay in every new process; the answers are kept in the cache folder
+(``toolchain/``), keyed by the compiler binary (its real path, size and modification time), the base
+flags and the CPU. A build that fails with remembered answers forgets them and builds once more with
+fresh ones.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import hashlib
+import json
 import logging
 import os
 import platform
@@ -53,7 +61,7 @@ def find_compiler() -> str:
         if path is None:
             tried.append(f"{name} (not found on PATH)")
             continue
-        if _probe(path, ()):
+        if _remembered(path, "builds", lambda path=path: _probe(path, ())):
             return path
         tried.append(f"{name} (cannot build a shared library with {' '.join(BASE_FLAGS)})")
     raise RuntimeError(
@@ -63,7 +71,9 @@ def find_compiler() -> str:
     )
 
 
-def _probe(cxx: str, flags: tuple[str, ...]) -> bool:
+def _probe(cxx: str, flags: tuple[str, ...]) -> bool | None:
+    """Whether ``cxx`` builds a shared library with these flags; None when it could not tell (the
+    compiler did not start or timed out), which is not remembered."""
     with tempfile.TemporaryDirectory() as d:
         src = os.path.join(d, "probe.cpp")
         with open(src, "w") as f:
@@ -72,7 +82,7 @@ def _probe(cxx: str, flags: tuple[str, ...]) -> bool:
         try:
             return subprocess.run(cmd, capture_output=True, timeout=60).returncode == 0
         except (OSError, subprocess.TimeoutExpired):
-            return False
+            return None
 
 
 @functools.cache
@@ -80,25 +90,32 @@ def compiler_flags() -> tuple[str, ...]:
     """Base flags, plus ``-march=native`` when the compiler takes it (probed once)."""
     cxx = find_compiler()
     flags = list(BASE_FLAGS)
-    if _probe(cxx, ("-march=native",)):
+
+    def accepts(*extra: str) -> bool:
+        return bool(_remembered(cxx, " ".join(extra), lambda: _probe(cxx, extra)))
+
+    if accepts("-march=native"):
         flags.append("-march=native")
         # GCC prefers 256-bit vectors even where the CPU has AVX-512; 512-bit ones made softmax
         # 1024x1024 a third faster (libmvec has 16-lane expf) on a CPU with AVX-512.
-        if " avx512f" in cpu_features() and _probe(cxx, ("-march=native", "-mprefer-vector-width=512")):
+        if " avx512f" in cpu_features() and accepts("-march=native", "-mprefer-vector-width=512"):
             flags.append("-mprefer-vector-width=512")
     # glibc's vector math library, for vectorized exp/log/sin... (the prelude declares them)
-    flags.append("-lmvec" if _probe(cxx, ("-lmvec",)) else "-DEMBER_NO_MVEC")
+    flags.append("-lmvec" if accepts("-lmvec") else "-DEMBER_NO_MVEC")
     return (*flags, *config.cpp.extra_flags)
 
 
 @functools.cache
 def compiler_identity() -> str:
     cxx = find_compiler()
-    try:
-        version = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=60).stdout
-    except OSError:
-        version = ""
-    return f"{cxx}\n{version}"
+
+    def version() -> str | None:
+        try:
+            return subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=60).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+
+    return f"{cxx}\n{_remembered(cxx, '--version', version) or ''}"
 
 
 @functools.cache
@@ -111,6 +128,61 @@ def cpu_features() -> str:
         return "\n".join(sorted(set(lines)))
     except OSError:
         return f"{platform.machine()} {platform.processor()}"
+
+
+# toolchain file -> its answers, as read or written by this process
+_answers: dict[str, dict] = {}
+_from_disk: list[bool] = [False]  # whether any answer in use came from an earlier process
+
+
+def _toolchain_file(cxx: str) -> str | None:
+    try:
+        real = os.path.realpath(cxx)
+        st = os.stat(real)
+    except OSError:
+        return None
+    parts = (real, str(st.st_mtime_ns), str(st.st_size), " ".join(BASE_FLAGS), cpu_features())
+    tag = hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
+    return os.path.join(config.cache_dir(), "toolchain", f"{tag}.json")
+
+
+def _remembered(cxx: str, question: str, ask):
+    """``ask()``'s answer about compiler ``cxx``, asked once per toolchain and kept on disk."""
+    path = _toolchain_file(cxx)
+    if path is None:
+        return ask()
+    answers = _answers.get(path)
+    if answers is None:
+        try:
+            with open(path) as f:
+                answers = json.load(f)
+        except (OSError, ValueError):
+            answers = {}
+        _answers[path] = answers
+    if question in answers:
+        _from_disk[0] = True
+        return answers[question]
+    answer = ask()
+    if answer is None:
+        return None
+    answers[question] = answer
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".toolchain-")
+    with os.fdopen(fd, "w") as f:
+        json.dump(answers, f)
+    os.replace(tmp, path)
+    return answers[question]
+
+
+def forget_toolchain() -> None:
+    """Drop the remembered answers about the compiler (in memory and on disk); they are asked again."""
+    for path in list(_answers):
+        with contextlib.suppress(OSError):
+            os.remove(path)
+    _answers.clear()
+    _from_disk[0] = False
+    for cached in (find_compiler, compiler_flags, compiler_identity):
+        cached.cache_clear()
 
 
 def cache_key(source: str) -> str:
@@ -139,6 +211,11 @@ def build(source: str) -> str:
         cmd = [find_compiler(), *compiler_flags(), src, "-o", out]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
+            if _from_disk[0]:
+                # Answers remembered from another process may be stale (a compiler or library changed
+                # without the compiler binary changing): ask afresh and build once more.
+                forget_toolchain()
+                return build(source)
             raise CppCompileError(f"C++ compile failed ({' '.join(cmd)}):\n{proc.stderr[-4000:]}")
         shutil.copy(src, os.path.join(folder, f"{key}.cpp.tmp{os.getpid()}"))
         os.replace(os.path.join(folder, f"{key}.cpp.tmp{os.getpid()}"), os.path.join(folder, f"{key}.cpp"))
