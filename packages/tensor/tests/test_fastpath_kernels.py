@@ -294,3 +294,33 @@ def test_empty_and_odd_layouts_keep_the_python_kernels_strides():
         ours, theirs = _add_outcome(kernel, (a, b), {}), _add_outcome(fallback, (a, b), {})
         np.testing.assert_array_equal(ours[0], theirs[0])
         assert ours[1:] == theirs[1:]
+
+
+def test_fill_data_ptrs_matches_data_ptr():
+    import ctypes
+
+    class Plain(ember.Tensor):  # a subclass that keeps Tensor's data and data_ptr (as nn.Parameter)
+        pass
+
+    base = ember.arange(24.0).reshape(4, 6)
+    param = ember.ones(3).as_subclass(Plain)
+    tensors = [base, base[1:, 2:], base.t(), ember.zeros(0), ember.ones(5, dtype=ember.int16)[3:], param]
+    out = (ctypes.c_void_p * len(tensors))()
+    assert native.fill_data_ptrs(out, tensors) is True
+    assert [p or 0 for p in out] == [t.data_ptr() for t in tensors]
+    assert native.fill_data_ptrs(out, tuple(tensors)) is True
+
+
+def test_fill_data_ptrs_declines_what_it_cannot_read():
+    import ctypes
+
+    class OwnPointer(ember.Tensor):
+        def data_ptr(self):
+            return 12345
+
+    odd = ember.ones(2).as_subclass(OwnPointer)
+    for tensors in ([ember.ones(2), odd], [ember.empty(2, device="meta")], [ember.ones(2), 3]):
+        out = (ctypes.c_void_p * len(tensors))()
+        assert native.fill_data_ptrs(out, tensors) is False
+    short = (ctypes.c_void_p * 1)()
+    assert native.fill_data_ptrs(short, [ember.ones(1), ember.ones(1)]) is False

@@ -146,3 +146,81 @@ PyObject *fresh_array(const long long *shape, Py_ssize_t n, PyObject *dtype, Py_
     if (result != NULL && PyObject_GetBuffer(result, view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) Py_CLEAR(result);
     return result;
 }
+
+/* Whether instances of ``type`` keep their data where a Tensor does and answer ``data_ptr()`` as Tensor
+ * does: Tensor itself, or a subclass (``nn.Parameter``) that overrides none of ``data_ptr`` and the slots
+ * read here. The last type found so is remembered, and held (a step passes many tensors of one or two
+ * types). */
+static int reads_like_tensor(PyTypeObject *type) {
+    static PyTypeObject *known = NULL;
+    if (type == Tensor_type || type == known) return 1;
+    if (!PyType_IsSubtype(type, Tensor_type)) return 0;
+    static const char *names[] = {"data_ptr", "_storage", "_offset", "dtype"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        PyObject *mine = PyObject_GetAttrString((PyObject *)type, names[i]);
+        PyObject *base = PyObject_GetAttrString((PyObject *)Tensor_type, names[i]);
+        int same = mine != NULL && mine == base;
+        Py_XDECREF(mine);
+        Py_XDECREF(base);
+        if (!same) {
+            PyErr_Clear();
+            return 0;
+        }
+    }
+    Py_INCREF(type);  // held, so that no other type can take its address
+    Py_XSETREF(known, type);
+    return 1;
+}
+
+/* fill_data_ptrs(out, tensors): the data pointer of each tensor (``Tensor.data_ptr()``) written into
+ * ``out``, a writable buffer of one pointer per tensor (a ctypes ``c_void_p`` array): what a compiled
+ * kernel's call passes. True when done; False, with ``out`` partly written, when a tensor is not an exact
+ * CPU Tensor on a plain storage holding an ndarray (the caller then asks each tensor). */
+PyObject *fp_fill_data_ptrs(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || Tensor_type == NULL || (!PyList_CheckExact(args[1]) && !PyTuple_CheckExact(args[1])))
+        Py_RETURN_FALSE;
+    Py_buffer out;
+    if (PyObject_GetBuffer(args[0], &out, PyBUF_WRITABLE) < 0) {
+        PyErr_Clear();
+        Py_RETURN_FALSE;
+    }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(args[1]);
+    PyObject **items = PySequence_Fast_ITEMS(args[1]);
+    int done = out.len == n * (Py_ssize_t)sizeof(void *);
+    for (Py_ssize_t i = 0; done && i < n; i++) {
+        PyObject *t = items[i];
+        long long offset, itemsize;
+        if (!reads_like_tensor(Py_TYPE(t)) || !plain_storage(t) || !as_ll(SLOT(t, off_offset), &offset)) {
+            done = 0;
+            break;
+        }
+        PyObject *storage = SLOT(t, off_storage), *data = SLOT(storage, soff_data);
+        PyObject *size = PyObject_GetAttr(SLOT(t, off_dtype), s_itemsize);
+        if (size == NULL || !as_ll(size, &itemsize) || data == NULL || Py_TYPE(data) != ndarray_type) {
+            Py_XDECREF(size);
+            PyErr_Clear();
+            done = 0;
+            break;
+        }
+        Py_DECREF(size);
+        long long nbytes;
+        if (!as_ll(SLOT(storage, soff_nbytes), &nbytes)) {
+            done = 0;
+            break;
+        }
+        char *base = NULL;
+        if (nbytes) {  // Storage.data_ptr: 0 for an empty storage
+            Py_buffer view;
+            if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) {
+                PyErr_Clear();
+                done = 0;
+                break;
+            }
+            base = (char *)view.buf;
+            PyBuffer_Release(&view);
+        }
+        ((void **)out.buf)[i] = base ? base + offset * itemsize : NULL;
+    }
+    PyBuffer_Release(&out);
+    return PyBool_FromLong(done);
+}

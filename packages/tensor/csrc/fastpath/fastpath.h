@@ -89,6 +89,7 @@ ENTRY(fp_wrap);
 ENTRY(fp_from_array);
 ENTRY(fp_pointwise);
 ENTRY(fp_same_kind_arrays);
+ENTRY(fp_fill_data_ptrs);
 #undef ENTRY
 
 #endif

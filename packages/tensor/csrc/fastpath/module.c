@@ -30,6 +30,8 @@ static PyMethodDef methods[] = {
     {"wrap", (PyCFunction)(void (*)(void))fp_wrap, METH_FASTCALL, "a Tensor owning an array"},
     {"same_kind_arrays", (PyCFunction)(void (*)(void))fp_same_kind_arrays, METH_FASTCALL,
      "joining._same_kind_arrays, else None"},
+    {"fill_data_ptrs", (PyCFunction)(void (*)(void))fp_fill_data_ptrs, METH_FASTCALL,
+     "fill_data_ptrs(out, tensors): each tensor's data_ptr() into a pointer array, else False"},
     {"init_arrays", py_init_arrays, METH_VARARGS, "init_arrays(from_array, cpu): what from_array needs"},
     {"from_array", (PyCFunction)(void (*)(void))fp_from_array, METH_FASTCALL, "tensor.from_array"},
     {"init_pointwise", py_init_pointwise, METH_VARARGS, "the dtypes and NumPy objects pointwise needs"},

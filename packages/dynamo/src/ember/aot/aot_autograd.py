@@ -99,6 +99,9 @@ _LEAVES = (Tensor, int, float, bool, type(None))
 
 
 def _signature(value: Any, dynamic: bool) -> Any:
+    if type(value) is Tensor:  # the common case, from the tensor's own fields (the same values)
+        shape = len(value._shape) if dynamic else (value._shape, value._stride)
+        return (Tensor, shape, value.dtype, value.device, value.requires_grad, value.grad_fn is None)
     if isinstance(value, Tensor):
         shape = len(value.shape) if dynamic else (tuple(value.shape), tuple(value.stride()))
         return (Tensor, shape, value.dtype, value.device, value.requires_grad, value.is_leaf)

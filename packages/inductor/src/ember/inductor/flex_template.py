@@ -38,6 +38,7 @@ from ember.core.devices import CPU
 from ember.core.tensor import Tensor, empty
 from ember.inductor import cpp_builder
 from ember.inductor.cpp_ops import PRELUDE
+from ember.inductor.pointers import pointer_array
 from ember.inductor.runtime.parallel import KERNEL_PRELUDE
 
 _CTYPE = {D.float32: "float", D.float64: "double"}
@@ -303,7 +304,7 @@ class FlexKernel:
         lse = empty(p.out_size[:3], p.dtype, CPU)
         mx = empty(p.out_size[:3], p.dtype, CPU)
         tensors = [q, k, v, *([self.status] if self.status is not None else []), *self.captured, out, lse, mx]
-        ptrs = (ctypes.c_void_p * len(tensors))(*[t.data_ptr() for t in tensors])
+        ptrs = pointer_array(tensors)
         if self.fn(ptrs) != 0:
             raise IndexError("flex_attention: a score_mod or mask_mod indexed a captured tensor out of its range")
         return out, lse, mx

@@ -32,6 +32,7 @@ from ember.core.tensor import Tensor, empty
 from ember.inductor import cpp_builder
 from ember.inductor.cpp_ops import PRELUDE, storage_ctype
 from ember.inductor.flex_template import _CTYPE, HELPERS, RB, FlexProblem, ModCode, _up
+from ember.inductor.pointers import pointer_array
 from ember.inductor.runtime.parallel import KERNEL_PRELUDE
 
 # C (M x N, row-major, ldc) = or += A (M x K; or Aᵀ stored K x M when AT) times B (K x N, row-major), in
@@ -324,7 +325,7 @@ class FlexBackwardKernel:
             ins.append(grad_lse.contiguous())
         grads = [empty(tuple(t.shape), p.dtype, CPU) for t in (query, key, value)]
         tensors = [*ins, *([self.status] if self.status is not None else []), *self.captured, *grads]
-        ptrs = (ctypes.c_void_p * len(tensors))(*[t.data_ptr() for t in tensors])
+        ptrs = pointer_array(tensors)
         if self.fn(ptrs) != 0:
             raise IndexError("flex_attention: a score_mod or mask_mod indexed a captured tensor out of its range")
         return tuple(grads)

@@ -36,6 +36,7 @@ from ember.core import dtypes as D
 from ember.core.devices import CPU
 from ember.core.tensor import empty
 from ember.inductor import cpp_builder
+from ember.inductor.pointers import pointer_array
 from ember.inductor.runtime.parallel import KERNEL_PRELUDE
 
 _CTYPE = {D.float32: "float", D.float64: "double"}
@@ -340,7 +341,7 @@ class GemmKernel:
         tensors = tuple(_as_laid_out(t, o) for t, o in zip(tensors, p.operands, strict=True))
         meta = np.array([v for t in tensors for v in (*t._shape, *t._stride)] or [0], dtype=np.int64)
         out = empty(p.out_size, p.dtype, CPU)
-        ptrs = (ctypes.c_void_p * (len(tensors) + 1))(*[t.data_ptr() for t in tensors], out.data_ptr())
+        ptrs = pointer_array([*tensors, out])
         rc = self.fn(ptrs, meta.ctypes.data)
         if rc > 0:
             opnd, t = p.operands[rc - 1], tensors[rc - 1]

@@ -27,6 +27,7 @@ from ember.inductor.cpp_ops import CppOverrides, compute_ctype, storage_ctype
 from ember.inductor.indirect import CPP_DECLARE, CPP_RETURN, raise_index_error
 from ember.inductor.ir import Buffer, ExternBuffer, Layout, MultiOutput, TensorBox, index_symbols
 from ember.inductor.lowering import as_loader, compute_dtype, register
+from ember.inductor.pointers import pointer_array
 from ember.inductor.sizevars import evaluator
 from ember.inductor.virtualized import ReadsHandler, ops, set_ops_handler
 
@@ -100,7 +101,7 @@ class GeneratedKernel:
         else:
             outs = [empty(layout.size, dtype, CPU, layout.stride) for dtype, layout in self.outputs]
             meta = None
-        ptrs = (ctypes.c_void_p * (len(args) + len(outs)))(*[t.data_ptr() for t in args + outs])
+        ptrs = pointer_array(list(args) + list(outs))
         rc = self.fn(ptrs, meta)
         if rc < 0:
             raise_index_error(rc)

@@ -26,6 +26,7 @@ from ember.core.devices import CPU
 from ember.core.dtypes import dtype as DType
 from ember.core.tensor import empty, make_view
 from ember.inductor.indirect import raise_index_error
+from ember.inductor.pointers import pointer_array
 from ember.logs import get_artifact_logger
 
 perf_log = get_artifact_logger(__name__, "perf_hints")
@@ -66,7 +67,7 @@ class KernelStep:
         """Run the kernel on buffers by name (the generated function does the same, faster)."""
         for name, (size, stride, dtype) in self.outputs.items():
             env[name] = empty(size, dtype, CPU, stride)
-        ptrs = (ctypes.c_void_p * len(self.args))(*[env[n].data_ptr() for n in self.args])
+        ptrs = pointer_array([env[n] for n in self.args])
         rc = self.fn(ptrs, self.meta(env))
         if rc:
             kernel_error(self, rc, env)
