@@ -32,6 +32,10 @@ _STATIC_METHODS = frozenset(
 )
 # Methods that need the data: a graph break (unless capture_scalar_outputs allows item()).
 _DATA_METHODS = frozenset({"item", "tolist", "numpy", "__bool__", "__int__", "__float__", "__index__", "data_ptr"})
+# Methods that run the autograd engine or change what it does with this tensor: a graph break (the
+# code before runs as a graph, the engine then runs eagerly through it, as PyTorch without compiled
+# autograd). Captured in a graph, ``backward()`` ran again when AOT autograd traced the graph.
+_AUTOGRAD_METHODS = frozenset({"backward", "register_hook", "retain_grad", "register_post_accumulate_grad_hook"})
 # Graph-level attributes recorded as getattr nodes.
 _GRAPH_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag", "data"})
 
@@ -89,6 +93,11 @@ class TensorVariable(VariableTracker):
             raise Unsupported(
                 f"Tensor.{name}() needs the tensor's data",
                 "keep the value as a tensor, or set ember._dynamo.config.capture_scalar_outputs = True for item()",
+            )
+        if name in _AUTOGRAD_METHODS:
+            raise Unsupported(
+                f"Tensor.{name}() runs or changes the autograd engine, which graphs do not capture",
+                "the code before it runs as a graph and the engine runs eagerly through it",
             )
         if name in _STATIC_METHODS:
             cargs = [a.as_python_constant() for a in args]
