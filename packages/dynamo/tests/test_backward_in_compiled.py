@@ -66,3 +66,34 @@ def test_autograd_grad_inside_a_compiled_function():
 
     w, x = ember.ones(3, requires_grad=True), ember.arange(3.0)
     assert ember.compile(fn)(w, x).tolist() == fn(w, x).tolist() == [0.0, 2.0, 4.0]
+
+
+def test_zero_grad_is_captured_and_replayed():
+    m, _ = _models()
+    opt = ember.optim.SGD(m.parameters(), lr=0.1)
+    for p in m.parameters():
+        p.grad = ember.ones_like(p)
+
+    def clear_and_scale(x):
+        opt.zero_grad()
+        return x * 2, [p.grad is None for p in m.parameters()]
+
+    explanation = ember._dynamo.explain(clear_and_scale)(ember.ones(2))
+    assert explanation.graph_break_count == 0
+    for p in m.parameters():
+        p.grad = ember.ones_like(p)
+    out, seen = ember.compile(clear_and_scale)(ember.ones(2))
+    assert out.tolist() == [2.0, 2.0] and all(seen)
+    assert all(p.grad is None for p in m.parameters())
+
+
+def test_other_grad_assignments_still_break():
+    def assign(w, g):
+        w.grad = g
+        return w * 1
+
+    explanation = ember._dynamo.explain(assign)(ember.ones(2, requires_grad=True), ember.ones(2))
+    assert explanation.graph_break_count == 1
+    w = ember.ones(2, requires_grad=True)
+    ember.compile(assign)(w, ember.full((2,), 3.0))
+    assert w.grad.tolist() == [3.0, 3.0]

@@ -20,6 +20,7 @@ class SideEffects:
         self.new_objects: dict[int, VariableTracker] = {}
         self.globals: dict[str, VariableTracker] = {}  # stores to the frame's globals
         self.cells: dict[int, CellVariable] = {}  # cells of real functions written during capture
+        self.tensor_grads: dict[int, tuple[VariableTracker, VariableTracker]] = {}  # id(tensor) -> .grad set
 
     def mutate(self, vt: VariableTracker) -> None:
         if vt.source is not None:
@@ -58,6 +59,15 @@ class SideEffects:
             return
         raise Unsupported(f"setting attribute {name!r} on {vt.describe()}")
 
+    def store_tensor_grad(self, vt: VariableTracker, real: Any, value: VariableTracker) -> None:
+        """``tensor.grad = None`` on a tensor the frame reads from a source (a parameter or an input);
+        kept by the real tensor, which several trackers (one per way the frame reached it) stand for."""
+        self.tensor_grads[id(real)] = (vt, value)
+
+    def pending_grad(self, real: Any) -> VariableTracker | None:
+        entry = self.tensor_grads.get(id(real))
+        return None if entry is None else entry[1]
+
     def store_global(self, name: str, value: VariableTracker) -> None:
         self.globals[name] = value
 
@@ -68,7 +78,9 @@ class SideEffects:
             self.cells[id(cell)] = cell
 
     def is_empty(self) -> bool:
-        return not (self.mutated or any(a for _, a in self.attrs.values()) or self.globals or self.cells)
+        return not (
+            self.mutated or any(a for _, a in self.attrs.values()) or self.globals or self.cells or self.tensor_grads
+        )
 
     def codegen(self, cg: Any) -> None:
         """Emit the replay, after the graph's outputs are stored."""
@@ -111,6 +123,10 @@ class SideEffects:
                 cg.reconstruct(value)
                 cg.load_source(vt.source) if vt.source is not None else cg.reconstruct(vt)
                 cg.store_attr_raw(name)
+        for vt, value in self.tensor_grads.values():
+            cg.reconstruct(value)
+            cg.load_source(vt.source)
+            cg.store_attr_raw("grad")
         for name, value in self.globals.items():
             cg.reconstruct(value)
             cg.add("STORE_GLOBAL", name)

@@ -465,6 +465,18 @@ class InstructionTranslatorBase(DataOpsMixin):
         from ember.dynamo.variables.user_objects import NewObjectVariable
 
         if isinstance(obj, TensorVariable):
+            if (
+                name == "grad"
+                and obj.source is not None
+                and value.is_python_constant()
+                and value.as_python_constant() is None
+            ):
+                # ``p.grad = None`` (an optimizer's zero_grad) on an input or parameter: replayed after the
+                # graph, and read back as None by the rest of the frame.
+                real = self.output.input_value(obj)
+                if real is not None:
+                    self.output.side_effects.store_tensor_grad(obj, real, value)
+                    return
             raise Unsupported(f"setting the tensor attribute {name!r}")
         if isinstance(obj, (ObjectVariable, NewObjectVariable)):
             cls = obj.python_type()

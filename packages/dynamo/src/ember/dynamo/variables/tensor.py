@@ -72,6 +72,9 @@ class TensorVariable(VariableTracker):
             return tx.output.call_graph("call_function", getattr, [self, ConstantVariable(name)], {})
         if name == "grad":
             value = tx.output.input_value(self)
+            pending = None if value is None else tx.output.side_effects.pending_grad(value)
+            if pending is not None:  # set to None earlier in the frame
+                return pending
             if value is None or self.source is None:
                 raise Unsupported(
                     "reading .grad of a tensor made inside the compiled region",
