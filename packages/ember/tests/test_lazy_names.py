@@ -1,35 +1,36 @@
-"""Top-level names that live in packages imported on first use: ``ember.autocast``, ``ember.vmap``, ..."""
+"""The top-level names ``ember`` imports on first use (``_LAZY_ATTRIBUTES``) exist in the modules they
+name, and a private module that exists to serve the top level lists exactly those names in ``__all__``
+(the table repeats them so that ``import ember`` imports none of these modules)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
-import pytest
+import importlib
+from collections import defaultdict
 
 import ember
 
 
-@pytest.mark.parametrize(
-    ("name", "module"),
-    [
-        ("autocast", "ember.amp.autocast_mode"),
-        ("is_autocast_enabled", "ember.amp.autocast_mode"),
-        ("vmap", "ember.func"),
-    ],
-)
-def test_a_lazy_name_is_the_packages_own(name, module):
-    import importlib
-
-    assert getattr(ember, name) is getattr(importlib.import_module(module), name)
+def _by_module() -> dict[str, set[str]]:
+    out: dict[str, set[str]] = defaultdict(set)
+    for name, module in ember._LAZY_ATTRIBUTES.items():
+        out[module].add(name)
+    return out
 
 
-def test_lazy_packages_stay_unimported_until_used():
-    code = "import sys, ember; print(sorted(m for m in ('ember.nn', 'ember.amp', 'ember.func') if m in sys.modules))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"
+def test_each_lazy_name_exists_where_the_table_says():
+    missing = [
+        (name, module)
+        for module, names in _by_module().items()
+        for name in names
+        if not hasattr(importlib.import_module(module), name)
+    ]
+    assert not missing
 
 
-def test_an_unknown_name_is_an_attribute_error():
-    with pytest.raises(AttributeError, match="module 'ember' has no attribute 'no_such_thing'"):
-        ember.no_such_thing  # noqa: B018
+def test_private_top_level_modules_list_the_same_names():
+    for module, names in _by_module().items():
+        if not module.startswith("ember._") or module.startswith(("ember._nn_functions", "ember._C")):
+            continue
+        declared = getattr(importlib.import_module(module), "__all__", None)
+        if declared is not None:
+            assert set(declared) == names, module
