@@ -37,7 +37,11 @@ ORACLE = "torch==2.13.0"
 ORACLE_PYTHON = "3.11"
 TRITON = "triton"
 # The Triton kernels' tests: they skip in the plain sessions, which have no Triton.
-TRITON_TESTS = ["packages/sdpa/tests/test_flash_triton.py", "packages/sdpa/tests/test_triton_philox.py"]
+TRITON_TESTS = [
+    "packages/sdpa/tests/test_flash_triton.py",
+    "packages/sdpa/tests/test_triton_philox.py",
+    "packages/inductor/tests/test_triton_codegen.py",
+]
 
 
 def _find_pyenv_interpreters() -> None:

@@ -9,6 +9,7 @@ from ember.core import dtypes as D
 from ember.inductor.cpp_ops import CppOverrides, cexpr
 from ember.inductor.ir import ComputedBuffer, Layout, index_symbols
 from ember.inductor.lowering import _view_groups
+from ember.inductor.triton_ops import TritonOverrides
 from ember.inductor.virtualized import (
     OP_NAMES,
     CountHandler,
@@ -19,7 +20,7 @@ from ember.inductor.virtualized import (
     set_ops_handler,
 )
 
-HANDLERS = [StrHandler, CountHandler, ReadsHandler, CppOverrides]
+HANDLERS = [StrHandler, CountHandler, ReadsHandler, CppOverrides, TritonOverrides]
 
 
 def test_protocol_lists_load_store_reduction_and_math():

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ember.core.dispatch import OpOverload
-from ember.inductor import compile_workers, config, cpp_builder, fx_graph_cache
+from ember.inductor import codegen_triton, compile_workers, config, cpp_builder, fx_graph_cache
 from ember.inductor.codegen_cpp import group_kernel, module_source
 from ember.inductor.combo import combo_kernel, local_buffers
 from ember.inductor.graph import GraphLowering, _is_static
@@ -33,6 +33,7 @@ from ember.inductor.ir import AliasBuffer, Buffer, ComputedBuffer, ExternBuffer,
 from ember.inductor.lifted_constants import lift_constants
 from ember.inductor.lowering_random import RngGraph, as_rng_tensor, rng_inputs
 from ember.inductor.lowering_scan import GeneratedKernel
+from ember.inductor.runtime import triton_launch
 from ember.inductor.scheduler import FusedGroup, extern_reads, remove_dead, schedule
 from ember.inductor.size_binding import SizeAssumptionError, SizeBinder
 from ember.inductor.sizevars import size_symbols
@@ -72,6 +73,12 @@ def compile_fx_inner(gm: Any, example_inputs: list, *, check: bool = False) -> C
     autotuned = config.max_autotune or config.max_autotune_gemm
     cacheable = config.fx_graph_cache and not (check or config.freezing or autotuned or rng_in or rng_out)
     cacheable = cacheable and all(_is_static(a) for a in example_inputs)
+    triton = config.cpu_backend == "triton"
+    if triton:
+        triton_launch.require_triton("cpu")
+        cacheable = False  # the graph cache keeps the generated wrapper's plans, which run C++ kernels
+    elif config.cpu_backend != "cpp":
+        raise ValueError(f'ember._inductor.config.cpu_backend must be "cpp" or "triton", got {config.cpu_backend!r}')
     key = fx_graph_cache.graph_key(gm, example_inputs) if cacheable else None
     plan = fx_graph_cache.load(key) if key is not None else None
     if plan is not None:
@@ -85,7 +92,7 @@ def compile_fx_inner(gm: Any, example_inputs: list, *, check: bool = False) -> C
     graph.run()
     out_names = {o.name for o in graph.outputs if isinstance(o, Buffer)}
     live = remove_dead([b for b in graph.buffers if not isinstance(b, InputBuffer)], out_names)
-    steps = _combine(schedule(live))
+    steps = schedule(live) if triton else _combine(schedule(live))
     lowered = time.perf_counter()
     external = {b.name for b in graph.buffers if not isinstance(b, ComputedBuffer)}
     binder = _binder(graph)
@@ -99,6 +106,8 @@ def compile_fx_inner(gm: Any, example_inputs: list, *, check: bool = False) -> C
             ]
             local = local_buffers(step, out_names | _reads_of(steps[i + 1 :]), graph.name_to_buffer)
             kernels.append(combo_kernel(parts, name, graph.name_to_buffer, local))
+        elif isinstance(step, FusedGroup) and triton:
+            kernels.append(_triton_kernel(step, f"kernel{len(kernels)}", graph.name_to_buffer, external, symbols))
         elif isinstance(step, FusedGroup):
             kernels.append(group_kernel(step, f"kernel{len(kernels)}", graph.name_to_buffer, external, symbols))
         elif _kernel_extern(step):
@@ -107,7 +116,7 @@ def compile_fx_inner(gm: Any, example_inputs: list, *, check: bool = False) -> C
     generated = [b.op for b in live if isinstance(b, ExternBuffer) and isinstance(b.op, GeneratedKernel)]
     generated = [g for g in generated if not g.as_kernel]
     in_place = any(isinstance(b, MutationBuffer) for b in live)
-    if check or binder is not None or generated or in_place or rng_in or rng_out:
+    if check or binder is not None or generated or in_place or rng_in or rng_out or triton:
         compiled = _step_graph(gm, graph, steps, kernels, generated, binder)
         log.info("compiled a graph into %d kernels in %.2fs", len(kernels), time.perf_counter() - start)
         return RngGraph(compiled, rng_in, rng_out) if rng_in or rng_out else compiled
@@ -126,6 +135,17 @@ def compile_fx_inner(gm: Any, example_inputs: list, *, check: bool = False) -> C
         generated_at - lowered, built - generated_at, time.perf_counter() - built,
     )  # fmt: skip
     return compiled
+
+
+def _triton_kernel(
+    group: FusedGroup, name: str, buffers: dict, external: set[str], symbols: tuple
+) -> codegen_triton.TritonKernelSpec | Any:
+    """The Triton kernel of ``group``, or its C++ kernel where the Triton generator has no code for it."""
+    try:
+        return codegen_triton.group_kernel(group, name, buffers, external, symbols)
+    except codegen_triton.TritonUnsupported as why:
+        perf_log.info("%s stays a C++ kernel: %s", name, why)
+        return group_kernel(group, name, buffers, external, symbols)
 
 
 def _log_code(gm: Any, source: str, wrapper_source: str) -> None:
@@ -186,8 +206,12 @@ def _step_graph(
     from ember.inductor import wrapper_steps as ws
 
     symbols = tuple(binder.symbols) if binder is not None else ()
-    source = module_source([*kernels, *generated]) if kernels or generated else ""
+    cpp = [k for k in kernels if not isinstance(k, codegen_triton.TritonKernelSpec)]
+    tri = [k for k in kernels if isinstance(k, codegen_triton.TritonKernelSpec)]
+    source = module_source([*cpp, *generated]) if cpp or generated else ""
     lib = cpp_builder.load(source) if source else None
+    triton_source = codegen_triton.module_source(tri) if tri else ""
+    triton_module = triton_launch.load_module(triton_source) if tri else None
     for g in generated:
         g.bind(lib)
     run_steps = []
@@ -196,6 +220,12 @@ def _step_graph(
     for step in steps:
         if isinstance(step, FusedGroup | list) or _kernel_extern(step):
             spec = next(specs)
+            if isinstance(spec, codegen_triton.TritonKernelSpec):
+                run_steps.append(
+                    triton_launch.TritonKernelStep(spec, getattr(triton_module, spec.name), graph.name_to_buffer)
+                )
+                lines.append(f"{', '.join(spec.outputs) or 'None'} = {spec.name}[grid]({', '.join(spec.args)})")
+                continue
             fn = getattr(lib, spec.name)
             fn.argtypes = (ctypes.c_void_p, ctypes.c_void_p)
             fn.restype = ctypes.c_int
@@ -214,6 +244,7 @@ def _step_graph(
     if binder is not None:
         lines.insert(0, "size symbols bound from the inputs by:\n" + binder.source.rstrip())
     outs = ", ".join(o.name if isinstance(o, Buffer) else repr(o) for o in graph.outputs)
+    source = "\n".join(part for part in (triton_source, source) if part)
     _log_code(gm, source, "\n".join(lines) + f"\nreturn {outs}")
     compiled = StepGraph(graph.inputs, run_steps, graph.outputs, source, binder)
     compiled.lowered, compiled.fallbacks = graph.lowered, graph.fallbacks

@@ -41,6 +41,18 @@ cpp = SimpleNamespace(
 )
 
 
+# What kernels CPU tensors get: "cpp" (C++ with the thread pool) or "triton" (the Triton kernels, run
+# through Triton's interpreter: TRITON_INTERPRET=1 must be set; slow, for testing the Triton code
+# generator without a GPU). Loops the Triton generator cannot write stay C++, logged under perf_hints.
+cpu_backend = os.environ.get("EMBER_INDUCTOR_CPU_BACKEND", "cpp")
+
+triton = SimpleNamespace(
+    # The first launch of a Triton kernel for given sizes times each of its block-size candidates
+    # (runtime/triton_launch.py) and keeps the fastest; off: the first candidate.
+    autotune_pointwise=True,
+)
+
+
 def cache_dir() -> str:
     """``EMBER_CACHE_DIR``, else ``~/.cache/ember``; kernels live under ``inductor/`` in it."""
     base = os.environ.get("EMBER_CACHE_DIR") or os.path.join(
