@@ -178,7 +178,8 @@ class GraphLowering:
         """Why ``node`` cannot be lowered (``None``: it can)."""
         target = node.target
         packet = getattr(target, "__name__", str(target)).split(".")[1] if "." in str(target) else str(target)
-        if packet in _EXTERN_KIND and not (target in LOWERINGS and lowering_gemm.enabled()):
+        gemm = lowering_gemm.enabled() or (packet == "addmm" and lowering_gemm.splits(*args[:3], **kwargs))
+        if packet in _EXTERN_KIND and not (target in LOWERINGS and gemm):
             return f"{_EXTERN_KIND[packet]} runs as an extern kernel (eager's)"
         if target not in LOWERINGS:
             return f"no lowering for {target}"

@@ -3,7 +3,10 @@ kernel and the generated C++ template (``autotune.py``, ``gemm_template.py``).
 
 Without max-autotune, or for what the template does not cover (other dtypes, symbolic sizes), the
 lowering raises ``NotImplementedError`` and the graph runs the op as an extern call of its eager
-kernel, as it always did. An operand that is a strided view of a buffer (a transposed weight, a
+kernel, as it always did; except ``addmm`` with ``beta = alpha = 1`` (a ``Linear``), which becomes
+eager's ``mm`` and the bias added in the kernels of what reads the product (the GELU after a
+``Linear``): eager's ``addmm`` adds the bias in a pass of its own over the output. Eager rounds the
+product to the output dtype and then adds, so the two give the same bits. An operand that is a strided view of a buffer (a transposed weight, a
 slice) is read by the template through its strides; any other operand is computed into a buffer
 first. When eager's kernel wins, the op is an extern call as without max-autotune.
 """
@@ -23,6 +26,7 @@ from ember.inductor.virtualized import CountHandler, set_ops_handler
 from ember.logs import get_artifact_logger
 
 output_code_log = get_artifact_logger(__name__, "output_code")
+perf_log = get_artifact_logger(__name__, "perf_hints")
 
 
 def enabled() -> bool:
@@ -139,7 +143,42 @@ def bmm(ctx, a, b):
 
 @register("addmm.default")
 def addmm(ctx, bias, a, b, *, beta=1, alpha=1):
-    return _lower(ctx, "addmm", [a, b], bias, beta=beta, alpha=alpha)
+    if enabled():
+        try:
+            return _lower(ctx, "addmm", [a, b], bias, beta=beta, alpha=alpha)
+        except NotImplementedError:
+            if not splits(bias, a, b, beta, alpha):
+                raise
+    if not splits(bias, a, b, beta, alpha):
+        raise NotImplementedError("an addmm with beta or alpha other than 1 runs as an extern kernel (eager's)")
+    from ember.core.dispatch import ops as aten_ops
+    from ember.inductor.lowering import pointwise
+    from ember.inductor.virtualized import ops
+
+    operands = tuple(ctx._strided_view(x) or ctx.realize(x) for x in (a, b))
+    size = (a.size[0], b.size[1])
+    reason = "mm of an addmm, whose bias joins the kernels that read the product"
+    origin = [f"{ctx.current.name} = {ctx.current.target}"]
+    layout = Layout(size, contiguous_strides(size))
+    product = ExternBuffer(
+        f"buf{len(ctx.buffers)}", a.dtype, layout, aten_ops.aten.mm.default, operands, {}, reason, origin
+    )
+    ctx.fallbacks.append(("aten.mm.default", reason))
+    ctx.hints.append(f"{ctx.current.name} (aten.addmm.default) runs eager's mm as an extern call: {reason}")
+    perf_log.info("%s", ctx.hints[-1])
+    out = pointwise(ctx, [TensorBox.of(ctx._register(product)), bias], lambda p, c: ops.add(p, c))
+    if any(getattr(user.target, "is_view", False) for user in ctx.current.users):
+        # viewed (attention's heads split off a projection): in memory, so that the views stay views of it
+        # with the strides the graph traced, as eager's addmm result
+        return TensorBox.of(ctx.realize(out))
+    return out
+
+
+def splits(bias: Any, a: Any, b: Any, beta: Any = 1, alpha: Any = 1) -> bool:
+    """Whether an ``addmm`` lowers to ``mm`` and an add: a plain ``Linear`` (``beta = alpha = 1``) of one
+    floating dtype."""
+    dtypes = {getattr(x, "dtype", None) for x in (bias, a, b)}
+    return beta == 1 and alpha == 1 and len(dtypes) == 1 and dtypes.pop() in (D.float32, D.float64)
 
 
 __all__ = ["enabled"]

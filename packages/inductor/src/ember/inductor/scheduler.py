@@ -63,6 +63,8 @@ class FusedGroup:
     # what the nodes write (their own buffers, and the inputs they update in place) and read, kept as nodes join
     names: set[str] = field(default_factory=set)
     read_names: set[str] = field(default_factory=set)
+    # a transposing node's group takes no other node (see ``_transposing``)
+    alone: bool = False
 
     def __post_init__(self) -> None:
         nodes, self.nodes = self.nodes, []
@@ -182,6 +184,28 @@ def _read_in_row(node: ScheduledNode, producer: ComputedBuffer, expr: sympy.Expr
     return statically_nonneg(lo) and statically_nonneg(at_least_one(row_len) - 1 - hi)
 
 
+def _transposing(buf: ComputedBuffer, split: int, reads: list, index: list) -> bool:
+    """Whether a pointwise node's inner loop walks memory a stride apart that its rows walk contiguously
+    (a transposing copy, which AOT autograd's backward makes of a GEMM's gradient). The code generator
+    walks such a node in tiles of rows (``codegen_cpp._tiled``), which it can only do for a node alone;
+    and a column reduction beside it in a group would lose its interchanged loops
+    (``codegen_cpp_columns``). So it keeps a group of its own."""
+    if buf.is_reduction or split < 1 or len(buf.size) - split != 1:
+        return False
+    inner = index[-1]
+    row = next((index[d] for d in reversed(range(split)) if buf.size[d] != 1), None)
+    if row is None:
+        return False
+    for expr in [e for _, e in reads] + [buf.layout.index(list(index))]:
+        if is_indirect(expr):
+            continue
+        expr = sympy.expand(expr)
+        c_inner, c_row = expr.coeff(inner), expr.coeff(row)
+        if c_inner.is_Integer and c_row.is_Integer and abs(int(c_inner)) > 1 and int(c_row) == 1:
+            return True
+    return False
+
+
 def _natural_rows(buf: ComputedBuffer) -> int:
     return math.prod(buf.size[: _row_split(buf, None)])
 
@@ -229,12 +253,13 @@ def schedule(buffers: list[Buffer]) -> list[FusedGroup | Buffer]:
         reads, index = node_reads(buf)
         read_names, writes = {name for name, _ in reads}, written_name(buf)
         natural = _natural_rows(buf)
+        alone = _transposing(buf, _row_split(buf, None), reads, index)
         placed = False
         for pos in range(len(steps) - 1, -1, -1):
             group = steps[pos]
             if not isinstance(group, FusedGroup):
                 break
-            split = _row_split(buf, group.rows)
+            split = None if alone or group.alone else _row_split(buf, group.rows)
             # joining a group of fewer rows would give up this node's parallel rows
             fewer = decide_ge(natural, config.cpp.min_parallel_rows) and not statically_ge(group.rows, natural)
             if split is not None and not fewer:
@@ -251,5 +276,6 @@ def schedule(buffers: list[Buffer]) -> list[FusedGroup | Buffer]:
                 break
         if not placed:
             split = _row_split(buf, None)
-            steps.append(FusedGroup(math.prod(buf.size[:split]), [ScheduledNode(buf, split, reads, index)]))
+            group = FusedGroup(math.prod(buf.size[:split]), [ScheduledNode(buf, split, reads, index)], alone=alone)
+            steps.append(group)
     return steps
