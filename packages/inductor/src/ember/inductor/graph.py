@@ -205,8 +205,9 @@ class GraphLowering:
                 if _is_tensor(value):
                     if value.device.type != "cpu":
                         raise NotImplementedError(
-                            f"the code generator builds C++ kernels for cpu tensors only; {value.device.type} "
-                            "tensors need Triton code generation, which is not built yet (use backend='aot_eager')"
+                            f"the code generator builds kernels for cpu tensors only (C++, or Triton's through its "
+                            f"interpreter); {value.device.type} tensors have no device plugin to run kernels on "
+                            "(use backend='aot_eager')"
                         )
                     layout = Layout(as_expr(tuple(value.shape)), as_expr(tuple(value.stride())))
                     buf = InputBuffer(f"arg{placeholders - 1}", value.dtype, layout)
