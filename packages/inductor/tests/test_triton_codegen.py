@@ -15,6 +15,9 @@ import os
 
 import numpy as np
 import pytest
+import test_random_graphs as random_graphs
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from inductor_testing import assert_same, compile_with_inductor
 from test_lowering_ops import pointwise_graph, reduction_graph, view_graph
 
@@ -278,3 +281,17 @@ def test_training_matches_eager():
         np.testing.assert_allclose(loss.item(), ref_loss.item(), rtol=1e-5)
     for p, q in zip(model.parameters(), ref.parameters(), strict=True):
         np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+@settings(max_examples=int(os.environ.get("EMBER_RANDOM_GRAPHS", "6")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])  # fmt: skip
+@given(st.lists(random_graphs.step, min_size=1, max_size=6))
+def test_random_graphs_match_eager(program):
+    """The random graphs of ``test_random_graphs`` (pointwise ops, views, reductions), as Triton kernels."""
+    ember.manual_seed(0)
+    x, y = ember.randn(6, 6), ember.randn(6, 6)
+    fn = random_graphs._build(program)
+    compiled, rec = compile_with_inductor(fn)
+    for got, want in zip(compiled(x, y), fn(x, y), strict=True):
+        assert_same(got, want, rtol=1e-4, atol=1e-5, check_strides=False)
+    assert all(_all_triton(graph) for graph in rec.graphs)
