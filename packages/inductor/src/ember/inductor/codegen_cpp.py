@@ -237,7 +237,10 @@ def _node_code(
     if tiled:
         return _tiled_code(lines[0], lines[1:], loops[0], handler, body)
     hoisted: list[str] = []
-    if loops and any("ember_index_fail" in line or "ind_" in line for line in body):
+    if loops and ((_is_static(loops[-1][1]) and int(loops[-1][1]) >= 1) or any("ind_" in line for line in body)):
+        # what does not change along the innermost loop is computed once before it (a per-channel scale
+        # of batch norm's backward, an embedding row's index); only where the loop runs at least once,
+        # so that no load is hoisted out of a loop that makes none
         hoisted, body = _hoist(body, loops[-1][0])
     work = math.prod(n for _, n in loops)
     parallel = bool(parallel_inner and loops) and _when((work, config.cpp.parallel_threshold)) is not False

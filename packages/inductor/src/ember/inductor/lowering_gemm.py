@@ -157,7 +157,9 @@ def addmm(ctx, bias, a, b, *, beta=1, alpha=1):
 
     operands = tuple(ctx._strided_view(x) or ctx.realize(x) for x in (a, b))
     size = (a.size[0], b.size[1])
-    reason = "mm of an addmm, whose bias joins the kernels that read the product"
+    reason = (
+        "a GEMM runs as an extern kernel (eager's mm of an addmm, whose bias joins the kernels that read the product)"
+    )
     origin = [f"{ctx.current.name} = {ctx.current.target}"]
     layout = Layout(size, contiguous_strides(size))
     product = ExternBuffer(
