@@ -97,3 +97,14 @@ def test_other_grad_assignments_still_break():
     w = ember.ones(2, requires_grad=True)
     ember.compile(assign)(w, ember.full((2,), 3.0))
     assert w.grad.tolist() == [3.0, 3.0]
+
+
+def test_a_training_step_breaks_only_at_backward():
+    """The eager code around the break (the engine, then the step) calls ``nn.Module``'s attribute
+    dunders from C; frames starting there are not compiled (they read ``self.__dict__``)."""
+    m, _ = _models()
+    opt = ember.optim.SGD(m.parameters(), lr=0.1)
+    x, y = ember.randn(16, 4), ember.randn(16, 1)
+    explanation = ember._dynamo.explain(_step)(m, opt, x, y)
+    reasons = [str(r) for r in explanation.break_reasons]
+    assert explanation.graph_break_count == 1 and "backward" in reasons[0], reasons

@@ -16,6 +16,7 @@ checks, in order) and calls ``FrameCallback`` only when none passes. The callbac
 from __future__ import annotations
 
 import dis
+import functools
 import importlib.util
 import os
 import sys
@@ -115,7 +116,23 @@ def skip_files_or_code(code: CodeType, disabled: bool = False) -> None:
 
 
 def is_skipped(code: CodeType) -> bool:
-    return code in _skipped_codes or code in _disabled_codes or _is_skipped_file(code.co_filename)
+    return (
+        code in _skipped_codes
+        or code in _disabled_codes
+        or _is_skipped_file(code.co_filename)
+        or code in _attribute_protocol()
+    )
+
+
+@functools.cache
+def _attribute_protocol() -> frozenset[CodeType]:
+    """``nn.Module``'s attribute dunders: eager code (an optimizer step after a graph break, the autograd
+    engine) calls them from C, and a frame that starts there is not worth compiling (it reads
+    ``self.__dict__``, which capture does not follow). Called from captured code they are not frames of
+    their own: capture reads modules' parameters, buffers and submodules itself."""
+    from ember.nn import Module
+
+    return frozenset(getattr(Module, name).__code__ for name in ("__getattr__", "__setattr__", "__delattr__"))
 
 
 def _hook_module():
