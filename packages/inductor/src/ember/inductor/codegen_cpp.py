@@ -17,7 +17,10 @@ the rows of a matrix walk tiles of rows (``_tiled``).
 
 Loops are written for GCC's vectorizer: the innermost loop is a plain counted loop over contiguous
 memory with ``#pragma omp simd`` (and a ``reduction`` clause for sum, max, min and any); see
-``-fopt-info-vec`` (``cpp_builder.vectorization_report``) for what the compiler did.
+``-fopt-info-vec`` (``cpp_builder.vectorization_report``) for what the compiler did. What does not
+change along the innermost loop is computed before it (``_hoist``: GCC left layer norm's rsqrt inside,
+one vector sqrt and divide per 16 elements), and a costly value that two loops of a row both compute
+is computed once, through a row buffer (``codegen_cpp_rows.py``).
 """
 
 from __future__ import annotations
