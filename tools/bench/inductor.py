@@ -3,7 +3,7 @@
     python tools/bench/inductor.py [--rounds R] [--threads T]
 
 Both libraries on the CPU, float32, T threads each (2 by default: ``OMP_NUM_THREADS`` is set before
-either library loads, and ``torch.set_num_threads``). Cases: a pointwise chain over 4M elements,
+either library loads, and each library's ``set_num_threads``). Cases: a pointwise chain over 4M elements,
 softmax 1024x1024, layer norm 4096x1024 (with weight and bias), sum over 4M; AdamW's step over
 100 parameters (``compile(opt.step)``, with each library's eager step as well); and a GEMM 512x512x512
 under ``mode="max-autotune"`` on both sides, with the implementation Ember chose and its timings; FlexAttention
@@ -152,6 +152,7 @@ def _measure(lib, fn, backward: bool, arrays: list) -> tuple[float, float]:
 
 def main() -> None:
     torch.set_num_threads(ARGS.threads)
+    ember.set_num_threads(ARGS.threads)  # Ember's count does not follow OMP_NUM_THREADS
     print(f"threads: {ARGS.threads}, float32, median of {ARGS.rounds} calls", file=sys.stderr)
     print(f"{'case':<22} {'ember':>10} {'torch':>10} {'ratio':>6}   {'compile':>9} {'torch':>9} {'ratio':>6}")
     rng = np.random.default_rng(0)

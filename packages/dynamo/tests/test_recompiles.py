@@ -196,6 +196,30 @@ def test_a_size_change_recompiles_with_that_dim_dynamic_and_logs_why(hook, captu
     assert capture.calls[2] == {"x": {0, 1}, "y": {0, 1}}
 
 
+class _Base:
+    def run(self, x):
+        return x + 1
+
+
+class _First(_Base):
+    pass
+
+
+class _Second(_Base):
+    pass
+
+
+def test_an_inherited_method_remembers_sizes_per_class_of_self(hook, capture):
+    # as ember.compile(module) compiles Module._wrapped_call_impl for every kind of module: another
+    # class's sizes do not make this one's dynamic, its own do
+    hook.set_eval_frame(callback())
+    hook.call(_Base.run, _First(), ember.randn(4, 3))
+    hook.call(_Base.run, _Second(), ember.randn(6, 3))
+    assert capture.calls[1]["x"] == set()
+    hook.call(_Base.run, _First(), ember.randn(5, 3))
+    assert capture.calls[2]["x"] == {0}
+
+
 def test_dtype_change_is_reported_and_keeps_sizes_static(hook, capture, logs):
     hook.set_eval_frame(callback())
     hook.call(add, ember.randn(4), ember.randn(4))

@@ -101,18 +101,36 @@ def _log_dims(name: str, source_name: str, dim: int, was: int, now: int) -> None
 
 
 _states: weakref.WeakKeyDictionary[CodeType, FrameState] = weakref.WeakKeyDictionary()
+# A method's states, one per class of its ``self`` (held weakly, as the code objects are).
+_states_by_class: weakref.WeakKeyDictionary[CodeType, weakref.WeakKeyDictionary[type, FrameState]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
-def frame_state_for(code: CodeType) -> FrameState:
-    """The one ``FrameState`` of ``code`` (until ``reset()``)."""
-    state = _states.get(code)
+def frame_state_for(code: CodeType, owner: type | None = None) -> FrameState:
+    """The one ``FrameState`` of ``code`` (until ``reset()``); with ``owner``, the class of the method's
+    ``self``, one per class. ``ember.compile(module)`` compiles ``Module._wrapped_call_impl``, one code
+    object for every kind of module: without the class, a GPT's input sizes would make the input of an
+    MLP compiled later dynamic from its first compile. (PyTorch compiles each class's own ``forward``,
+    whose code object is the class's.)"""
+    where = f"{code.co_name} ({code.co_filename}:{code.co_firstlineno})"
+    if owner is None:
+        state = _states.get(code)
+        if state is None:
+            state = _states[code] = FrameState(where)
+        return state
+    per_class = _states_by_class.get(code)
+    if per_class is None:
+        per_class = _states_by_class[code] = weakref.WeakKeyDictionary()
+    state = per_class.get(owner)
     if state is None:
-        state = _states[code] = FrameState(f"{code.co_name} ({code.co_filename}:{code.co_firstlineno})")
+        state = per_class[owner] = FrameState(f"{where} of {owner.__qualname__}")
     return state
 
 
 def reset() -> None:
     _states.clear()
+    _states_by_class.clear()
 
 
 # -- marks on tensors --------------------------------------------------------------------------------

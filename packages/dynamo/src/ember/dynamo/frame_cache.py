@@ -236,7 +236,10 @@ class FrameCallback:
         warnings.warn_explicit(message, UserWarning, code.co_filename, code.co_firstlineno)
 
     def _compile(self, frame: Any, code: CodeType, f_locals: dict[str, Any]) -> Any:
-        state = frame_state_for(code)
+        # a method's sizes are remembered per class of its ``self`` (``frame_state_for``)
+        method = code.co_argcount > 0 and code.co_varnames[0] == "self" and "self" in f_locals
+        owner = type(f_locals["self"]) if method else None
+        state = frame_state_for(code, owner)
         state.dynamic = self.options.dynamic
         started = time.perf_counter()
         first_break = len(exc.graph_break_log)

@@ -17,7 +17,10 @@ the rows of a matrix walk tiles of rows (``_tiled``).
 
 Loops are written for GCC's vectorizer: the innermost loop is a plain counted loop over contiguous
 memory with ``#pragma omp simd`` (and a ``reduction`` clause for sum, max, min and any); see
-``-fopt-info-vec`` (``cpp_builder.vectorization_report``) for what the compiler did.
+``-fopt-info-vec`` (``cpp_builder.vectorization_report``) for what the compiler did. What does not
+change along the innermost loop is computed before it (``_hoist``: GCC left layer norm's rsqrt inside,
+one vector sqrt and divide per 16 elements), and a costly value that two loops of a row both compute
+is computed once, through a row buffer (``codegen_cpp_rows.py``).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import sympy
 
 from ember.inductor import config
 from ember.inductor.codegen_cpp_columns import column_reduction
+from ember.inductor.codegen_cpp_rows import RowPlan, RowValues, plan_rows, row_handler
 from ember.inductor.cpp_ops import PRELUDE, REDUCTION_COMBINE, CppOverrides, acc_init, cexpr, storage_ctype
 from ember.inductor.indirect import CPP_DECLARE, CPP_RETURN
 from ember.inductor.ir import Buffer, ComputedBuffer, index_symbols
@@ -206,16 +210,25 @@ def _parallel_reduction(
 
 
 def _node_code(
-    node: ScheduledNode, k: int, arg_of: dict, dtype_of: dict, parallel_inner: bool, decls: list[str], tiled=False
+    node: ScheduledNode,
+    k: int,
+    arg_of: dict,
+    dtype_of: dict,
+    parallel_inner: bool,
+    decls: list[str],
+    tiled=False,
+    rows: RowPlan | None = None,
 ) -> list[str]:
     buf = node.buffer
     prefix = f"n{k}_"
     ridx = f"{prefix}ridx"
-    handler = CppOverrides(arg_of, dtype_of, ridx, prefix)
+    handler = row_handler(node, k, arg_of, dtype_of, ridx, prefix, rows)
     index = index_symbols("x", len(buf.size))
     rindex = index_symbols("r", len(buf.reduction_size))
     with set_ops_handler(handler):
         buf.store_body(list(index), list(rindex))
+    if isinstance(handler, RowValues):
+        handler.drop_unused()
     lines = [f"{{  // {buf.name}"] + [f"  // {origin}" for origin in buf.origins]
     # the row dims, from the row number
     split, size = node.split, buf.size
@@ -237,10 +250,11 @@ def _node_code(
     if tiled:
         return _tiled_code(lines[0], lines[1:], loops[0], handler, body)
     hoisted: list[str] = []
-    if loops and ((_is_static(loops[-1][1]) and int(loops[-1][1]) >= 1) or any("ind_" in line for line in body)):
-        # what does not change along the innermost loop is computed once before it (a per-channel scale
-        # of batch norm's backward, an embedding row's index); only where the loop runs at least once,
-        # so that no load is hoisted out of a loop that makes none
+    if loops and (decide_ge(loops[-1][1], 1) or any("ember_index_fail" in line or "ind_" in line for line in body)):
+        # what does not change along the innermost loop is computed once before it: a row's statistic
+        # turned into a factor (layer norm's rstd, log_softmax's log of the sum, batch norm's per-channel
+        # scales in its backward), an embedding row's index; only where the loop runs at least once, so
+        # that no load is hoisted out of a loop that makes none
         hoisted, body = _hoist(body, loops[-1][0])
     work = math.prod(n for _, n in loops)
     parallel = bool(parallel_inner and loops) and _when((work, config.cpp.parallel_threshold)) is not False
@@ -414,13 +428,18 @@ def group_kernel(
     )
     indent = "  "
     tiled = _tiled(group, buffers)
+    inner = not parallel_rows and statically_equal(group.rows, 1)
+    # values the loops of a row share (row buffers): only where each node's loops run whole in one thread
+    rows = None if tiled or inner or len(group.nodes) < 2 else plan_rows(group.nodes, arg_of, dtype_of)
     if parallel_rows:
         grain = _grain(config.cpp.grain, work)
         lines.append(f"  ember_parallel(0, {cexpr(group.rows)}, {grain}, [&](int64_t xr_begin, int64_t xr_end) {{")
         lines.extend("    " + d for d in decls)
         indent = "    "
-    elif tiled:
-        lines.append(f"  {{ const int64_t xr_begin = 0, xr_end = {group.rows};")
+    elif tiled or rows is not None:
+        lines.append("  {" + ("" if rows is not None else f" const int64_t xr_begin = 0, xr_end = {group.rows};"))
+    if rows is not None:
+        lines.extend(indent + d for d in rows.decls)
     if tiled:
         code = _node_code(group.nodes[0], 0, arg_of, dtype_of, False, decls, tiled=True)
         lines.extend(indent + line for line in code)
@@ -429,14 +448,13 @@ def group_kernel(
             lines.append("    for (int64_t xr = xr_begin; xr < xr_end; ++xr) {")
         else:
             lines.append(f"  {_loop('xr', group.rows)} {{")
-        inner = not parallel_rows and statically_equal(group.rows, 1)
         for k, node in enumerate(group.nodes):
-            code = _node_code(node, k, arg_of, dtype_of, inner, decls)
+            code = _node_code(node, k, arg_of, dtype_of, inner, decls, rows=rows)
             lines.extend(indent + "  " + line for line in code)
         lines.append(indent + "}")
     if parallel_rows:
         lines.append("  });")
-    elif tiled:
+    elif tiled or rows is not None:
         lines.append("  }")
     lines.append("  " + CPP_RETURN)
     lines.append("}")

@@ -34,6 +34,10 @@ cpp = SimpleNamespace(
     reduction_chunk=16384,
     # Rows below which the row loop is not the parallel one (the node's own loop is).
     min_parallel_rows=16,
+    # A costly value that a row's reduction loop and a later loop of the same row both compute (softmax's
+    # exp) is stored by the first into a buffer of one row, read back by the later ones: at most this
+    # many bytes of such buffers per fused group (they live on the stack of each piece of rows).
+    max_row_buffer_bytes=65536,
     # Buffers of at most this many bytes that only one combo kernel uses live on its stack.
     max_local_bytes=4096,
     # Extra flags, appended (and part of the cache key).
