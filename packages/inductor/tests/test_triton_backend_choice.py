@@ -40,11 +40,14 @@ def test_an_unknown_backend_is_refused(backend):
 
 
 def test_block_candidates_fit_the_sizes():
-    assert candidates(1, 1) == [(1, 1, 4)]
-    assert candidates(5, 1)[0] == (8, 1, 4)
-    for x, r, _ in candidates(3, 300):
+    gpu = lambda rows, inner: candidates(rows, inner, interpreter=False)  # noqa: E731
+    assert gpu(1, 1) == [(1, 1, 4)]
+    assert gpu(5, 1)[0] == (8, 1, 4)
+    for x, r, _ in gpu(3, 300):
         assert x <= 4 and r <= 512
-    assert all(r == 1 for _, r, _ in candidates(10_000, 1))
+    assert all(r == 1 for _, r, _ in gpu(10_000, 1))
+    # under the interpreter, one large block (its cost is per program, not per element)
+    assert candidates(10_000, 300, interpreter=True) == [(64, 512, 4)]
 
 
 def test_generated_source_names_its_nodes_and_guards_its_rows():

@@ -125,9 +125,15 @@ def _pow2(n: int) -> int:
     return 1 << max(0, int(n) - 1).bit_length()
 
 
-def candidates(rows: int, inner: int) -> list[tuple[int, int, int]]:
-    """(XBLOCK, RBLOCK, num_warps) to try for a grid of ``rows`` rows whose nodes loop ``inner`` lanes."""
+def candidates(rows: int, inner: int, interpreter: bool | None = None) -> list[tuple[int, int, int]]:
+    """(XBLOCK, RBLOCK, num_warps) to try for a grid of ``rows`` rows whose nodes loop ``inner`` lanes.
+
+    For a GPU, a few shapes of block a timing chooses among. Under the interpreter, whose cost is per
+    program and per operation rather than per element, one large block: timing there measures the
+    interpreter, and the small blocks of a GPU's list would make thousands of programs."""
     rows, inner = max(1, rows), max(1, inner)
+    if interpreting() if interpreter is None else interpreter:
+        return [(min(64, _pow2(rows)), min(1024, _pow2(inner)), 4)]
     if inner == 1:
         wanted = [(1024, 1, 4), (256, 1, 4), (64, 1, 2)]
     else:
