@@ -82,3 +82,31 @@ def test_pointwise_nodes_of_the_same_rows_still_fuse():
     g, h = ember.randn(64, 48), ember.randn(64, 48)
     _, groups = _groups(lambda g, h: (g.sum(1), (g * h).sum(1)), g, h)
     assert len(groups) == 1 and len(groups[0].nodes) == 2 and not groups[0].alone
+
+
+def test_a_value_an_extern_call_reads_is_computed_once():
+    """A GELU that feeds a GEMM and is also returned (saved for a backward) is computed once: realized
+    for the GEMM, the box reads the buffer from then on."""
+    x, w = ember.randn(16, 24), ember.randn(24, 8)
+    fn, rec = compile_with_inductor(lambda x, w: (F.gelu(x) @ w, F.gelu(x)))
+    got = fn(x, w)
+    assert_same(got[0], F.gelu(x) @ w, rtol=1e-5, atol=1e-5)
+    assert_same(got[1], F.gelu(x))
+    kernels = rec.graphs[0].source.split('extern "C"', 1)[1]
+    assert kernels.count("std::erf(") == 1
+
+
+def test_a_node_after_a_gemm_it_does_not_read_joins_the_kernel_before_it():
+    """MLP: the pre-activation h = x @ w1 + b (returned) and GELU(h) (the second GEMM's input) are one
+    kernel before the second GEMM, reading the product once."""
+    x, w1, b, w2 = ember.randn(32, 16), ember.randn(24, 16), ember.randn(24), ember.randn(8, 24)
+
+    def mlp(x, w1, b, w2):
+        h = F.linear(x, w1, b)
+        return F.linear(F.gelu(h), w2), h
+
+    fn, rec = compile_with_inductor(mlp)
+    for g, want in zip(fn(x, w1, b, w2), mlp(x, w1, b, w2), strict=True):
+        assert_same(g, want, rtol=1e-5, atol=1e-5)
+    (graph,) = rec.graphs
+    assert graph.kernel_count == 1

@@ -122,11 +122,18 @@ class GraphLowering:
         return self._register(buf)
 
     def realize(self, box: TensorBox, layout: Layout | None = None) -> Buffer:
+        """``box`` in memory. Realized in the default layout, the box itself becomes a read of the
+        buffer: its other readers (another extern call, the graph's outputs, a pointwise consumer) read
+        what is stored instead of computing it again (a GELU that feeds a GEMM and is saved for the
+        backward is computed once)."""
         if box.buffer is not None and (layout is None or box.buffer.layout.same_as(layout)):
             return box.buffer
         loader = box.loader
         origins = box.origins or None
-        return self.new_buffer(box.size, box.dtype, lambda index, rindex: loader(index), layout=layout, origins=origins)
+        buf = self.new_buffer(box.size, box.dtype, lambda index, rindex: loader(index), layout=layout, origins=origins)
+        if layout is None and box.buffer is None:
+            box.buffer, box.loader, box.ops_count = buf, buf.make_loader(), 0
+        return buf
 
     def _input_origins(self) -> list[str]:
         """The origins of the unrealized boxes the current node reads (they are fused into it)."""

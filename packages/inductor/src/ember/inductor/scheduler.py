@@ -230,6 +230,15 @@ def _can_join(node: ScheduledNode, group: FusedGroup, buffers: dict[str, Buffer]
     return True
 
 
+def _independent_of_extern(step: Buffer, reads: set[str], writes: str) -> bool:
+    """Whether a node may run before the extern step ``step``: it does not read its result, the step
+    does not read what the node writes (an input it updates in place), and the step changes nothing.
+    A graph's outputs are realized last, after every extern call: the pre-activation a GEMM's bias add
+    makes, saved for the backward, then joins the kernel that computed the activation from the same
+    product before the next GEMM, and the product is read once."""
+    return step.name not in reads and writes not in extern_reads(step) and not _has_effect(step)
+
+
 def _depends(reads: set[str], writes: str, group: FusedGroup) -> bool:
     """Whether a node must run after ``group``: it reads what the group writes, or writes what it reads."""
     written = group.names
@@ -258,6 +267,8 @@ def schedule(buffers: list[Buffer]) -> list[FusedGroup | Buffer]:
         for pos in range(len(steps) - 1, -1, -1):
             group = steps[pos]
             if not isinstance(group, FusedGroup):
+                if _independent_of_extern(group, read_names, writes):
+                    continue  # a group before an extern call this node has nothing to do with may take it
                 break
             split = None if alone or group.alone else _row_split(buf, group.rows)
             # joining a group of fewer rows would give up this node's parallel rows
