@@ -45,9 +45,9 @@ def _parse() -> argparse.Namespace:
 ARGS = _parse()
 os.environ["OMP_NUM_THREADS"] = str(ARGS.threads)
 
+import ember  # noqa: E402, I001  (before NumPy: it sets OpenBLAS's thread timeout, as a user's `import ember` does)
 import numpy as np  # noqa: E402
 
-import ember  # noqa: E402
 import ember.nn.functional as EF  # noqa: E402
 
 try:
