@@ -378,15 +378,7 @@ def group_kernel(
 ) -> KernelSpec:
     """The C++ kernel of ``group``; ``external`` names buffers whose layout is checked at each call;
     ``symbols`` are the graph's size symbols, whose values come first in ``meta``."""
-    reads: list[str] = []
-    for node in group.nodes:
-        for n, _ in node.reads:
-            if n not in reads and n not in group.names:
-                reads.append(n)
-    # graph inputs written in place (inplace.MutationBuffer) are arguments the wrapper does not allocate
-    written = list(dict.fromkeys(node.writes for node in group.nodes))
-    mutated = [n for n in written if n in external]
-    outputs = [n for n in written if n not in mutated]
+    reads, mutated, outputs = group.arguments(external)
     args = reads + mutated + outputs
     arg_of = {n: f"a{i}" for i, n in enumerate(args)}
     dtype_of = {n: buffers[n].dtype for n in args}

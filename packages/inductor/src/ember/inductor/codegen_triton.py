@@ -120,14 +120,7 @@ def group_kernel(
     group: FusedGroup, name: str, buffers: dict[str, Buffer], external: set[str], symbols: tuple = ()
 ) -> TritonKernelSpec:
     """The Triton kernel of ``group`` (raises ``TritonUnsupported`` for what it cannot write)."""
-    reads: list[str] = []
-    for node in group.nodes:
-        for n, _ in node.reads:
-            if n not in reads and n not in group.names:
-                reads.append(n)
-    written = list(dict.fromkeys(node.writes for node in group.nodes))
-    mutated = [n for n in written if n in external]
-    outputs = [n for n in written if n not in mutated]
+    reads, mutated, outputs = group.arguments(external)
     args = reads + mutated + outputs
     for n in args:
         storage_type(buffers[n].dtype)  # refuses dtypes without a Triton type

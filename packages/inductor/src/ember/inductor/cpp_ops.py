@@ -16,7 +16,7 @@ from ember.core import dtypes as D
 from ember.inductor.indirect import ADVANCED, error_code
 from ember.inductor.indirect import CPP_PRELUDE as INDIRECT_PRELUDE
 from ember.inductor.sizevars import ExprPrinter
-from ember.inductor.virtualized import BINARY, UNARY, indirect_symbol
+from ember.inductor.virtualized import BINARY, UNARY, add_template_ops, indirect_symbol
 
 CTYPES = {
     D.bool_: "bool",
@@ -268,30 +268,7 @@ class CppOverrides:
         return sym
 
 
-def _unary(name: str):
-    template = _UNARY_CPP[name]
-
-    def method(self: CppOverrides, x: str) -> str:
-        return self._var(template.format(x))
-
-    method.__name__ = name
-    return method
-
-
-def _binary(name: str):
-    template = _BINARY_CPP[name]
-
-    def method(self: CppOverrides, a: str, b: str) -> str:
-        return self._var(template.format(a, b))
-
-    method.__name__ = name
-    return method
-
-
-for _name in UNARY:
-    setattr(CppOverrides, _name, _unary(_name))
-for _name in BINARY:
-    setattr(CppOverrides, _name, _binary(_name))
+add_template_ops(CppOverrides, _UNARY_CPP | _BINARY_CPP)
 
 
 def acc_init(reduction_type: str, acc_t: str) -> str:

@@ -79,6 +79,19 @@ class FusedGroup:
     def reads(self) -> set[str]:
         return self.read_names
 
+    def arguments(self, external: set[str]) -> tuple[list[str], list[str], list[str]]:
+        """A kernel's buffers, in the order of its arguments: what it reads from outside the group, the
+        graph inputs it writes in place (``inplace.MutationBuffer``: the wrapper does not allocate
+        them; ``external`` names the buffers that come from outside), and the outputs it allocates."""
+        reads: list[str] = []
+        for node in self.nodes:
+            for n, _ in node.reads:
+                if n not in reads and n not in self.names:
+                    reads.append(n)
+        written = list(dict.fromkeys(node.writes for node in self.nodes))
+        mutated = [n for n in written if n in external]
+        return reads, mutated, [n for n in written if n not in mutated]
+
 
 def node_reads(buf: ComputedBuffer) -> tuple[list[tuple[str, sympy.Expr]], list[sympy.Symbol]]:
     index = index_symbols("x", len(buf.size))

@@ -21,7 +21,7 @@ import sympy
 from ember.core import dtypes as D
 from ember.inductor.indirect import ADVANCED, error_code
 from ember.inductor.sizevars import ExprPrinter
-from ember.inductor.virtualized import BINARY, UNARY, indirect_symbol
+from ember.inductor.virtualized import BINARY, UNARY, add_template_ops, indirect_symbol
 
 
 class TritonUnsupported(NotImplementedError):
@@ -338,26 +338,6 @@ class TritonOverrides:
         return sym
 
 
-def _unary(name: str):
-    template = _UNARY[name]
-
-    def method(self: TritonOverrides, x: str) -> str:
-        return self._var(template.format(x))
-
-    method.__name__ = name
-    return method
-
-
-def _binary(name: str):
-    template = _BINARY[name]
-
-    def method(self: TritonOverrides, a: str, b: str) -> str:
-        return self._var(template.format(a, b))
-
-    method.__name__ = name
-    return method
-
-
 def _refused(name: str):
     def method(self: TritonOverrides, *args: str) -> str:
         raise TritonUnsupported(f"{name} has no Triton form here (no accurate one from Triton's core math)")
@@ -366,9 +346,6 @@ def _refused(name: str):
     return method
 
 
-for _name in _UNARY:
-    setattr(TritonOverrides, _name, _unary(_name))
-for _name in _BINARY:
-    setattr(TritonOverrides, _name, _binary(_name))
+add_template_ops(TritonOverrides, _UNARY | _BINARY)
 for _name in REFUSED:
     setattr(TritonOverrides, _name, _refused(_name))

@@ -179,6 +179,19 @@ OP_NAMES: tuple[str, ...] = tuple(
 INDIRECT_PREFIX = "ind_"
 
 
+def add_template_ops(cls: type, templates: dict[str, str]) -> None:
+    """Give a source-writing handler ``cls`` one method per op of ``templates`` (op name -> a format
+    string of its operands, ``{0}``, ``{1}``): each writes the formatted expression through
+    ``self._var`` and returns the variable it sets."""
+    for name, template in templates.items():
+
+        def method(self: Any, *args: Any, _template: str = template) -> Any:
+            return self._var(_template.format(*args))
+
+        method.__name__ = name
+        setattr(cls, name, method)
+
+
 def indirect_symbol(name: str) -> sympy.Symbol:
     """The index symbol an indirect load reads through: an integer in ``[0, size)``, whose value is known
     only when the kernel runs. Its name starts with ``INDIRECT_PREFIX`` (not a loop index, ``x``/``r``,
