@@ -79,3 +79,15 @@ def test_a_forked_child_runs_parallel_kernels(two_threads):
     child.join(timeout=60)
     assert child.exitcode == 0
     assert value == pytest.approx(3 * threads.GRAIN * 0.8413447, rel=1e-4)
+
+
+def test_set_num_threads_sets_numpys_openblas_threads():
+    blas = threads.openblas_threads()
+    if blas is None:
+        pytest.skip("NumPy does not use OpenBLAS here (or not on Linux)")
+    before = threads.get_num_threads()
+    try:
+        threads.set_num_threads(1)
+        assert blas[1]() == 1
+    finally:
+        threads.set_num_threads(before)

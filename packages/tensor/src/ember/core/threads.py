@@ -14,10 +14,14 @@ copies (0.1-0.4 ms each) each became slower.
 
 The default is the number of cores this process may use, as PyTorch's is. The pool is made on first
 use and made again in a forked child (a fork copies no threads, so the parent's pool would hang).
+``set_num_threads`` also sets the thread count of NumPy's OpenBLAS, which runs the GEMMs, as PyTorch's
+sets its BLAS's (found among the process's loaded libraries; other BLAS builds keep their own count).
 """
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import os
 import threading
 from collections.abc import Callable
@@ -61,8 +65,39 @@ def set_num_threads(n: int) -> None:
         _state["threads"] = n
     if pool is not None:
         pool.shutdown(wait=False)
+    blas = openblas_threads()
+    if blas is not None:
+        blas[0](n)
     for listener in _listeners:
         listener(n)
+
+
+@functools.cache
+def openblas_threads() -> tuple[Callable[[int], None], Callable[[], int]] | None:
+    """(set, get) of the thread count of the OpenBLAS NumPy loaded, or None (another BLAS, or not Linux)."""
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = sorted({line.split()[-1] for line in maps if "openblas" in line.lower() and "/" in line})
+    except OSError:
+        return None
+    for path in paths:
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for prefix, suffix in (
+            ("scipy_openblas", "64_"),
+            ("scipy_openblas", ""),
+            ("openblas", "64_"),
+            ("openblas", ""),
+        ):
+            setter = getattr(lib, f"{prefix}_set_num_threads{suffix}", None)
+            getter = getattr(lib, f"{prefix}_get_num_threads{suffix}", None)
+            if setter is not None and getter is not None:
+                setter.argtypes, setter.restype = [ctypes.c_int], None
+                getter.argtypes, getter.restype = [], ctypes.c_int
+                return setter, getter
+    return None
 
 
 def _pool() -> ThreadPoolExecutor:
