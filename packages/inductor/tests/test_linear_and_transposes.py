@@ -110,3 +110,12 @@ def test_a_node_after_a_gemm_it_does_not_read_joins_the_kernel_before_it():
         assert_same(g, want, rtol=1e-5, atol=1e-5)
     (graph,) = rec.graphs
     assert graph.kernel_count == 1
+
+
+def test_a_3d_linear_keeps_its_bias_in_the_next_kernel():
+    """A Linear on (B, T, C) is addmm on (B*T, C) viewed back: a reshape, which does not need the
+    product with its bias in memory: GELU's kernel adds it."""
+    x, w, b = ember.randn(2, 6, 8), ember.randn(12, 8), ember.randn(12)
+    fn, rec = compile_with_inductor(lambda x, w, b: F.gelu(F.linear(x, w, b)))
+    assert_same(fn(x, w, b), F.gelu(F.linear(x, w, b)), rtol=1e-5, atol=1e-6)
+    assert rec.graphs[0].kernel_count == 1

@@ -317,6 +317,10 @@ class GraphLowering:
         if probe.count != 1 or not isinstance(result, tuple) or result[1] not in self.name_to_buffer:
             return None
         source, expr = self.name_to_buffer[result[1]], sympy.expand(result[2])
+        if not expr.is_polynomial(*symbols):
+            # a reshape that merges dims indexes with floor and Mod (x // 6 * 48 + x % 6 * 8): as floors
+            # they cancel (8 * x), and the merged view of a dense buffer is a strided view of it
+            expr = sympy.expand(expr.rewrite(sympy.floor))
         if source.dtype != box.dtype or source.layout.offset != 0 or not expr.is_polynomial(*symbols):
             return None
         strides = []

@@ -169,11 +169,31 @@ def addmm(ctx, bias, a, b, *, beta=1, alpha=1):
     ctx.hints.append(f"{ctx.current.name} (aten.addmm.default) runs eager's mm as an extern call: {reason}")
     perf_log.info("%s", ctx.hints[-1])
     out = pointwise(ctx, [TensorBox.of(ctx._register(product)), bias], lambda p, c: ops.add(p, c))
-    if any(getattr(user.target, "is_view", False) for user in ctx.current.users):
-        # viewed (attention's heads split off a projection): in memory, so that the views stay views of it
-        # with the strides the graph traced, as eager's addmm result
+    if _viewed_with_gaps(ctx.current):
+        # attention's heads split off a projection: in memory, so that the heads stay views of it with the
+        # strides the graph traced, as of eager's addmm result
         return TensorBox.of(ctx.realize(out))
     return out
+
+
+_RESHAPES = ("view", "reshape")
+
+
+def _viewed_with_gaps(node: Any) -> bool:
+    """Whether a view other than a reshape (a slice, a transpose, a split) reads ``node``'s result, through
+    reshapes only. A reshape keeps the result dense (a 3-D Linear's output), so the bias add can still
+    join the pointwise kernels that read it."""
+    users = list(node.users)
+    while users:
+        user = users.pop()
+        target = user.target
+        if not getattr(target, "is_view", False):
+            continue
+        if getattr(target, "name", None) in _RESHAPES:
+            users.extend(user.users)
+            continue
+        return True
+    return False
 
 
 def splits(bias: Any, a: Any, b: Any, beta: Any = 1, alpha: Any = 1) -> bool:
