@@ -49,15 +49,7 @@ class CppPrinter(ExprPrinter):
 
     div = "/"
     language = "C++"
-
-    def other(self, e: Any) -> str:
-        if isinstance(e, sympy.Max | sympy.Min):
-            fn = "std::max" if isinstance(e, sympy.Max) else "std::min"
-            out = self(e.args[0])
-            for a in e.args[1:]:
-                out = f"{fn}<int64_t>({out}, {self(a)})"
-            return out
-        return super().other(e)
+    minmax = ("std::max<int64_t>", "std::min<int64_t>")
 
 
 cexpr = CppPrinter()

@@ -155,6 +155,8 @@ class ExprPrinter:
 
     div = "//"
     language = "Python"
+    # a language whose max/min take two operands names them here; Max and Min of more fold left
+    minmax: tuple[str, str] | None = None
 
     def __call__(self, e: Any) -> str:
         e = sympy.sympify(e)
@@ -178,6 +180,12 @@ class ExprPrinter:
             return f"({self(e.args[0])} {self.div} {self(e.args[1])})"
         if isinstance(e, sympy.Pow) and e.exp.is_Integer and int(e.exp) > 0:
             return "(" + " * ".join([self(e.base)] * int(e.exp)) + ")"
+        if self.minmax is not None and isinstance(e, sympy.Max | sympy.Min):
+            fn = self.minmax[0] if isinstance(e, sympy.Max) else self.minmax[1]
+            out = self(e.args[0])
+            for a in e.args[1:]:
+                out = f"{fn}({out}, {self(a)})"
+            return out
         return self.other(e)
 
     def other(self, e: Any) -> str:

@@ -59,15 +59,7 @@ class TritonPrinter(ExprPrinter):
 
     div = "//"
     language = "Triton"
-
-    def other(self, e: Any) -> str:
-        if isinstance(e, sympy.Max | sympy.Min):
-            fn = "tl.maximum" if isinstance(e, sympy.Max) else "tl.minimum"
-            out = self(e.args[0])
-            for a in e.args[1:]:
-                out = f"{fn}({out}, {self(a)})"
-            return out
-        return super().other(e)
+    minmax = ("tl.maximum", "tl.minimum")
 
 
 texpr = TritonPrinter()
