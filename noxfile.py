@@ -26,7 +26,7 @@ PACKAGES = [
     "packages/distributed",
     "packages/ember",
 ]
-TEST_DEPS = ["pytest>=8", "hypothesis>=6.100"]
+TEST_DEPS = ["pytest>=8", "hypothesis>=6.100", "pybind11>=2.12"]  # pybind11: a test rebuilds a kernel for other targets
 LINT_DEPS = ["ruff>=0.6"]
 TEST_PATHS = [f"{p}/tests" for p in PACKAGES]
 # The op tests (every op against the oracle, gradients, vmap, layers), run again by `portable`.

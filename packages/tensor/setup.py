@@ -1,10 +1,14 @@
-"""Builds ember.core._philox, the C++ Philox 4x32-10 kernel, and ember.core._fastpath, the C common
-case of small eager ops, with the system compiler.
+"""Builds ember.core._philox, the C++ Philox 4x32-10 kernel, ember.core._conv, the direct float32
+convolutions, and ember.core._fastpath, the C common case of small eager ops, with the system compiler.
 
 The same build as ember-sdpa's kernel: ``-O3`` with ``-march=native`` where the compiler accepts it
 (the loop vectorizes), OpenMP where it compiles and links, else one thread. ``EMBER_PHILOX_MARCH``
 overrides the target (e.g. ``x86-64-v3`` for a portable wheel, or empty for the compiler's default).
 Python falls back to the NumPy Philox when the extension is absent, with the same bits.
+
+``_conv`` is built the same way but without OpenMP (Ember's threads run its parts) and without FMA
+contraction (its kernels call fma where they mean it, so every target rounds alike); it is optional:
+without it convolutions run on NumPy's GEMMs.
 
 ``_fastpath`` is optional: where it fails to build, the install goes on without it and Ember runs the
 Python code it stands for, with the same results (``EMBER_FASTPATH=0`` does the same at run time).
@@ -21,6 +25,7 @@ from setuptools import Extension, setup
 
 SOURCES = ["csrc/philox/module.cpp"]
 FASTPATH = "ember.core._fastpath"
+CONV = "ember.core._conv"
 
 OPENMP_PROBE = """
 #include <omp.h>
@@ -64,6 +69,10 @@ class BuildPhilox(build_ext):
                     # No FMA contraction: its element loops must round as NumPy's ufuncs do.
                     ext.extra_compile_args += ["-O2", "-ffp-contract=off", "-fvisibility=hidden"]
                     continue
+                if ext.name == CONV:
+                    # Its kernels call fma where they mean it; it runs on Ember's threads, not OpenMP's.
+                    ext.extra_compile_args += [f for f in compile_flags if f != "-fopenmp"] + ["-ffp-contract=off"]
+                    continue
                 ext.extra_compile_args += compile_flags
                 ext.extra_link_args += link_flags
         else:
@@ -79,7 +88,8 @@ setup(
             SOURCES,
             cxx_std=17,
         ),
-        # A compile failure skips it (optional=True): the Python path then runs.
+        # A compile failure skips these (optional=True): the Python path then runs.
+        Pybind11Extension(CONV, ["csrc/conv/module.cpp"], cxx_std=17, optional=True),
         Extension(FASTPATH, sorted(str(p) for p in Path("csrc/fastpath").glob("*.c")), optional=True),
     ],
     cmdclass={"build_ext": BuildPhilox},

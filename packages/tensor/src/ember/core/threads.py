@@ -118,6 +118,24 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool)
 
 
+def run_parts(parts: int, work: Callable[[int], None]) -> None:
+    """Call ``work(i)`` for i in range(parts), part 0 in the caller and the others on the worker
+    threads (for kernels that release the GIL); the first exception raised by a part is raised here."""
+    futures = [_pool().submit(work, i) for i in range(1, parts)]
+    error = None
+    try:
+        work(0)
+    except BaseException as e:  # the workers' parts must finish before the caller's arrays go
+        error = e
+    for future in futures:
+        try:
+            future.result()
+        except BaseException as e:
+            error = error or e
+    if error is not None:
+        raise error
+
+
 def parallel_blocks(size: int, work: Callable[[int, int], None]) -> None:
     """Call ``work(start, stop)`` over consecutive blocks covering ``range(size)``, on the worker
     threads and the caller together; the first exception raised by a block is raised here."""
@@ -134,16 +152,4 @@ def parallel_blocks(size: int, work: Callable[[int, int], None]) -> None:
         for start in range(first, last, _BLOCK):
             work(start, min(start + _BLOCK, last))
 
-    futures = [_pool().submit(run_share, first) for first in range(share, size, share)]
-    error = None
-    try:
-        run_share(0)
-    except BaseException as e:  # the workers' blocks must finish before the caller's arrays go
-        error = e
-    for future in futures:
-        try:
-            future.result()
-        except BaseException as e:
-            error = error or e
-    if error is not None:
-        raise error
+    run_parts(-(-size // share), lambda part: run_share(part * share))

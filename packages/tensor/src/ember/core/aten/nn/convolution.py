@@ -1,8 +1,9 @@
 """Convolutions: the ``convolution`` op (1-D and 2-D, plain and transposed, grouped) and the composites
 ``conv1d``, ``conv2d`` (with ``padding="same"``/``"valid"``) and ``conv_transpose2d``.
 
-A 1-D convolution runs as a 2-D one of height 1. The forward kernel turns the convolution into few,
-large 2-D GEMMs over the whole batch: with stride 1 on the zero-padded input's flattened grid, where
+A 1-D convolution runs as a 2-D one of height 1. A float32 convolution of stride 1 runs the compiled
+direct kernel (``conv_direct``). Otherwise the forward kernel turns the convolution into few, large
+2-D GEMMs over the whole batch: with stride 1 on the zero-padded input's flattened grid, where
 each kernel tap is a shifted slice of one buffer (``conv_grid``); with other strides by gathering
 the windows with ``as_strided`` (im2col) into one GEMM per group. The bias rides in the GEMM as a
 row of ones. A transposed convolution is one GEMM per group into columns and a scatter-add of each
@@ -23,7 +24,7 @@ from numpy.lib.stride_tricks import as_strided
 from ember.core import dtypes as D
 from ember.core.api import public
 from ember.core.aten.linalg.matmul import compute_array, lower_type_name
-from ember.core.aten.nn import conv_grid
+from ember.core.aten.nn import conv_direct, conv_grid
 from ember.core.aten.nn.padding import constant_pad_nd
 from ember.core.aten.shape import views
 from ember.core.aten.shape.joining import memory_format_strides, suggest_memory_format
@@ -175,16 +176,17 @@ def _as_2d(params: tuple, k: int, fill: int) -> tuple:
     return params if k == 2 else (fill, *params)
 
 
-def _conv_forward(x: np.ndarray, w: np.ndarray, bias, stride, padding, dilation, groups: int) -> np.ndarray:
+def _conv_forward(x: np.ndarray, w: np.ndarray, bias, stride, padding, dilation, groups: int, out=None) -> np.ndarray:
     """(N, C, H, W) by (O, C/groups, kh, kw), plus ``bias`` (O,) or None, as an (N, O, Ho, Wo) array
-    (a view of a channel-major one). The bias rides in the GEMM as a row of ones.
+    (a view of a channel-major one, or ``out`` where the direct kernel wrote it). The bias rides in
+    the GEMM as a row of ones.
 
     Each GEMM spans the whole batch: one large 2-D product multithreads in BLAS far better than a
-    stack of small ones. Stride 1 runs on the padded grid (``conv_grid``); other strides gather the
-    windows with ``as_strided`` (im2col), one GEMM per group.
+    stack of small ones. Stride 1 runs the direct kernel (float32) or on the padded grid
+    (``conv_grid``); other strides gather the windows with ``as_strided`` (im2col), one GEMM per group.
     """
     if tuple(stride) == (1, 1):
-        return conv_grid.forward(x, w, bias, padding, dilation, groups)
+        return _unit_stride_forward(x, w, bias, padding, dilation, groups, out)
     n, c, h, wd = x.shape
     o, cg, kh, kw = w.shape
     og = o // groups
@@ -234,7 +236,7 @@ def _conv_transpose(x: np.ndarray, w: np.ndarray, stride, padding, dilation, out
     return full[:, :, ph : full_h - ph, pw : full_w - pw]
 
 
-def _conv_transpose_unit_stride(x: np.ndarray, w: np.ndarray, bias, padding, dilation, groups: int) -> np.ndarray:
+def _conv_transpose_unit_stride(x: np.ndarray, w: np.ndarray, bias, padding, dilation, groups: int, out=None):
     """A stride-1 transposed convolution as the plain one it equals: each group's weight with its
     two channel dims swapped and its taps reversed, over the input padded by ``d*(k-1) - p``. The
     plain kernel's single GEMM beats a GEMM into columns and a scatter-add per tap."""
@@ -243,7 +245,15 @@ def _conv_transpose_unit_stride(x: np.ndarray, w: np.ndarray, bias, padding, dil
     cg = c // groups
     swapped = w.reshape(groups, cg, og, kh, kw).transpose(0, 2, 1, 3, 4).reshape(groups * og, cg, kh, kw)
     pad = tuple(d * (k - 1) - p for d, k, p in zip(dilation, (kh, kw), padding, strict=True))
-    return conv_grid.forward(x, swapped[:, :, ::-1, ::-1], bias, pad, dilation, groups)
+    return _unit_stride_forward(x, swapped[:, :, ::-1, ::-1], bias, pad, dilation, groups, out)
+
+
+def _unit_stride_forward(x: np.ndarray, w: np.ndarray, bias, padding, dilation, groups: int, out=None):
+    """A stride-1 convolution: the direct kernel for float32 (into ``out`` when given), else the
+    GEMM on the padded grid."""
+    if conv_direct.usable(x, w):
+        return conv_direct.forward(x, w, bias, padding, dilation, groups, out)
+    return conv_grid.forward(x, w, bias, padding, dilation, groups)
 
 
 def _is_unit_stride_transpose(w: np.ndarray, stride, padding, dilation, output_padding) -> bool:
@@ -277,14 +287,20 @@ def _convolution_cpu(
         x, w = x[:, :, None, :], w[:, :, None, :]
     stride, padding, dilation = _as_2d(stride, k, 1), _as_2d(padding, k, 0), _as_2d(dilation, k, 1)
     b = None if bias is None else compute_array(bias)
+    # Where the direct kernel may write the output in place: float32, contiguous (N, O, Ho, Wo).
+    target = out._array if out._array.dtype == x.dtype and out._array.flags.c_contiguous else None
+    if target is not None and k == 1:
+        target = target[:, :, None, :]
     if numel(input._shape) == 0 or numel(weight._shape) == 0:
         result = np.zeros((shape[0], shape[1], *((1,) if k == 1 else ()), *shape[2:]), x.dtype)
     elif transposed and _is_unit_stride_transpose(w, stride, padding, dilation, _as_2d(output_padding, k, 0)):
-        result, b = _conv_transpose_unit_stride(x, w, b, padding, dilation, groups), None
+        result, b = _conv_transpose_unit_stride(x, w, b, padding, dilation, groups, target), None
     elif transposed:
         result = _conv_transpose(x, w, stride, padding, dilation, _as_2d(output_padding, k, 0), groups)
     else:
-        result, b = _conv_forward(x, w, b, stride, padding, dilation, groups), None
+        result, b = _conv_forward(x, w, b, stride, padding, dilation, groups, target), None
+    if result is target:
+        return out
     if k == 1:
         result = result[:, :, 0, :]
     token = silence()  # float32 beyond float16's range rounds to inf, as in PyTorch

@@ -7,7 +7,8 @@ stride step skipped), and a transposed convolution's is the plain one, cropped t
 weight's gradient is one GEMM per group over the unfolded input (im2col): the padded input's windows
 laid out once as (group, Cg*taps, N*positions), multiplied by ``grad`` laid out as (group, Og,
 N*positions). A transposed convolution relates ``grad`` to its input as a plain convolution relates
-the input to its output, so its weight gradient is the same GEMM with the two roles swapped. The
+the input to its output, so its weight gradient is the same GEMM with the two roles swapped. With
+stride 1 and float32, both gradients run the compiled direct kernels (``conv_direct``) instead. The
 bias gradient sums ``grad`` over all but its channels. Gradients left out of ``output_mask`` come
 back as None. 1-D convolutions run as 2-D ones of height 1, half types in float32.
 
@@ -23,7 +24,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from ember.core import channel_rows
 from ember.core.aten.linalg.matmul import compute_array
-from ember.core.aten.nn import conv_grid
+from ember.core.aten.nn import conv_direct, conv_grid
 from ember.core.aten.nn.convolution import _as_2d, _convolution_cpu, _expand_param, convolution
 from ember.core.aten.nn.padding import constant_pad_nd
 from ember.core.aten.shape import views
@@ -123,9 +124,14 @@ def _weight_grad_array(x: np.ndarray, g: np.ndarray, kernel, stride, padding, di
     return np.matmul(rows, columns.transpose(0, 2, 1)).reshape(o, cg, kh, kw)
 
 
-def _unit_stride_grads(g: np.ndarray, x: np.ndarray, w: np.ndarray, padding, dilation, groups: int, mask) -> tuple:
+def _unit_stride_grads(g: np.ndarray, x: np.ndarray, w: np.ndarray, padding, dilation, groups: int, mask, out) -> tuple:
     """The input and weight gradients (arrays, or None where ``mask`` leaves one out) of a plain
-    stride-1 2-D convolution, both from one scatter of ``g`` onto the input's padded grid."""
+    stride-1 2-D convolution: by the direct kernels for float32 (the input's into ``out`` where it
+    is given), else both from one scatter of ``g`` onto the input's padded grid."""
+    if conv_direct.usable(g, x, w) and conv_direct.takes_input_grad(w.shape, padding, dilation):
+        grad_input = conv_direct.input_grad(g, w, padding, dilation, groups, out) if mask[0] else None
+        grad_weight = conv_direct.weight_grad(x, g, w.shape, padding, dilation, groups) if mask[1] else None
+        return grad_input, grad_weight
     g_grid = conv_grid.output_grad_grid(g, x.shape, w, padding, dilation)
     grad_input = conv_grid.input_grad(g_grid, x.shape, w, padding, dilation, groups) if mask[0] else None
     grad_weight = conv_grid.weight_grad(x, g_grid, w.shape, padding, dilation, groups) if mask[1] else None
@@ -145,6 +151,17 @@ def _strided_input_grad(grad_output: Tensor, input: Tensor, weight: Tensor, para
     return _convolution_cpu(grad_output, weight, None, stride, padding, dilation, True, extra, groups)._array
 
 
+def _direct_target(grad_input, dtype, k: int):
+    """``grad_input``'s array as (N, C, H, W) where the direct kernel may write it in place (its
+    compute type, contiguous), else None."""
+    if grad_input is None:
+        return None
+    array = grad_input._array
+    if array.dtype != dtype or not array.flags.c_contiguous:
+        return None
+    return array[:, :, None, :] if k == 1 else array
+
+
 @convolution_backward_op.register_kernel("cpu")
 def _cpu(
     grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask
@@ -161,7 +178,11 @@ def _cpu(
     if x.size == 0 or g.size == 0:  # nothing reaches the weight; the input gradient is a convolution
         weight_array = np.zeros(w.shape, w.dtype)
     elif stride == (1, 1) and not transposed:
-        input_array, weight_array = _unit_stride_grads(g, x, w, padding, dilation, groups, output_mask[:2])
+        input_array, weight_array = _unit_stride_grads(
+            g, x, w, padding, dilation, groups, output_mask[:2], _direct_target(grad_input, x.dtype, k)
+        )
+    elif output_mask[1] and stride == (1, 1) and conv_direct.usable(g, x):  # transposed: the roles swap
+        weight_array = conv_direct.weight_grad(g, x, w.shape, padding, dilation, groups)
     elif output_mask[1] and stride == (1, 1):  # transposed: the plain convolution of g into x's
         weight_array = conv_grid.weight_grad(
             g, conv_grid.output_grad_grid(x, g.shape, w, padding, dilation), w.shape, padding, dilation, groups
@@ -175,7 +196,8 @@ def _cpu(
                 input_array = _strided_input_grad(grad_output, input, weight, params, transposed, groups)
             elif k == 1:
                 input_array = input_array[:, :, 0, :]
-            np.copyto(grad_input._array, input_array, casting="unsafe")
+            if not np.may_share_memory(input_array, grad_input._array):  # else written there in place
+                np.copyto(grad_input._array, input_array, casting="unsafe")
         if grad_weight is not None:
             np.copyto(grad_weight._array, weight_array.reshape(weight._shape), casting="unsafe")
         if grad_bias is not None:
