@@ -53,10 +53,17 @@ def _ties_samples(dtype: str, rng) -> list[Sample]:
     x = T(rng.integers(0, 3, size=(1, 2, 6, 6)).astype(np.float32))
     nan = np.ones((1, 1, 4, 4), np.float32)
     nan[0, 0, 1, 1] = nan[0, 0, 0, 1] = np.nan
+    # Windows mixing infinities and NaN: the last NaN wins, -inf alone keeps the first tap.
+    mixed = np.array([[-np.inf, np.nan, 1, -np.inf], [np.inf, np.nan, -np.inf, -np.inf]] * 2, np.float32)
     return [
         Sample((x,), {"kernel_size": 3, "stride": 1, "padding": 1}, "ties"),
+        Sample((x,), {"kernel_size": 3, "stride": 1}, "ties, no padding"),
+        Sample((x,), {"kernel_size": 2}, "ties, 2x2"),
+        Sample((x,), {"kernel_size": 5, "stride": 1}, "ties, 25 taps"),
         Sample((T(nan),), {"kernel_size": 2}, "NaN"),
+        Sample((T(mixed.reshape(1, 1, 4, 4)),), {"kernel_size": 2}, "infinities and NaN"),
         Sample((T(np.full((1, 1, 3, 3), -np.inf, np.float32)),), {"kernel_size": 2, "padding": 1}, "all -inf"),
+        Sample((T(np.full((1, 1, 4, 4), -np.inf, np.float32)),), {"kernel_size": 2}, "all -inf, no padding"),
     ]
 
 

@@ -173,6 +173,26 @@ def _pool_params(x, kernel_size, stride, padding, dilation, ceil_mode):
     return k, s, out
 
 
+# Windows of at most this many taps are scanned as a chain of pointwise selects (one vectorized
+# pass, no buffers for the value and the index); larger ones as reductions.
+_UNROLLED_WINDOW = 16
+
+
+def _window_scan(lx, nl: int, k, s, dt):
+    """(value, tap) of eager's window scan at output index ``i``: start at -inf with tap 0, and take
+    each tap in row-major order that is greater or NaN (so the first maximum, but the last NaN)."""
+
+    def scan(i: Index) -> tuple[Any, Any]:
+        best, tap = ops.constant(float("-inf"), dt), ops.constant(0, D.int64)
+        for r in range(k[0] * k[1]):
+            v = lx([*i[:nl], i[nl] * s[0] + r // k[1], i[nl + 1] * s[1] + r % k[1]])
+            take = ops.logical_or(ops.gt(v, best), ops.isnan(v))
+            best, tap = ops.where(take, v, best), ops.where(take, ops.constant(r, D.int64), tap)
+        return best, tap
+
+    return scan
+
+
 @register("max_pool2d_with_indices.default")
 def max_pool2d_with_indices(ctx, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     _static("max_pool2d", x)
@@ -182,6 +202,17 @@ def max_pool2d_with_indices(ctx, x, kernel_size, stride=(), padding=0, dilation=
     nl = len(lead)
     lx = x.loader
     w = x.size[-1]
+
+    def flat(i: Index, tap: Any) -> Any:  # the window's linear index: row tap // kw, column tap % kw
+        kw = ops.constant(k[1], D.int64)
+        row = ops.add(ops.index_expr(i[nl] * s[0], D.int64), ops.floordiv(tap, kw))
+        col = ops.add(ops.index_expr(i[nl + 1] * s[1], D.int64), ops.remainder(tap, kw))
+        return ops.add(ops.mul(row, ops.constant(w, D.int64)), col)
+
+    if x.dtype.is_floating_point and k[0] * k[1] <= _UNROLLED_WINDOW:
+        scan = _window_scan(lx, nl, k, s, compute_dtype(x.dtype))
+        values = make_box(size, x.dtype, lambda i: scan(i)[0])
+        return values, make_box(size, D.int64, lambda i: flat(i, scan(i)[1]))
 
     def window(i: Index, r: Index) -> Any:
         return lx([*i[:nl], i[nl] * s[0] + r[0], i[nl + 1] * s[1] + r[1]])
@@ -200,13 +231,10 @@ def max_pool2d_with_indices(ctx, x, kernel_size, stride=(), padding=0, dilation=
     last = k[0] * k[1] - 1
 
     def flat_index(i: Index) -> Any:
-        r = la(i)  # the window's linear index: row r // kw, column r % kw
+        r = la(i)
         if ln is not None:
             r = ops.where(ops.isnan(lv(i)), ops.sub(ops.constant(last, D.int64), ln(i)), r)
-        kw = ops.constant(k[1], D.int64)
-        row = ops.add(ops.index_expr(i[nl] * s[0], D.int64), ops.floordiv(r, kw))
-        col = ops.add(ops.index_expr(i[nl + 1] * s[1], D.int64), ops.remainder(r, kw))
-        return ops.add(ops.mul(row, ops.constant(w, D.int64)), col)
+        return flat(i, r)
 
     return TensorBox.of(values), make_box(size, D.int64, flat_index)
 
