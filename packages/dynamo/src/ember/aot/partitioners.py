@@ -270,10 +270,6 @@ def _resolve_multi_outputs(saved: list[Node]) -> list[Node]:
 # Ops besides pointwise ops and views that the min-cut partitioner may run again in the backward.
 _RECOMPUTABLE_NAMES = frozenset(
     {
-        "sum",
-        "mean",
-        "amax",
-        "amin",
         "_to_copy",
         "to",
         "clone",
@@ -333,7 +329,21 @@ def _recomputable(node: Node, written: set[int] = frozenset()) -> bool:
         return False
     if "pointwise" in tags or "view" in tags:
         return True
+    if target.name in _REDUCTIONS:
+        return not _shrinks(node)
     return target.name in _RECOMPUTABLE_NAMES
+
+
+# Reductions the partitioner may run again unless they shrink their input (``_shrinks``).
+_REDUCTIONS = frozenset({"sum", "mean", "amax", "amin"})
+
+
+def _shrinks(node: Node) -> bool:
+    """Whether a reduction's output is under a quarter of its inputs' bytes: a batch norm's
+    statistics are a read of the whole activation to make a few numbers, cheaper saved than run
+    again in the backward (PyTorch's partitioner draws the line at the same ratio)."""
+    inputs = sum(_size_of(n) for n in node.all_input_nodes if not _is_sym(n))
+    return 4 * _size_of(node) < inputs
 
 
 def min_cut_rematerialization_partition(
