@@ -166,3 +166,24 @@ def test_gather_over_a_large_dimension_is_an_indirect_load():
     compiled, rec = compile_with_inductor(lambda a, i: a.gather(1, i) * 2)
     assert_same(compiled(x, index), x.gather(1, index) * 2)
     assert "aten.gather.default" in rec.graphs[0].lowered
+
+
+def test_batch_norm_backward_reads_the_saved_statistics(capsys):
+    """A compiled training step's backward uses the statistics its forward saved, as PyTorch's
+    decomposition does, not a second pass over the activation that recomputes them."""
+    nn = ember.nn
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU())
+    x = ember.randn(2, 3, 6, 6)
+    model(x).square().sum().backward()
+    eager = model[0].weight.grad.clone()
+    model.zero_grad()
+    try:
+        ember.logs.set_logs(aot_graphs=True)
+        ember.compile(lambda x: model(x).square().sum())(x).backward()
+    finally:
+        ember.logs.set_logs()
+    err = capsys.readouterr().err
+    backward = err[err.index("AOT backward graph") :]
+    assert "aten.mean" not in backward and "aten.var" not in backward
+    np.testing.assert_allclose(model[0].weight.grad.numpy(), eager.numpy(), rtol=1e-4, atol=1e-5)

@@ -25,7 +25,7 @@ import weakref
 
 from ember.autograd import _forward_rules as rules
 from ember.autograd import view_replay
-from ember.autograd.registry import functional_of, is_nondifferentiable, lookup
+from ember.autograd.registry import differentiable_decomposition, functional_of, is_nondifferentiable, lookup
 from ember.core import dtypes as D
 from ember.core.aten.factories.factories import empty_strided_function, zeros_like
 from ember.core.dispatch import ops
@@ -242,7 +242,7 @@ def handle(op, args: tuple, kwargs: dict, call_below):
     plan = _plans.get(op) or plan_of(op)
     kind = plan.kind
     if kind == "decompose":
-        return op.decomposition(*args, **kwargs)  # its ops carry the tangents
+        return differentiable_decomposition(op)(*args, **kwargs)  # its ops carry the tangents
     if kind == "missing":
         return _without_rule(op, args, kwargs, call_below)
     if kind == "out":

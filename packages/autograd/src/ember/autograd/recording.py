@@ -15,7 +15,7 @@ from ember.autograd import anomaly, graph, views
 from ember.autograd.accumulate import fit
 from ember.autograd.grad_mode import state
 from ember.autograd.graph import FREED_MESSAGE, Node, SavedTensor, _sequence, grad_accumulator
-from ember.autograd.registry import is_nondifferentiable, lookup
+from ember.autograd.registry import differentiable_decomposition, is_nondifferentiable, lookup
 from ember.core import dtypes as D
 from ember.core.dispatch import ops
 from ember.core.schema import _NO_DEFAULT
@@ -380,8 +380,9 @@ def record(op, args: tuple, kwargs: dict, call_below):
             result = custom_ops.record(op, args, kwargs, call_below)
             if result is not NotImplemented:
                 return result
-        if op.decomposition is not None:
-            return op.decomposition(*args, **kwargs)
+        decomposition = differentiable_decomposition(op)
+        if decomposition is not None:
+            return decomposition(*args, **kwargs)
         raise RuntimeError(f"the derivative for '{op.namespace}::{op.schema.qualified}' is not implemented")
     # In-place calls with grad are rare (optimizers step under no_grad): the general path serves them,
     # keyword calls, list arguments, and every call while saved-tensor hooks are in use.

@@ -57,6 +57,7 @@ class Derivative:
 
 DERIVATIVES: dict[OpOverload, Derivative] = {}
 NONDIFFERENTIABLE: set[OpOverload] = set()
+DIFFERENTIABLE_DECOMPOSITIONS: dict[OpOverload, Callable] = {}
 
 
 def tensor_arguments(op: OpOverload) -> tuple[tuple[str, ...], frozenset[str]]:
@@ -111,15 +112,25 @@ def nondifferentiable(*ops: OpOverload) -> None:
         op.derivative_kind = "nondifferentiable"
 
 
-def through_decomposition(*ops: OpOverload) -> None:
+def through_decomposition(*ops: OpOverload, via: Callable | None = None) -> None:
     """Backward ops whose own derivative (for double backward) is their decomposition's: autograd
-    records their parts, while modes without grad see each as one op, as PyTorch's do."""
+    records their parts, while modes without grad see each as one op, as PyTorch's do. ``via``, a
+    function of the op's arguments, stands in for the decomposition where the parts autograd should
+    record differ from the decomposition's (statistics recomputed with their history)."""
     for op in ops:
         if op.decomposition is None:
             raise RuntimeError(f"{op} has no decomposition to differentiate through")
         if op in DERIVATIVES or op in NONDIFFERENTIABLE:
             raise RuntimeError(f"{op} already has a derivative")
         op.derivative_kind = "decomposition"
+        if via is not None:
+            DIFFERENTIABLE_DECOMPOSITIONS[op] = via
+
+
+def differentiable_decomposition(op: OpOverload) -> Callable | None:
+    """What autograd records an op through when it has no formula: ``through_decomposition``'s
+    ``via``, else the op's decomposition."""
+    return DIFFERENTIABLE_DECOMPOSITIONS.get(op, op.decomposition)
 
 
 def functional_of(op: OpOverload) -> OpOverload | None:

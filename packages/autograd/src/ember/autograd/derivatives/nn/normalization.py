@@ -184,5 +184,24 @@ def _native_batch_norm_no_stats(grad, input, weight, training, eps, result, need
     return _batch_norm_grads(grad, input, weight, None, None, training, eps, result, needs)
 
 
-# Double backward records the parts of its decomposition.
-through_decomposition(aten.native_batch_norm_backward.default)
+def _batch_norm_backward_with_history(
+    grad_out, input, weight, running_mean, running_var, save_mean, save_invstd, train, eps, output_mask
+):
+    """The decomposition of ``native_batch_norm_backward`` as double backward records it: in
+    training, with the statistics recomputed from the input, so that their dependence on it is
+    differentiated too (the saved ones carry no history)."""
+    if train and input.requires_grad:
+        wide = D.float32 if input.dtype in (D.float16, D.bfloat16) else input.dtype
+        dims = [0, *range(2, input.ndim)]
+        x = input.to(wide)
+        mean = x.mean(dims, keepdim=True)
+        deviation = x - mean
+        save_invstd = ((deviation * deviation).mean(dims, keepdim=True) + eps).rsqrt().reshape(-1)
+        save_mean = mean.reshape(-1)
+    return aten.native_batch_norm_backward.default.decomposition(
+        grad_out, input, weight, running_mean, running_var, save_mean, save_invstd, train, eps, output_mask
+    )
+
+
+# Double backward records the parts of its decomposition, the statistics with their history.
+through_decomposition(aten.native_batch_norm_backward.default, via=_batch_norm_backward_with_history)

@@ -12,9 +12,10 @@ as many full-size passes; the kernel takes the per-channel sums first (the dot p
 contiguous (sample, channel) row as one batched matmul) and then one short chain of in-place passes.
 Gradients left out of ``output_mask`` come back as None, where PyTorch's are undefined.
 
-The decomposition is the same formula in core ops, and it is what autograd records when the
-backward is itself differentiated: there, in training, the statistics are recomputed from the input
-(the saved ones carry no history of it), so that their dependence on it is differentiated too.
+The decomposition is the same formula in core ops, with the saved statistics (what a trace of a
+backward, AOT autograd's, lowers). When the backward is itself differentiated, autograd records it
+with statistics recomputed from the input instead (the saved ones carry no history of it), so that
+their dependence on it is differentiated too (ember.autograd's normalization derivatives).
 """
 
 from __future__ import annotations
@@ -171,11 +172,7 @@ def _decomposition(grad_out, input, weight, running_mean, running_var, save_mean
     view = [1, c] + [1] * (input.ndim - 2)
     dims = [0, *range(2, input.ndim)]
     count = input.numel() // c if c else 0
-    if train and input.requires_grad:  # differentiated: statistics with the input's history
-        mean = x.mean(dims, keepdim=True)
-        deviation = x - mean
-        invstd = ((deviation * deviation).mean(dims, keepdim=True) + eps).rsqrt()
-    elif train:
+    if train:
         mean, invstd = save_mean.to(wide).reshape(view), save_invstd.to(wide).reshape(view)
     else:
         mean = running_mean.to(wide).reshape(view)
