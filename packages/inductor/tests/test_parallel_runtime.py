@@ -209,10 +209,24 @@ def test_every_simd_loop_of_row_kernels_is_vectorized(case):
 
 
 @pytest.mark.parametrize("shape", [(100, 70), (37, 300)])
-@pytest.mark.parametrize("case", ["transpose_scaled", "permute3d", "sum0", "amax0", "argmax0", "var0", "sum0_of_3d"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "transpose_scaled",
+        "permute3d",
+        "sum0",
+        "amax0",
+        "argmax0",
+        "var0",
+        "sum0_of_3d",
+        "clone_of_t",
+        "clone_of_permute",
+    ],
+)
 def test_tiled_column_kernels_match_eager(threads, case, shape):
     """Transposing copies and reductions over the rows of a matrix walk tiles of rows (``_tiled``):
-    sizes that are no multiple of the tile, on one and two threads."""
+    sizes that are no multiple of the tile, on one and two threads. The clone of a transposed tensor
+    keeps its strides, so every access runs across the rows: its loops are interchanged."""
     from inductor_testing import compile_with_inductor
 
     fns = {
@@ -223,6 +237,8 @@ def test_tiled_column_kernels_match_eager(threads, case, shape):
         "argmax0": lambda x: x.argmax(0),
         "var0": lambda x: x.var(0),
         "sum0_of_3d": lambda x: x.view(shape[0], 1, shape[1]).sum(0),
+        "clone_of_t": lambda x: (x * 2).t().clone(),
+        "clone_of_permute": lambda x: (x.view(shape[0], shape[1], 1) - 1).permute(1, 2, 0).clone(),
     }
     x = ember.randn(*shape)
     for n in (1, 2):
@@ -231,6 +247,7 @@ def test_tiled_column_kernels_match_eager(threads, case, shape):
         assert_same(compiled(x), fns[case](x), rtol=1e-4, atol=1e-4)
     if shape[1] >= 64 and case != "var0":  # enough rows for tiles; var's kernel has two nodes (not tiled)
         assert "xr_t" in rec.graphs[0].source
+        assert ("xr_t += 256" in rec.graphs[0].source) == case.startswith("clone_of")
 
 
 def test_kernels_called_from_two_threads_at_once(threads):

@@ -248,7 +248,7 @@ def _node_code(
         linear = " + ".join(f"r{d} * {cexpr(math.prod(rs[d + 1 :]))}" for d in range(len(rs))) or "0"
         body.insert(0, f"const int64_t {ridx} = {linear};")
     if tiled:
-        return _tiled_code(lines[0], lines[1:], loops[0], handler, body)
+        return _tiled_code(lines[0], lines[1:], loops[0], handler, body, _interchanged(node))
     hoisted: list[str] = []
     if loops and (decide_ge(loops[-1][1], 1) or any("ember_index_fail" in line or "ind_" in line for line in body)):
         # what does not change along the innermost loop is computed once before it: a row's statistic
@@ -291,14 +291,16 @@ def _node_code(
 
 _TILE_ROWS = 16  # rows of a tile: a cache line of float32 read at a time
 _TILE_INNER = 64  # the inner loop's steps a tile of a transposing copy takes at a time
+_ACROSS_ROWS = 256  # rows of a tile walked across (a few KiB of each access: in L1 for the next step)
 
 
 def _tiled(group: FusedGroup, buffers: dict[str, Buffer]) -> bool:
     """Whether ``group`` is a lone node with one inner loop (pointwise or reduction) that reads an
-    input across its last row dim (unit stride there) while its inner loop walks that input with a
-    large stride: a transpose (AOT autograd's backward materializes ``permute`` + ``clone`` before a
-    GEMM) or a sum over the rows of a matrix (a bias's gradient). Walked row by row, each element is
-    on its own cache line and page; ``_tiled_code`` walks tiles of rows instead."""
+    input (or writes its output) across its last row dim (unit stride there) while its inner loop
+    walks it with a large stride: a transpose (AOT autograd's backward materializes ``permute`` +
+    ``clone`` before a GEMM, and the clone of a permuted tensor keeps its strides) or a sum over the
+    rows of a matrix (a bias's gradient). Walked row by row, each element is on its own cache line
+    and page; ``_tiled_code`` walks tiles of rows instead."""
     if len(group.nodes) != 1:
         return False
     node = group.nodes[0]
@@ -314,31 +316,64 @@ def _tiled(group: FusedGroup, buffers: dict[str, Buffer]) -> bool:
             return False
         inner = index_symbols("r", 1)[0]
     else:
-        if len(buf.size) - node.split != 1 or buf.size[-1] < 2 or buf.layout.stride[-1] != 1:
+        if len(buf.size) - node.split != 1 or buf.size[-1] < 2:
             return False
         inner = node.index[-1]
     # consecutive rows step the last row dim longer than 1
     row = next((node.index[d] for d in reversed(range(node.split)) if buf.size[d] != 1), None)
     if row is None:
         return False
-    for _, index in node.reads:
-        expr = sympy.expand(index)
-        c_inner, c_row = expr.coeff(inner), expr.coeff(row)
-        if c_inner.is_Integer and c_row.is_Integer and abs(int(c_inner)) > 1 and int(c_row) == 1:
-            return True
-    return False
+    return any(_across(index, inner, row) for index in _accesses(node))
+
+
+def _accesses(node: ScheduledNode) -> list:
+    """The index of each read of ``node`` and, for a pointwise node, of its store."""
+    accesses = [index for _, index in node.reads]
+    if not node.buffer.is_reduction:  # a copy into a transposed layout (a permuted clone) stores across rows
+        accesses.append(node.buffer.layout.index(list(node.index)))
+    return accesses
+
+
+def _across(index, inner, row) -> bool:
+    """Whether an access steps 1 from row to row and more along the inner loop."""
+    expr = sympy.expand(index)
+    c_inner, c_row = expr.coeff(inner), expr.coeff(row)
+    return c_inner.is_Integer and c_row.is_Integer and abs(int(c_inner)) > 1 and int(c_row) == 1
+
+
+def _interchanged(node: ScheduledNode) -> bool:
+    """Whether every access of a ``_tiled`` pointwise node runs across its rows: then its loops are
+    interchanged, the rows of a tile the inner (vectorized, contiguous) loop."""
+    if node.buffer.is_reduction or any(is_indirect(e) for _, e in node.reads):
+        return False
+    buf = node.buffer
+    row = next((node.index[d] for d in reversed(range(node.split)) if buf.size[d] != 1), None)
+    return row is not None and all(_across(index, node.index[-1], row) for index in _accesses(node))
 
 
 def _tiled_code(
-    head: str, row_defs: list[str], loop: tuple[str, int], handler: CppOverrides, body: list[str]
+    head: str, row_defs: list[str], loop: tuple[str, int], handler: CppOverrides, body: list[str], across: bool
 ) -> list[str]:
     """A ``_tiled`` node over the rows ``[xr_begin, xr_end)``, in tiles of ``_TILE_ROWS`` rows.
 
     Pointwise: blocks of ``_TILE_INNER`` inner steps, each row of the tile in turn, the inner loop
-    vectorized (stores contiguous, loads from a few cache lines each used for the whole tile).
+    vectorized (stores contiguous, loads from a few cache lines each used for the whole tile); or,
+    ``across`` (every access contiguous across the rows), each inner step in turn over the rows of a
+    tile of ``_ACROSS_ROWS``, vectorized along them.
     Reduction: the reduction loop outside, the rows of the tile inside (vectorized: the loads are
     contiguous), one accumulator a row."""
     var, n = loop
+    if across:
+        tile = _ACROSS_ROWS
+        out = [head, f"for (int64_t xr_t = xr_begin; xr_t < xr_end; xr_t += {tile}) {{"]
+        out.append(f"const int64_t xr_te = xr_t + {tile} < xr_end ? xr_t + {tile} : xr_end;")
+        out.append(_loop(var, n) + " {")
+        out.append("#pragma omp simd")
+        out.append("for (int64_t xr = xr_t; xr < xr_te; ++xr) {")
+        out.extend(row_defs)
+        out.extend(body)
+        out.append("}}}}")
+        return out
     out = [head, f"for (int64_t xr_t = xr_begin; xr_t < xr_end; xr_t += {_TILE_ROWS}) {{"]
     out.append(f"const int64_t xr_te = xr_t + {_TILE_ROWS} < xr_end ? xr_t + {_TILE_ROWS} : xr_end;")
     info = handler.reduction_info
