@@ -46,6 +46,22 @@ def test_a_viewed_projection_stays_one_buffer_of_views():
         assert g.stride() == want.stride()
 
 
+def test_an_output_reshaped_from_another_is_its_view():
+    """A layer norm's output and its rows for a GEMM, both saved for the backward: the second is a
+    view of the first, as in eager, not a copy."""
+    x = ember.randn(2, 6, 8)
+
+    def fn(x):
+        y = F.layer_norm(x, (8,)) * 2
+        return y, y.view(12, 8), y.transpose(1, 2)
+
+    compiled, _ = compile_with_inductor(fn)
+    got, want = compiled(x), fn(x)
+    for g, w in zip(got, want, strict=True):
+        assert_same(g, w)
+    assert got[1].data_ptr() == got[0].data_ptr() == got[2].data_ptr()
+
+
 def _groups(fn, *args):
     captured = []
 

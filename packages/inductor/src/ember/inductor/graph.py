@@ -336,10 +336,10 @@ class GraphLowering:
         return self._register(AliasBuffer(f"buf{len(self.buffers)}", box.dtype, layout, source, int(offset)))
 
     def _output_view(self, box: TensorBox, val: Any) -> AliasBuffer | None:
-        """An output that eager returns as a view with gaps (a head of a fused projection, saved for
-        the backward): the same view of the buffer, not a copy, so the backward gets the strides it
-        was traced with."""
-        if box.buffer is not None or not _is_tensor(val) or _dense_layout(val).stride == as_expr(tuple(val.stride())):
+        """An output that is a strided view of a buffer (a head of a fused projection, or a layer
+        norm's output reshaped to the rows of a GEMM, saved for the backward): the same view of the
+        buffer, as eager returns it, not a copy; the backward gets the strides it was traced with."""
+        if box.buffer is not None or not _is_tensor(val):
             return None
         view = self._strided_view(box)
         if view is None or not view.layout.same_as(Layout(as_expr(tuple(val.shape)), as_expr(tuple(val.stride())))):
