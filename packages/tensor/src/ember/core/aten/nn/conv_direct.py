@@ -46,6 +46,14 @@ def usable(*arrays: np.ndarray) -> bool:
     return _native is not None and all(a.dtype == np.float32 for a in arrays)
 
 
+def target(array: np.ndarray | None, dtype, one_d: bool) -> np.ndarray | None:
+    """A result's memory as the (N, C, H, W) array the kernels may write in place (of the compute
+    type ``dtype``, C-contiguous; a 1-D convolution's with a height of 1), else None."""
+    if array is None or array.dtype != dtype or not array.flags.c_contiguous:
+        return None
+    return array[:, :, None, :] if one_d else array
+
+
 def _array(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=np.float32)
 

@@ -287,10 +287,7 @@ def _convolution_cpu(
         x, w = x[:, :, None, :], w[:, :, None, :]
     stride, padding, dilation = _as_2d(stride, k, 1), _as_2d(padding, k, 0), _as_2d(dilation, k, 1)
     b = None if bias is None else compute_array(bias)
-    # Where the direct kernel may write the output in place: float32, contiguous (N, O, Ho, Wo).
-    target = out._array if out._array.dtype == x.dtype and out._array.flags.c_contiguous else None
-    if target is not None and k == 1:
-        target = target[:, :, None, :]
+    target = conv_direct.target(out._array, x.dtype, k == 1)  # where the direct kernel may write
     if numel(input._shape) == 0 or numel(weight._shape) == 0:
         result = np.zeros((shape[0], shape[1], *((1,) if k == 1 else ()), *shape[2:]), x.dtype)
     elif transposed and _is_unit_stride_transpose(w, stride, padding, dilation, _as_2d(output_padding, k, 0)):

@@ -151,17 +151,6 @@ def _strided_input_grad(grad_output: Tensor, input: Tensor, weight: Tensor, para
     return _convolution_cpu(grad_output, weight, None, stride, padding, dilation, True, extra, groups)._array
 
 
-def _direct_target(grad_input, dtype, k: int):
-    """``grad_input``'s array as (N, C, H, W) where the direct kernel may write it in place (its
-    compute type, contiguous), else None."""
-    if grad_input is None:
-        return None
-    array = grad_input._array
-    if array.dtype != dtype or not array.flags.c_contiguous:
-        return None
-    return array[:, :, None, :] if k == 1 else array
-
-
 @convolution_backward_op.register_kernel("cpu")
 def _cpu(
     grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask
@@ -178,9 +167,8 @@ def _cpu(
     if x.size == 0 or g.size == 0:  # nothing reaches the weight; the input gradient is a convolution
         weight_array = np.zeros(w.shape, w.dtype)
     elif stride == (1, 1) and not transposed:
-        input_array, weight_array = _unit_stride_grads(
-            g, x, w, padding, dilation, groups, output_mask[:2], _direct_target(grad_input, x.dtype, k)
-        )
+        into = conv_direct.target(None if grad_input is None else grad_input._array, x.dtype, k == 1)
+        input_array, weight_array = _unit_stride_grads(g, x, w, padding, dilation, groups, output_mask[:2], into)
     elif output_mask[1] and stride == (1, 1) and conv_direct.usable(g, x):  # transposed: the roles swap
         weight_array = conv_direct.weight_grad(g, x, w.shape, padding, dilation, groups)
     elif output_mask[1] and stride == (1, 1):  # transposed: the plain convolution of g into x's
