@@ -150,6 +150,19 @@ def test_input_grad(case):
     _close(conv_direct.input_grad(g, w, padding, dilation, groups), want, og * kh * kw)
 
 
+def test_weight_grad_of_a_wide_layer():
+    """256 output by 64 input channels: the partial sums of a part's items take more than one wave
+    (8 MiB each); every output still sums its positions in order."""
+    case = (2, 64, 256, 4, 5, (3, 3), (1, 1), (1, 1), 1)
+    x, w, _, g = _inputs(case)
+    got = conv_direct.weight_grad(x, g, w.shape, (1, 1), (1, 1), 1)
+    _close(got, _weight_grad_reference(x, g, w.shape, (1, 1), (1, 1), 1), g[:, 0].size)
+    split = np.empty(w.shape, np.float32)
+    for part in range(3):
+        native.weight_grad(x, g, split, 1, 1, 1, 1, 1, part, 3)
+    assert np.array_equal(got, split)
+
+
 @pytest.mark.parametrize("parts", [2, 3, 7])
 def test_parts_give_the_same_bits(parts):
     """The outputs split among threads, never one output's sum: any split gives the same bits."""

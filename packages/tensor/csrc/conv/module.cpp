@@ -393,64 +393,71 @@ void weight_grad(const Array& x, const Array& grad, Array& out, int64_t ph, int6
   const int64_t tile_lanes = kGradBlock * kGradTaps * kLanes;  // one block's partial sums
   const int64_t channel_stride = batch * plane;
   py::gil_scoped_release release;
-  std::vector<float> sums(static_cast<size_t>((last_item - first_item) * blocks * tile_lanes), 0.0f);
+  // The part's items a few at a time, so that their partial sums stay within about 8 MiB (a wide
+  // layer's would take hundreds); each item's sums still run over every image in order.
+  const int64_t wave = std::max<int64_t>(1, (int64_t{2} << 20) / (blocks * tile_lanes));
+  std::vector<float> sums(static_cast<size_t>(std::min(wave, last_item - first_item) * blocks * tile_lanes));
   std::vector<float> planes(static_cast<size_t>(span * channel_stride));
-  // The batch's output gradient, rows zero-padded to a multiple of 16 columns, for the part's groups
+  // The batch's output gradient, rows zero-padded to a multiple of 16 columns, for the wave's groups
   // (unless the rows are already such a multiple).
   std::vector<float> padded_grad(gpitch == g.wo ? 0 : static_cast<size_t>(batch * gimage));
-  const int64_t o_first = first_item / chunks * g.og, o_last = ((last_item - 1) / chunks + 1) * g.og;
   int64_t offsets[kGradTaps];
-  for (int64_t n0 = 0; n0 < g.n; n0 += batch) {
-    const int64_t count = std::min(batch, g.n - n0);
-    const float* gbatch = gs + n0 * gimage;
-    if (!padded_grad.empty()) {
-      for (int64_t k = 0; k < count; ++k)
-        for (int64_t r = o_first * g.ho; r < o_last * g.ho; ++r) {
-          float* row = padded_grad.data() + k * gimage + r * gpitch;
-          std::memcpy(row, gs + ((n0 + k) * g.o * g.ho + r) * g.wo, sizeof(float) * g.wo);
-          std::fill(row + g.wo, row + gpitch, 0.0f);
+  for (int64_t lo = first_item; lo < last_item; lo += wave) {
+    const int64_t hi = std::min(last_item, lo + wave);
+    std::fill(sums.begin(), sums.end(), 0.0f);
+    const int64_t o_first = lo / chunks * g.og, o_last = ((hi - 1) / chunks + 1) * g.og;
+    for (int64_t n0 = 0; n0 < g.n; n0 += batch) {
+      const int64_t count = std::min(batch, g.n - n0);
+      const float* gbatch = gs + n0 * gimage;
+      if (!padded_grad.empty()) {
+        for (int64_t k = 0; k < count; ++k)
+          for (int64_t r = o_first * g.ho; r < o_last * g.ho; ++r) {
+            float* row = padded_grad.data() + k * gimage + r * gpitch;
+            std::memcpy(row, gs + ((n0 + k) * g.o * g.ho + r) * g.wo, sizeof(float) * g.wo);
+            std::fill(row + g.wo, row + gpitch, 0.0f);
+          }
+        gbatch = padded_grad.data();
+      }
+      int64_t padded_first = -1, padded_last = -1;
+      for (int64_t item = lo; item < hi; ++item) {
+        const int64_t group = item / chunks, first = item % chunks * kGradTaps;
+        const int nt = static_cast<int>(std::min<int64_t>(kGradTaps, pairs - first));
+        const int64_t c_first = group * g.cg + first / taps, c_last = group * g.cg + (first + nt - 1) / taps;
+        if (c_first != padded_first || c_last != padded_last) {
+          for (int64_t c = c_first; c <= c_last; ++c)
+            for (int64_t k = 0; k < count; ++k)
+              pad_rows(xs + ((n0 + k) * g.c + c) * g.h * g.w, g.h, g.w, 0, rows, g.ph, g.pw,
+                       planes.data() + (c - c_first) * channel_stride + k * plane, pitch);
+          padded_first = c_first, padded_last = c_last;
         }
-      gbatch = padded_grad.data();
+        for (int t = 0; t < nt; ++t) {
+          const int64_t q = first + t;
+          offsets[t] = (group * g.cg + q / taps - c_first) * channel_stride + tap_offsets[q % taps];
+        }
+        for (int64_t b = 0; b < blocks; ++b) {
+          const float* grads[kGradBlock];
+          for (int o = 0; o < kGradBlock; ++o) {
+            // A block past the group's last channel repeats it; those sums are never read.
+            const int64_t channel = group * g.og + std::min(b * kGradBlock + o, g.og - 1);
+            grads[o] = gbatch + channel * g.ho * gpitch;
+          }
+          weight_taps<kGradBlock>(nt, g, count, static_cast<const float*>(planes.data()), plane, pitch,
+                                  static_cast<const float* const*>(grads), gimage, gpitch,
+                                  static_cast<const int64_t*>(offsets),
+                                  sums.data() + ((item - lo) * blocks + b) * tile_lanes);
+        }
+      }
     }
-    int64_t padded_first = -1, padded_last = -1;
-    for (int64_t item = first_item; item < last_item; ++item) {
+    for (int64_t item = lo; item < hi; ++item) {
       const int64_t group = item / chunks, first = item % chunks * kGradTaps;
-      const int nt = static_cast<int>(std::min<int64_t>(kGradTaps, pairs - first));
-      const int64_t c_first = group * g.cg + first / taps, c_last = group * g.cg + (first + nt - 1) / taps;
-      if (c_first != padded_first || c_last != padded_last) {
-        for (int64_t c = c_first; c <= c_last; ++c)
-          for (int64_t k = 0; k < count; ++k)
-            pad_rows(xs + ((n0 + k) * g.c + c) * g.h * g.w, g.h, g.w, 0, rows, g.ph, g.pw,
-                     planes.data() + (c - c_first) * channel_stride + k * plane, pitch);
-        padded_first = c_first, padded_last = c_last;
-      }
-      for (int t = 0; t < nt; ++t) {
-        const int64_t q = first + t;
-        offsets[t] = (group * g.cg + q / taps - c_first) * channel_stride + tap_offsets[q % taps];
-      }
-      for (int64_t b = 0; b < blocks; ++b) {
-        const float* grads[kGradBlock];
-        for (int o = 0; o < kGradBlock; ++o) {
-          // A block past the group's last channel repeats it; those sums are never read.
-          const int64_t channel = group * g.og + std::min(b * kGradBlock + o, g.og - 1);
-          grads[o] = gbatch + channel * g.ho * gpitch;
-        }
-        weight_taps<kGradBlock>(nt, g, count, static_cast<const float*>(planes.data()), plane, pitch,
-                                static_cast<const float* const*>(grads), gimage, gpitch,
-                                static_cast<const int64_t*>(offsets),
-                                sums.data() + ((item - first_item) * blocks + b) * tile_lanes);
-      }
+      const int64_t nt = std::min<int64_t>(kGradTaps, pairs - first);
+      for (int64_t b = 0; b < blocks; ++b)
+        for (int64_t o = 0; o < kGradBlock && b * kGradBlock + o < g.og; ++o)
+          for (int64_t t = 0; t < nt; ++t) {
+            const float* lanes = sums.data() + ((item - lo) * blocks + b) * tile_lanes + (o * nt + t) * kLanes;
+            result[(group * g.og + b * kGradBlock + o) * pairs + first + t] = lane_sum(lanes);
+          }
     }
-  }
-  for (int64_t item = first_item; item < last_item; ++item) {
-    const int64_t group = item / chunks, first = item % chunks * kGradTaps;
-    const int64_t nt = std::min<int64_t>(kGradTaps, pairs - first);
-    for (int64_t b = 0; b < blocks; ++b)
-      for (int64_t o = 0; o < kGradBlock && b * kGradBlock + o < g.og; ++o)
-        for (int64_t t = 0; t < nt; ++t) {
-          const float* lanes = sums.data() + ((item - first_item) * blocks + b) * tile_lanes + (o * nt + t) * kLanes;
-          result[(group * g.og + b * kGradBlock + o) * pairs + first + t] = lane_sum(lanes);
-        }
   }
 }
 
