@@ -514,3 +514,34 @@ DOUBLE = {
 def test_double_backward(name):
     fn, arrays, differentiable = DOUBLE[name]
     check(fn, arrays, differentiable, create_graph=True, tol=(1e-9, 1e-11))
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["linear", "linear_bias", "mm_transposed_first", "mm_plain"],
+)
+def test_matrix_product_gradients_take_their_operands_layout(case):
+    """A Linear's weight enters ``mm`` transposed; its gradient is made in that layout (PyTorch's
+    ``mm_mat2_backward``), so it comes back contiguous, as the weight, with PyTorch's values and
+    strides; likewise the first operand's when it is stored transposed."""
+    rng = np.random.default_rng(0)
+    x, w, b = rng.standard_normal((5, 4)), rng.standard_normal((6, 4)), rng.standard_normal(6)
+    fns = {
+        "linear": lambda lib, x, w, b: lib.nn.functional.linear(x, w),
+        "linear_bias": lambda lib, x, w, b: lib.nn.functional.linear(x, w, b),
+        "mm_transposed_first": lambda lib, x, w, b: lib.mm(x.t().contiguous().t(), w.t()),
+        "mm_plain": lambda lib, x, w, b: lib.mm(x, w.t().contiguous()),
+    }
+    g = rng.standard_normal((5, 6))
+    ours = [ember.tensor(a).requires_grad_() for a in (x, w, b)]
+    out = fns[case](ember, *ours)
+    got = ember.autograd.grad(out, ours[:2], ember.tensor(g))
+    if case.startswith("linear"):
+        assert got[1].stride() == (4, 1)  # the weight's layout, contiguous
+    if torch is None:
+        pytest.skip(ORACLE_MISSING)
+    theirs = [torch.tensor(a).requires_grad_() for a in (x, w, b)]
+    want = torch.autograd.grad(fns[case](torch, *theirs), theirs[:2], torch.tensor(g))
+    for a, e in zip(got, want, strict=True):
+        np.testing.assert_allclose(a.numpy(), e.numpy(), rtol=1e-12, atol=1e-12)
+        assert a.stride() == e.stride(), (a.stride(), e.stride())

@@ -23,9 +23,31 @@ def _scaled(t, factor):
     return t if factor == 1 else t * conj(factor)
 
 
+def _column_major(m) -> bool:
+    """A matrix stored transposed (a Linear's weight as ``mm`` sees it, ``w.t()``)."""
+    (rows, _), (s0, s1) = m.shape, m.stride()
+    return all(isinstance(v, int) for v in (rows, s0, s1)) and s0 == 1 and s1 == rows
+
+
+def _mat1_grad(grad, mat1, mat2):
+    """``grad @ mat2^H``, made in ``mat1``'s layout where ``mat1`` is stored transposed (as PyTorch's
+    ``mm_mat1_backward``): the gradient of a transposed parameter then comes out in the parameter's
+    own layout, which its ``.grad`` takes without a transposing copy."""
+    if _column_major(mat1):
+        return conj(mat2).mm(grad.t()).t()
+    return grad.mm(_h(mat2))
+
+
+def _mat2_grad(grad, mat1, mat2):
+    """``mat1^H @ grad``, made in ``mat2``'s layout where it is stored transposed (a Linear's weight)."""
+    if _column_major(mat2):
+        return grad.t().mm(conj(mat1)).t()
+    return _h(mat1).mm(grad)
+
+
 @derivative(aten.mm.default, save=("self", "mat2"))
 def _mm(grad, self, mat2, needs, **_):
-    return (grad.mm(_h(mat2)) if needs[0] else None), (_h(self).mm(grad) if needs[1] else None)
+    return (_mat1_grad(grad, self, mat2) if needs[0] else None), (_mat2_grad(grad, self, mat2) if needs[1] else None)
 
 
 @derivative(aten.bmm.default, save=("self", "mat2"))
@@ -36,8 +58,8 @@ def _bmm(grad, self, mat2, needs, **_):
 @derivative(aten.addmm.default, save=("mat1", "mat2"))
 def _addmm(grad, self, mat1, mat2, beta, alpha, needs, **_):
     g_self = _scaled(grad, beta) if needs[0] else None
-    g1 = _scaled(grad.mm(_h(mat2)), alpha) if needs[1] else None
-    g2 = _scaled(_h(mat1).mm(grad), alpha) if needs[2] else None
+    g1 = _scaled(_mat1_grad(grad, mat1, mat2), alpha) if needs[1] else None
+    g2 = _scaled(_mat2_grad(grad, mat1, mat2), alpha) if needs[2] else None
     return g_self, g1, g2
 
 
