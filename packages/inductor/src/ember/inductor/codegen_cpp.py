@@ -39,7 +39,7 @@ from ember.inductor.cpp_ops import PRELUDE, REDUCTION_COMBINE, CppOverrides, acc
 from ember.inductor.indirect import CPP_DECLARE, CPP_RETURN
 from ember.inductor.ir import Buffer, ComputedBuffer, index_symbols
 from ember.inductor.runtime.parallel import KERNEL_PRELUDE
-from ember.inductor.scheduler import FusedGroup, ScheduledNode
+from ember.inductor.scheduler import FusedGroup, ScheduledNode, last_row_symbol, runs_across
 from ember.inductor.sizevars import decide_ge, statically_equal, statically_ge
 from ember.inductor.virtualized import is_indirect, set_ops_handler
 
@@ -320,10 +320,10 @@ def _tiled(group: FusedGroup, buffers: dict[str, Buffer]) -> bool:
             return False
         inner = node.index[-1]
     # consecutive rows step the last row dim longer than 1
-    row = next((node.index[d] for d in reversed(range(node.split)) if buf.size[d] != 1), None)
+    row = last_row_symbol(buf, node.index, node.split)
     if row is None:
         return False
-    return any(_across(index, inner, row) for index in _accesses(node))
+    return any(runs_across(index, inner, row) for index in _accesses(node))
 
 
 def _accesses(node: ScheduledNode) -> list:
@@ -334,21 +334,13 @@ def _accesses(node: ScheduledNode) -> list:
     return accesses
 
 
-def _across(index, inner, row) -> bool:
-    """Whether an access steps 1 from row to row and more along the inner loop."""
-    expr = sympy.expand(index)
-    c_inner, c_row = expr.coeff(inner), expr.coeff(row)
-    return c_inner.is_Integer and c_row.is_Integer and abs(int(c_inner)) > 1 and int(c_row) == 1
-
-
 def _interchanged(node: ScheduledNode) -> bool:
     """Whether every access of a ``_tiled`` pointwise node runs across its rows: then its loops are
     interchanged, the rows of a tile the inner (vectorized, contiguous) loop."""
     if node.buffer.is_reduction or any(is_indirect(e) for _, e in node.reads):
         return False
-    buf = node.buffer
-    row = next((node.index[d] for d in reversed(range(node.split)) if buf.size[d] != 1), None)
-    return row is not None and all(_across(index, node.index[-1], row) for index in _accesses(node))
+    row = last_row_symbol(node.buffer, node.index, node.split)
+    return row is not None and all(runs_across(index, node.index[-1], row) for index in _accesses(node))
 
 
 def _tiled_code(

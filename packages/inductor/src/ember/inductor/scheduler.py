@@ -205,18 +205,23 @@ def _transposing(buf: ComputedBuffer, split: int, reads: list, index: list) -> b
     (``codegen_cpp_columns``). So it keeps a group of its own."""
     if buf.is_reduction or split < 1 or len(buf.size) - split != 1:
         return False
-    inner = index[-1]
-    row = next((index[d] for d in reversed(range(split)) if buf.size[d] != 1), None)
+    row = last_row_symbol(buf, index, split)
     if row is None:
         return False
-    for expr in [e for _, e in reads] + [buf.layout.index(list(index))]:
-        if is_indirect(expr):
-            continue
-        expr = sympy.expand(expr)
-        c_inner, c_row = expr.coeff(inner), expr.coeff(row)
-        if c_inner.is_Integer and c_row.is_Integer and abs(int(c_inner)) > 1 and int(c_row) == 1:
-            return True
-    return False
+    accesses = [e for _, e in reads] + [buf.layout.index(list(index))]
+    return any(runs_across(e, index[-1], row) for e in accesses if not is_indirect(e))
+
+
+def last_row_symbol(buf: Buffer, index: list, split: int):
+    """The index symbol of a node's last row dim of more than one element (None: a single row)."""
+    return next((index[d] for d in reversed(range(split)) if buf.size[d] != 1), None)
+
+
+def runs_across(expr, inner, row) -> bool:
+    """Whether an access steps 1 from row to row and more than 1 along the inner loop."""
+    expr = sympy.expand(expr)
+    c_inner, c_row = expr.coeff(inner), expr.coeff(row)
+    return c_inner.is_Integer and c_row.is_Integer and abs(int(c_inner)) > 1 and int(c_row) == 1
 
 
 def _natural_rows(buf: ComputedBuffer) -> int:
