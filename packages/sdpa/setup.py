@@ -2,10 +2,10 @@
 
 The kernel is written with GCC/Clang vector extensions, so its speed comes from the instruction set
 the compiler may use: we build with ``-march=native`` (the extension is built on the machine that
-runs it) and fall back to the compiler's default target where the flag is refused. OpenMP gives
-the parallel loops; without it (no ``-fopenmp`` or no runtime to link) the kernel builds and runs
-on one thread. ``EMBER_SDPA_MARCH`` overrides the target (e.g. ``x86-64-v3`` for a portable wheel,
-or an empty value for the compiler's default).
+runs it) and fall back to the compiler's default target where the flag is refused. No OpenMP: a
+call's parts run on Ember's CPU threads (``flash_cpu.py`` says why). ``EMBER_SDPA_MARCH``
+overrides the target (e.g. ``x86-64-v3`` for a portable wheel, or an empty value for the
+compiler's default).
 """
 
 from __future__ import annotations
@@ -19,16 +19,6 @@ from setuptools import setup
 
 SOURCES = ["csrc/flash_cpu/module.cpp"]
 HEADERS = [str(p) for p in sorted(Path("csrc/flash_cpu").glob("*.h"))]
-
-OPENMP_PROBE = """
-#include <omp.h>
-int main() {
-  int n = 0;
-#pragma omp parallel reduction(+ : n)
-  n += omp_get_num_threads() > 0;
-  return n > 0 ? 0 : 1;
-}
-"""
 
 
 def _compiles(compiler, flags: list[str], link_flags: list[str], source: str = "int main() { return 0; }\n") -> bool:
@@ -53,16 +43,11 @@ class BuildFlashCpu(build_ext):
             compile_flags = ["-O3", "-ffp-contract=fast", "-fno-math-errno"]
             if march and _compiles(self.compiler, [f"-march={march}"], []):
                 compile_flags.append(f"-march={march}")
-            link_flags = []
-            if _compiles(self.compiler, ["-fopenmp"], ["-fopenmp"], OPENMP_PROBE):
-                compile_flags.append("-fopenmp")
-                link_flags.append("-fopenmp")
             for ext in self.extensions:
                 ext.extra_compile_args += compile_flags
-                ext.extra_link_args += link_flags
         else:
             for ext in self.extensions:
-                ext.extra_compile_args += ["/O2", "/openmp"]
+                ext.extra_compile_args += ["/O2"]
         super().build_extensions()
 
 

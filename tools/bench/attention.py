@@ -8,11 +8,11 @@ choice, the dispatcher op, autograd), against ``torch.nn.functional.scaled_dot_p
 float32 (B=4, H=8, D=64), causal and not, forward and forward+backward, for S from 256 to 4096. FLOPs are 4·B·H·S²·D, halved when causal,
 times 2.5 for forward+backward (the backward's five products on top of the forward's two).
 Each case runs both sides alternately for R rounds and keeps each one's best time; the ratio is
-PyTorch's time over the front end's, so above 1 means we are faster. PyTorch and Ember each bring
-an OpenMP runtime; run alternately in one process, the idle workers of one spin on the cores the
-other needs, which costs whichever runs next (most at small S). So the CPU run sets
-``OMP_WAIT_POLICY=PASSIVE`` for both unless ``--omp-wait-policy`` says otherwise. ``--device cuda`` hands over to the
-sibling module ``attention_cuda`` (the Triton kernel against PyTorch on the GPU).
+PyTorch's time over the front end's, so above 1 means we are faster. PyTorch's kernels run on
+OpenMP, Ember's on its own threads; run alternately in one process, OpenMP's idle workers spin on
+the cores Ember's threads need next, which costs Ember (most at small S). So the CPU run sets
+``OMP_WAIT_POLICY=PASSIVE`` unless ``--omp-wait-policy`` says otherwise. ``--device cuda`` hands
+over to the sibling module ``attention_cuda`` (the Triton kernel against PyTorch on the GPU).
 """
 
 from __future__ import annotations
@@ -98,11 +98,11 @@ def run_cpu(args: argparse.Namespace) -> None:
         import torch
     except ImportError:
         raise SystemExit("tools/bench/attention.py needs PyTorch (pip install torch==2.13.0)") from None
-    from ember.sdpa.kernels import _flash_cpu
+    from ember.core import threads
 
     print(
         f"CPU attention, float32, B={B} H={H} D={D}; OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '')}, "
-        f"ember threads {_flash_cpu.max_threads()}, "
+        f"ember threads {threads.get_num_threads()}, "
         f"pytorch threads {torch.get_num_threads()}; TFLOP/s of the kernel, the front end and PyTorch's SDPA; "
         "ratio = front end / pytorch (above 1: faster)"
     )
@@ -141,7 +141,7 @@ def main() -> None:
         "--omp-wait-policy",
         choices=("PASSIVE", "ACTIVE", "inherit"),
         default="PASSIVE",
-        help="OMP_WAIT_POLICY for both OpenMP runtimes (inherit: leave the environment's)",
+        help="OMP_WAIT_POLICY for PyTorch's OpenMP runtime (inherit: leave the environment's)",
     )
     args = parser.parse_args()
     if args.omp_wait_policy != "inherit":

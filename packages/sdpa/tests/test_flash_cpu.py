@@ -10,8 +10,21 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from ember.core import threads
 from ember.sdpa import reference
 from ember.sdpa.kernels import flash_cpu
+
+
+@pytest.fixture(autouse=True)
+def _every_call_on_three_threads(monkeypatch):
+    """Run every call of these tests in three parts, whatever its size (small calls would run in the
+    caller alone), so that tasks are claimed by threads racing for them, one more than CI's cores."""
+    monkeypatch.setattr(flash_cpu, "_PARALLEL_MACS", 0)
+    before = threads.get_num_threads()
+    threads.set_num_threads(3)
+    yield
+    threads.set_num_threads(before)
+
 
 # Relative Frobenius error bounds against the float64 reference. float64 gradients are bounded by
 # the float32 lse the forward saves (P is recomputed from it), hence 1e-6 rather than 1e-12.
@@ -250,3 +263,52 @@ def test_backward_rejects_bad_arguments(message, change):
     go, gq, gk, gv = change(*grads)
     with pytest.raises(ValueError, match=message):
         flash_cpu.backward(go, q, k, v, out, lse, gq, gk, gv)
+
+
+THREAD_CASES = [
+    dict(b=1, hq=4, hkv=1, sq=200, skv=330, d=40, is_causal=True),  # one head: its key tiles split 6 ways
+    dict(b=3, hq=4, hkv=2, sq=100, skv=90, d=24, dropout_p=0.3, seed=5),  # 6 heads, split in 2
+    dict(b=4, hq=2, hkv=2, sq=70, skv=70, d=16),  # 8 heads: no split
+]
+
+
+@pytest.mark.parametrize("case", THREAD_CASES, ids=lambda c: "-".join(f"{k}{v}" for k, v in c.items()))
+def test_results_do_not_depend_on_the_thread_count(case):
+    """Every output bit is the same on one thread and on several (the backward's split of a head's
+    key tiles, and so the order its dQ partials are summed in, is fixed by the problem)."""
+    case = dict(case)
+    b, hq, hkv, sq, skv, d = (case.pop(key) for key in ("b", "hq", "hkv", "sq", "skv", "d"))
+    rng = np.random.default_rng(0)
+    q, grad_out = (_random(rng, (b, hq, sq, d), np.float32) for _ in range(2))
+    k, v = (_random(rng, (b, hkv, skv, d), np.float32) for _ in range(2))
+    results = []
+    for count in (1, 2, 5):
+        threads.set_num_threads(count)
+        out, lse, grads = _attention(q, k, v, grad_out, **case)
+        results.append([out, lse, *grads])
+    for other in results[1:]:
+        for ours, theirs in zip(results[0], other, strict=True):
+            np.testing.assert_array_equal(ours, theirs)
+
+
+def test_a_call_runs_in_as_many_parts_as_threads(monkeypatch):
+    parts = []
+    run_parts = threads.run_parts
+
+    def counting(count, work):
+        parts.append(count)
+        run_parts(count, work)
+
+    monkeypatch.setattr(threads, "run_parts", counting)
+    monkeypatch.setattr(flash_cpu, "_PARALLEL_MACS", 1 << 21)
+    rng = np.random.default_rng(0)
+    big = [_random(rng, (2, 4, 256, 64), np.float32) for _ in range(4)]
+    small = [_random(rng, (1, 1, 16, 16), np.float32) for _ in range(4)]
+    for count in (1, 2, 3):
+        threads.set_num_threads(count)
+        parts.clear()
+        _attention(*big)
+        assert parts == [count, count]  # the forward, the backward (8 heads: no dQ sums to finish)
+        parts.clear()
+        _attention(*small)  # below the threshold: in the caller
+        assert parts == [1, 1]

@@ -4,9 +4,9 @@
 // paper). Within a task, key tiles are the outer loop (dK, dV of a tile accumulate in scratch), and
 // the query tiles of every head in the group are the inner loop; P is recomputed from the saved
 // lse, and dS = P ∘ (dP - Δ) with Δ = rowsum(dO ∘ O). dQ accumulates in a per-task Sq x D scratch
-// per group head (the one buffer longer than a tile, and never Sq x Skv). When there are fewer
-// heads than threads, a head's key tiles are dealt out to several tasks whose dQ scratches are
-// summed at the end.
+// per group head (the one buffer longer than a tile, and never Sq x Skv). When there are few
+// heads, a head's key tiles are dealt out to several tasks whose dQ scratches are summed by
+// `backward_finish`.
 #pragma once
 
 #include <cmath>
@@ -16,18 +16,34 @@
 #include "philox.h"
 #include "problem.h"
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 namespace flash {
 
-inline int64_t max_threads() {
-#ifdef _OPENMP
-  return omp_get_max_threads();
-#else
-  return 1;
-#endif
+// Tasks a call should have at least, and the most memory the split tasks' dQ partials may take.
+// Both fix the split from the problem alone, never from the thread count, so dQ's partial sums are
+// added in the same order on every machine and at every thread count.
+constexpr int64_t kBackwardTasks = 8;
+constexpr int64_t kPartialsBytes = int64_t(64) << 20;
+
+// How many tasks share the key tiles of one (batch, key/value head).
+template <typename C>
+int64_t backward_splits(const Options& o) {
+  const int64_t heads = std::max<int64_t>(o.B * o.Hkv, 1);
+  const int64_t key_blocks = std::max<int64_t>((o.Skv + kBlockK - 1) / kBlockK, 1);
+  const int64_t dq_bytes = o.Hq * o.B * o.Sq * round_up(o.D, kLanes<C>) * static_cast<int64_t>(sizeof(C));
+  const int64_t by_memory = std::max<int64_t>(kPartialsBytes / std::max<int64_t>(dq_bytes, 1), 1);
+  return std::clamp<int64_t>((kBackwardTasks + heads - 1) / heads, 1, std::min(key_blocks, by_memory));
+}
+
+template <typename C>
+int64_t backward_tasks(const Options& o) {
+  return o.B * o.Hkv * backward_splits<C>(o);
+}
+
+// Elements of the split tasks' dQ partials (0 when a head is one task).
+template <typename C>
+int64_t backward_partials(const Options& o) {
+  const int64_t splits = backward_splits<C>(o);
+  return splits > 1 ? backward_tasks<C>(o) * (o.Hq / o.Hkv) * o.Sq * round_up(o.D, kLanes<C>) : 0;
 }
 
 // grad_q of one (batch, kv head)'s query group: scale times the sum of `count` accumulators.
@@ -48,37 +64,32 @@ void write_dq(const Options& o, const View4<T>& dq, int64_t b, int64_t hk, int64
   }
 }
 
+// Runs the tasks this thread claims from `next` until none are left; any number of threads may run
+// it at once on the same call. `partials` holds backward_partials(o) elements; when there are any,
+// backward_finish writes dQ once every task is done.
 template <typename T, typename C, typename E>
 void backward(const Options& o, View4<const T> dout, View4<const T> q, View4<const T> k, View4<const T> v,
               View4<const T> out, View3<E> lse, View4<T> dq, View4<T> dk, View4<T> dv, const void* mask,
-              const int64_t* ms) {
+              const int64_t* ms, TaskCounter& next, C* partials) {
   constexpr int L = kLanes<C>;
   const int64_t Dp = round_up(o.D, L);
   const int64_t group = o.Hq / o.Hkv;
-  // With fewer (batch, kv head) pairs than threads, each pair's key tiles are dealt out to several
-  // tasks; each task then accumulates its own dQ, summed after the parallel loop.
-  const int64_t heads = o.B * o.Hkv;
-  const int64_t key_blocks = (o.Skv + kBlockK - 1) / kBlockK;
-  const int64_t splits = std::clamp<int64_t>((max_threads() + heads - 1) / std::max<int64_t>(heads, 1), 1,
-                                             std::max<int64_t>(key_blocks, 1));
-  const int64_t tasks = heads * splits;
+  const int64_t splits = backward_splits<C>(o);
+  const int64_t tasks = backward_tasks<C>(o);
   const int64_t dq_size = group * o.Sq * Dp;
-  Scratch<C> partials(splits > 1 ? tasks * dq_size : 0);
   const float p_drop = static_cast<float>(o.dropout_p);
   const C inv_keep = static_cast<C>(1.0 / (1.0 - o.dropout_p));
   const C scale = static_cast<C>(o.scale);
   const bool dropout = o.dropout_p > 0.0;
 
-#pragma omp parallel
   {
     Scratch<C> q_buf(kBlockQ * Dp), do_buf(kBlockQ * Dp), kt_buf(Dp * kBlockK), vt_buf(Dp * kBlockK),
         k_buf(kBlockK * Dp), p_buf(kBlockQ * kBlockK), pd_buf(kBlockQ * kBlockK), ds_buf(kBlockQ * kBlockK),
         dk_buf(kBlockK * Dp), dv_buf(kBlockK * Dp), dq_buf(splits > 1 ? 0 : dq_size), delta_buf(group * o.Sq),
         lse_buf(group * o.Sq);
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t task = 0; task < tasks; ++task) {
+    for (int64_t task = next.claim(); task < tasks; task = next.claim()) {
       const int64_t b = task / splits / o.Hkv, hk = task / splits % o.Hkv, split = task % splits;
-      C* dq_acc = splits > 1 ? partials.get() + task * dq_size : dq_buf.get();
+      C* dq_acc = splits > 1 ? partials + task * dq_size : dq_buf.get();
       C *delta = delta_buf.get(), *row_lse = lse_buf.get();
       std::fill(dq_acc, dq_acc + dq_size, C(0));
       for (int64_t g = 0; g < group; ++g) {
@@ -153,13 +164,20 @@ void backward(const Options& o, View4<const T> dout, View4<const T> q, View4<con
 
       if (splits == 1) write_dq<T, C>(o, dq, b, hk, group, Dp, dq_acc, 1, 0);
     }
-    if (splits > 1) {
-#pragma omp for schedule(static)
-      for (int64_t head = 0; head < heads; ++head)
-        write_dq<T, C>(o, dq, head / o.Hkv, head % o.Hkv, group, Dp, partials.get() + head * splits * dq_size,
-                       splits, dq_size);
-    }
   }
+}
+
+// dQ of the heads this thread claims from `next`, each the sum of its split tasks' partials (in
+// split order); nothing to do when backward_partials(o) is 0.
+template <typename T, typename C>
+void backward_finish(const Options& o, View4<T> dq, const C* partials, TaskCounter& next) {
+  const int64_t splits = backward_splits<C>(o);
+  if (splits == 1) return;
+  const int64_t Dp = round_up(o.D, kLanes<C>);
+  const int64_t group = o.Hq / o.Hkv;
+  const int64_t dq_size = group * o.Sq * Dp;
+  for (int64_t head = next.claim(); head < o.B * o.Hkv; head = next.claim())
+    write_dq<T, C>(o, dq, head / o.Hkv, head % o.Hkv, group, Dp, partials + head * splits * dq_size, splits, dq_size);
 }
 
 }  // namespace flash

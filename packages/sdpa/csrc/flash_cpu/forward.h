@@ -1,6 +1,6 @@
 // FlashAttention-2 forward (Dao, arXiv 2307.08691, algorithm 1) on the CPU. One task is one
-// kBlockQ-row tile of queries of one (batch, query head); tasks run in parallel under OpenMP with
-// dynamic scheduling (causal tiles differ in cost). A task streams the key/value tiles its rows can
+// kBlockQ-row tile of queries of one (batch, query head); every thread that runs a call claims
+// tasks one at a time from the call's counter (causal tiles differ in cost). A task streams the key/value tiles its rows can
 // see, keeping the running row max m, the running sum l and the unnormalized output O in scratch
 // the size of one tile, and rescales O by exp(m_old - m_new) when the max grows. Nothing of size
 // Sq x Skv ever exists.
@@ -19,25 +19,28 @@
 
 namespace flash {
 
+inline int64_t forward_tasks(const Options& o) { return o.B * o.Hq * ((o.Sq + kBlockQ - 1) / kBlockQ); }
+
+// Runs the tasks this thread claims from `next` until none are left; any number of threads may run
+// it at once on the same call. Each output row is one task's, so the result does not depend on
+// which thread ran what.
 template <typename T, typename C, typename E>
 void forward(const Options& o, View4<const T> q, View4<const T> k, View4<const T> v, View4<T> out, View3<E> lse,
-             const void* mask, const int64_t* ms) {
+             const void* mask, const int64_t* ms, TaskCounter& next) {
   constexpr int L = kLanes<C>;
   const int64_t Dp = round_up(o.D, L);
   const int64_t group = o.Hq / o.Hkv;
   const int64_t q_blocks = (o.Sq + kBlockQ - 1) / kBlockQ;
-  const int64_t tasks = o.B * o.Hq * q_blocks;
+  const int64_t tasks = forward_tasks(o);
   const float p_drop = static_cast<float>(o.dropout_p);
   const C inv_keep = static_cast<C>(1.0 / (1.0 - o.dropout_p));
   const C scale = static_cast<C>(o.scale * kLog2e);  // scores in log2 units, folded into Qᵀ
   const C neg_inf = -std::numeric_limits<C>::infinity();
 
-#pragma omp parallel
   {
     Scratch<C> qt_buf(Dp * kBlockQ), k_buf(kBlockK * Dp), v_buf(kBlockK * Dp), s_buf(kBlockK * kBlockQ),
         o_buf(kBlockQ * Dp), m_buf(kBlockQ), l_buf(kBlockQ), alpha_buf(kBlockQ);
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t task = 0; task < tasks; ++task) {
+    for (int64_t task = next.claim(); task < tasks; task = next.claim()) {
       const int64_t b = task / (o.Hq * q_blocks);
       const int64_t h = task / q_blocks % o.Hq;
       const int64_t i0 = task % q_blocks * kBlockQ;

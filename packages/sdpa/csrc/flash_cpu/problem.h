@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
@@ -43,6 +44,15 @@ struct Options {
   MaskKind mask_kind;
   double dropout_p;
   uint64_t seed, offset;
+};
+
+// The next unclaimed task of a call, shared by the threads that run it.
+class TaskCounter {
+ public:
+  int64_t claim() { return next_.fetch_add(1, std::memory_order_relaxed); }
+
+ private:
+  std::atomic<int64_t> next_{0};
 };
 
 // A 64-byte aligned scratch array of n elements, zero-filled, freed on scope exit.

@@ -2,13 +2,20 @@
 
 The kernel (``packages/sdpa/csrc/flash_cpu``, built at install time) follows Dao's FlashAttention-2:
 online softmax over key tiles in the forward, P recomputed from the saved log-sum-exp in the
-backward, OpenMP over (batch, head, query tile) forward and (batch, key/value head) backward, and
+backward, tasks of (batch, head, query tile) forward and (batch, key/value head) backward, and
 scratch the size of a tile per thread (plus one Sq x D dQ accumulator per backward task), never an
 Sq x Skv matrix. It reads every array through its strides (any layout, stride-0 broadcast masks
 included) and writes into the caller's outputs; float16 and bfloat16 are converted to float32 tile
 by tile as they are read, so no input is copied whole. The conventions (shapes, grouped-query heads,
 masks, top-left causal, ``lse = +inf`` for fully masked rows, Philox dropout) are those of
 ``ember.sdpa.reference``.
+
+A call runs on Ember's CPU threads (``ember.core.threads``, as many as ``get_num_threads()``), each
+claiming tasks from the call until none are left, not under OpenMP: OpenMP's idle threads spin on
+the cores for a while after each call, where the GEMMs of OpenBLAS that come next in a model need
+them (a GPT block's attention took 17 ms between its GEMMs, 3 ms alone). Each output element is one
+task's, and the backward splits a head's key tiles by the problem's size only, so the results do
+not depend on the thread count.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ import math
 import ml_dtypes
 import numpy as np
 
+from ember.core import threads
 from ember.sdpa.kernels import _flash_cpu
 
 __all__ = ["backward", "forward"]
@@ -28,6 +36,21 @@ _DTYPES = {
     np.dtype(np.float16): "float16",
     np.dtype(ml_dtypes.bfloat16): "bfloat16",
 }
+
+
+# Below this many multiply-adds a call runs in the caller alone: waking a worker costs tens of microseconds.
+_PARALLEL_MACS = 1 << 21
+
+
+def _run_parts(tasks: int, macs: int, work) -> None:
+    parts = min(threads.get_num_threads(), tasks) if macs >= _PARALLEL_MACS else 1
+    threads.run_parts(max(parts, 1), lambda _: work())
+
+
+def _macs(q: np.ndarray, k: np.ndarray, is_causal: bool) -> int:
+    b, h, sq, d = q.shape
+    pairs = sq * k.shape[2]
+    return 2 * b * h * d * (pairs // 2 if is_causal else pairs)
 
 
 def _array(name: str, x: object, ndim: int) -> np.ndarray:
@@ -136,7 +159,10 @@ def forward(q, k, v, out, lse, *, mask=None, is_causal=False, scale=None, dropou
     inputs = {"q": q, "k": k, "v": v} | ({} if mask is None else {"mask": mask})
     _check_output("out", out, inputs)
     _check_output("lse", lse, inputs | {"out": out})
-    _flash_cpu.forward(q, k, v, out, lse, mask, kind, is_causal, scale, dropout_p, seed, offset, _DTYPES[q.dtype])
+    call = _flash_cpu.ForwardCall(
+        q, k, v, out, lse, mask, kind, is_causal, scale, dropout_p, seed, offset, _DTYPES[q.dtype]
+    )
+    _run_parts(call.tasks, _macs(q, k, is_causal), call.run)
 
 
 def backward(
@@ -176,7 +202,7 @@ def backward(
     _check_output("grad_q", grad_q, inputs)
     _check_output("grad_k", grad_k, inputs | {"grad_q": grad_q})
     _check_output("grad_v", grad_v, inputs | {"grad_q": grad_q, "grad_k": grad_k})
-    _flash_cpu.backward(
+    call = _flash_cpu.BackwardCall(
         grad_out,
         q,
         k,
@@ -195,3 +221,7 @@ def backward(
         offset,
         _DTYPES[q.dtype],
     )
+    macs = _macs(q, k, is_causal) * 5 // 2  # five tile products to the forward's two
+    _run_parts(call.tasks, macs, call.run)
+    if call.needs_finish:
+        _run_parts(q.shape[0] * k.shape[1], macs, call.finish)
