@@ -20,7 +20,9 @@ memory with ``#pragma omp simd`` (and a ``reduction`` clause for sum, max, min a
 ``-fopt-info-vec`` (``cpp_builder.vectorization_report``) for what the compiler did. What does not
 change along the innermost loop is computed before it (``_hoist``: GCC left layer norm's rsqrt inside,
 one vector sqrt and divide per 16 elements), and a costly value that two loops of a row both compute
-is computed once, through a row buffer (``codegen_cpp_rows.py``).
+is computed once, through a row buffer (``codegen_cpp_rows.py``). Reductions of a row over the same
+loops, none reading another's result, run in one loop nest with an accumulator each (``_joins``):
+batch norm's backward sums dy and dy * (x - mean) over a channel in one pass, not two.
 """
 
 from __future__ import annotations
@@ -209,6 +211,23 @@ def _parallel_reduction(
     return out
 
 
+@dataclass
+class _PlainLoops:
+    """One node's code before it is written out as plain (one-thread) loops: ``head`` opens its block
+    (its name, origins and row dims), ``hoisted`` goes before the innermost loop, ``body`` inside it
+    and ``post`` after the loops."""
+
+    node: ScheduledNode
+    head: list[str]
+    loops: list[tuple[str, Any]]
+    hoisted: list[str]
+    body: list[str]
+    post: list[str]
+    info: tuple | None
+    pragma: str
+    shares_rows: bool  # reads or writes row buffers (``codegen_cpp_rows``)
+
+
 def _node_code(
     node: ScheduledNode,
     k: int,
@@ -218,7 +237,8 @@ def _node_code(
     decls: list[str],
     tiled=False,
     rows: RowPlan | None = None,
-) -> list[str]:
+) -> list[str] | _PlainLoops:
+    """Node ``k``'s lines, or, where they are plain loops, their parts (``_plain_code`` writes them)."""
     buf = node.buffer
     prefix = f"n{k}_"
     ridx = f"{prefix}ridx"
@@ -266,27 +286,68 @@ def _node_code(
     elif info[1] in _SIMD_REDUCTION and info[2] in _SIMD_REDUCTION[info[1]][1]:
         inner_pragma = f"#pragma omp simd reduction({_SIMD_REDUCTION[info[1]][0]}:{info[0]})"
     if not parallel:
-        out: list[str] = []
-        if info is not None:
-            out.append(f"{info[2]} {info[0]} = {acc_init(info[1], info[2])};")
-        for depth, (var, n) in enumerate(loops):
-            if depth == len(loops) - 1:
-                out.extend(hoisted)
-            if depth == len(loops) - 1 and inner_pragma:
-                out.append(inner_pragma)
-            out.append(_loop(var, n) + " {")
-        if not loops:
-            out.extend(hoisted)
-        out.extend(body)
-        out.extend("}" for _ in loops)
-        out.extend(handler.post)
-    elif info is None:
+        plain = _PlainLoops(node, lines, loops, hoisted, body, handler.post, info, inner_pragma, False)
+        plain.shares_rows = isinstance(handler, RowValues)
+        return plain
+    if info is None:
         out = _parallel_pointwise(loops, body, inner_pragma, decls, hoisted)
     else:
         out = _parallel_reduction(loops, body, inner_pragma, decls, info, prefix, hoisted) + handler.post
     lines.extend("  " + line for line in out)
     lines.append("}")
     return lines
+
+
+def _plain_code(parts: list[_PlainLoops]) -> list[str]:
+    """One block of plain loops running the bodies of ``parts`` (one node, or reductions that
+    ``_joins`` let share their loops) together."""
+    first = parts[0]
+    lines = [f"{{  // {', '.join(p.node.buffer.name for p in parts)}"]
+    lines += list(dict.fromkeys(line for p in parts for line in p.head[1:] if line.lstrip().startswith("//")))
+    lines += [line for line in first.head[1:] if not line.lstrip().startswith("//")]
+    out = [f"{p.info[2]} {p.info[0]} = {acc_init(p.info[1], p.info[2])};" for p in parts if p.info is not None]
+    loops = first.loops
+    pragma = first.pragma
+    for p in parts[1:]:
+        pragma += p.pragma[p.pragma.index(" reduction(") :]
+    for depth, (var, n) in enumerate(loops):
+        if depth == len(loops) - 1:
+            out.extend(line for p in parts for line in p.hoisted)
+        if depth == len(loops) - 1 and pragma:
+            out.append(pragma)
+        out.append(_loop(var, n) + " {")
+    if not loops:
+        out.extend(line for p in parts for line in p.hoisted)
+    out.extend(line for p in parts for line in p.body)
+    out.extend("}" for _ in loops)
+    out.extend(line for p in parts for line in p.post)
+    lines.extend("  " + line for line in out)
+    lines.append("}")
+    return lines
+
+
+def _joins(run: list[_PlainLoops], other: _PlainLoops) -> bool:
+    """Whether reduction ``other`` may run in the loops of the reductions of ``run`` (the nodes before
+    it in the group): the same loops and row dims, simd reductions each, no row buffers, and no
+    value passing between them (``other`` reads none of their results, writes nothing they read).
+    Each accumulator then adds up the same terms in the same order as in loops of its own (the
+    same bits), while the loads and the values the bodies share are made once (batch norm's
+    backward: the sums of dy and of dy * (x - mean) over a channel)."""
+    first = run[0]
+    if first.info is None or other.info is None or first.shares_rows or other.shares_rows:
+        return False
+    if not first.pragma or " reduction(" not in first.pragma or " reduction(" not in other.pragma:
+        return False
+    if len(first.loops) != len(other.loops) or not first.loops:
+        return False
+    if any(a != b or not statically_equal(n, m) for (a, n), (b, m) in zip(first.loops, other.loops, strict=True)):
+        return False
+    rows = [line for line in first.head[1:] if not line.lstrip().startswith("//")]
+    if rows != [line for line in other.head[1:] if not line.lstrip().startswith("//")]:
+        return False
+    written = {p.node.writes for p in run}
+    read = {name for p in run for name, _ in p.node.reads}
+    return not any(name in written for name, _ in other.node.reads) and other.node.writes not in read
 
 
 _TILE_ROWS = 16  # rows of a tile: a cache line of float32 read at a time
@@ -467,9 +528,18 @@ def group_kernel(
             lines.append("    for (int64_t xr = xr_begin; xr < xr_end; ++xr) {")
         else:
             lines.append(f"  {_loop('xr', group.rows)} {{")
+        run: list[_PlainLoops] = []  # plain loops not yet written: reductions that share their loops
         for k, node in enumerate(group.nodes):
             code = _node_code(node, k, arg_of, dtype_of, inner, decls, rows=rows)
-            lines.extend(indent + "  " + line for line in code)
+            if run and not (isinstance(code, _PlainLoops) and _joins(run, code)):
+                lines.extend(indent + "  " + line for line in _plain_code(run))
+                run = []
+            if isinstance(code, _PlainLoops):
+                run.append(code)
+            else:
+                lines.extend(indent + "  " + line for line in code)
+        if run:
+            lines.extend(indent + "  " + line for line in _plain_code(run))
         lines.append(indent + "}")
     if parallel_rows:
         lines.append("  });")
