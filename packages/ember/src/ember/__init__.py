@@ -16,11 +16,13 @@ __path__ = extend_path(__path__, __name__)
 
 # NumPy's OpenBLAS keeps its GEMM threads spinning for about 2**28 cycles (a tenth of a second) after
 # each product, on the cores where the compiled kernels' pool and the eager kernels' threads run
-# next: a compiled GELU MLP's training step ran 10-15% slower for it. 2**22 cycles (a millisecond or
-# two) still catches the next GEMM of a run of them. OpenBLAS reads the variable when NumPy loads it,
-# so it applies only when ``import ember`` comes first; a value already set is kept.
+# next: a compiled GELU MLP's training step ran 10-15% slower for it. 2**20 cycles (a few tenths of a
+# millisecond) still catches the next GEMM of a run of them; with 2**22 a CNN's convolution backward,
+# 0.8 ms after the classifier's small GEMMs, shared a core with a spinning thread (its compiled
+# training step 8.0-11.8 ms, against 7.0-7.4 ms with 2**20). OpenBLAS reads the variable when NumPy
+# loads it, so it applies only when ``import ember`` comes first; a value already set is kept.
 if "numpy" not in _sys.modules:
-    _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "22")
+    _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "20")
 
 import math as _math
 
