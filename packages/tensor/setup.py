@@ -2,12 +2,11 @@
 convolutions, and ember.core._fastpath, the C common case of small eager ops, with the system compiler.
 
 The same build as ember-sdpa's kernel: ``-O3`` with ``-march=native`` where the compiler accepts it
-(the loop vectorizes), OpenMP where it compiles and links, else one thread. ``EMBER_PHILOX_MARCH``
+(the loop vectorizes); no OpenMP (Ember's threads run the pieces of a long draw). ``EMBER_PHILOX_MARCH``
 overrides the target (e.g. ``x86-64-v3`` for a portable wheel, or empty for the compiler's default).
 Python falls back to the NumPy Philox when the extension is absent, with the same bits.
 
-``_conv`` is built the same way but without OpenMP (Ember's threads run its parts) and without FMA
-contraction (its kernels call fma where they mean it, so every target rounds alike); it is optional:
+``_conv`` is built the same way but without FMA contraction (its kernels call fma where they mean it, so every target rounds alike); it is optional:
 without it convolutions run on NumPy's GEMMs.
 
 ``_fastpath`` is optional: where it fails to build, the install goes on without it and Ember runs the
@@ -26,16 +25,6 @@ from setuptools import Extension, setup
 SOURCES = ["csrc/philox/module.cpp"]
 FASTPATH = "ember.core._fastpath"
 CONV = "ember.core._conv"
-
-OPENMP_PROBE = """
-#include <omp.h>
-int main() {
-  int n = 0;
-#pragma omp parallel reduction(+ : n)
-  n += omp_get_num_threads() > 0;
-  return n > 0 ? 0 : 1;
-}
-"""
 
 
 def _compiles(compiler, flags: list[str], link_flags: list[str], source: str = "int main() { return 0; }\n") -> bool:
@@ -60,24 +49,19 @@ class BuildPhilox(build_ext):
             compile_flags = ["-O3"]
             if march and _compiles(self.compiler, [f"-march={march}"], []):
                 compile_flags.append(f"-march={march}")
-            link_flags = []
-            if _compiles(self.compiler, ["-fopenmp"], ["-fopenmp"], OPENMP_PROBE):
-                compile_flags.append("-fopenmp")
-                link_flags.append("-fopenmp")
             for ext in self.extensions:
                 if ext.name == FASTPATH:
                     # No FMA contraction: its element loops must round as NumPy's ufuncs do.
                     ext.extra_compile_args += ["-O2", "-ffp-contract=off", "-fvisibility=hidden"]
                     continue
                 if ext.name == CONV:
-                    # Its kernels call fma where they mean it; it runs on Ember's threads, not OpenMP's.
-                    ext.extra_compile_args += [f for f in compile_flags if f != "-fopenmp"] + ["-ffp-contract=off"]
+                    # Its kernels call fma where they mean it.
+                    ext.extra_compile_args += compile_flags + ["-ffp-contract=off"]
                     continue
                 ext.extra_compile_args += compile_flags
-                ext.extra_link_args += link_flags
         else:
             for ext in self.extensions:
-                ext.extra_compile_args += ["/O2"] if ext.name == FASTPATH else ["/O2", "/openmp"]
+                ext.extra_compile_args += ["/O2"]
         super().build_extensions()
 
 

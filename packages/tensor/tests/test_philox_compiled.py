@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from ember.core import philox
+from ember.core import philox, threads
 
 pytestmark = pytest.mark.skipif(philox._compiled is None, reason="ember.core._philox was not built")
 
@@ -28,8 +28,16 @@ def test_compiled_equals_numpy(seed, start, n):
         np.testing.assert_array_equal(a, b)
 
 
-def test_compiled_equals_numpy_large_and_parallel():
-    # Large enough for the kernel's OpenMP loop; int64 offsets crossing 2**32, 2-D, non-contiguous.
+@pytest.fixture(params=[1, 3], ids=["1-thread", "3-threads"])
+def thread_count(request):
+    before = threads.get_num_threads()
+    threads.set_num_threads(request.param)
+    yield request.param
+    threads.set_num_threads(before)
+
+
+def test_compiled_equals_numpy_large_and_parallel(thread_count):
+    # Large enough to be split over Ember's threads; int64 offsets crossing 2**32, 2-D, non-contiguous.
     offsets = (np.int64((1 << 32) - 100_000) + np.arange(300_000, dtype=np.int64)).reshape(600, 500)[:, ::2]
     seed = 0x123456789A
     got, want = philox.randint4x(seed, offsets), _numpy(seed, offsets)
@@ -55,7 +63,7 @@ def test_environment_variable_forces_numpy():
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("start", [0, 7, (1 << 32) - 5, (1 << 64) - 9])
 @pytest.mark.parametrize("n", [0, 1, 3, 17, 1001, 200_003])
-def test_fused_rand_equals_numpy(seed, start, n):
+def test_fused_rand_equals_numpy(seed, start, n, thread_count):
     offsets = np.uint64(start) + np.arange(n, dtype=np.uint64)
     want = philox.uint_to_uniform(_numpy(seed, offsets)[0])
     got = philox.rand_range(seed, start, n)

@@ -2,7 +2,8 @@
 //
 // Each offset o gives the counter (o & 0xFFFFFFFF, o >> 32, 0, 0) under the key (seed lo, seed hi);
 // the four output words go to four separate uint32 arrays, as philox.randint4x returns them. The
-// loop holds no state between elements, so it splits across OpenMP threads with the GIL released.
+// loop holds no state between elements and runs with the GIL released, so philox.py splits a long
+// draw into pieces that Ember's CPU threads run at once.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
@@ -42,7 +43,6 @@ void randint4x(uint64_t seed, const Offsets& offsets, Words& w0, Words& w1, Word
   uint32_t *o0 = w0.mutable_data(), *o1 = w1.mutable_data(), *o2 = w2.mutable_data(), *o3 = w3.mutable_data();
   const uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
   py::gil_scoped_release release;
-#pragma omp parallel for schedule(static) if (n > 65536)
   for (py::ssize_t i = 0; i < n; ++i) {
     uint32_t w[4];
     philox(k0, k1, in[i], w);
@@ -57,7 +57,6 @@ void rand_range(uint64_t seed, uint64_t offset, py::array_t<float, py::array::c_
   float* o = out.mutable_data();
   const uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
   py::gil_scoped_release release;
-#pragma omp parallel for schedule(static) if (n > 65536)
   for (py::ssize_t i = 0; i < n; ++i) {
     uint32_t w[4];
     philox(k0, k1, offset + static_cast<uint64_t>(i), w);

@@ -13,8 +13,8 @@ counter of each element produce the same numbers. The definitions here are the o
 - ``randn``: Box-Muller on the first two words (u1 clamped to 1e-7), the cosine branch.
 
 All functions take NumPy arrays of offsets (any shape, int64 or uint64). ``randint4x`` runs the
-compiled kernel ``ember.core._philox`` (built at install, OpenMP-parallel, GIL released) when it is
-there, else the vectorized NumPy rounds below (64-bit products give the high halves), which stay as
+compiled kernel ``ember.core._philox`` (built at install, GIL released, long draws split over
+Ember's CPU threads) when it is there, else the vectorized NumPy rounds below (64-bit products give the high halves), which stay as
 the reference and the fallback; ``EMBER_PHILOX_NUMPY=1`` forces them. Both give the same bits.
 """
 
@@ -23,6 +23,8 @@ from __future__ import annotations
 import os
 
 import numpy as np
+
+from ember.core import threads
 
 try:
     from ember.core import _philox as _compiled
@@ -80,13 +82,27 @@ def _rounds(seed: int, c0, c1, c2, c3, rounds: int = ROUNDS) -> tuple:
 _BLOCK = 1 << 15  # counters per block: a block's working arrays stay in the CPU's cache
 
 
+_PARALLEL = 1 << 16  # counters: a shorter draw runs in the calling thread (a handoff costs tens of us)
+
+
+def _in_parts(n: int, draw) -> None:
+    """``draw(start, stop)`` over ``range(n)`` in one contiguous piece per thread (each counter's bits
+    are its own, so the pieces give the same bits as one pass)."""
+    parts = threads.get_num_threads() if n > _PARALLEL else 1
+    if parts == 1:
+        draw(0, n)
+    else:
+        threads.run_parts(parts, lambda i: draw(n * i // parts, n * (i + 1) // parts))
+
+
 def randint4x(seed: int, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Four uint32 words per offset, as Triton's ``tl.randint4x(seed, offsets)`` with int64 offsets."""
     offsets = np.asarray(offsets).astype(np.uint64, copy=False)
     if _compiled is not None:
         flat = np.ascontiguousarray(offsets).reshape(-1)
         words = tuple(np.empty(flat.shape, np.uint32) for _ in range(4))
-        _compiled.randint4x(int(seed) & 0xFFFFFFFFFFFFFFFF, flat, *words)
+        key = int(seed) & 0xFFFFFFFFFFFFFFFF
+        _in_parts(flat.size, lambda a, b: _compiled.randint4x(key, flat[a:b], *(w[a:b] for w in words)))
         return tuple(w.reshape(offsets.shape) for w in words)
     return _randint4x_numpy(seed, offsets)
 
@@ -121,7 +137,8 @@ def rand_range(seed: int, offset: int, n: int) -> np.ndarray:
     if _compiled is None:
         return rand(seed, np.uint64(int(offset) & 0xFFFFFFFFFFFFFFFF) + np.arange(n, dtype=np.uint64))
     out = np.empty(n, np.float32)
-    _compiled.rand_range(int(seed) & 0xFFFFFFFFFFFFFFFF, int(offset) & 0xFFFFFFFFFFFFFFFF, out)
+    key, first = int(seed) & 0xFFFFFFFFFFFFFFFF, int(offset)
+    _in_parts(n, lambda a, b: _compiled.rand_range(key, (first + a) & 0xFFFFFFFFFFFFFFFF, out[a:b]))
     return out
 
 
