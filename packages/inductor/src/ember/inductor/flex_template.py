@@ -198,7 +198,6 @@ extern "C" int {name}(void** args) {{
           T* sr = &s[r * TKP];
           const int32_t fx_b = int32_t(b), fx_h = int32_t(h), fx_q = int32_t(q0 + r);
           (void)fx_b; (void)fx_h; (void)fx_q;
-          T row_max = m[r];
           for (int64_t c = 0; c < nc; ++c) {{
             const int32_t fx_kv = int32_t(k0 + c);
             (void)fx_kv;
@@ -207,8 +206,12 @@ extern "C" int {name}(void** args) {{
             T val = {score_value};
 {mask_block}
             sr[c] = val;
-            row_max = val > row_max ? val : row_max;
           }}
+          // the max in a loop of its own: in the mods' loop GCC kept it in memory, a store and a load
+          // on every score's critical path (nearly half the kernel's time)
+          T row_max = m[r];
+          #pragma omp simd reduction(max:row_max)
+          for (int64_t c = 0; c < nc; ++c) row_max = sr[c] > row_max ? sr[c] : row_max;
           const T safe = row_max == NEG_INF ? T(0) : row_max;
           const T alpha = std::exp(m[r] - safe);
           T sum = 0;
