@@ -410,6 +410,7 @@ void weight_grad(const Array& x, const Array& grad, Array& out, int64_t ph, int6
   const int64_t wave = std::max<int64_t>(1, (int64_t{2} << 20) / tile_lanes);
   std::vector<float> sums(static_cast<size_t>(std::min(wave, last_unit - first_unit) * tile_lanes));
   std::vector<float> planes(static_cast<size_t>(span * channel_stride));
+  std::vector<int64_t> slot_channel(static_cast<size_t>(span));
   // The batch's output gradient, rows zero-padded to a multiple of 16 columns, for the wave's groups
   // (unless the rows are already such a multiple).
   std::vector<float> padded_grad(gpitch == g.wo ? 0 : static_cast<size_t>(batch * gimage));
@@ -431,21 +432,24 @@ void weight_grad(const Array& x, const Array& grad, Array& out, int64_t ph, int6
           }
         gbatch = padded_grad.data();
       }
-      int64_t padded_first = -1, padded_last = -1;
+      // Channel c's padded planes sit in slot c % span, kept while the next items read it (an item of
+      // six pairs of a 3x3 kernel shares a channel with the item before it).
+      std::fill(slot_channel.begin(), slot_channel.end(), int64_t{-1});
       for (int64_t item = item_lo; item < item_hi; ++item) {
         const int64_t group = item / chunks, first = item % chunks * kGradTaps;
         const int nt = static_cast<int>(std::min<int64_t>(kGradTaps, pairs - first));
         const int64_t c_first = group * g.cg + first / taps, c_last = group * g.cg + (first + nt - 1) / taps;
-        if (c_first != padded_first || c_last != padded_last) {
-          for (int64_t c = c_first; c <= c_last; ++c)
-            for (int64_t k = 0; k < count; ++k)
-              pad_rows(xs + ((n0 + k) * g.c + c) * g.h * g.w, g.h, g.w, 0, rows, g.ph, g.pw,
-                       planes.data() + (c - c_first) * channel_stride + k * plane, pitch);
-          padded_first = c_first, padded_last = c_last;
+        for (int64_t c = c_first; c <= c_last; ++c) {
+          const int64_t slot = c % span;
+          if (slot_channel[slot] == c) continue;
+          for (int64_t k = 0; k < count; ++k)
+            pad_rows(xs + ((n0 + k) * g.c + c) * g.h * g.w, g.h, g.w, 0, rows, g.ph, g.pw,
+                     planes.data() + slot * channel_stride + k * plane, pitch);
+          slot_channel[slot] = c;
         }
         for (int t = 0; t < nt; ++t) {
           const int64_t q = first + t;
-          offsets[t] = (group * g.cg + q / taps - c_first) * channel_stride + tap_offsets[q % taps];
+          offsets[t] = (group * g.cg + q / taps) % span * channel_stride + tap_offsets[q % taps];
         }
         const int64_t b_first = std::max(lo, item * blocks) - item * blocks;
         const int64_t b_last = std::min(hi, (item + 1) * blocks) - item * blocks;
