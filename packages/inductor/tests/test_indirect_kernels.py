@@ -21,6 +21,9 @@ OUT_OF_RANGE = {
     "index_negative": (lambda w, i: w[i] + 1, -10),
     "index_put": (lambda w, i: w.index_put((i,), ember.ones(2, 3)), 9),
     "index_put_accumulate": (lambda w, i: w.index_put((i,), ember.ones(2, 3), accumulate=True), -10),
+    "scatter": (lambda w, i: w.scatter(0, i.reshape(2, 1).expand(2, 3), ember.ones(2, 3)), 9),
+    "scatter_add_negative": (lambda w, i: w.scatter_add(0, i.reshape(2, 1).expand(2, 3), ember.ones(2, 3)), -1),
+    "scatter_value": (lambda w, i: w.scatter(1, i.reshape(1, 2), 2.5), 3),
 }
 
 
@@ -57,21 +60,31 @@ def threads():
     ember.set_num_threads(before)
 
 
-def test_accumulation_with_duplicates_is_the_same_bits_on_any_thread_count(threads):
+ACCUMULATIONS = {
+    "index_put": lambda x, i, v: x.index_put((i,), v, accumulate=True),
+    # every column of the index says its own rows: the duplicates of a column are summed in index order
+    "scatter_add": lambda x, i, v: x.scatter_add(0, i.reshape(-1, 1).expand(-1, 4096) % 16, v),
+}
+
+
+@pytest.mark.parametrize("op", ACCUMULATIONS)
+def test_accumulation_with_duplicates_is_the_same_bits_on_any_thread_count(threads, op):
     rng = np.random.default_rng(6)
     # large enough for parallel loops; every row hit many times
     x = ember.tensor(rng.standard_normal((16, 4096)).astype(np.float32))
     idx = ember.tensor(rng.integers(0, 16, size=(300,)))
     v = ember.tensor(rng.standard_normal((300, 4096)).astype(np.float32) * 1e3)
-    compiled, _ = compile_with_inductor(lambda x, i, v: x.index_put((i,), v, accumulate=True))
+    fn = ACCUMULATIONS[op]
+    compiled, rec = compile_with_inductor(fn)
     results = []
     for n in (1, 2, 3):
         threads(n)
         results.append(compiled(x, idx, v).numpy())
     for r in results[1:]:
         np.testing.assert_array_equal(r, results[0])
-    want = x.index_put((idx,), v, accumulate=True).numpy()
+    want = fn(x, idx, v).numpy()
     np.testing.assert_allclose(results[0], want, rtol=1e-4, atol=1e-2)
+    assert not any("scatter" in str(target) for g in rec.graphs for target, _ in g.fallbacks)
 
 
 def test_embedding_backward_is_deterministic_and_matches_eager(threads):

@@ -23,6 +23,7 @@ import opinfo_index_ops
 import opinfo_joining
 import opinfo_normalization
 import opinfo_pooling
+import opinfo_view_copies
 
 CASES = {
     "batch_norm": (opinfo_normalization, "F.batch_norm", "aten._native_batch_norm_legit.default"),
@@ -30,6 +31,10 @@ CASES = {
     "cat": (opinfo_joining, "cat", "aten.cat.default"),
     "max_pool2d": (opinfo_pooling, "nn.functional.max_pool2d_with_indices", "aten.max_pool2d_with_indices.default"),
     "max_pool2d_ties": (opinfo_pooling, "nn.functional.max_pool2d_ties", "aten.max_pool2d_with_indices.default"),
+    "scatter": (opinfo_index_ops, "scatter", "aten.scatter.src"),
+    "scatter_add": (opinfo_index_ops, "scatter_add", "aten.scatter_add.default"),
+    "slice_scatter": (opinfo_view_copies, "slice_scatter", "aten.slice_scatter.default"),
+    "select_scatter": (opinfo_view_copies, "select_scatter", "aten.select_scatter.default"),
 }
 
 
@@ -101,7 +106,10 @@ def _run_all(name, dtype):
 
 
 @pytest.fixture(scope="module", params=["batch_norm-float32", "batch_norm-float64", "gather-float32", "cat-float32",
-                                        "max_pool2d-float32", "max_pool2d_ties-float32"])  # fmt: skip
+                                        "max_pool2d-float32", "max_pool2d_ties-float32", "scatter-float32",
+                                        "scatter-int64", "scatter_add-float32", "scatter_add-float64",
+                                        "slice_scatter-float32", "slice_scatter-int64",
+                                        "select_scatter-float32"])  # fmt: skip
 def results(request):
     name, dtype = request.param.split("-")
     return name, dtype, _run_all(name, dtype)
@@ -122,6 +130,10 @@ LEFT_TO_EAGER = {
     "cat": ("empty tensors only",),
     "max_pool2d": ("padding or dilation", "ceil_mode"),
     "max_pool2d_ties": ("padding or dilation",),
+    "scatter": ("0-dimensional",),
+    "scatter_add": (),
+    "slice_scatter": (),
+    "select_scatter": (),
 }
 
 

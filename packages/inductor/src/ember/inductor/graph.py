@@ -23,6 +23,7 @@ from ember.inductor import (
     lowering_nn,  # noqa: F401  (registers its lowerings)
     lowering_optim,  # noqa: F401  (registers its lowerings)
     lowering_scatter,  # noqa: F401  (registers its lowerings)
+    lowering_view_scatter,  # noqa: F401  (registers its lowerings)
 )
 from ember.inductor.cpp_ops import CTYPES
 from ember.inductor.inplace import emit_mutations

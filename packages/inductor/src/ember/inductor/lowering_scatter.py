@@ -1,5 +1,5 @@
-"""Scatters as generated kernels: ``index_put`` (with ``accumulate`` or not) and
-``embedding_dense_backward``.
+"""Scatters as generated kernels: ``index_put`` (with ``accumulate`` or not), ``scatter`` and
+``scatter_add`` along a dimension, and ``embedding_dense_backward``.
 
 A scatter writes where its index tensors say, which a loop body (a function from an output index to
 a value) cannot express. Each one is a C++ kernel of its own (``lowering_scan.GeneratedKernel``, called
@@ -9,7 +9,8 @@ of the broadcast index tensors in order, stores (or adds) the value slice into t
 indexes.
 
 Deterministic whatever the thread count: the threads split the positions of the dimensions that are
-not indexed (an embedding's columns), each thread walks every index position in order, so an element
+not indexed (an embedding's columns; for ``scatter``, every dimension but ``dim``), each thread walks
+every index position in order, so an element
 hit by several duplicates sums them in the same order on any number of threads, and no two threads
 write one element. Index values are wrapped and bounds-checked as for loads (``indirect.py``). Over
 symbolic sizes the kernel reads the size symbols from ``meta``, each bound from an input's size.
@@ -18,6 +19,7 @@ symbolic sizes the kernel reads the size symbols from ``meta``, each bound from 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import sympy
@@ -26,12 +28,12 @@ from ember.core import dtypes as D
 from ember.inductor import config
 from ember.inductor.codegen_cpp import _grain, _hoist
 from ember.inductor.cpp_ops import CppOverrides, cexpr, storage_ctype
-from ember.inductor.indirect import ADVANCED, CPP_DECLARE, CPP_RETURN, EMBEDDING
+from ember.inductor.indirect import ADVANCED, CPP_DECLARE, CPP_RETURN, EMBEDDING, GATHER
 from ember.inductor.ir import ExternBuffer, Index, Layout, TensorBox, contiguous_strides
 from ember.inductor.lowering import as_loader, broadcast_shapes, compute_dtype, make_box, register
-from ember.inductor.lowering_indirect import advanced_geometry, advanced_source
+from ember.inductor.lowering_indirect import advanced_geometry, advanced_source, indirect
 from ember.inductor.lowering_scan import GeneratedKernel
-from ember.inductor.sizevars import is_symbolic, size_symbols, sort_symbols, statically_equal
+from ember.inductor.sizevars import is_symbolic, size_symbols, sort_symbols, statically_equal, statically_ge
 from ember.inductor.virtualized import ReadsHandler, ops, set_ops_handler
 
 
@@ -78,27 +80,96 @@ def _symbols(inputs: list, out: Layout) -> list:
 def scatter(ctx, base: TensorBox, indices: list, values: Any, accumulate: bool, kind: int, reason: str) -> TensorBox:
     """``base`` with ``values`` stored (or added) at ``base[indices]``, as one generated kernel."""
     size = tuple(base.size)
-    dtype = ctx.out_dtype
-    if dtype not in (D.float32, D.float64, D.int64, D.int32):
-        raise NotImplementedError(f"{reason} of {dtype} tensors (generated for float32, float64, int32, int64)")
+    dtype = _scatter_dtype(ctx, reason)
     dims, b, rsize, adjacent = advanced_geometry(size, indices)
     if isinstance(values, TensorBox) and broadcast_shapes(values.size, rsize) != tuple(rsize):
         raise RuntimeError(f"shape mismatch: value tensor of shape {list(values.size)} cannot be broadcast to "
                            f"indexing result of shape {list(rsize)}")  # fmt: skip
     rest = [d for d in range(len(size)) if d not in dims]
-    n_pos, n_rest = math.prod(b), math.prod(size[d] for d in rest)
+    lv = as_loader(values, tuple(rsize), dtype)
+
+    def value_index(pc: list, qc: list) -> list:
+        if adjacent:
+            before = len([d for d in rest if d < dims[0]])
+            return [*qc[:before], *pc, *qc[before:]]
+        return [*pc, *qc]
+
+    def dest(ri: list) -> list:
+        return advanced_source(size, indices, dims, b, adjacent, ri, kind)
+
+    return _scatter_kernel(ctx, base, list(b), [size[d] for d in rest], value_index, dest, lv, accumulate, reason)
+
+
+def scatter_along(ctx, base: TensorBox, dim: int, index: TensorBox, values: Any, accumulate: bool, reason: str):
+    """``base`` with ``values[i]`` stored (or added) at ``i`` with ``i[dim]`` replaced by ``index[i]``, for
+    each position ``i`` of ``index`` (``scatter``, ``scatter_add``), as one generated kernel."""
+    size = tuple(base.size)
+    dtype = _scatter_dtype(ctx, reason)
+    if index.dtype not in (D.int64, D.int32):
+        raise NotImplementedError(f"{reason} with {index.dtype} indices (only int64 and int32 are generated)")
+    if not size:
+        raise NotImplementedError(f"{reason} of a 0-dimensional tensor")
+    if len(index.size) != len(size):
+        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+    dim = dim % len(size)
+    isize = list(index.size)
+    for d, k in enumerate(isize):
+        # self is written directly along the other dims and src read directly along every dim: in bounds
+        # only where the index is no larger (the meta kernel checks it; the kernel relies on it, so it is
+        # decided here for every size)
+        if (d != dim and not statically_ge(size[d], k)) or (
+            isinstance(values, TensorBox) and not statically_ge(values.size[d], k)
+        ):
+            raise NotImplementedError(f"{reason} with an index larger than self or src at dimension {d}")
+    if isinstance(size[dim], int) and size[dim] == 0:
+        raise NotImplementedError(f"{reason} into an empty dimension")
+    rest = [d for d in range(len(size)) if d != dim]
+    li = index.loader
+    # src is read at the index's positions (it may be larger than the index, never broadcast)
+    lv = as_loader(values, tuple(values.size) if isinstance(values, TensorBox) else tuple(isize), dtype)
+
+    def value_index(pc: list, qc: list) -> list:
+        return [*qc[:dim], *pc, *qc[dim:]]
+
+    def dest(ri: list) -> list:
+        out = list(ri)
+        out[dim] = indirect(li, list(ri), size[dim], GATHER, dim)
+        return out
+
+    return _scatter_kernel(ctx, base, [isize[dim]], [isize[d] for d in rest], value_index, dest, lv, accumulate, reason)
+
+
+def _scatter_dtype(ctx, reason: str) -> Any:
+    dtype = ctx.out_dtype
+    if dtype not in (D.float32, D.float64, D.int64, D.int32):
+        raise NotImplementedError(f"{reason} of {dtype} tensors (generated for float32, float64, int32, int64)")
+    return dtype
+
+
+def _scatter_kernel(
+    ctx,
+    base: TensorBox,
+    pos_sizes: list,
+    rest_sizes: list,
+    value_index: Callable[[list, list], list],
+    dest: Callable[[list], list],
+    lv: Callable[[Index], Any],
+    accumulate: bool,
+    reason: str,
+) -> TensorBox:
+    """The kernel of a scatter into a copy of ``base``: for each position ``p`` over ``pos_sizes`` (the
+    dims whose values may repeat, walked in order by every thread) and ``q`` over ``rest_sizes`` (split
+    among the threads), the value ``lv(ri)`` at ``ri = value_index(p's coordinates, q's)`` goes to
+    ``dest(ri)`` (added to what is there with ``accumulate``)."""
+    size = tuple(base.size)
+    dtype = ctx.out_dtype
+    n_pos, n_rest = math.prod(pos_sizes), math.prod(rest_sizes)
     layout = Layout(size, contiguous_strides(size))
     name = f"buf{len(ctx.buffers)}"
     kname = f"scatter_{name}"
-    lv = as_loader(values, tuple(rsize), dtype)
     lbase = as_loader(base, size, dtype)
     p, q = sympy.Symbol("p", integer=True, nonnegative=True), sympy.Symbol("q", integer=True, nonnegative=True)
-    pc, qc = _coords(p, list(b)), _coords(q, [size[d] for d in rest])
-    if adjacent:
-        before = len([d for d in rest if d < dims[0]])
-        ri = [*qc[:before], *pc, *qc[before:]]
-    else:
-        ri = [*pc, *qc]
+    ri = value_index(_coords(p, list(pos_sizes)), _coords(q, list(rest_sizes)))
     row = sympy.Symbol("xr", integer=True, nonnegative=True)
     last = sympy.Symbol("xl", integer=True, nonnegative=True)
     rows = math.prod(size[:-1]) if size else 1
@@ -108,11 +179,11 @@ def scatter(ctx, base: TensorBox, indices: list, values: Any, accumulate: bool, 
         ops.store(name, layout.index(xi), lbase(xi))
 
     def scatter_body() -> None:
-        dest = layout.index(advanced_source(size, indices, dims, b, adjacent, ri, kind))
+        where = layout.index(dest(ri))
         v = lv(ri)
         if accumulate:
-            v = ops.add(ops.load(name, dest), v)
-        ops.store(name, dest, v)
+            v = ops.add(ops.load(name, where), v)
+        ops.store(name, where, v)
 
     reads = ReadsHandler()
     with set_ops_handler(reads):
@@ -190,3 +261,18 @@ def embedding_dense_backward(ctx, grad_output, indices, num_weights, padding_idx
 
         values = make_box(grad_output.size, ctx.out_dtype, masked)
     return scatter(ctx, zeros, [indices], values, True, EMBEDDING, "embedding_dense_backward in a generated kernel")
+
+
+@register("scatter.src")
+def scatter_src(ctx, x, dim, index, src):
+    return scatter_along(ctx, x, dim, index, src, False, "scatter in a generated scatter kernel")
+
+
+@register("scatter.value")
+def scatter_value(ctx, x, dim, index, value):
+    return scatter_along(ctx, x, dim, index, value, False, "scatter of a value in a generated scatter kernel")
+
+
+@register("scatter_add.default")
+def scatter_add(ctx, x, dim, index, src):
+    return scatter_along(ctx, x, dim, index, src, True, "scatter_add in a generated scatter kernel")
