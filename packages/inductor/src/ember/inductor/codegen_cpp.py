@@ -22,7 +22,8 @@ change along the innermost loop is computed before it (``_hoist``: GCC left laye
 one vector sqrt and divide per 16 elements), and a costly value that two loops of a row both compute
 is computed once, through a row buffer (``codegen_cpp_rows.py``). Reductions of a row over the same
 loops, none reading another's result, run in one loop nest with an accumulator each (``_joins``):
-batch norm's backward sums dy and dy * (x - mean) over a channel in one pass, not two.
+batch norm's backward sums dy and dy * (x - mean) over a channel in one pass, not two. Adjacent
+reduced dims that every index walks as one (an image's H and W) are one loop (``loop_merge.py``).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from ember.inductor.codegen_cpp_rows import RowPlan, RowValues, plan_rows, row_h
 from ember.inductor.cpp_ops import PRELUDE, REDUCTION_COMBINE, CppOverrides, acc_init, cexpr, storage_ctype
 from ember.inductor.indirect import CPP_DECLARE, CPP_RETURN
 from ember.inductor.ir import Buffer, ComputedBuffer, index_symbols
+from ember.inductor.loop_merge import merged_reduction_loops
 from ember.inductor.runtime.parallel import KERNEL_PRELUDE
 from ember.inductor.scheduler import FusedGroup, ScheduledNode, last_row_symbol, runs_across
 from ember.inductor.sizevars import decide_ge, statically_equal, statically_ge
@@ -245,6 +247,9 @@ def _node_code(
     handler = row_handler(node, k, arg_of, dtype_of, ridx, prefix, rows)
     index = index_symbols("x", len(buf.size))
     rindex = index_symbols("r", len(buf.reduction_size))
+    rloops = [(f"r{d}", n) for d, n in enumerate(buf.reduction_size)]
+    if buf.is_reduction and not tiled and not isinstance(handler, RowValues):
+        rindex, rloops = merged_reduction_loops(buf, list(index))
     with set_ops_handler(handler):
         buf.store_body(list(index), list(rindex))
     if isinstance(handler, RowValues):
@@ -260,12 +265,12 @@ def _node_code(
         lines.append(f"  const int64_t x{d} = {expr if size[d] != 1 else '0'};")
     loops = [(f"x{d}", size[d]) for d in range(split, len(size))]
     if buf.is_reduction:
-        loops = [(f"r{d}", n) for d, n in enumerate(buf.reduction_size)]
+        loops = rloops
     body = list(handler.body)
     info = handler.reduction_info
     if info and info[1] in ("argmax", "argmin"):
-        rs = buf.reduction_size
-        linear = " + ".join(f"r{d} * {cexpr(math.prod(rs[d + 1 :]))}" for d in range(len(rs))) or "0"
+        rs = [n for _, n in rloops]
+        linear = " + ".join(f"{v} * {cexpr(math.prod(rs[d + 1 :]))}" for d, (v, _) in enumerate(rloops)) or "0"
         body.insert(0, f"const int64_t {ridx} = {linear};")
     if tiled:
         return _tiled_code(lines[0], lines[1:], loops[0], handler, body, _interchanged(node))
