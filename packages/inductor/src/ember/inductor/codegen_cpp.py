@@ -291,9 +291,8 @@ def _node_code(
     elif info[1] in _SIMD_REDUCTION and info[2] in _SIMD_REDUCTION[info[1]][1]:
         inner_pragma = f"#pragma omp simd reduction({_SIMD_REDUCTION[info[1]][0]}:{info[0]})"
     if not parallel:
-        plain = _PlainLoops(node, lines, loops, hoisted, body, handler.post, info, inner_pragma, False)
-        plain.shares_rows = isinstance(handler, RowValues)
-        return plain
+        rows_shared = isinstance(handler, RowValues)
+        return _PlainLoops(node, lines, loops, hoisted, body, handler.post, info, inner_pragma, rows_shared)
     if info is None:
         out = _parallel_pointwise(loops, body, inner_pragma, decls, hoisted)
     else:

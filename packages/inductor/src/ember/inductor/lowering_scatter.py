@@ -10,9 +10,9 @@ indexes.
 
 Deterministic whatever the thread count: the threads split the positions of the dimensions that are
 not indexed (an embedding's columns; for ``scatter``, every dimension but ``dim``), each thread walks
-every index position in order, so an element
-hit by several duplicates sums them in the same order on any number of threads, and no two threads
-write one element. Index values are wrapped and bounds-checked as for loads (``indirect.py``). Over
+every index position in order, so an element hit by several duplicates sums them in the same order on
+any number of threads, and no two threads write one element. Index values are bounds-checked as for
+loads (``indirect.py``; negative ones count from the end for ``index_put`` only, as eager). Over
 symbolic sizes the kernel reads the size symbols from ``meta``, each bound from an input's size.
 """
 
