@@ -1,9 +1,9 @@
 // FlashAttention-2 forward (Dao, arXiv 2307.08691, algorithm 1) on the CPU. One task is one
 // kBlockQ-row tile of queries of one (batch, query head); every thread that runs a call claims
-// tasks one at a time from the call's counter (causal tiles differ in cost). A task streams the key/value tiles its rows can
-// see, keeping the running row max m, the running sum l and the unnormalized output O in scratch
-// the size of one tile, and rescales O by exp(m_old - m_new) when the max grows. Nothing of size
-// Sq x Skv ever exists.
+// tasks one at a time from the call's counter (causal tiles differ in cost). A task streams the
+// key/value tiles its rows can see, keeping the running row max m, the running sum l and the
+// unnormalized output O in scratch the size of one tile, and rescales O by exp(m_old - m_new) when
+// the max grows. Nothing of size Sq x Skv ever exists.
 //
 // The scores are formed transposed, Sᵀ = K Qᵀ (keys x queries): Qᵀ is packed once per task, the
 // key rows are read in place, and the softmax statistics of all queries of the tile move together

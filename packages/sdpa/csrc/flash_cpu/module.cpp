@@ -12,7 +12,6 @@
 #include "backward.h"
 #include "forward.h"
 
-
 namespace py = pybind11;
 
 namespace {

@@ -14,8 +14,9 @@ counter of each element produce the same numbers. The definitions here are the o
 
 All functions take NumPy arrays of offsets (any shape, int64 or uint64). ``randint4x`` runs the
 compiled kernel ``ember.core._philox`` (built at install, GIL released, long draws split over
-Ember's CPU threads) when it is there, else the vectorized NumPy rounds below (64-bit products give the high halves), which stay as
-the reference and the fallback; ``EMBER_PHILOX_NUMPY=1`` forces them. Both give the same bits.
+Ember's CPU threads) when it is there, else the vectorized NumPy rounds below (64-bit products give
+the high halves), which stay as the reference and the fallback; ``EMBER_PHILOX_NUMPY=1`` forces
+them. Both give the same bits.
 """
 
 from __future__ import annotations
