@@ -56,7 +56,7 @@ def _coefficients(expr: Any, symbols: list[sympy.Symbol]) -> list[int] | None:
         if not used:
             continue
         c, rest = term.as_coeff_Mul()
-        if rest not in wanted or not (c.is_Integer or c == 1):
+        if rest not in wanted or not c.is_Integer:
             return None
         coeffs[symbols.index(rest)] += int(c)
     return coeffs
