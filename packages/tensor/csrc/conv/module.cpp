@@ -172,8 +172,10 @@ void pad_rows(const float* src, int64_t h, int64_t w, int64_t first, int64_t cou
 // R rows of outputs for OB output channels, XT vectors of columns at a time. ``rows`` is the padded
 // input of the group's channels (cg planes of ``plane`` floats, row pitch ``pitch``) from the first
 // output row's first tap row; ``packed`` the weights as [c][i][j][OB]; ``out`` each channel's first
-// row (null: not stored).
-template <int OB, int XT, int R>
+// row (null: not stored). KW is the kernel's width when fixed at compile time (0: g.kw): a 3-tap row
+// loop of 16 fmas a step, unrolled, lets GCC interleave the taps' loads and fmas (3x3, 16 channels:
+// 91 -> 100 GFLOP/s on one Zen 4 core).
+template <int OB, int XT, int R, int KW>
 __attribute__((noinline)) void forward_tile(const Geometry& g, const float* rows, int64_t plane, int64_t pitch, const float* packed,
                   const float* bias, float* const* out) {
   constexpr int tile = XT * Vec::size;
@@ -186,7 +188,8 @@ __attribute__((noinline)) void forward_tile(const Geometry& g, const float* rows
       for (int64_t i = 0; i < g.kh; ++i) {
         const float* row = rows + c * plane + i * g.dh * pitch + x0;
         const float* taps = packed + (c * g.kh + i) * g.kw * OB;
-        for (int64_t j = 0; j < g.kw; ++j) {
+        const int64_t kw = KW ? KW : g.kw;
+        for (int64_t j = 0; j < kw; ++j) {
           typename Vec::T in[R][XT];
           for (int r = 0; r < R; ++r)
             for (int k = 0; k < XT; ++k) in[r][k] = Vec::load(row + r * pitch + j * g.dw + k * Vec::size);
@@ -213,6 +216,14 @@ __attribute__((noinline)) void forward_tile(const Geometry& g, const float* rows
       }
     }
   }
+}
+
+// forward_tile for the kernel's width: 1 and 3 compiled as constants, others read at run time.
+template <int OB, int XT, int R, typename... Args>
+void forward_tile_kw(const Geometry& g, const Args&... args) {
+  if (g.kw == 3) return forward_tile<OB, XT, R, 3>(g, args...);
+  if (g.kw == 1) return forward_tile<OB, XT, R, 1>(g, args...);
+  forward_tile<OB, XT, R, 0>(g, args...);
 }
 
 // Rows are taken R at a time where the columns fit one vector (more accumulators for the same
@@ -247,10 +258,10 @@ void forward_all(const Geometry& g, const float* x, const float* packed, const f
             targets[o] = b * kOutBlock + o < g.og ? out + ((n * g.o + o0 + o) * g.ho + y) * g.wo : nullptr;
           const float* first = rows.data() + group * g.cg * plane + (y - y0) * pitch;
           if (y + R <= y1) {
-            forward_tile<kOutBlock, XT, R>(g, first, plane, pitch, weights, block_bias, targets);
+            forward_tile_kw<kOutBlock, XT, R>(g, first, plane, pitch, weights, block_bias, targets);
             y += R;
           } else {
-            forward_tile<kOutBlock, XT, 1>(g, first, plane, pitch, weights, block_bias, targets);
+            forward_tile_kw<kOutBlock, XT, 1>(g, first, plane, pitch, weights, block_bias, targets);
             y += 1;
           }
         }
