@@ -366,3 +366,42 @@ def test_a_formula_that_reads_only_metadata_traces():
     targets = [n.target for n in bw.graphs[0].graph.nodes if n.op == "call_function"]
     assert ember.ops.aten.empty_strided.default in targets
     assert "TensorMeta" not in bw.graphs[0].code
+
+
+def _saved_values(forward_graph: GraphModule, num_outputs: int = 1) -> list:
+    (out,) = forward_graph.graph.find_nodes(op="output")
+    return [n.meta["val"] for n in out.args[0][num_outputs:] if isinstance(n.meta.get("val"), ember.Tensor)]
+
+
+def test_default_partition_saves_only_the_outputs_the_backward_reads():
+    """Batch norm's saved mean and inverse deviation are read by the backward alone; its normalized
+    output only by the ReLU in the forward. Saving the mean must not save the normalized output too."""
+
+    def f(x, w, b):
+        return ember.nn.functional.batch_norm(x, None, None, w, b, training=True).relu().sum()
+
+    x, w, b = _leaves((4, 3, 5, 5), (3,), (3,))
+    fw = Recorder()
+    compiled = aot_function(f, fw, nop, partition_fn=default_partition)
+    _, grads = _grads(compiled, [x, w, b])
+    for ours, eager in zip(grads, _grads(f, [x, w, b])[1], strict=True):
+        np.testing.assert_allclose(np.asarray(ours), np.asarray(eager), rtol=1e-10, atol=1e-10)
+    full_size = [v for v in _saved_values(fw.graphs[0]) if tuple(v.shape) == (4, 3, 5, 5)]
+    assert len(full_size) == 2, [tuple(v.shape) for v in _saved_values(fw.graphs[0])]  # x and the ReLU's output
+
+
+def test_min_cut_saves_the_value_nearer_the_backward_of_two_equal_ones():
+    """The product and its ReLU are the same size; saving the ReLU leaves the backward nothing to
+    run again (the ReLU's output is the second product's input and its own gradient's mask)."""
+
+    def f(x, w1, w2):
+        return ((x @ w1).relu() @ w2).sum()
+
+    x, w1, w2 = _leaves((6, 5), (5, 4), (4, 3))
+    bw = Recorder()
+    compiled = aot_function(f, nop, bw, partition_fn=min_cut_rematerialization_partition)
+    _, grads = _grads(compiled, [x, w1, w2])
+    for ours, eager in zip(grads, _grads(f, [x, w1, w2])[1], strict=True):
+        _assert_close(ours, eager)
+    targets = [str(n.target) for n in bw.graphs[0].graph.nodes if n.op == "call_function"]
+    assert not any("relu" in t for t in targets), targets

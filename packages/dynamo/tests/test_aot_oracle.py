@@ -57,10 +57,13 @@ class Graphs:
         return self.run(gm, example_inputs)
 
 
-def _saved_tensors(backward_graph, tensor_type) -> int:
-    """The tensors the backward graph takes besides the tangents: what the forward saved for it."""
+def _saved_tensors(backward_graph, tensor_type) -> tuple[int, int]:
+    """The tensors the backward graph takes besides the tangents (what the forward saved for it): how
+    many, and their bytes."""
     placeholders = [n for n in backward_graph.graph.nodes if n.op == "placeholder"]
-    return sum(isinstance(n.meta.get("val"), tensor_type) and not n.name.startswith("tangents") for n in placeholders)
+    values = [n.meta.get("val") for n in placeholders if not n.name.startswith("tangents")]
+    values = [v for v in values if isinstance(v, tensor_type)]
+    return len(values), sum(v.numel() * v.element_size() for v in values)
 
 
 def _compile_both(name, ours_partition, theirs_partition):
@@ -132,12 +135,16 @@ def test_saved_tensor_counts_are_close_to_pytorch(name):
             _saved_tensors(ours[2].graphs[0], ember.Tensor),
             _saved_tensors(theirs[2].graphs[0], torch.Tensor),
         )
-    ours_default, theirs_default = counts["default"]
-    ours_min_cut, theirs_min_cut = counts["min_cut"]
-    # Eager autograd's choices: the libraries' derivative formulas save nearly the same tensors.
-    assert abs(ours_default - theirs_default) <= SAVED_SLACK, counts
+    (ours_default, ours_default_bytes), (theirs_default, theirs_default_bytes) = counts["default"]
+    (ours_min_cut, ours_min_cut_bytes), (theirs_min_cut, theirs_min_cut_bytes) = counts["min_cut"]
+    # Eager autograd's choices: the libraries' derivative formulas save nearly the same tensors
+    # (ours no output of a multi-output op that only a dead node of the joint graph reads: a CNN's
+    # batch norms' normalized outputs, which PyTorch's default partition saves).
+    assert ours_default <= theirs_default + SAVED_SLACK, counts
+    assert ours_default_bytes <= theirs_default_bytes, counts
     assert ours_min_cut <= theirs_min_cut + SAVED_SLACK, counts
-    assert ours_min_cut <= ours_default, counts
+    assert ours_min_cut_bytes <= theirs_min_cut_bytes, counts
+    assert ours_min_cut_bytes <= ours_default_bytes, counts
 
 
 def _torch_writes(target) -> bool:

@@ -236,6 +236,11 @@ def _forward_nodes(joint: GraphModule, num_fwd_outputs: int) -> set[Node]:
     for node in joint.graph.nodes:
         if _is_sym(node) and node not in from_tangents:
             forward |= _ancestors([node])
+    # Every output of a node the forward runs comes from the forward, even one only the backward
+    # reads (a batch norm's saved mean): else the node itself would be saved, all of its outputs with it.
+    for node in joint.graph.nodes:
+        if node.target is operator.getitem and node.args[0] in forward and _is_multi_output(node.args[0]):
+            forward.add(node)
     return {n for n in forward if n.op != "output" and not _is_tangent(n)}
 
 
@@ -244,11 +249,15 @@ def default_partition(
 ) -> tuple[GraphModule, GraphModule]:
     """Save every forward value the backward reads (eager autograd's choice)."""
     forward = _forward_nodes(joint_module, num_fwd_outputs)
+    # Only backward nodes that reach a gradient or a write count: a dead node of the joint graph (a
+    # batch norm's unused output read by a gradient formula's discarded branch) would keep a whole
+    # activation alive for nothing.
+    backward = _backward_needs(joint_module.graph, num_fwd_outputs) - forward
     saved: list[Node] = []
     for node in joint_module.graph.nodes:
         if node not in forward:
             continue
-        if any(u not in forward and u.op != "output" for u in node.users):
+        if any(u in backward for u in node.users):
             saved.append(node)
     saved = _resolve_multi_outputs(saved)
     return _split(joint_module, num_fwd_outputs, saved)
@@ -346,6 +355,13 @@ def _shrinks(node: Node) -> bool:
     return 4 * _size_of(node) < inputs
 
 
+def _backward_needs(graph: Graph, num_fwd_outputs: int) -> set[Node]:
+    """The nodes the backward's gradients and in-place writes are computed from."""
+    _, bwd_outputs = _outputs(graph, num_fwd_outputs)
+    from_tangents, _ = _backward_region(graph)
+    return _ancestors([*bwd_outputs, *(n for n in from_tangents if _written(n))])
+
+
 def min_cut_rematerialization_partition(
     joint_module: GraphModule,
     _joint_inputs,
@@ -357,14 +373,13 @@ def min_cut_rematerialization_partition(
     """Save the fewest bytes: a minimum cut between the forward's and the backward's required nodes."""
     graph = joint_module.graph
     forward = _forward_nodes(joint_module, num_fwd_outputs)
-    _, bwd_outputs = _outputs(graph, num_fwd_outputs)
     from_tangents, backward_written = _backward_region(graph)
     # In-place writes of the backward (gradient buffers filled through views) count as its outputs.
-    backward_writes = [n for n in from_tangents if _written(n)]
-    backward_needs = _ancestors([*bwd_outputs, *backward_writes])
+    backward_needs = _backward_needs(graph, num_fwd_outputs)
     relevant = (forward | backward_needs) - from_tangents
     # Memory the forward writes in place: what reads it may not run again later.
     written = {s for node in graph.nodes if node not in from_tangents for s in _written(node)}
+    steps = _steps_to_backward(graph, from_tangents)
     network = FlowNetwork()
     for node in graph.nodes:
         if node not in relevant or node.op == "output":
@@ -379,7 +394,7 @@ def min_cut_rematerialization_partition(
         if any(u in from_tangents for u in node.users):
             # A backward node reads it: it crosses to the backward, saved or recomputed there.
             network.add_edge(outside, "sink", math.inf)
-        capacity = math.inf if _is_multi_output(node) else _cost(node)
+        capacity = math.inf if _is_multi_output(node) else _cost(node) * 1.1 ** min(steps[node], 100)
         network.add_edge(inside, outside, capacity)
         for user in node.users:
             if user in relevant:
@@ -395,6 +410,18 @@ def min_cut_rematerialization_partition(
         if node in relevant and (node, "in") in reachable and (node, "out") not in reachable
     ]
     return _split(joint_module, num_fwd_outputs, _resolve_multi_outputs(saved))
+
+
+def _steps_to_backward(graph: Graph, backward: set[Node]) -> dict[Node, int]:
+    """For each node, the fewest edges from it to a node of ``backward`` (at least 1; a large number
+    where none leads there). A value's bytes cost more to save the farther it is from the backward, so
+    that of two equal cuts the one nearer the backward wins: saving a ReLU's output, not its input,
+    leaves the backward nothing to run again."""
+    steps: dict[Node, int] = {}
+    for node in reversed(graph.nodes):
+        near = [1 if u in backward else steps.get(u, 10**6) + 1 for u in node.users]
+        steps[node] = min(near, default=10**6)
+    return steps
 
 
 def _is_multi_output(node: Node) -> bool:

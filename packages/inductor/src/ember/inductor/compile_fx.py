@@ -416,6 +416,7 @@ def compile_fx(
     compiled to C++ kernels (parallel loops on the runtime pool). A graph with symbolic sizes gets kernels that serve every size of
     its dynamic dimensions; other graphs are specialized on the sizes of ``example_inputs``."""
     from ember.aot.aot_autograd import aot_module_simplified
+    from ember.aot.partitioners import min_cut_rematerialization_partition
     from ember.autograd import is_grad_enabled
 
     _check_options(mode, options)
@@ -438,10 +439,11 @@ def compile_fx(
             from ember.inductor.freezing import compile_frozen
 
             return compile_frozen(gm, inputs, inner, decompositions)
-        # input mutations stay in the graph (copy_ at its end): they become in-place stores (inplace.py)
+        # input mutations stay in the graph (copy_ at its end): they become in-place stores (inplace.py);
+        # the forward saves the fewest bytes for the backward, which runs cheap ops again (min cut)
         return aot_module_simplified(
             gm, inputs, fw_compiler=inner, bw_compiler=inner, decompositions=decompositions,
-            keep_inference_input_mutations=not check,
+            partition_fn=min_cut_rematerialization_partition, keep_inference_input_mutations=not check,
         )  # fmt: skip
 
     if _has_symbolic_inputs(model):
