@@ -39,5 +39,8 @@ def sums(x: np.ndarray) -> np.ndarray:
     """``x`` (N, C, ...) summed over all but dim 1, shaped (C,)."""
     if not x.flags.c_contiguous or x.size == 0:
         return x.sum(axis=(0, *range(2, x.ndim)))
-    per_row = x.reshape(x.shape[0], x.shape[1], -1)
-    return np.matmul(per_row, np.ones(per_row.shape[2], x.dtype)).sum(axis=0)
+    # One product of all (sample, channel) rows, not one per sample: a batch of 32 small products
+    # woke BLAS's threads 32 times (a (32, 16, 32, 32) array: 38 us against 15).
+    n, c = x.shape[0], x.shape[1]
+    row_sums = np.matmul(x.reshape(n * c, -1), np.ones(x.size // (n * c), x.dtype))
+    return row_sums.reshape(n, c).sum(axis=0)
