@@ -1,5 +1,6 @@
-"""Builds ember.core._philox, the C++ Philox 4x32-10 kernel, ember.core._conv, the direct float32
-convolutions, and ember.core._fastpath, the C common case of small eager ops, with the system compiler.
+"""Builds ember.core._philox, the C++ Philox 4x32-10 kernel, ember.core._parallel, the thread pool of
+Ember's C++ kernels, ember.core._conv, the direct float32 convolutions, and ember.core._fastpath, the C
+common case of small eager ops, with the system compiler.
 
 The same build as ember-sdpa's kernel: ``-O3`` with ``-march=native`` where the compiler accepts it
 (the loop vectorizes); no OpenMP (Ember's threads run the pieces of a long draw). ``EMBER_PHILOX_MARCH``
@@ -25,6 +26,7 @@ from setuptools import Extension, setup
 SOURCES = ["csrc/philox/module.cpp"]
 FASTPATH = "ember.core._fastpath"
 CONV = "ember.core._conv"
+PARALLEL = "ember.core._parallel"
 
 
 def _compiles(compiler, flags: list[str], link_flags: list[str], source: str = "int main() { return 0; }\n") -> bool:
@@ -72,6 +74,7 @@ setup(
             SOURCES,
             cxx_std=17,
         ),
+        Pybind11Extension(PARALLEL, ["csrc/parallel/pool.cpp"], cxx_std=17, extra_link_args=["-pthread"]),
         # A compile failure skips these (optional=True): the Python path then runs.
         Pybind11Extension(CONV, ["csrc/conv/module.cpp"], cxx_std=17, optional=True),
         Extension(FASTPATH, sorted(str(p) for p in Path("csrc/fastpath").glob("*.c")), optional=True),

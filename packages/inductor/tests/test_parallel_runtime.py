@@ -75,7 +75,7 @@ def test_set_num_threads_changes_the_pool(probe, threads):
     counts = np.zeros(1 << 16, dtype=np.int32)
     for n in (3, 1, 2):
         threads(n)
-        assert parallel.library().ember_parallel_get_num_threads() == n
+        assert parallel.library().get_num_threads() == n
         probe.probe(parallel.entry_point(), 0, len(counts), 1, counts.ctypes.data)
         # the caller is one of the n threads; with one thread no pool is kept
         assert parallel.worker_count() == (n - 1 if n > 1 else 0)

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import ember
 from ember.core.aten.nn import conv_direct
 
 native = conv_direct._native
@@ -181,6 +182,29 @@ def test_parts_give_the_same_bits(parts):
     assert np.array_equal(whole, pieces)
 
 
+@pytest.mark.parametrize("threads", [2, 3, 5])
+def test_the_thread_pool_gives_the_same_bits(threads):
+    """Pieces claimed by whichever of the pool's threads is free, several a thread, alone or within a
+    part: the same bits as one thread."""
+    case = (3, 9, 13, 7, 21, (3, 3), (1, 1), (1, 1), 1)
+    x, w, b, g = _inputs(case)
+    one, whole = np.empty(g.shape, np.float32), np.empty(w.shape, np.float32)
+    native.forward(x, w, b, one, 1, 1, 1, 1, 1, 0, 1)
+    native.weight_grad(x, g, whole, 1, 1, 1, 1, 1, 0, 1)
+    before = ember.get_num_threads()
+    ember.set_num_threads(threads)
+    try:
+        for parts in (1, 2):
+            split, pieces = np.empty(g.shape, np.float32), np.empty(w.shape, np.float32)
+            for part in range(parts):
+                native.forward(x, w, b, split, 1, 1, 1, 1, 1, part, parts, threads)
+                native.weight_grad(x, g, pieces, 1, 1, 1, 1, 1, part, parts, threads)
+            assert np.array_equal(one, split)
+            assert np.array_equal(whole, pieces)
+    finally:
+        ember.set_num_threads(before)
+
+
 def test_inf_past_the_last_output_column():
     """Lanes past the last output column multiply zero gradients by masked inputs: an inf there must
     not make the taps that never read it NaN."""
@@ -202,6 +226,10 @@ def test_bad_arguments():
         native.forward(x, w, b, np.empty((1, 1, 1, 1), np.float32), 1, 1, 1, 1, 1, 0, 1)
     with pytest.raises(ValueError, match="part"):
         native.forward(x, w, b, np.empty(g.shape, np.float32), 1, 1, 1, 1, 1, 2, 2)
+    with pytest.raises(ValueError, match="threads"):
+        native.forward(x, w, b, np.empty(g.shape, np.float32), 1, 1, 1, 1, 1, 0, 1, 0)
+    with pytest.raises(ValueError, match="threads"):
+        native.weight_grad(x, g, np.empty(w.shape, np.float32), 1, 1, 1, 1, 1, 0, 1, 0)
     with pytest.raises(ValueError, match="groups"):
         native.weight_grad(x, g, np.empty(w.shape, np.float32), 1, 1, 1, 1, 2, 0, 1)
 

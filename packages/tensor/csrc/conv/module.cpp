@@ -24,6 +24,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "../parallel/parallel.h"
+
 #if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
 #include <immintrin.h>
 #elif defined(__aarch64__)
@@ -149,6 +151,10 @@ void check_part(int64_t part, int64_t parts) {
   if (parts < 1 || part < 0 || part >= parts) throw std::invalid_argument("conv2d: part out of range");
 }
 
+void check_threads(int64_t threads) {
+  if (threads < 1) throw std::invalid_argument("conv2d: threads must be at least 1");
+}
+
 // Rows [first, first + count) of channel plane ``src`` (h x w), shifted ``pad_top`` rows down and
 // ``pad_left`` columns right into ``dst`` (count x pitch), zeros elsewhere.
 void pad_rows(const float* src, int64_t h, int64_t w, int64_t first, int64_t count, int64_t pad_top, int64_t pad_left,
@@ -227,58 +233,68 @@ void forward_tile_kw(const Geometry& g, const Args&... args) {
 }
 
 // Rows are taken R at a time where the columns fit one vector (more accumulators for the same
-// loads), one at a time otherwise.
+// loads), one at a time otherwise. Items are (image, band of output rows), a few for each of
+// ``splits`` threads; this call runs the items of part ``part`` of ``parts``, on the thread pool
+// when ``threaded`` (any thread may run any item: each writes its own outputs).
 template <int XT>
 void forward_all(const Geometry& g, const float* x, const float* packed, const float* bias, float* out, int64_t part,
-                 int64_t parts) {
+                 int64_t parts, int64_t splits, bool threaded) {
   constexpr int tile = XT * Vec::size;
   constexpr int R = XT == 1 ? kNarrowRows : 1;
   const int64_t blocks = (g.og + kOutBlock - 1) / kOutBlock;  // output-channel blocks per group
   const int64_t pitch = round_up(g.wo, tile) + (g.kw - 1) * g.dw;
-  // Items are (image, band of output rows): a few for each part.
-  const int64_t per_image = std::min<int64_t>(g.ho, std::max<int64_t>(1, (4 * parts + g.n - 1) / g.n));
+  const int64_t per_image = std::min<int64_t>(g.ho, std::max<int64_t>(1, (4 * splits + g.n - 1) / g.n));
   const int64_t band = (g.ho + per_image - 1) / per_image;
   const int64_t bands = (g.ho + band - 1) / band;
   const int64_t span = band + (g.kh - 1) * g.dh;  // padded rows a band reads
   const int64_t plane = span * pitch;
   const int64_t items = g.n * bands;
-  std::vector<float> rows(static_cast<size_t>(g.c * plane));
-  for (int64_t item = items * part / parts; item < items * (part + 1) / parts; ++item) {
-    const int64_t n = item / bands, y0 = item % bands * band, y1 = std::min(g.ho, y0 + band);
-    for (int64_t c = 0; c < g.c; ++c)
-      pad_rows(x + (n * g.c + c) * g.h * g.w, g.h, g.w, y0, span, g.ph, g.pw, rows.data() + c * plane, pitch);
-    for (int64_t group = 0; group < g.groups; ++group) {
-      for (int64_t b = 0; b < blocks; ++b) {
-        const int64_t o0 = group * g.og + b * kOutBlock;
-        const float* weights = packed + (group * blocks + b) * g.cg * g.kh * g.kw * kOutBlock;
-        const float* block_bias = bias + (group * blocks + b) * kOutBlock;
-        for (int64_t y = y0; y < y1;) {
-          float* targets[kOutBlock];
-          for (int o = 0; o < kOutBlock; ++o)
-            targets[o] = b * kOutBlock + o < g.og ? out + ((n * g.o + o0 + o) * g.ho + y) * g.wo : nullptr;
-          const float* first = rows.data() + group * g.cg * plane + (y - y0) * pitch;
-          if (y + R <= y1) {
-            forward_tile_kw<kOutBlock, XT, R>(g, first, plane, pitch, weights, block_bias, targets);
-            y += R;
-          } else {
-            forward_tile_kw<kOutBlock, XT, 1>(g, first, plane, pitch, weights, block_bias, targets);
-            y += 1;
+  auto run_items = [&](int64_t first_item, int64_t last_item) {
+    std::vector<float> rows(static_cast<size_t>(g.c * plane));
+    for (int64_t item = first_item; item < last_item; ++item) {
+      const int64_t n = item / bands, y0 = item % bands * band, y1 = std::min(g.ho, y0 + band);
+      for (int64_t c = 0; c < g.c; ++c)
+        pad_rows(x + (n * g.c + c) * g.h * g.w, g.h, g.w, y0, span, g.ph, g.pw, rows.data() + c * plane, pitch);
+      for (int64_t group = 0; group < g.groups; ++group) {
+        for (int64_t b = 0; b < blocks; ++b) {
+          const int64_t o0 = group * g.og + b * kOutBlock;
+          const float* weights = packed + (group * blocks + b) * g.cg * g.kh * g.kw * kOutBlock;
+          const float* block_bias = bias + (group * blocks + b) * kOutBlock;
+          for (int64_t y = y0; y < y1;) {
+            float* targets[kOutBlock];
+            for (int o = 0; o < kOutBlock; ++o)
+              targets[o] = b * kOutBlock + o < g.og ? out + ((n * g.o + o0 + o) * g.ho + y) * g.wo : nullptr;
+            const float* first = rows.data() + group * g.cg * plane + (y - y0) * pitch;
+            if (y + R <= y1) {
+              forward_tile_kw<kOutBlock, XT, R>(g, first, plane, pitch, weights, block_bias, targets);
+              y += R;
+            } else {
+              forward_tile_kw<kOutBlock, XT, 1>(g, first, plane, pitch, weights, block_bias, targets);
+              y += 1;
+            }
           }
         }
       }
     }
-  }
+  };
+  const int64_t first_item = items * part / parts, last_item = items * (part + 1) / parts;
+  if (threaded)
+    ember_parallel::run(first_item, last_item, 1, run_items);
+  else
+    run_items(first_item, last_item);
 }
 
 using Array = py::array_t<float, py::array::c_style>;
 
 // out (N, O, Ho, Wo) = the stride-1 convolution of x (N, C, H, W) by w (O, C/groups, kh, kw), plus
-// bias (O,) when given.
+// bias (O,) when given: part ``part`` of ``parts`` of it, split further over the thread pool's
+// ``threads`` threads when that is above 1.
 void forward(const Array& x, const Array& w, const py::object& bias, Array& out, int64_t ph, int64_t pw, int64_t dh,
-             int64_t dw, int64_t groups, int64_t part, int64_t parts) {
+             int64_t dw, int64_t groups, int64_t part, int64_t parts, int64_t threads) {
   const Geometry g = geometry(x.request(), w.request(), ph, pw, dh, dw, groups);
   check_shape(out.request(), {g.n, g.o, g.ho, g.wo}, "the output");
   check_part(part, parts);
+  check_threads(threads);
   const float* b = nullptr;
   Array bias_array;
   if (!bias.is_none()) {
@@ -302,10 +318,11 @@ void forward(const Array& x, const Array& w, const py::object& bias, Array& out,
   const float* xs = x.data();
   float* os = out.mutable_data();
   py::gil_scoped_release release;
+  const int64_t splits = parts * threads;
   if (g.wo <= Vec::size)
-    forward_all<1>(g, xs, packed.data(), packed_bias.data(), os, part, parts);
+    forward_all<1>(g, xs, packed.data(), packed_bias.data(), os, part, parts, splits, threads > 1);
   else
-    forward_all<2>(g, xs, packed.data(), packed_bias.data(), os, part, parts);
+    forward_all<2>(g, xs, packed.data(), packed_bias.data(), os, part, parts, splits, threads > 1);
 }
 
 // -- weight gradient -----------------------------------------------------------------------------
@@ -383,17 +400,19 @@ void weight_taps(int nt, const Args&... args) {
 // (input channel, tap) pairs. Items are runs of kGradTaps consecutive pairs (six taps of a 3x3
 // kernel's channel or of two channels, six channels of a 1x1 kernel); a unit is an item's block of kGradBlock output channels,
 // and a part owns a run of units (so that a layer of few input channels, three items, still splits
-// evenly). It walks the images in order, a few at a time, padding the channels its items read and
-// running its units over them: the images' gradient stays in cache for all of the part's units.
-// The partial sums wait in memory between calls, so each output's order is the images', then
-// rows', then columns', whichever part computes it.
+// evenly), which it cuts into a couple of pieces for each of the pool's ``threads``. A piece walks the
+// images in order, a few at a time, padding the channels its items read and running its units over
+// them: the images' gradient stays in cache for all of the piece's units. The partial sums wait in
+// memory between calls, so each output's order is the images', then rows', then columns', whichever
+// part, piece or thread computes it.
 void weight_grad(const Array& x, const Array& grad, Array& out, int64_t ph, int64_t pw, int64_t dh, int64_t dw,
-                 int64_t groups, int64_t part, int64_t parts) {
+                 int64_t groups, int64_t part, int64_t parts, int64_t threads) {
   const py::buffer_info ob = out.request();
   if (ob.ndim != 4) throw std::invalid_argument("conv2d weight gradient: the output must be 4-D");
   const Geometry g = geometry(x.request(), ob, ph, pw, dh, dw, groups);
   check_shape(grad.request(), {g.n, g.o, g.ho, g.wo}, "the output gradient");
   check_part(part, parts);
+  check_threads(threads);
   const int64_t gpitch = round_up(g.wo, kLanes);
   const int64_t pitch = gpitch + (g.kw - 1) * g.dw;
   const int64_t rows = g.ho + (g.kh - 1) * g.dh;
@@ -416,79 +435,132 @@ void weight_grad(const Array& x, const Array& grad, Array& out, int64_t ph, int6
   const int64_t tile_lanes = kGradBlock * kGradTaps * kLanes;  // one unit's partial sums
   const int64_t channel_stride = batch * plane;
   py::gil_scoped_release release;
-  // The part's units a few at a time, so that their partial sums stay within about 8 MiB (a wide
-  // layer's would take hundreds); each unit's sums still run over every image in order.
+  // The units [unit_lo, unit_hi) a few at a time, so that their partial sums stay within about 8 MiB
+  // (a wide layer's would take hundreds); each unit's sums still run over every image in order.
   const int64_t wave = std::max<int64_t>(1, (int64_t{2} << 20) / tile_lanes);
-  std::vector<float> sums(static_cast<size_t>(std::min(wave, last_unit - first_unit) * tile_lanes));
-  std::vector<float> planes(static_cast<size_t>(span * channel_stride));
-  std::vector<int64_t> slot_channel(static_cast<size_t>(span));
-  // The batch's output gradient, rows zero-padded to a multiple of 16 columns, for the wave's groups
-  // (unless the rows are already such a multiple).
-  std::vector<float> padded_grad(gpitch == g.wo ? 0 : static_cast<size_t>(batch * gimage));
-  int64_t offsets[kGradTaps];
-  for (int64_t lo = first_unit; lo < last_unit; lo += wave) {
-    const int64_t hi = std::min(last_unit, lo + wave);
-    const int64_t item_lo = lo / blocks, item_hi = (hi - 1) / blocks + 1;
-    std::fill(sums.begin(), sums.end(), 0.0f);
-    const int64_t o_first = item_lo / chunks * g.og, o_last = ((item_hi - 1) / chunks + 1) * g.og;
-    for (int64_t n0 = 0; n0 < g.n; n0 += batch) {
-      const int64_t count = std::min(batch, g.n - n0);
-      const float* gbatch = gs + n0 * gimage;
-      if (!padded_grad.empty()) {
-        for (int64_t k = 0; k < count; ++k)
-          for (int64_t r = o_first * g.ho; r < o_last * g.ho; ++r) {
-            float* row = padded_grad.data() + k * gimage + r * gpitch;
-            std::memcpy(row, gs + ((n0 + k) * g.o * g.ho + r) * g.wo, sizeof(float) * g.wo);
-            std::fill(row + g.wo, row + gpitch, 0.0f);
-          }
-        gbatch = padded_grad.data();
-      }
-      // Channel c's padded planes sit in slot c % span, kept while the next items read it (an item of
-      // six pairs of a 3x3 kernel shares a channel with the item before it).
-      std::fill(slot_channel.begin(), slot_channel.end(), int64_t{-1});
-      for (int64_t item = item_lo; item < item_hi; ++item) {
-        const int64_t group = item / chunks, first = item % chunks * kGradTaps;
-        const int nt = static_cast<int>(std::min<int64_t>(kGradTaps, pairs - first));
-        const int64_t c_first = group * g.cg + first / taps, c_last = group * g.cg + (first + nt - 1) / taps;
-        for (int64_t c = c_first; c <= c_last; ++c) {
-          const int64_t slot = c % span;
-          if (slot_channel[slot] == c) continue;
+  auto run_units = [&](int64_t unit_lo, int64_t unit_hi) {
+    std::vector<float> sums(static_cast<size_t>(std::min(wave, unit_hi - unit_lo) * tile_lanes));
+    std::vector<float> planes(static_cast<size_t>(span * channel_stride));
+    std::vector<int64_t> slot_channel(static_cast<size_t>(span));
+    // The batch's output gradient, rows zero-padded to a multiple of 16 columns, for the wave's groups
+    // (unless the rows are already such a multiple).
+    std::vector<float> padded_grad(gpitch == g.wo ? 0 : static_cast<size_t>(batch * gimage));
+    int64_t offsets[kGradTaps];
+    for (int64_t lo = unit_lo; lo < unit_hi; lo += wave) {
+      const int64_t hi = std::min(unit_hi, lo + wave);
+      const int64_t item_lo = lo / blocks, item_hi = (hi - 1) / blocks + 1;
+      std::fill(sums.begin(), sums.end(), 0.0f);
+      const int64_t o_first = item_lo / chunks * g.og, o_last = ((item_hi - 1) / chunks + 1) * g.og;
+      for (int64_t n0 = 0; n0 < g.n; n0 += batch) {
+        const int64_t count = std::min(batch, g.n - n0);
+        const float* gbatch = gs + n0 * gimage;
+        if (!padded_grad.empty()) {
           for (int64_t k = 0; k < count; ++k)
-            pad_rows(xs + ((n0 + k) * g.c + c) * g.h * g.w, g.h, g.w, 0, rows, g.ph, g.pw,
-                     planes.data() + slot * channel_stride + k * plane, pitch);
-          slot_channel[slot] = c;
+            for (int64_t r = o_first * g.ho; r < o_last * g.ho; ++r) {
+              float* row = padded_grad.data() + k * gimage + r * gpitch;
+              std::memcpy(row, gs + ((n0 + k) * g.o * g.ho + r) * g.wo, sizeof(float) * g.wo);
+              std::fill(row + g.wo, row + gpitch, 0.0f);
+            }
+          gbatch = padded_grad.data();
         }
-        for (int t = 0; t < nt; ++t) {
-          const int64_t q = first + t;
-          offsets[t] = (group * g.cg + q / taps) % span * channel_stride + tap_offsets[q % taps];
-        }
-        const int64_t b_first = std::max(lo, item * blocks) - item * blocks;
-        const int64_t b_last = std::min(hi, (item + 1) * blocks) - item * blocks;
-        for (int64_t b = b_first; b < b_last; ++b) {
-          const float* grads[kGradBlock];
-          for (int o = 0; o < kGradBlock; ++o) {
-            // A block past the group's last channel repeats it; those sums are never read.
-            const int64_t channel = group * g.og + std::min(b * kGradBlock + o, g.og - 1);
-            grads[o] = gbatch + channel * g.ho * gpitch;
+        // Channel c's padded planes sit in slot c % span, kept while the next items read it (an item of
+        // six pairs of a 3x3 kernel shares a channel with the item before it).
+        std::fill(slot_channel.begin(), slot_channel.end(), int64_t{-1});
+        for (int64_t item = item_lo; item < item_hi; ++item) {
+          const int64_t group = item / chunks, first = item % chunks * kGradTaps;
+          const int nt = static_cast<int>(std::min<int64_t>(kGradTaps, pairs - first));
+          const int64_t c_first = group * g.cg + first / taps, c_last = group * g.cg + (first + nt - 1) / taps;
+          for (int64_t c = c_first; c <= c_last; ++c) {
+            const int64_t slot = c % span;
+            if (slot_channel[slot] == c) continue;
+            for (int64_t k = 0; k < count; ++k)
+              pad_rows(xs + ((n0 + k) * g.c + c) * g.h * g.w, g.h, g.w, 0, rows, g.ph, g.pw,
+                       planes.data() + slot * channel_stride + k * plane, pitch);
+            slot_channel[slot] = c;
           }
-          weight_taps<kGradBlock>(nt, g, count, static_cast<const float*>(planes.data()), plane, pitch,
-                                  static_cast<const float* const*>(grads), gimage, gpitch,
-                                  static_cast<const int64_t*>(offsets),
-                                  sums.data() + (item * blocks + b - lo) * tile_lanes);
+          for (int t = 0; t < nt; ++t) {
+            const int64_t q = first + t;
+            offsets[t] = (group * g.cg + q / taps) % span * channel_stride + tap_offsets[q % taps];
+          }
+          const int64_t b_first = std::max(lo, item * blocks) - item * blocks;
+          const int64_t b_last = std::min(hi, (item + 1) * blocks) - item * blocks;
+          for (int64_t b = b_first; b < b_last; ++b) {
+            const float* grads[kGradBlock];
+            for (int o = 0; o < kGradBlock; ++o) {
+              // A block past the group's last channel repeats it; those sums are never read.
+              const int64_t channel = group * g.og + std::min(b * kGradBlock + o, g.og - 1);
+              grads[o] = gbatch + channel * g.ho * gpitch;
+            }
+            weight_taps<kGradBlock>(nt, g, count, static_cast<const float*>(planes.data()), plane, pitch,
+                                    static_cast<const float* const*>(grads), gimage, gpitch,
+                                    static_cast<const int64_t*>(offsets),
+                                    sums.data() + (item * blocks + b - lo) * tile_lanes);
+          }
         }
       }
+      for (int64_t unit = lo; unit < hi; ++unit) {
+        const int64_t item = unit / blocks, b = unit % blocks;
+        const int64_t group = item / chunks, first = item % chunks * kGradTaps;
+        const int64_t nt = std::min<int64_t>(kGradTaps, pairs - first);
+        for (int64_t o = 0; o < kGradBlock && b * kGradBlock + o < g.og; ++o)
+          for (int64_t t = 0; t < nt; ++t) {
+            const float* lanes = sums.data() + (unit - lo) * tile_lanes + (o * nt + t) * kLanes;
+            result[(group * g.og + b * kGradBlock + o) * pairs + first + t] = lane_sum(lanes);
+          }
+      }
     }
-    for (int64_t unit = lo; unit < hi; ++unit) {
-      const int64_t item = unit / blocks, b = unit % blocks;
-      const int64_t group = item / chunks, first = item % chunks * kGradTaps;
-      const int64_t nt = std::min<int64_t>(kGradTaps, pairs - first);
-      for (int64_t o = 0; o < kGradBlock && b * kGradBlock + o < g.og; ++o)
-        for (int64_t t = 0; t < nt; ++t) {
-          const float* lanes = sums.data() + (unit - lo) * tile_lanes + (o * nt + t) * kLanes;
-          result[(group * g.og + b * kGradBlock + o) * pairs + first + t] = lane_sum(lanes);
-        }
-    }
+  };
+  // Two pieces a thread: a thread that starts late (a worker waking) leaves its second to another.
+  if (threads > 1) {
+    const int64_t grain = std::max<int64_t>(1, (last_unit - first_unit) / (2 * threads));
+    ember_parallel::run(first_unit, last_unit, grain, run_units);
+  } else {
+    run_units(first_unit, last_unit);
   }
+}
+
+// -- per-channel sums -----------------------------------------------------------------------------
+
+// out (C,) = x (N, C, S) summed over N and S: a convolution's bias gradient, batch norm's mean. An
+// image's plane is summed in sixteen float32 lanes (lane k takes the positions k modulo 16), which
+// are added to sixteen float64 lanes, image after image; those are added as a fixed tree and rounded
+// once. No BLAS call (a matrix-vector product woke BLAS's threads, whose spinning then slowed the
+// next kernels); the same bits on every machine; channels spread over the thread pool when
+// ``threads`` is above 1.
+void channel_sums(const Array& x, Array& out, int64_t threads) {
+  const py::buffer_info xb = x.request();
+  if (xb.ndim != 3) throw std::invalid_argument("channel_sums: x must be 3-D (N, C, S)");
+  const int64_t n = xb.shape[0], c = xb.shape[1], size = xb.shape[2];
+  check_shape(out.request(), {c}, "the sums");
+  check_threads(threads);
+  const float* xs = x.data();
+  float* sums = out.mutable_data();
+  py::gil_scoped_release release;
+  auto run_channels = [&](int64_t first, int64_t last) {
+    for (int64_t ch = first; ch < last; ++ch) {
+      double lanes[kLanes] = {};
+      const typename Vec::T one = Vec::splat(1.0f);
+      for (int64_t image = 0; image < n; ++image) {
+        const float* plane = xs + (image * c + ch) * size;
+        typename Vec::T acc[kParts];
+        for (int p = 0; p < kParts; ++p) acc[p] = Vec::splat(0.0f);
+        int64_t i = 0;
+        for (; i + kLanes <= size; i += kLanes)
+          for (int p = 0; p < kParts; ++p) acc[p] = Vec::fma(one, Vec::load(plane + i + p * Vec::size), acc[p]);
+        float image_lanes[kLanes];
+        for (int p = 0; p < kParts; ++p) Vec::store(image_lanes + p * Vec::size, acc[p]);
+        for (int k = 0; i + k < size; ++k) image_lanes[k] += plane[i + k];
+        for (int k = 0; k < kLanes; ++k) lanes[k] += image_lanes[k];
+      }
+      for (int width = kLanes / 2; width > 0; width /= 2)
+        for (int k = 0; k < width; ++k) lanes[k] += lanes[k + width];
+      sums[ch] = static_cast<float>(lanes[0]);
+    }
+  };
+  if (threads > 1)
+    ember_parallel::run(0, c, 1, run_channels);
+  else
+    run_channels(0, c);
 }
 
 }  // namespace
@@ -496,8 +568,11 @@ void weight_grad(const Array& x, const Array& grad, Array& out, int64_t ph, int6
 PYBIND11_MODULE(_conv, m) {
   m.doc() = "Direct stride-1 2-D convolutions of float32 NCHW arrays (forward and weight gradient)";
   m.def("forward", &forward, py::arg("x"), py::arg("w"), py::arg("bias"), py::arg("out").noconvert(), py::arg("ph"),
-        py::arg("pw"), py::arg("dh"), py::arg("dw"), py::arg("groups"), py::arg("part"), py::arg("parts"));
+        py::arg("pw"), py::arg("dh"), py::arg("dw"), py::arg("groups"), py::arg("part"), py::arg("parts"),
+        py::arg("threads") = 1);
   m.def("weight_grad", &weight_grad, py::arg("x"), py::arg("grad"), py::arg("out").noconvert(), py::arg("ph"), py::arg("pw"),
-        py::arg("dh"), py::arg("dw"), py::arg("groups"), py::arg("part"), py::arg("parts"));
+        py::arg("dh"), py::arg("dw"), py::arg("groups"), py::arg("part"), py::arg("parts"), py::arg("threads") = 1);
+  m.def("channel_sums", &channel_sums, py::arg("x"), py::arg("out").noconvert(), py::arg("threads") = 1);
   m.attr("lanes") = Vec::size;
+  ember_parallel::load();
 }

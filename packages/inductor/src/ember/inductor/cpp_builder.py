@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 perf_log = get_artifact_logger(__name__, "perf_hints")
 
 # -fopenmp-simd: the kernels' ``#pragma omp simd`` loops, without the OpenMP runtime (their parallel
-# loops run on ``runtime/parallel.cpp``'s pool, see there why). -fno-tree-pre: GCC's partial
+# loops run on the core's pool, see ``runtime/parallel.py`` why). -fno-tree-pre: GCC's partial
 # redundancy elimination moves loads of a row's statistics (softmax's max and sum, layer norm's
 # mean and variance) into the loop latch of the last pass over the row, and that loop is then not
 # vectorized ("latch block not empty"): softmax 1024x1024 took 3.0 ms on one thread instead of 0.9.

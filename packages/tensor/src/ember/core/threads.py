@@ -12,6 +12,11 @@ threads spin on the other core for a while after each GEMM, so only kernels with
 arithmetic (GELU) use the pool: split over two threads, the CNN step's max pool, ReLU and im2col
 copies (0.1-0.4 ms each) each became slower.
 
+The C++ kernels (convolutions, flash attention, Philox draws, the code generator's loops) run their
+pieces on another pool, ``ember.core._parallel`` (csrc/parallel/pool.cpp): C++ threads that need no
+GIL, spin for some tens of microseconds after a job so that the next kernel of a step finds them
+awake, and leave unclaimed pieces to the calling thread. It follows the same count.
+
 The default is the number of cores this process may use, as PyTorch's is. The pool is made on first
 use and made again in a forked child (a fork copies no threads, so the parent's pool would hang).
 ``set_num_threads`` also sets the thread count of NumPy's OpenBLAS, which runs the GEMMs, as PyTorch's
@@ -20,6 +25,7 @@ sets its BLAS's (found among the process's loaded libraries; other BLAS builds k
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import functools
 import os
@@ -39,6 +45,13 @@ def _cores() -> int:
 
 
 _state = {"threads": _cores(), "pool": None}
+try:
+    from ember.core import _parallel as native_pool
+except ImportError:  # built without a C++ compiler: the kernels it serves are absent too
+    native_pool = None
+else:
+    native_pool.set_num_threads(_state["threads"])
+    atexit.register(native_pool.shutdown)
 _lock = threading.Lock()
 # Other thread pools that follow the count (the code generator's kernels), told of each change.
 _listeners: list[Callable[[int], None]] = []
@@ -65,6 +78,8 @@ def set_num_threads(n: int) -> None:
         _state["threads"] = n
     if pool is not None:
         pool.shutdown(wait=False)
+    if native_pool is not None:
+        native_pool.set_num_threads(n)
     blas = openblas_threads()
     if blas is not None:
         blas[0](n)

@@ -1,32 +1,29 @@
-"""The thread pool of the generated kernels (``parallel.cpp``), built once, loaded once.
+"""The thread pool of the generated kernels: the core's ``ember.core._parallel``, which Ember's other
+C++ kernels (convolutions, flash attention) share, so that workers woken by one kernel are still
+spinning when the next of a step starts.
 
 Why not OpenMP: the kernels used to be ``#pragma omp parallel for`` loops on libgomp, and the GEMMs
 between them run on NumPy's OpenBLAS, another pool on the same cores. libgomp's threads spin for
 a long while after each parallel region (``GOMP_SPINCOUNT``), so a GEMM after a kernel found its
 cores taken: a compiled MLP block ran several times slower than eager on two cores. Only
 ``OMP_WAIT_POLICY=PASSIVE`` cured it, and libgomp reads that when it loads, before Ember could set
-it. ``parallel.cpp`` is a small pool of pthreads whose workers spin for some tens of microseconds
-(enough to catch the next kernel of a sequence) and then sleep on a condition variable, and whose
-caller runs the pieces no worker has claimed, so a job never waits for a sleeper to wake. Kernels
-keep ``#pragma omp simd`` for vectorization, compiled with ``-fopenmp-simd`` (no OpenMP runtime).
+it. The pool's workers spin for some tens of microseconds (enough to catch the next kernel of a
+sequence) and then sleep on a condition variable, and its caller runs the pieces no worker has
+claimed, so a job never waits for a sleeper to wake. Kernels keep ``#pragma omp simd`` for
+vectorization, compiled with ``-fopenmp-simd`` (no OpenMP runtime).
 
 Each kernel library gets the pool's entry point, ``ember_parallel_for(begin, end, grain, fn,
 ctx)``, as a function pointer when it is loaded (``ember_set_parallel_for``), so kernels need no
 link-time dependency on the pool. The thread count follows ``ember.get_num_threads()``; a forked
-child makes a fresh pool (``pthread_atfork`` in the library); the workers are joined at exit.
+child makes a fresh pool; the workers are joined at exit.
 """
 
 from __future__ import annotations
 
-import atexit
 import ctypes
-import functools
-import os
 
 from ember.core import threads as _threads
 from ember.inductor import indirect
-
-_SOURCE = os.path.join(os.path.dirname(__file__), "parallel.cpp")
 
 # Declarations the kernels are compiled with: a pointer to the pool's entry point (filled in at
 # load), and ``ember_parallel(begin, end, grain, lambda)``, which runs a C++ callable over pieces.
@@ -46,32 +43,19 @@ template <typename F> static inline void ember_parallel(int64_t begin, int64_t e
 """
 
 
-@functools.cache
-def library() -> ctypes.CDLL:
-    """The pool's shared library (built through ``cpp_builder``'s cache the first time)."""
-    from ember.inductor import cpp_builder
-
-    with open(_SOURCE) as f:
-        source = f.read()
-    lib = ctypes.CDLL(cpp_builder.build(source))
-    lib.ember_parallel_for.restype = None
-    lib.ember_parallel_for.argtypes = [ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p]
-    lib.ember_parallel_set_num_threads.argtypes = [ctypes.c_int]
-    lib.ember_parallel_set_num_threads.restype = None
-    lib.ember_parallel_get_num_threads.restype = ctypes.c_int
-    lib.ember_parallel_set_spin_ns.argtypes = [ctypes.c_int64]
-    lib.ember_parallel_set_spin_ns.restype = None
-    lib.ember_parallel_shutdown.restype = None
-    lib.ember_parallel_worker_count.restype = ctypes.c_int
-    lib.ember_parallel_set_num_threads(_threads.get_num_threads())
-    _threads.on_num_threads_change(lib.ember_parallel_set_num_threads)
-    atexit.register(lib.ember_parallel_shutdown)
-    return lib
+def library():
+    """The pool's module (``ember.core._parallel``); a clear error where ember-tensor was built without it."""
+    if _threads.native_pool is None:
+        raise RuntimeError(
+            "ember.compile's C++ code generator needs Ember's thread pool, ember.core._parallel, which was "
+            "not built: reinstall ember-tensor with a C++17 compiler available"
+        )
+    return _threads.native_pool
 
 
 def entry_point() -> int:
     """The address of ``ember_parallel_for``, for the kernels."""
-    return ctypes.cast(library().ember_parallel_for, ctypes.c_void_p).value
+    return library().entry_point()
 
 
 def attach(kernels: ctypes.CDLL) -> None:
@@ -84,12 +68,12 @@ def attach(kernels: ctypes.CDLL) -> None:
 
 def worker_count() -> int:
     """Worker threads alive now (0 before the first parallel loop, ``threads - 1`` after)."""
-    return library().ember_parallel_worker_count()
+    return library().worker_count()
 
 
 def set_spin_ns(ns: int) -> None:
     """How long an idle worker spins before it sleeps (50 us by default)."""
-    library().ember_parallel_set_spin_ns(ns)
+    library().set_spin_ns(ns)
 
 
 __all__ = ["KERNEL_PRELUDE", "attach", "entry_point", "library", "set_spin_ns", "worker_count"]

@@ -9,9 +9,10 @@ gives the same bits.
 
 The input gradient of a stride-1 convolution is the forward kernel run on the output gradient, by
 the weight with its channel dims swapped and its taps reversed, padded by ``d*(k-1) - p``.
-The kernels split their outputs into parts that Ember's CPU threads run with the GIL released;
-a convolution of under ``_PARALLEL_MACS`` multiply-adds runs in one part, as handing work to a
-sleeping thread costs tens of microseconds. ``EMBER_CONV_NUMPY=1`` turns the kernels off
+The kernels split their outputs into pieces that the C++ thread pool (``ember.core._parallel``) runs
+with the GIL released, each thread claiming the next piece when it is free; a convolution of under
+``_PARALLEL_MACS`` multiply-adds runs in the calling thread, as waking a sleeping worker costs tens
+of microseconds. ``EMBER_CONV_NUMPY=1`` turns the kernels off
 (``conv_grid`` runs instead), as when they are not built.
 """
 
@@ -34,11 +35,7 @@ _PARALLEL_MACS = 1 << 21
 
 
 def _run(kernel, macs: int, *args) -> None:
-    parts = threads.get_num_threads() if macs >= _PARALLEL_MACS else 1
-    if parts == 1:
-        kernel(*args, 0, 1)
-    else:
-        threads.run_parts(parts, lambda part: kernel(*args, part, parts))
+    kernel(*args, 0, 1, threads.get_num_threads() if macs >= _PARALLEL_MACS else 1)
 
 
 def usable(*arrays: np.ndarray) -> bool:
@@ -94,4 +91,15 @@ def weight_grad(x: np.ndarray, g: np.ndarray, w_shape, padding, dilation, groups
     out = np.empty(tuple(w_shape), np.float32)
     macs = g.size * out[0].size
     _run(_native.weight_grad, macs, _array(x), _array(g), out, ph, pw, dh, dw, groups)
+    return out
+
+
+_PARALLEL_SUMS = 1 << 16  # elements: below this the sums run in the calling thread
+
+
+def channel_sums(x: np.ndarray) -> np.ndarray:
+    """``x`` (N, C, S), C-contiguous float32, summed over N and S: a (C,) array (see the kernel for
+    the order of the sums). Needs ``usable(x)``."""
+    out = np.empty(x.shape[1], np.float32)
+    _native.channel_sums(x, out, threads.get_num_threads() if x.size >= _PARALLEL_SUMS else 1)
     return out

@@ -1,4 +1,7 @@
-// ember_parallel: the thread pool the generated kernels' parallel loops run on.
+// ember.core._parallel: the thread pool that Ember's C++ kernels run their pieces on: the
+// convolution and flash attention kernels, the Philox kernel's long draws and the code generator's
+// parallel loops. One pool for all of them, so that the workers a kernel woke are still spinning
+// when the next kernel of a step starts, whichever module it comes from.
 //
 // Workers spin briefly after a job (so the next kernel in a sequence of kernels starts at once)
 // and then sleep on a condition variable, so they leave the cores to the BLAS threads of the GEMMs
@@ -8,6 +11,11 @@
 // A job is published as a pointer to a descriptor on the caller's stack. A worker announces
 // itself in `users` before it reads the pointer, and the caller waits for `users` to drop to zero
 // after it withdrew the pointer, so no worker touches a finished job's memory.
+//
+// Other extension modules reach ``ember_parallel_for`` through the capsule ``parallel_for`` of this
+// module (parallel.h); generated kernels through its address (``entry_point()``), handed to each
+// library when it is loaded.
+#include <pybind11/pybind11.h>
 #include <pthread.h>
 #include <sched.h>
 #include <time.h>
@@ -250,4 +258,18 @@ int ember_parallel_worker_count() {
   return pool == nullptr ? 0 : int(pool->workers.size());
 }
 
+}
+
+namespace py = pybind11;
+
+PYBIND11_MODULE(_parallel, m) {
+  m.doc() = "The thread pool of Ember's C++ kernels";
+  m.attr("parallel_for") = py::capsule(reinterpret_cast<void*>(&ember_parallel_for), "ember.core._parallel.parallel_for");
+  m.def("entry_point", [] { return reinterpret_cast<uintptr_t>(&ember_parallel_for); },
+        "The address of ember_parallel_for(begin, end, grain, fn, ctx), for generated kernels.");
+  m.def("set_num_threads", &ember_parallel_set_num_threads, py::arg("n"));
+  m.def("get_num_threads", &ember_parallel_get_num_threads);
+  m.def("set_spin_ns", &ember_parallel_set_spin_ns, py::arg("ns"));
+  m.def("shutdown", &ember_parallel_shutdown, py::call_guard<py::gil_scoped_release>());
+  m.def("worker_count", &ember_parallel_worker_count);
 }
