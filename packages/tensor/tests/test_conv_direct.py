@@ -205,6 +205,23 @@ def test_the_thread_pool_gives_the_same_bits(threads):
         ember.set_num_threads(before)
 
 
+@pytest.mark.parametrize("shape", [(32, 16, 1024), (3, 5, 37), (2, 3, 7), (1, 1, 1), (4, 2, 16)])
+def test_channel_sums(shape):
+    """Sums over images and positions against float64 (float64 lanes across images), the same bits
+    on one thread and on the pool."""
+    x = np.random.default_rng(2).standard_normal(shape).astype(np.float32) + 0.5
+    one, pooled = np.empty(shape[1], np.float32), np.empty(shape[1], np.float32)
+    native.channel_sums(x, one, 1)
+    np.testing.assert_allclose(one, x.astype(np.float64).sum(axis=(0, 2)), rtol=2e-6, atol=1e-6)
+    before = ember.get_num_threads()
+    ember.set_num_threads(3)
+    try:
+        native.channel_sums(x, pooled, 3)
+    finally:
+        ember.set_num_threads(before)
+    assert np.array_equal(one, pooled)
+
+
 def test_inf_past_the_last_output_column():
     """Lanes past the last output column multiply zero gradients by masked inputs: an inf there must
     not make the taps that never read it NaN."""
@@ -230,6 +247,10 @@ def test_bad_arguments():
         native.forward(x, w, b, np.empty(g.shape, np.float32), 1, 1, 1, 1, 1, 0, 1, 0)
     with pytest.raises(ValueError, match="threads"):
         native.weight_grad(x, g, np.empty(w.shape, np.float32), 1, 1, 1, 1, 1, 0, 1, 0)
+    with pytest.raises(ValueError, match="3-D"):
+        native.channel_sums(g, np.empty(g.shape[1], np.float32), 1)
+    with pytest.raises(ValueError, match="wrong shape"):
+        native.channel_sums(g.reshape(g.shape[0], g.shape[1], -1), np.empty(g.shape[1] + 1, np.float32), 1)
     with pytest.raises(ValueError, match="groups"):
         native.weight_grad(x, g, np.empty(w.shape, np.float32), 1, 1, 1, 1, 2, 0, 1)
 
@@ -266,7 +287,7 @@ def _build(march: str, tmp: Path):
 @pytest.mark.skipif(sys.platform != "linux" or os.uname().machine != "x86_64", reason="builds for x86-64 targets")
 def test_vector_widths_give_the_same_bits(tmp_path):
     """The installed build (the machine's widest vectors), an AVX2 build and a build without vector
-    FMA (scalar std::fma) agree bit for bit on the forward and the weight gradient."""
+    FMA (scalar std::fma) agree bit for bit on the forward, the weight gradient and channel sums."""
     builds = {"installed": native, "x86-64": _build("x86-64", tmp_path)}
     if {"avx2", "fma"} <= _cpu_flags():
         builds["haswell"] = _build("haswell", tmp_path)
@@ -279,7 +300,9 @@ def test_vector_widths_give_the_same_bits(tmp_path):
             out, grad = np.empty(g.shape, np.float32), np.empty(w.shape, np.float32)
             module.forward(x, w, b, out, ph, pw, dh, dw, groups, 0, 1)
             module.weight_grad(x, g, grad, ph, pw, dh, dw, groups, 0, 1)
-            results[name] = (out, grad)
-        for name, (out, grad) in results.items():
-            assert np.array_equal(out, results["installed"][0]), (name, case)
-            assert np.array_equal(grad, results["installed"][1]), (name, case)
+            sums = np.empty(g.shape[1], np.float32)
+            module.channel_sums(g.reshape(g.shape[0], g.shape[1], -1), sums, 1)
+            results[name] = (out, grad, sums)
+        for name, result in results.items():
+            for got, want in zip(result, results["installed"], strict=True):
+                assert np.array_equal(got, want), (name, case)
