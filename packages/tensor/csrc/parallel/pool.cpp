@@ -1,7 +1,7 @@
-// ember.core._parallel: the thread pool that Ember's C++ kernels run their pieces on: the
-// convolution and flash attention kernels, the Philox kernel's long draws and the code generator's
-// parallel loops. One pool for all of them, so that the workers a kernel woke are still spinning
-// when the next kernel of a step starts, whichever module it comes from.
+// ember.core._parallel: the thread pool that the direct convolutions, the per-channel sums and the
+// code generator's parallel loops run their pieces on. One pool for all of them, so that the workers
+// a kernel woke are still spinning when the next kernel of a step starts, whichever module it comes
+// from.
 //
 // Workers spin briefly after a job (so the next kernel in a sequence of kernels starts at once)
 // and then sleep on a condition variable, so they leave the cores to the BLAS threads of the GEMMs

@@ -12,10 +12,11 @@ threads spin on the other core for a while after each GEMM, so only kernels with
 arithmetic (GELU) use the pool: split over two threads, the CNN step's max pool, ReLU and im2col
 copies (0.1-0.4 ms each) each became slower.
 
-The C++ kernels (convolutions, flash attention, Philox draws, the code generator's loops) run their
-pieces on another pool, ``ember.core._parallel`` (csrc/parallel/pool.cpp): C++ threads that need no
-GIL, spin for some tens of microseconds after a job so that the next kernel of a step finds them
-awake, and leave unclaimed pieces to the calling thread. It follows the same count.
+The direct convolutions, the per-channel sums and the code generator's loops run their pieces on
+another pool, ``ember.core._parallel`` (csrc/parallel/pool.cpp): C++ threads that need no GIL, spin
+for some tens of microseconds after a job so that the next kernel of a step finds them awake, and
+leave unclaimed pieces to the calling thread. It follows the same count. (The flash attention and
+Philox kernels still run their parts on this module's Python threads.)
 
 The default is the number of cores this process may use, as PyTorch's is. The pool is made on first
 use and made again in a forked child (a fork copies no threads, so the parent's pool would hang).

@@ -1,6 +1,6 @@
-"""The thread pool of the generated kernels: the core's ``ember.core._parallel``, which Ember's other
-C++ kernels (convolutions, flash attention) share, so that workers woken by one kernel are still
-spinning when the next of a step starts.
+"""The thread pool of the generated kernels: the core's ``ember.core._parallel``, which the core's
+direct convolutions share, so that workers woken by one kernel are still spinning when the next of
+a step starts.
 
 Why not OpenMP: the kernels used to be ``#pragma omp parallel for`` loops on libgomp, and the GEMMs
 between them run on NumPy's OpenBLAS, another pool on the same cores. libgomp's threads spin for
