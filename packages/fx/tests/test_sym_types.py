@@ -199,3 +199,23 @@ def test_an_expression_follows_later_replacements():
     assert bool(a == b)
     assert str(total) == "2*s0"
     assert isinstance(sympy.sympify(total.node.expr), sympy.Expr)
+
+
+def test_floor_div_of_multiples_plus_a_constant():
+    """(b*k + c) // b is k + c // b for integer k: exact, for every sign of c and k."""
+    from ember.fx.experimental._sympy import FloorDiv
+
+    k = sympy.Symbol("k", integer=True)
+    j = sympy.Symbol("j", integer=True, nonnegative=True)
+    assert FloorDiv(2 * k + 1, 2) == k
+    assert FloorDiv(4 * k + 8 * j - 5, 4) == k + 2 * j - 2
+    for b in (2, 3, 4):
+        for c in range(-9, 10):
+            expr = FloorDiv(b * k + 6 * j + c, b) if 6 % b == 0 else FloorDiv(b * k + c, b)
+            for kv in (-3, 0, 5):
+                got = expr.subs({k: kv, j: 2})
+                want = (b * kv + (12 if 6 % b == 0 else 0) + c) // b
+                assert got == want, (b, c, kv, expr)
+    x = sympy.Symbol("x")  # not known to be an integer: left alone
+    assert isinstance(FloorDiv(2 * x + 1, 2), FloorDiv)
+    assert isinstance(FloorDiv(2 * k + j + 1, 2), FloorDiv)  # j is no multiple of 2

@@ -39,6 +39,16 @@ class FloorDiv(sympy.Function):
                 sympy.Mul.make_args(t)[0].is_Integer and int(sympy.Mul.make_args(t)[0]) % int(b) == 0 for t in terms
             ):
                 return sympy.Add(*[t / b for t in terms])
+            # Integer multiples of b plus a constant c: (b*k + c) // b == k + c // b for any integer k
+            # (an index 2*q + 1 of a loop split in two, halved).
+            constant, rest = a.as_coeff_Add()
+            if constant.is_Integer and rest.is_integer:
+                multiples = sympy.Add.make_args(rest)
+                if all(
+                    sympy.Mul.make_args(t)[0].is_Integer and int(sympy.Mul.make_args(t)[0]) % int(b) == 0
+                    for t in multiples
+                ):
+                    return sympy.Add(*[t / b for t in multiples]) + int(constant) // int(b)
         if isinstance(a, FloorDiv) and b.is_Integer and a.args[1].is_Integer and int(b) > 0 and int(a.args[1]) > 0:
             return FloorDiv(a.args[0], a.args[1] * b)
         return None
