@@ -39,9 +39,6 @@ KNOWN: list[frozenset[str]] = [
         # sparse tensors of their results.
         "ember.core.aten.sparse.coo_ops ember.core.sparse.api ember.core.sparse.construct ember.core.sparse.coo "
         "ember.core.sparse.kernels ember.core.sparse.pointwise ember.core.sparse.products ember.core.sparse.structure",
-        # The kernels' thread pool is a library the builder builds, and the builder attaches every kernel
-        # library it loads to the pool.
-        "ember.inductor.cpp_builder ember.inductor.runtime.parallel",
         # Fake tensors: the mode runs each op through its implementation modules, which make fake
         # tensors of that mode (PyTorch keeps the same knot inside one file).
         "ember._subclasses.fake_converter ember._subclasses.fake_dynamic ember._subclasses.fake_impls "
