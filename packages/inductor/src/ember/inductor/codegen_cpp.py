@@ -147,7 +147,7 @@ def _hoist(body: list[str], inner_var: str) -> tuple[list[str], list[str]]:
 _DIVIDED = re.compile(r"\((\w+) / (\d+)\)")
 
 
-def _halving_steps(handler: Any, loops: list, tiled: bool) -> int:
+def _index_divisor(handler: Any, loops: list, tiled: bool) -> int:
     """The d by which the body's indexes divide the innermost loop's index (a max pool's backward
     reads its pooled gradient at ``(x / 2)``), where the loop is a plain one whose static length d
     divides; else 0. Such an index makes the vectorizer gather element by element."""
@@ -319,9 +319,9 @@ def _node_code(
         loops = rloops
     body = list(handler.body)
     info = handler.reduction_info
-    steps = _halving_steps(handler, loops, tiled)
-    if steps:
-        loops, body = _split_innermost(loops, steps, node, k, arg_of, dtype_of, ridx, index, rindex, handler)
+    divisor = _index_divisor(handler, loops, tiled)
+    if divisor:
+        loops, body = _split_innermost(loops, divisor, node, k, arg_of, dtype_of, ridx, index, rindex, handler)
     if info and info[1] in ("argmax", "argmin"):
         rs = [n for _, n in rloops]
         linear = " + ".join(f"{v} * {cexpr(math.prod(rs[d + 1 :]))}" for d, (v, _) in enumerate(rloops)) or "0"
