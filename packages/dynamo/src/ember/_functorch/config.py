@@ -1,5 +1,7 @@
-"""``torch._functorch.config``: the settings of AOT autograd (``ember.aot.config``)."""
+"""``torch._functorch.config``'s path: the module ``ember.aot.config`` itself, so that settings are shared."""
 
-from ember.aot.config import functionalize_rng_ops, unknown_size_hint
+import sys
 
-__all__ = ["functionalize_rng_ops", "unknown_size_hint"]
+from ember.aot import config as _module
+
+sys.modules[__name__] = _module
