@@ -109,3 +109,18 @@ def test_inference_graph_may_update_inputs_that_require_grad():
         total = compiled(p, g)
     assert p.tolist() == [0.0, 0.0, 0.0] and float(total) == 0.0
     assert p.requires_grad and p.grad_fn is None
+
+
+def test_capture_does_not_import_the_optimizers():
+    """Capture asks whether a value is an optimizer without importing ``ember.optim`` (none can be one
+    before it is imported): a program that trains nothing does not load it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, ember\n"
+        "ember.compile(lambda x, m: m(x).sin(), backend='eager')(ember.randn(2, 3), ember.nn.Linear(3, 2))\n"
+        "print('ember.optim' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "False"

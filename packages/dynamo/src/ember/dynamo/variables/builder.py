@@ -6,6 +6,7 @@ from __future__ import annotations
 import builtins
 import collections
 import functools
+import sys
 import types
 from typing import Any
 
@@ -189,9 +190,9 @@ def _tensor_keyed_dict(tx, value: dict, source: Source) -> VariableTracker:
 
 
 def _is_optimizer(value: Any) -> bool:
-    from ember.optim import Optimizer
-
-    return isinstance(value, Optimizer)
+    # No object is an optimizer before ember.optim is imported: capture does not import it (10 modules).
+    optim = sys.modules.get("ember.optim")
+    return optim is not None and isinstance(value, optim.Optimizer)
 
 
 def _prepare_optimizer(tx, opt: Any, source: Source) -> None:
