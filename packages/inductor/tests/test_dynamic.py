@@ -15,6 +15,7 @@ from inductor_testing import assert_same
 
 import ember
 import ember.inductor.compile_fx
+from ember.aot import config as aot_config
 from ember.aot.aot_autograd import aot_function
 from ember.aot.backends import core_decompositions
 from ember.dynamo.testing import CompileCounterWithBackend
@@ -35,6 +36,8 @@ def lowered(monkeypatch):
         return inner(gm, example_inputs)
 
     monkeypatch.setattr(compile_fx_module, "compile_fx_inner", counting)
+    # every graph goes through AOT autograd to the code generator: no program from the disk cache
+    monkeypatch.setattr(aot_config, "enable_autograd_cache", False)
     return count
 
 

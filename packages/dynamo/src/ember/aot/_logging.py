@@ -15,3 +15,8 @@ def log_graph(kind: str, name: str, gm: GraphModule, artifact: str = "aot_graphs
     if logger.isEnabledFor(20):
         code = gm.print_readable(print_output=False, include_stride=True, include_device=True)
         logger.info("AOT %s of %s:\n%s", kind, name, code)
+
+
+def graphs_logged() -> bool:
+    """Whether the logs ask for AOT autograd's graphs (a program from the disk cache has none to show)."""
+    return any(logger.isEnabledFor(20) for logger in _loggers.values())

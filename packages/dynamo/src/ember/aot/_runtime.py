@@ -194,3 +194,18 @@ class _NoDoubleBackward(Function):
         out = list(out) if isinstance(out, tuple) else [out]
         it = iter(out)
         return [next(it) if isinstance(r, Tensor) else r for r in results]
+
+
+class CompiledProgram:
+    """One compiled program: its plan and how it is run (with autograd or without)."""
+
+    def __init__(self, plan: CompiledPlan, out_spec: Any, needs_autograd: bool) -> None:
+        self.plan = plan
+        self.out_spec = out_spec
+        self.needs_autograd = needs_autograd
+        self.function = autograd_function(plan) if needs_autograd else None
+
+    def __call__(self, flat_args: list) -> list:
+        if self.needs_autograd:
+            return run_autograd(self.plan, self.function, flat_args)
+        return run_inference(self.plan, flat_args)

@@ -13,6 +13,9 @@ The pipeline, for one call signature (input shapes, dtypes, what requires grad, 
 6. each graph goes to its compiler, and the runtime (``_runtime``) runs them inside an
    ``autograd.Function``.
 
+A backend whose compiled graphs another process can load passes a ``cache`` (``autograd_cache``):
+a program an earlier process saved for the same graph and signature is loaded instead of steps 1-6.
+
 Both traces run through ``ember.func.functionalize``: the graphs hold no in-place op, and the
 ``copy_`` onto an input a trace ends with (a buffer updated in place) becomes a forward output that
 the runtime copies onto the real input.
@@ -33,7 +36,8 @@ from ember.aot._metadata import (
     mutated_inputs,
     unlifted_mutations,
 )
-from ember.aot._runtime import CompiledPlan, autograd_function, run_autograd, run_inference
+from ember.aot._runtime import CompiledPlan, CompiledProgram
+from ember.aot.autograd_cache import load_program, save_program
 from ember.aot.partitioners import default_partition
 from ember.autograd import enable_grad, is_grad_enabled, no_grad
 from ember.autograd import grad as autograd_grad
@@ -110,21 +114,6 @@ def _signature(value: Any, dynamic: bool) -> Any:
     return (type(value), id(value))
 
 
-class _Compiled:
-    """One compiled program: its plan and how it is run."""
-
-    def __init__(self, plan: CompiledPlan, out_spec, needs_autograd: bool) -> None:
-        self.plan = plan
-        self.out_spec = out_spec
-        self.needs_autograd = needs_autograd
-        self.function = autograd_function(plan) if needs_autograd else None
-
-    def __call__(self, flat_args: list) -> list:
-        if self.needs_autograd:
-            return run_autograd(self.plan, self.function, flat_args)
-        return run_inference(self.plan, flat_args)
-
-
 def aot_function(
     fn: Callable,
     fw_compiler: Callable,
@@ -137,9 +126,11 @@ def aot_function(
     *,
     dynamic: bool = False,
     enable_log: bool = True,
+    cache: Any = None,
 ) -> Callable:
     """``fn`` compiled on its first call (and again for each new input signature): the forward and
-    backward graphs traced ahead of time, partitioned, and given to ``fw_compiler``/``bw_compiler``."""
+    backward graphs traced ahead of time, partitioned, and given to ``fw_compiler``/``bw_compiler``.
+    ``cache`` keeps compiled programs across processes (``autograd_cache``)."""
     aot_config = _Config(
         fw_compiler,
         bw_compiler,
@@ -149,7 +140,7 @@ def aot_function(
         dynamic,
         keep_inference_input_mutations,
     )
-    cache: dict[Any, _Compiled] = {}
+    programs: dict[Any, CompiledProgram] = {}
 
     @functools.wraps(fn)
     def returned(*args, **kwargs):
@@ -161,15 +152,20 @@ def aot_function(
             flat_args, in_spec = tree_flatten((args, kwargs))
             in_spec = repr(in_spec)
         key = (in_spec, is_grad_enabled(), tuple(_signature(a, dynamic) for a in flat_args))
-        compiled = cache.get(key)
+        compiled = programs.get(key)
         if compiled is None:
-            compiled = cache[key] = _compile(fn, flat_args, tree_flatten((args, kwargs))[1], aot_config)
+            compiled = load_program(cache, key) if cache is not None else None
+            if compiled is None:
+                compiled = _compile(fn, flat_args, tree_flatten((args, kwargs))[1], aot_config)
+                if cache is not None:
+                    save_program(cache, key, compiled)
+            programs[key] = compiled
         return tree_unflatten(compiled(flat_args), compiled.out_spec)
 
     return returned
 
 
-def _compile(fn: Callable, flat_args: list, in_spec, aot_config: _Config) -> _Compiled:
+def _compile(fn: Callable, flat_args: list, in_spec, aot_config: _Config) -> CompiledProgram:
     from ember._subclasses.fake_tensor import FakeTensorMode
     from ember.fx.experimental.symbolic_shapes import ShapeEnv
 
@@ -222,7 +218,7 @@ def _compile(fn: Callable, flat_args: list, in_spec, aot_config: _Config) -> _Co
         log_graph("inference graph", name, graph)
         compiled = aot_config.inference_compiler(graph, _example_inputs(graph))
         plan = CompiledPlan(meta, tensor_positions, [], 0, 0, rng, compiled, None, mutated)
-        return _Compiled(plan, out_spec_box[0], False)
+        return CompiledProgram(plan, out_spec_box[0], False)
 
     grad_inputs = [i for i, f in enumerate(fakes) if f.requires_grad]
     tangents = []
@@ -266,7 +262,7 @@ def _compile(fn: Callable, flat_args: list, in_spec, aot_config: _Config) -> _Co
     fw = aot_config.fw_compiler(fw_graph, _example_inputs(fw_graph))
     bw = aot_config.bw_compiler(bw_graph, _example_inputs(bw_graph))
     plan = CompiledPlan(meta, tensor_positions, grad_inputs, num_saved_tensors, num_saved_syms, rng, fw, bw, mutated)
-    return _Compiled(plan, out_spec_box[0], True)
+    return CompiledProgram(plan, out_spec_box[0], True)
 
 
 def _check_mutations(gm: GraphModule) -> None:
@@ -336,9 +332,12 @@ def aot_module_simplified(
     keep_inference_input_mutations: bool = False,
     inference_compiler: Callable | None = None,
     cudagraphs: Any = None,
+    *,
+    cache: Any = None,
 ) -> Callable:
     """What a compile backend does with the graph it receives: ``mod``'s parameters and buffers are
-    lifted as inputs before ``args``, and the compiled function takes ``args`` only."""
+    lifted as inputs before ``args``, and the compiled function takes ``args`` only. ``cache``: see
+    ``aot_function``."""
     from ember.func import functional_call
 
     _refuse_unbacked(mod)
@@ -361,6 +360,7 @@ def aot_module_simplified(
         keep_inference_input_mutations=keep_inference_input_mutations,
         inference_compiler=inference_compiler,
         dynamic=any(isinstance(s, SymInt) for a in args if isinstance(a, Tensor) for s in a.shape),
+        cache=cache,
     )
     params = [named[n] for n in names]
 

@@ -11,7 +11,9 @@ The pipeline, in order (each step a function of the one before):
                             symbolic sizes, scans, random state, stores into inputs and the check mode
 
 A whole compiled graph of the generated wrapper is kept on disk (fx_graph_cache.py): a warm start
-loads it and skips every step above.
+loads it and skips every step above. What AOT autograd made of a graph dynamo captured (the plan of
+its forward and backward, naming their compiled graphs) is kept too (aot_cache.py): a warm start
+skips AOT autograd's traces and partition as well.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 
 from ember.core.dispatch import OpOverload
 from ember.inductor import codegen_triton, compile_workers, config, cpp_builder, fx_graph_cache
+from ember.inductor.aot_cache import GraphProgramCache
 from ember.inductor.codegen_cpp import group_kernel, module_source
 from ember.inductor.combo import combo_kernel, local_buffers
 from ember.inductor.graph import GraphLowering, _is_static
@@ -80,14 +83,9 @@ def compile_fx_inner(gm: Any, example_inputs: list, *, check: bool = False) -> C
     elif config.cpu_backend != "cpp":
         raise ValueError(f'ember._inductor.config.cpu_backend must be "cpp" or "triton", got {config.cpu_backend!r}')
     key = fx_graph_cache.graph_key(gm, example_inputs) if cacheable else None
-    plan = fx_graph_cache.load(key) if key is not None else None
-    if plan is not None:
-        compiled = CompiledGraph(plan, compile_workers.load_all(_libraries(plan)))
-        for hint in plan.hints:
-            perf_log.info("%s", hint)
-        _log_code(gm, compiled.source, compiled.wrapper_source)
-        log.info("loaded a compiled graph of %d kernels in %.3fs", compiled.kernel_count, time.perf_counter() - start)
-        return compiled
+    cached = cached_graph(key, type(gm).__name__) if key is not None else None
+    if cached is not None:
+        return cached
     graph = GraphLowering(gm, example_inputs)
     graph.run()
     out_names = {o.name for o in graph.outputs if isinstance(o, Buffer)}
@@ -126,9 +124,9 @@ def compile_fx_inner(gm: Any, example_inputs: list, *, check: bool = False) -> C
     built = time.perf_counter()
     plan = _plan(graph, steps, kernels, library_of, source)
     compiled = CompiledGraph(plan, compile_workers.load_all(set(library_of.values())))
-    if key is not None:
-        fx_graph_cache.store(key, plan)
-    _log_code(gm, compiled.source, compiled.wrapper_source)
+    if key is not None and fx_graph_cache.store(key, plan):
+        compiled.cache_key = key  # the name AOT autograd's disk cache keeps of it
+    _log_code(type(gm).__name__, compiled.source, compiled.wrapper_source)
     log.info(
         "compiled a graph into %d kernels in %.2fs (lowering and scheduling %.2fs, C++ generation %.2fs, "
         "compiler %.2fs, wrapper %.2fs)", len(kernels), time.perf_counter() - start, lowered - start,
@@ -148,9 +146,29 @@ def _triton_kernel(
         return group_kernel(group, name, buffers, external, symbols)
 
 
-def _log_code(gm: Any, source: str, wrapper_source: str) -> None:
+def cached_graph(key: str, name: str) -> CompiledGraph | None:
+    """The compiled graph kept in the graph cache under ``key``, loaded (None: not there)."""
+    start = time.perf_counter()
+    plan = fx_graph_cache.load(key)
+    if plan is None:
+        return None
+    compiled = CompiledGraph(plan, compile_workers.load_all(_libraries(plan)))
+    compiled.cache_key = key
+    for hint in plan.hints:
+        perf_log.info("%s", hint)
+    _log_code(name, compiled.source, compiled.wrapper_source)
+    log.info("loaded a compiled graph of %d kernels in %.3fs", compiled.kernel_count, time.perf_counter() - start)
+    return compiled
+
+
+def _program_graph(key: str) -> CompiledGraph | None:
+    """A compiled graph that a program of AOT autograd's disk cache names."""
+    return cached_graph(key, "a graph of AOT autograd's cached program")
+
+
+def _log_code(name: str, source: str, wrapper_source: str) -> None:
     if schedule_log.isEnabledFor(logging.INFO):
-        schedule_log.info("schedule of %s:\n%s", gm.__class__.__name__, wrapper_source)
+        schedule_log.info("schedule of %s:\n%s", name, wrapper_source)
     if output_code_log.isEnabledFor(logging.INFO):
         output_code_log.info("Output code:\n%s\n# wrapper:\n%s", source, wrapper_source)
 
@@ -245,7 +263,7 @@ def _step_graph(
         lines.insert(0, "size symbols bound from the inputs by:\n" + binder.source.rstrip())
     outs = ", ".join(o.name if isinstance(o, Buffer) else repr(o) for o in graph.outputs)
     source = "\n".join(part for part in (triton_source, source) if part)
-    _log_code(gm, source, "\n".join(lines) + f"\nreturn {outs}")
+    _log_code(type(gm).__name__, source, "\n".join(lines) + f"\nreturn {outs}")
     compiled = StepGraph(graph.inputs, run_steps, graph.outputs, source, binder)
     compiled.lowered, compiled.fallbacks = graph.lowered, graph.fallbacks
     return compiled
@@ -426,7 +444,8 @@ def compile_fx(
         from ember.inductor.check import compile_checked, with_user_frames
 
         inner = functools.partial(compile_checked, functools.partial(compile_fx_inner, check=True))
-    if mode in _AUTOTUNE_MODES or any((options or {}).get(k) for k in ("max_autotune", "max_autotune_gemm")):
+    autotuned = mode in _AUTOTUNE_MODES or any((options or {}).get(k) for k in ("max_autotune", "max_autotune_gemm"))
+    if autotuned:
         inner = _autotuned(inner)
     inner = lift_constants(inner)
 
@@ -439,11 +458,14 @@ def compile_fx(
             from ember.inductor.freezing import compile_frozen
 
             return compile_frozen(gm, inputs, inner, decompositions)
+        # a new process loads what AOT autograd made of this graph (aot_cache.py), unless the compile
+        # runs eager alongside (check) or measures GEMMs (their choices are not in the graph cache)
+        cache = None if check or autotuned else GraphProgramCache.for_graph(gm, inputs, _program_graph)
         # input mutations stay in the graph (copy_ at its end): they become in-place stores (inplace.py);
         # the forward saves the fewest bytes for the backward, which runs cheap ops again (min cut)
         return aot_module_simplified(
             gm, inputs, fw_compiler=inner, bw_compiler=inner, decompositions=decompositions,
-            partition_fn=min_cut_rematerialization_partition, keep_inference_input_mutations=not check,
+            partition_fn=min_cut_rematerialization_partition, keep_inference_input_mutations=not check, cache=cache,
         )  # fmt: skip
 
     if _has_symbolic_inputs(model):

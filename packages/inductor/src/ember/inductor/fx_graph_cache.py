@@ -36,7 +36,7 @@ stats = {"hits": 0, "misses": 0, "stores": 0}
 
 
 @functools.cache
-def _package_identity() -> str:
+def package_identity() -> str:
     parts = [sys.version]
     for dist in ("ember-tensor", "ember-autograd", "ember-nn", "ember-fx", "ember-dynamo", "ember-inductor"):
         try:
@@ -52,7 +52,7 @@ def _package_identity() -> str:
 
 
 @functools.cache
-def _compiler_fingerprint() -> str:
+def compiler_fingerprint() -> str:
     """The compilers the kernel builder may pick, by resolved path, size and modification time, and
     the flags asked for: no compiler runs (probing flags takes a compiler run each, which a warm
     start does without). The libraries a cached plan names were built under the full key of
@@ -69,7 +69,7 @@ def _compiler_fingerprint() -> str:
     return "\n".join(parts)
 
 
-def _settings() -> str:
+def settings() -> str:
     values = {k: v for k, v in vars(config).items() if not k.startswith("_") and isinstance(v, int | float | str)}
     return repr(sorted(values.items())) + repr(sorted(vars(config.cpp).items()))
 
@@ -96,10 +96,10 @@ def graph_key(gm: Any, example_inputs: list) -> str | None:
     for part in (
         code,
         "|".join(_input_key(v) for v in example_inputs),
-        _settings(),
-        _compiler_fingerprint(),
+        settings(),
+        compiler_fingerprint(),
         cpp_builder.cpu_features(),
-        _package_identity(),
+        package_identity(),
     ):
         h.update(part.encode())
         h.update(b"\0")
@@ -127,18 +127,24 @@ def load(key: str) -> Plan | None:
     return plan
 
 
-def store(key: str, plan: Plan) -> None:
+def store(key: str, plan: Plan) -> bool:
+    """Keep ``plan`` under ``key``; False when it cannot be kept."""
     if any(isinstance(s, ExternStep) and not isinstance(s.op, str) for s in plan.steps):
-        return  # an extern call of something other than an op: not named across processes
+        return False  # an extern call of something other than an op: not named across processes
     try:
         data = pickle.dumps(plan)
     except (pickle.PicklingError, TypeError, AttributeError) as e:
         log.debug("compiled graph %s not cached: %s", key[:12], e)
-        return
-    path = _path(key)
+        return False
+    write_atomic(_path(key), data)
+    stats["stores"] += 1
+    return True
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """``data`` written under a temporary name, then renamed to ``path``: readers see all or nothing."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key[:12]}-")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:12]}-")
     with os.fdopen(fd, "wb") as f:
         f.write(data)
     os.replace(tmp, path)
-    stats["stores"] += 1

@@ -404,6 +404,7 @@ class CompiledGraph:
     call holds a lock (calls of one compiled graph from several threads run one at a time)."""
 
     _boxed_call = True
+    cache_key: str | None = None  # its key in the graph cache, once kept there
 
     def __init__(self, plan: Plan, libraries: dict[str, Any]) -> None:
         from ember.inductor import config
