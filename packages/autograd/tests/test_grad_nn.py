@@ -338,6 +338,18 @@ def test_batch_norm_training_and_eval(training, dtype):
     check(_batch_norm(training), [arrays[0], None, None, arrays[3], arrays[4]], [1, 0, 0, 0, 0], dtype)
 
 
+def _batch_norm_no_training(lib, x, w, b, mean, var):
+    return _aten(lib)._native_batch_norm_legit_no_training(x, w, b, mean, var, 0.1, 1e-5)[0]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_batch_norm_no_training(dtype):
+    arrays = [randn(4, 3, 5, 2), randn(3), randn(3), randn(3), RNG.uniform(0.5, 2, 3)]
+    check(_batch_norm_no_training, arrays, [1, 1, 1, 0, 0], dtype)
+    check(_batch_norm_no_training, [arrays[0], None, None, arrays[3], arrays[4]], [1, 0, 0, 0, 0], dtype)
+    check(_batch_norm_no_training, arrays, [1, 1, 1, 0, 0], "float64", create_graph=True)
+
+
 @pytest.mark.parametrize("training", [True, False])
 def test_batch_norm_double_backward(training):
     # The backward kernel's decomposition is what gets recorded: in training it must carry the

@@ -197,6 +197,7 @@ def test_native_and_enum_forms_at_torch_level():
         lambda L, a, b: L.native_group_norm(a, None, None, 5, 4, 1, 2, 1e-5),
         lambda L, a, b: L._native_batch_norm_legit(a, None, None, True, 0.1, 1e-5),
         lambda L, a, b: L._native_batch_norm_legit(a, None, None, L.zeros(4), L.ones(4), False, 0.1, 1e-5)[0],
+        lambda L, a, b: L._native_batch_norm_legit_no_training(a, b[0], b[1], b[2], b[3] + 0.5, 0.1, 1e-5),
     ]
     for case in cases:
         ours = case(ember, ember.from_numpy(x.copy()), ember.from_numpy(t.copy()))

@@ -111,8 +111,19 @@ def _fold(graph: Any, known: dict) -> int:
 def _batch_norm_ops() -> tuple:
     from ember.core import ops
 
-    names = ("_native_batch_norm_legit", "native_batch_norm")
+    names = ("_native_batch_norm_legit", "native_batch_norm", "_native_batch_norm_legit_no_training")
     return tuple(getattr(ops.aten, n).default for n in names if hasattr(ops.aten, n))
+
+
+def _batch_norm_arguments(node: Any) -> tuple:
+    """``(input, weight, bias, mean, var, training, eps)`` of a batch norm node of any of the forms."""
+    from ember.core import ops
+
+    if node.target is ops.aten._native_batch_norm_legit_no_training.default:  # (..., momentum, eps)
+        x, w, b, mean, var, _, eps = node.args[:7]
+        return x, w, b, mean, var, False, eps
+    x, w, b, mean, var, training, _, eps = node.args[:8]  # (..., training, momentum, eps)
+    return x, w, b, mean, var, training, eps
 
 
 def fold_batch_norms(graph: Any, known: dict, add_constant: Callable[[Tensor], Any]) -> int:
@@ -126,8 +137,7 @@ def fold_batch_norms(graph: Any, known: dict, add_constant: Callable[[Tensor], A
     for node in list(graph.nodes):
         if node.op != "call_function" or node.target not in _batch_norm_ops():
             continue
-        x, w, b, mean, var = node.args[:5]
-        training, eps = node.args[5], node.args[7]  # (input, weight, bias, mean, var, training, momentum, eps)
+        x, w, b, mean, var, training, eps = _batch_norm_arguments(node)
         users = list(node.users)
         if training or any(a is not None and a not in known for a in (w, b, mean, var)):
             continue

@@ -49,13 +49,18 @@ def batch_norm_no_stats(ctx, x, weight, bias, training, momentum, eps):
     return batch_norm(ctx, x, weight, bias, None, None, training, momentum, eps)
 
 
+@register("_native_batch_norm_legit_no_training.default")
+def batch_norm_no_training(ctx, x, weight, bias, running_mean, running_var, momentum, eps):
+    return batch_norm(ctx, x, weight, bias, running_mean, running_var, False, momentum, eps)
+
+
 @register("_native_batch_norm_legit.default")
 def batch_norm(ctx, x, weight, bias, running_mean, running_var, training, momentum, eps):
     _static("batch norm", x)
     ndim = len(x.size)
     if ndim < 2:
         raise NotImplementedError("batch norm of an input with fewer than 2 dimensions")
-    for stat in (running_mean, running_var):
+    for stat in (running_mean, running_var) if training else ():
         if stat is not None and stat.buffer is not None and stat.buffer.name.startswith("arg"):
             raise NotImplementedError("batch norm updating a graph input's running statistics in place")
     dt = compute_dtype(x.dtype)

@@ -174,6 +174,22 @@ def _native_batch_norm_legit(grad, input, weight, running_mean, running_var, tra
     return (*grads, None, None)
 
 
+def _batch_norm_no_training_jvp(tangents, input, weight, bias, running_mean, running_var, momentum, eps, result):
+    return _batch_norm_jvp(tangents, input, weight, running_mean, running_var, False, eps, result)
+
+
+@derivative(
+    aten._native_batch_norm_legit_no_training.default,
+    save=("input", "weight", "running_mean", "running_var", "result"),
+    output_differentiable=(True, False, False),
+    refuse=("running_mean", "running_var"),
+    jvp=_batch_norm_no_training_jvp,
+)
+def _native_batch_norm_no_training(grad, input, weight, running_mean, running_var, eps, result, needs, **_):
+    grads = _batch_norm_grads(grad, input, weight, running_mean, running_var, False, eps, result, needs)
+    return (*grads, None, None)
+
+
 @derivative(
     aten._native_batch_norm_legit.no_stats,
     save=("input", "weight", "result"),

@@ -63,6 +63,7 @@ register(
     loop,
     aten._native_batch_norm_legit.default,
     aten._native_batch_norm_legit.no_stats,
+    aten._native_batch_norm_legit_no_training.default,
     aten.native_group_norm.default,
     aten._pad_circular.default,
     aten.binary_cross_entropy.default,

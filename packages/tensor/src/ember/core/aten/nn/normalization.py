@@ -54,6 +54,13 @@ batch_norm_no_stats_op = define(
     "float eps) -> (Tensor, Tensor, Tensor)",
     ("core",),
 )
+# Evaluation mode: the running statistics are only read, so the op is functional (graphs need no
+# copy of them and write nothing back).
+batch_norm_no_training_op = define(
+    "_native_batch_norm_legit_no_training(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, "
+    "Tensor running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor)",
+    ("core",),
+)
 batch_norm_op = define(
     "batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, "
     "bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor"
@@ -471,6 +478,11 @@ def _batch_norm_no_stats(input, weight, bias, training, momentum, eps):
     return _batch_norm(input, weight, bias, None, None, training, momentum, eps)
 
 
+@batch_norm_no_training_op.register_kernel("cpu")
+def _batch_norm_no_training(input, weight, bias, running_mean, running_var, momentum, eps):
+    return _batch_norm(input, weight, bias, running_mean, running_var, False, momentum, eps)
+
+
 @batch_norm_legit_op.register_meta
 def _batch_norm_legit_meta(input, weight, bias, running_mean, running_var, training, momentum, eps):
     return _batch_norm_meta(input, weight, bias, running_mean, running_var, training)
@@ -479,6 +491,11 @@ def _batch_norm_legit_meta(input, weight, bias, running_mean, running_var, train
 @batch_norm_no_stats_op.register_meta
 def _batch_norm_no_stats_meta(input, weight, bias, training, momentum, eps):
     return _batch_norm_meta(input, weight, bias, None, None, training)
+
+
+@batch_norm_no_training_op.register_meta
+def _batch_norm_no_training_meta(input, weight, bias, running_mean, running_var, momentum, eps):
+    return _batch_norm_meta(input, weight, bias, running_mean, running_var, False)
 
 
 @batch_norm_op.register_decomposition
@@ -495,6 +512,8 @@ def _batch_norm_decomposition(input, weight, bias, running_mean, running_var, tr
         if not training:
             raise RuntimeError("running_mean must be defined in evaluation mode")
         return batch_norm_no_stats_op(input, weight, bias, training, momentum, eps)[0]
+    if not training:
+        return batch_norm_no_training_op(input, weight, bias, running_mean, running_var, momentum, eps)[0]
     return batch_norm_legit_op(input, weight, bias, running_mean, running_var, training, momentum, eps)[0]
 
 
@@ -506,6 +525,13 @@ def batch_norm(input, weight, bias, running_mean, running_var, training, momentu
     return batch_norm_op(
         input, weight, bias, running_mean, running_var, training, float(momentum), float(eps), cudnn_enabled
     )
+
+
+@public("_native_batch_norm_legit_no_training")
+def _native_batch_norm_legit_no_training(input, weight, bias, running_mean, running_var, momentum, eps):
+    """``ember._native_batch_norm_legit_no_training``: batch norm in evaluation mode, (result, and two
+    empty statistics); the running statistics are read, never written."""
+    return batch_norm_no_training_op(input, weight, bias, running_mean, running_var, float(momentum), float(eps))
 
 
 @public("native_layer_norm")
