@@ -15,9 +15,9 @@ Reported: Ember's time, PyTorch's, their ratio (target: at most 1.0), and the co
 (first call less a warm call; Ember's kernels may come from its disk cache, say ``EMBER_CACHE_DIR``
 to an empty folder for a truly cold start). A second table (``_inductor_models.py``) runs whole
 models: a GPT block forward and forward+backward, a small CNN forward+backward, 50 small ops on 8x8
-tensors, with compile times, a cold and a warm start (each in a new process: the first with an empty
-cache folder, the second reading it; "of cold" is their ratio, the issue's warm-start measure) and Ember
-eager times. "embedding fwd+bwd": GPT-2's token embedding
+tensors, with cold starts of both libraries and Ember's warm start (each in a new process: a cold one
+with an empty cache folder, the warm one reading what Ember's cold one wrote; "of cold" is their
+ratio, the issue's warm-start measure) and Ember eager times. "embedding fwd+bwd": GPT-2's token embedding
 (50257x768) on 4096 tokens, forward and backward. ``--only GPT,CNN`` picks cases by name.
 Asserts nothing; the timings are only as quiet as the machine.
 """
@@ -38,7 +38,8 @@ def _parse() -> argparse.Namespace:
     parser.add_argument(
         "--only", default="", help="run only the cases whose name contains one of these (comma-separated)"
     )
-    parser.add_argument("--warm-start", default=None, help=argparse.SUPPRESS)  # internal: one warm-start run
+    parser.add_argument("--warm-start", default=None, help=argparse.SUPPRESS)  # internal: one start of a case
+    parser.add_argument("--start-lib", default="ember", help=argparse.SUPPRESS)  # internal: whose start
     return parser.parse_args()
 
 
@@ -236,9 +237,9 @@ def gemm_max_autotune() -> None:
 
 if __name__ == "__main__":
     if ARGS.warm_start is not None:
-        from _inductor_models import warm_start_main
+        from _inductor_models import start_main
 
-        warm_start_main(ARGS)
+        start_main(ARGS)
     else:
         main()
         if any(part in "GEMM 512^3 autotune" for part in ARGS.only.split(",")):
