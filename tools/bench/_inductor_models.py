@@ -5,7 +5,7 @@ Each case is built the same way in both libraries from the same weights. "forwar
 Reported per case: Ember's time and PyTorch's (median of R steps), the cold compile of each (first
 step less a warm step, in a new process with an empty cache folder of its own; target: Ember's at
 most half of PyTorch's), Ember's warm start (the same case compiled in a new process with the disk
-cache filled by its cold run; target: at most 10% of the cold compile), and Ember's eager time for
+cache filled by its cold run, the median of three; target: at most 10% of the cold compile), and Ember's eager time for
 reference. The steps of Ember compiled, PyTorch compiled
 and Ember eager are timed in turns, so that load on the machine falls on all three alike.
 """
@@ -149,7 +149,7 @@ def _interleaved(steps: list, rounds: int) -> list[float]:
     return [statistics.median(t) for t in times]
 
 
-def _start(lib, name: str, threads: int, rounds: int) -> tuple[float, float]:
+def start(lib, name: str, threads: int, rounds: int) -> tuple[float, float]:
     """(compile seconds, median step seconds) of ``lib``'s compiled case (first call less a warm call)."""
     lib.set_num_threads(threads)
     fn, args, model = _case(name, lib)
@@ -159,24 +159,13 @@ def _start(lib, name: str, threads: int, rounds: int) -> tuple[float, float]:
     return max(first - median, 0.0), median
 
 
-def start_main(args) -> None:
-    """In a new process: one library's compile of one case, with the cache folder it is given (empty
-    or filled)."""
-    if args.start_lib == "torch":
-        import torch as lib
-    else:
-        import ember as lib
-    compile_s, step_s = _start(lib, args.warm_start, args.threads, 5)
-    print(json.dumps({"compile": compile_s, "step": step_s}))
-
-
 def _new_process_compile(name: str, args, cache: str, lib: str = "ember") -> float:
-    """``lib``'s compile time of one case in a new process whose cache folder is ``cache``."""
-    env = dict(os.environ, EMBER_CACHE_DIR=cache) if lib == "ember" else dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache)
+    """``lib``'s compile time of one case in a new process (``_start.py``) whose cache folder is ``cache``."""
+    env = dict(os.environ, **{"EMBER_CACHE_DIR" if lib == "ember" else "TORCHINDUCTOR_CACHE_DIR": cache})
     # A start reads the bytecode of the modules it imports from Python's cache, as an installed
     # package's does: without it each new process compiles the compiler's sources again (80 ms).
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    cmd = [sys.executable, sys.argv[0], "--threads", str(args.threads), "--warm-start", name, "--start-lib", lib]
+    cmd = [sys.executable, os.path.join(os.path.dirname(__file__), "_start.py"), lib, name, str(args.threads)]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     try:
         return json.loads(proc.stdout.strip().splitlines()[-1])["compile"]
@@ -211,7 +200,9 @@ def models_main(args) -> None:
         # own), then Ember warm (reading what its cold start wrote). In this process either library may
         # reuse what an earlier case compiled.
         own_cache, their_cache = (tempfile.mkdtemp(prefix=f"{lib}-bench-start-") for lib in ("ember", "torch"))
-        cold, warm = (_new_process_compile(name, args, own_cache) for _ in range(2))
+        cold = _new_process_compile(name, args, own_cache)
+        # the median of three warm starts: one start's time moves by tens of milliseconds on this machine
+        warm = statistics.median(_new_process_compile(name, args, own_cache) for _ in range(3))
         their_cold = _new_process_compile(name, args, their_cache, "torch")
         unit, scale = ("us", 1e6) if our_time < 1e-3 else ("ms", 1e3)
         print(

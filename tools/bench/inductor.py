@@ -38,8 +38,6 @@ def _parse() -> argparse.Namespace:
     parser.add_argument(
         "--only", default="", help="run only the cases whose name contains one of these (comma-separated)"
     )
-    parser.add_argument("--warm-start", default=None, help=argparse.SUPPRESS)  # internal: one start of a case
-    parser.add_argument("--start-lib", default="ember", help=argparse.SUPPRESS)  # internal: whose start
     return parser.parse_args()
 
 
@@ -236,14 +234,9 @@ def gemm_max_autotune() -> None:
 
 
 if __name__ == "__main__":
-    if ARGS.warm_start is not None:
-        from _inductor_models import start_main
+    main()
+    if any(part in "GEMM 512^3 autotune" for part in ARGS.only.split(",")):
+        gemm_max_autotune()
+    from _inductor_models import models_main
 
-        start_main(ARGS)
-    else:
-        main()
-        if any(part in "GEMM 512^3 autotune" for part in ARGS.only.split(",")):
-            gemm_max_autotune()
-        from _inductor_models import models_main
-
-        models_main(ARGS)
+    models_main(ARGS)
