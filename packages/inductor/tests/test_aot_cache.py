@@ -20,6 +20,7 @@ from ember.aot.aot_autograd import _signature
 from ember.fx import symbolic_trace
 from ember.inductor import config
 from ember.inductor.aot_cache import GraphProgramCache
+from ember.nn.attention import SDPBackend, sdpa_kernel
 
 WARM_START = textwrap.dedent(
     """
@@ -193,6 +194,8 @@ def test_the_key_follows_the_graph_the_inputs_and_the_settings(monkeypatch):
     finally:
         ember.set_default_dtype(default)
     assert key == _key(f, x)
+    with sdpa_kernel(SDPBackend.MATH):
+        assert key != _key(f, x)
     monkeypatch.setattr(config, "realize_ops_threshold", 7)
     assert key != _key(f, x)
     monkeypatch.undo()

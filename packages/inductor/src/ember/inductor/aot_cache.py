@@ -5,13 +5,13 @@ the graph-cache keys of the compiled forward and backward. It skips the fake run
 with functionalization and decompositions, the partition, and the graph-cache keys of both graphs.
 
 The key: dynamo's graph (its code); the call signature (each input's sizes, strides, dtype, device
-and requires_grad; grad mode); the default dtype and autocast's state; the settings of the code
-generator and of AOT autograd; the compiler and the CPU (as the graph cache has them); and the code
-that traces, partitions and lowers: every source file of Ember's packages by path, size and
-modification time (reading them all would cost a warm start more than it saves). Graphs the key
-cannot describe are not kept: those that read module attributes (``get_attr``, ``call_module``),
-call functions from outside Ember (a user's function's body is not in the code) or ops outside
-ATen, or take symbolic sizes.
+and requires_grad; grad mode); the default dtype, autocast's state and the attention backends
+enabled; the settings of the code generator and of AOT autograd; the compiler and the CPU (as the
+graph cache has them); and the code that traces, partitions and lowers: every source file of
+Ember's packages by path, size and modification time (reading them all would cost a warm start more
+than it saves). Graphs the key cannot describe are not kept: those that read module attributes
+(``get_attr``, ``call_module``), call functions from outside Ember (a user's function's body is
+not in the code) or ops outside ATen, or take symbolic sizes.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from ember.core.tensor import Tensor
 from ember.dynamo.guards import autocast_state
 from ember.inductor import config, cpp_builder, fx_graph_cache
 from ember.inductor.wrapper import CompiledGraph
+from ember.sdpa import backends as sdpa_backends
 
 log = logging.getLogger(__name__)
 
@@ -131,8 +132,11 @@ class GraphProgramCache:
         if not all(_stable(s) for s in inputs):
             return None
         h = hashlib.sha256(self.base.encode())
-        # the global state a trace reads, as dynamo's guards have it: factories' dtype, autocast's casts
-        state = (promotion.get_default_dtype(), autocast_state())
+        # the global state a trace reads: factories' dtype and autocast's casts (as dynamo's guards have
+        # them), and the attention backends enabled (which kernel a trace of attention chose)
+        enabled, order = sdpa_backends.state()
+        attention = (sorted((b.name, on) for b, on in enabled.items()), [b.name for b in order])
+        state = (promotion.get_default_dtype(), autocast_state(), attention)
         h.update(repr((in_spec, grad_enabled, inputs, state)).encode())
         return h.hexdigest()
 
