@@ -104,3 +104,21 @@ def test_an_op_without_lowering_falls_back_with_its_reason():
     assert_same(compiled(x), (x * 2).sort(1).values + 1)
     reasons = dict(rec.graphs[0].fallbacks)
     assert reasons == {"aten.sort.stable": "no lowering for aten.sort.stable"}
+
+
+def test_a_returned_value_is_read_back_by_its_other_readers():
+    """A value the graph returns is written anyway: a reduction that also reads it loads it rather than
+    computing it again from the input (one ``sin`` in the source, not two)."""
+    x = ember.randn(64, 32)
+
+    def fn(t):
+        y = t.sin() * 2
+        return y, y.exp().sum(0)
+
+    compiled, rec = compile_with_inductor(fn)
+    got, want = compiled(x), fn(x)
+    assert_same(got[0], want[0])
+    assert_same(got[1], want[1], rtol=1e-5)
+    (graph,) = rec.graphs
+    kernels = graph.source.split('extern "C"', 1)[1]
+    assert kernels.count("sin(") == 1, kernels

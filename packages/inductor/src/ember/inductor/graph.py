@@ -365,7 +365,20 @@ class GraphLowering:
             users > 1 and result.ops_count > config.realize_reads_threshold
         ):
             return TensorBox.of(self.realize(result))
+        # a value the graph returns (one saved for the backward) is written anyway: its other readers
+        # read that buffer instead of computing it again from what it reads
+        val = node.meta.get("val")
+        returned = users > 1 and any(u.op == "output" for u in node.users)
+        if returned and _is_tensor(val) and _is_static(val) and not self._is_bare_load(result):
+            return TensorBox.of(self.realize(result, _dense_layout(val)))
         return result
+
+    def _is_bare_load(self, box: TensorBox) -> bool:
+        """Whether ``box`` only reads one buffer through index arithmetic (a view, returned as one)."""
+        probe = _ViewProbe()
+        with set_ops_handler(probe):
+            result = box.loader(list(index_symbols("x", len(box.size))))
+        return probe.count == 1 and isinstance(result, tuple)
 
     def _note_shape_env(self, value: Any) -> None:
         parts = (*value.shape, *value.stride(), value.storage_offset()) if _is_tensor(value) else (value,)
