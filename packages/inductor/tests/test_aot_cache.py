@@ -44,11 +44,14 @@ WARM_START = textwrap.dedent(
     aot_autograd.make_fx, GraphLowering.run = counting_make_fx, counting_run
 
     ember.manual_seed(0)
-    model = ember.nn.Sequential(ember.nn.Linear(6, 8), ember.nn.BatchNorm1d(8), ember.nn.ReLU())
+    model = ember.nn.Sequential(
+        ember.nn.Linear(6, 8), ember.nn.BatchNorm1d(8), ember.nn.ReLU(), ember.nn.Dropout(0.25), ember.nn.Linear(8, 8)
+    )
     x = ember.linspace(-2, 2, 30).reshape(5, 6)
 
     def step(x):
-        # a loss, an output that is a view of the input, and running statistics updated in place
+        # a loss, an output that is a view of the input, running statistics updated in place, and
+        # dropout's draws (the Philox seed and offset are inputs and an output of the graphs)
         return model(x).square().mean(), x.t()
 
     loss, view = ember.compile(step)(x)
@@ -60,6 +63,7 @@ WARM_START = textwrap.dedent(
         **counts, **{"aot_" + k: v for k, v in autograd_cache.stats.items()},
         "graph_hits": fx_graph_cache.stats["hits"], "loss": loss.item(), "inferred": inferred.tolist(),
         "grad": model[0].weight.grad.flatten().tolist(), "running_mean": model[1].running_mean.tolist(),
+        "offset": ember.default_generator.get_offset(),
         "view_is_input": view.data_ptr() == x.data_ptr() and view.stride() == (1, 6),
     }))
     """
@@ -80,7 +84,7 @@ def test_a_new_process_loads_the_programs_and_traces_nothing(tmp_path):
     warm = run()
     assert (warm["traces"], warm["lowered"], warm["aot_hits"], warm["aot_saves"]) == (0, 0, 2, 0)
     assert warm["graph_hits"] == 3
-    for name in ("loss", "inferred", "grad", "running_mean"):
+    for name in ("loss", "inferred", "grad", "running_mean", "offset"):
         assert warm[name] == cold[name], name
     assert warm["view_is_input"] and cold["view_is_input"]
     assert not [p for p in tmp_path.rglob("*") if p.name.startswith(".")]  # no temporary left behind

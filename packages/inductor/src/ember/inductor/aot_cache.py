@@ -33,6 +33,7 @@ from ember.core.dispatch import OpOverload, OpOverloadPacket
 from ember.core.tensor import Tensor
 from ember.dynamo.guards import autocast_state
 from ember.inductor import config, cpp_builder, fx_graph_cache
+from ember.inductor.lowering_random import RngGraph
 from ember.inductor.wrapper import CompiledGraph
 from ember.sdpa import backends as sdpa_backends
 
@@ -156,10 +157,19 @@ class GraphProgramCache:
             return
         fx_graph_cache.write_atomic(_path(key), data)
 
-    def handle(self, compiled: Any) -> str | None:
+    def handle(self, compiled: Any) -> str | tuple | None:
+        """A compiled graph's key in the graph cache; with the positions of its seed and offset when
+        it draws random numbers."""
+        if type(compiled) is RngGraph:
+            inner = self.handle(compiled.compiled)
+            return None if inner is None else (inner, tuple(compiled.rng_inputs), tuple(compiled.rng_outputs))
         return compiled.cache_key if type(compiled) is CompiledGraph else None
 
-    def restore(self, handle: str) -> CompiledGraph | None:
+    def restore(self, handle: str | tuple) -> CompiledGraph | RngGraph | None:
+        if isinstance(handle, tuple):
+            key, rng_in, rng_out = handle
+            compiled = self._restore(key)
+            return None if compiled is None else RngGraph(compiled, list(rng_in), list(rng_out))
         return self._restore(handle)
 
 

@@ -8,7 +8,7 @@ The pipeline, in order (each step a function of the one before):
     group_kernel            one C++ kernel per group (codegen_cpp.py)
     compile_workers         compile in parallel (or take from the disk cache) and load
     CompiledGraph           the generated wrapper (wrapper.py), or StepGraph (wrapper_steps.py) for
-                            symbolic sizes, scans, random state, stores into inputs and the check mode
+                            symbolic sizes, scans, stores into inputs and the check mode
 
 A whole compiled graph of the generated wrapper is kept on disk (fx_graph_cache.py): a warm start
 loads it and skips every step above. What AOT autograd made of a graph dynamo captured (the plan of
@@ -64,17 +64,17 @@ def compile_fx_inner(gm: Any, example_inputs: list, *, check: bool = False) -> C
 
     The generated wrapper (``wrapper.py``: memory planning, the graph cache, kernels built in parallel)
     runs graphs of static sizes whose steps are kernels and eager ops; the step wrapper
-    (``wrapper_steps.py``) runs the rest: symbolic sizes, scans' generated kernels, random state, stores
-    into inputs, and the check mode (``check``: every value an output, compared by ``check.py``)."""
+    (``wrapper_steps.py``) runs the rest: symbolic sizes, scans' generated kernels, stores into inputs,
+    and the check mode (``check``: every value an output, compared by ``check.py``)."""
     start = time.perf_counter()
     # the Philox seed and offset ints of AOT autograd's random ops travel as one-element buffers
     rng_in, rng_out = rng_inputs(gm)
     if rng_in:
         example_inputs = [as_rng_tensor(a) if i in rng_in else a for i, a in enumerate(example_inputs)]
-    # cached: what the generated wrapper runs (symbolic sizes and random state never reach it), and not
+    # cached: what the generated wrapper runs (symbolic sizes never reach it), and not
     # the check mode, freezing or max-autotune (its choices live in the autotune cache, measured here)
     autotuned = config.max_autotune or config.max_autotune_gemm
-    cacheable = config.fx_graph_cache and not (check or config.freezing or autotuned or rng_in or rng_out)
+    cacheable = config.fx_graph_cache and not (check or config.freezing or autotuned)
     cacheable = cacheable and all(_is_static(a) for a in example_inputs)
     triton = config.cpu_backend == "triton"
     if triton:
@@ -85,7 +85,7 @@ def compile_fx_inner(gm: Any, example_inputs: list, *, check: bool = False) -> C
     key = fx_graph_cache.graph_key(gm, example_inputs) if cacheable else None
     cached = cached_graph(key, type(gm).__name__) if key is not None else None
     if cached is not None:
-        return cached
+        return RngGraph(cached, rng_in, rng_out) if rng_in or rng_out else cached
     graph = GraphLowering(gm, example_inputs)
     graph.run()
     out_names = {o.name for o in graph.outputs if isinstance(o, Buffer)}
@@ -114,7 +114,7 @@ def compile_fx_inner(gm: Any, example_inputs: list, *, check: bool = False) -> C
     generated = [b.op for b in live if isinstance(b, ExternBuffer) and isinstance(b.op, GeneratedKernel)]
     generated = [g for g in generated if not g.as_kernel]
     in_place = any(isinstance(b, MutationBuffer) for b in live)
-    if check or binder is not None or generated or in_place or rng_in or rng_out or triton:
+    if check or binder is not None or generated or in_place or triton:
         compiled = _step_graph(gm, graph, steps, kernels, generated, binder)
         log.info("compiled a graph into %d kernels in %.2fs", len(kernels), time.perf_counter() - start)
         return RngGraph(compiled, rng_in, rng_out) if rng_in or rng_out else compiled
@@ -132,7 +132,7 @@ def compile_fx_inner(gm: Any, example_inputs: list, *, check: bool = False) -> C
         "compiler %.2fs, wrapper %.2fs)", len(kernels), time.perf_counter() - start, lowered - start,
         generated_at - lowered, built - generated_at, time.perf_counter() - built,
     )  # fmt: skip
-    return compiled
+    return RngGraph(compiled, rng_in, rng_out) if rng_in or rng_out else compiled
 
 
 def _triton_kernel(

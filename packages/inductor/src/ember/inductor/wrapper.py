@@ -5,9 +5,9 @@ so the disk cache can keep it) and the plan becomes the source of one Python fun
 ``exec``: each buffer is a local variable, each kernel call fills a ctypes pointer array made once
 and calls into the shared library, each extern call is a direct call of the eager op. A call of the
 compiled graph allocates its outputs and nothing else in Python. It runs graphs of static sizes whose
-steps are kernels (combo kernels included) and eager ops; graphs with symbolic sizes, scans' generated
-kernels, random state, stores into inputs, and the check mode run on the step wrapper
-(``wrapper_steps.py``).
+steps are kernels (combo kernels included) and eager ops, random draws included (the Philox seed and
+offset come in as one-element buffers); graphs with symbolic sizes, scans' generated kernels, stores
+into inputs, and the check mode run on the step wrapper (``wrapper_steps.py``).
 
 Memory planning: a buffer the wrapper allocates gives its storage, once its last reader has run, to
 a later buffer of the same size in bytes and dtype (``config.memory_planning``). A buffer the graph
