@@ -11,6 +11,7 @@ import pytest
 from inductor_testing import assert_same, compile_with_inductor
 
 import ember
+from ember.aot import config as aot_config
 from ember.inductor import config, fx_graph_cache
 from ember.inductor.lowering_random import RngGraph
 from ember.inductor.wrapper import CompiledGraph
@@ -28,6 +29,7 @@ def inner_graphs(monkeypatch):
         return graphs[-1]
 
     monkeypatch.setattr(cfx, "compile_fx_inner", record)
+    monkeypatch.setattr(aot_config, "enable_autograd_cache", False)  # every graph is compiled, none loaded
     ember.compiler.reset()
     yield graphs
     ember.compiler.reset()
@@ -101,7 +103,7 @@ def test_stores_into_inputs_keep_the_inputs_memory(inner_graphs):
     assert (p.data_ptr(), m.data_ptr()) == pointers
     assert_same(p, p_want, rtol=1e-6, atol=1e-6)
     assert_same(m, m_want, rtol=1e-6, atol=1e-6)
-    assert isinstance(inner_graphs[-1], StepGraph)
+    assert isinstance(inner_graphs[-1], CompiledGraph)  # the generated wrapper: the graph cache keeps it
 
 
 def test_the_check_mode_runs_on_the_step_wrapper_and_is_not_cached(inner_graphs):
@@ -231,3 +233,32 @@ def test_nn_lowerings_over_symbolic_sizes_match_eager():
         x, idx = ember.randn(n, 2, 4, 4), ember.randint(0, 16, (n, 7))
         assert_same(compiled(x, idx), fn(x, idx), rtol=1e-4, atol=1e-5)
     assert len(graphs) == 1 and isinstance(graphs[0], StepGraph)
+
+
+def test_an_input_written_in_place_must_come_with_the_strides_it_was_compiled_for():
+    """The generated wrapper copies an input of other strides to the kernels' layout; an input the
+    kernels write cannot be copied (the stores would not reach the caller's tensor): a clear error."""
+    from ember.aot.aot_autograd import aot_function
+    from ember.aot.backends import core_decompositions
+    from ember.inductor.compile_fx import compile_fx_inner
+
+    def step(p, g):
+        p.sub_(g * 0.5)
+
+    graphs = []
+
+    def compiler(gm, inputs):
+        graphs.append(compile_fx_inner(gm, inputs))
+        return graphs[-1]
+
+    fn = aot_function(step, fw_compiler=compiler, decompositions=core_decompositions(),
+                      keep_inference_input_mutations=True)  # fmt: skip
+    p, g = ember.randn(4, 6), ember.randn(4, 6)
+    want = p - g * 0.5
+    with ember.no_grad():
+        fn(p, g)
+    assert_same(p, want)
+    assert isinstance(graphs[-1], CompiledGraph)
+    transposed = ember.randn(6, 4).t()
+    with pytest.raises(RuntimeError, match="writes arg0 in place"):
+        graphs[-1]([transposed, g])

@@ -8,7 +8,7 @@ The pipeline, in order (each step a function of the one before):
     group_kernel            one C++ kernel per group (codegen_cpp.py)
     compile_workers         compile in parallel (or take from the disk cache) and load
     CompiledGraph           the generated wrapper (wrapper.py), or StepGraph (wrapper_steps.py) for
-                            symbolic sizes, scans, stores into inputs and the check mode
+                            symbolic sizes, scans and the check mode
 
 A whole compiled graph of the generated wrapper is kept on disk (fx_graph_cache.py): a warm start
 loads it and skips every step above. What AOT autograd made of a graph dynamo captured (the plan of
@@ -64,8 +64,7 @@ def compile_fx_inner(gm: Any, example_inputs: list, *, check: bool = False) -> C
 
     The generated wrapper (``wrapper.py``: memory planning, the graph cache, kernels built in parallel)
     runs graphs of static sizes whose steps are kernels and eager ops; the step wrapper
-    (``wrapper_steps.py``) runs the rest: symbolic sizes, scans' generated kernels, stores into inputs,
-    and the check mode (``check``: every value an output, compared by ``check.py``)."""
+    (``wrapper_steps.py``) runs the rest: symbolic sizes, scans' generated kernels and the check mode (``check``: every value an output, compared by ``check.py``)."""
     start = time.perf_counter()
     # the Philox seed and offset ints of AOT autograd's random ops travel as one-element buffers
     rng_in, rng_out = rng_inputs(gm)
@@ -113,8 +112,7 @@ def compile_fx_inner(gm: Any, example_inputs: list, *, check: bool = False) -> C
     # scans and other kernels generated for one node, called as extern ops: their source joins the module
     generated = [b.op for b in live if isinstance(b, ExternBuffer) and isinstance(b.op, GeneratedKernel)]
     generated = [g for g in generated if not g.as_kernel]
-    in_place = any(isinstance(b, MutationBuffer) for b in live)
-    if check or binder is not None or generated or in_place or triton:
+    if check or binder is not None or generated or triton:
         compiled = _step_graph(gm, graph, steps, kernels, generated, binder)
         log.info("compiled a graph into %d kernels in %.2fs", len(kernels), time.perf_counter() - start)
         return RngGraph(compiled, rng_in, rng_out) if rng_in or rng_out else compiled
@@ -208,8 +206,11 @@ def _plan(graph: GraphLowering, steps: list, kernels: list, library_of: dict[str
             op = str(step.op) if isinstance(step.op, OpOverload) else step.op
             kwargs = {k: _ref(v) for k, v in step.kwargs.items()}
             out.append(ExternStep(step.name, op, _ref(step.args), kwargs, step.reason, _layout(step)))
+    written = {b.target.name for b in graph.buffers if isinstance(b, MutationBuffer)}
     inputs = [
-        InputSpec(b.name, b.layout.size, b.layout.stride, b.dtype) if isinstance(b, InputBuffer) else b
+        InputSpec(b.name, b.layout.size, b.layout.stride, b.dtype, b.name in written)
+        if isinstance(b, InputBuffer)
+        else b
         for b in graph.inputs
     ]
     outputs = [Ref(o.name) if isinstance(o, Buffer) else o for o in graph.outputs]

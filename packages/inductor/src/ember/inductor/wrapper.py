@@ -5,9 +5,10 @@ so the disk cache can keep it) and the plan becomes the source of one Python fun
 ``exec``: each buffer is a local variable, each kernel call fills a ctypes pointer array made once
 and calls into the shared library, each extern call is a direct call of the eager op. A call of the
 compiled graph allocates its outputs and nothing else in Python. It runs graphs of static sizes whose
-steps are kernels (combo kernels included) and eager ops, random draws included (the Philox seed and
-offset come in as one-element buffers); graphs with symbolic sizes, scans' generated kernels, stores
-into inputs, and the check mode run on the step wrapper (``wrapper_steps.py``).
+steps are kernels (combo kernels included) and eager ops, random draws (the Philox seed and offset
+come in as one-element buffers) and stores into inputs (an input a kernel writes must come with the
+strides it was compiled for: a copy would take the stores away) included; graphs with symbolic
+sizes, scans' generated kernels, and the check mode run on the step wrapper (``wrapper_steps.py``).
 
 Memory planning: a buffer the wrapper allocates gives its storage, once its last reader has run, to
 a later buffer of the same size in bytes and dtype (``config.memory_planning``). A buffer the graph
@@ -108,6 +109,7 @@ class InputSpec:
     size: tuple[int, ...]
     stride: tuple[int, ...]
     dtype: DType
+    written: bool = False  # a kernel stores into it (an input mutation, inplace.py)
 
 
 @dataclass
@@ -383,6 +385,11 @@ def check_input(spec: InputSpec, a: Any) -> Any:
         )
     if all(x == y for x, y, n in zip(a._stride, spec.stride, spec.size, strict=True) if n != 1):
         return a
+    if spec.written:  # the kernels store into it: a copy would take the stores away from the caller's tensor
+        raise RuntimeError(
+            f"compiled graph writes {spec.name} in place and was specialized for its strides {spec.stride}, got "
+            f"{tuple(a._stride)}"
+        )
     # AOT autograd may hand the backward saved tensors or gradients whose strides differ from the
     # ones it traced with: a copy laid out as the kernels were specialized for
     if perf_log.isEnabledFor(20):

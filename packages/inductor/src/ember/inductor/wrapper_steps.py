@@ -1,7 +1,7 @@
 """The step wrapper: runs a compiled graph's steps in order (kernels and extern calls), one object a step.
 
 It runs the graphs the generated wrapper (``wrapper.py``) does not take: graphs with symbolic sizes,
-scans' generated kernels, stores into graph inputs, and the check mode.
+scans' generated kernels, and the check mode.
 
 Each step is prepared once at compile time (pointer slots, allocation sizes), so a call does little
 more than allocate outputs, fill a pointer array and call into the shared library. With symbolic
