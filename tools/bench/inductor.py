@@ -11,9 +11,10 @@ with a causal BlockMask (B=2, H=8, L=1024, E=64: one generated kernel against Py
 compiled by both (``backend="inductor"``), run once to compile, then timed: the median of R calls.
 The MLP block (GPT's, C=384, on 2048 rows) is timed forward, and forward+backward: a function that
 returns a loss is compiled, and ``loss.backward()`` is part of each timed call.
-Reported: Ember's time, PyTorch's, their ratio (target: at most 1.0), and the cold compile of each
-(first call less a warm call; Ember's kernels may come from its disk cache, say ``EMBER_CACHE_DIR``
-to an empty folder for a truly cold start). A second table (``_inductor_models.py``) runs whole
+Reported: Ember's time, PyTorch's, their ratio (target: at most 1.0), and the compile of each: the
+first call less a warm call, in this process (both libraries start the run with empty cache folders
+of their own, but a case may reuse what its library compiled for an earlier one: the MLP's
+forward+backward, kernels of its forward). A second table (``_inductor_models.py``) runs whole
 models: a GPT block forward and forward+backward, a small CNN forward+backward, 50 small ops on 8x8
 tensors, with cold starts of both libraries and Ember's warm start (each in a new process: a cold one
 with an empty cache folder, the warm one reading what Ember's cold one wrote; "of cold" is their
@@ -28,6 +29,7 @@ import argparse
 import os
 import statistics
 import sys
+import tempfile
 import time
 
 
@@ -43,6 +45,9 @@ def _parse() -> argparse.Namespace:
 
 ARGS = _parse()
 os.environ["OMP_NUM_THREADS"] = str(ARGS.threads)
+# empty cache folders of the run's own for both libraries, before either reads its setting
+os.environ["EMBER_CACHE_DIR"] = tempfile.mkdtemp(prefix="ember-bench-")
+os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="torch-bench-")
 
 import ember  # noqa: E402, I001  (before NumPy: it sets OpenBLAS's thread timeout, as a user's `import ember` does)
 import numpy as np  # noqa: E402
