@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+
 import numpy as np
 
 import ember
@@ -41,3 +46,12 @@ def assert_same(got, want, rtol=1e-5, atol=1e-5, check_strides=True):
         np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=rtol, atol=atol, equal_nan=True)
     else:
         np.testing.assert_array_equal(g, w)
+
+
+def run_in_new_process(code: str, cache_dir) -> dict:
+    """``code`` run by a new Python process whose cache folder is ``cache_dir`` (a cold or a warm
+    start); the JSON object its last printed line holds."""
+    env = dict(os.environ, EMBER_CACHE_DIR=str(cache_dir))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])

@@ -3,15 +3,12 @@ backward and their compiled graphs, and traces nothing."""
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
 import pytest
+from inductor_testing import run_in_new_process
 
 import ember
 from ember.aot import aot_autograd, autograd_cache
@@ -71,17 +68,10 @@ WARM_START = textwrap.dedent(
 
 
 def test_a_new_process_loads_the_programs_and_traces_nothing(tmp_path):
-    env = dict(os.environ, EMBER_CACHE_DIR=str(tmp_path))
-
-    def run():
-        proc = subprocess.run([sys.executable, "-c", WARM_START], capture_output=True, text=True, env=env, timeout=300)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        return json.loads(proc.stdout.strip().splitlines()[-1])
-
-    cold = run()
+    cold = run_in_new_process(WARM_START, tmp_path)
     assert cold["traces"] == 2 and cold["lowered"] == 3  # the joint and the inference trace; three graphs
     assert (cold["aot_saves"], cold["aot_hits"]) == (2, 0)
-    warm = run()
+    warm = run_in_new_process(WARM_START, tmp_path)
     assert (warm["traces"], warm["lowered"], warm["aot_hits"], warm["aot_saves"]) == (0, 0, 2, 0)
     assert warm["graph_hits"] == 3
     for name in ("loss", "inferred", "grad", "running_mean", "offset"):

@@ -3,15 +3,11 @@ parallel, and the whole-graph disk cache: a warm start in a new process compiles
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
 import threading
 
 import pytest
-from inductor_testing import assert_same, compile_with_inductor
+from inductor_testing import assert_same, compile_with_inductor, run_in_new_process
 
 import ember
 from ember.inductor import compile_workers, config, wrapper
@@ -154,16 +150,9 @@ WARM_START = textwrap.dedent(
 
 
 def test_a_warm_start_in_a_new_process_compiles_nothing(tmp_path):
-    env = dict(os.environ, EMBER_CACHE_DIR=str(tmp_path))
-
-    def run():
-        proc = subprocess.run([sys.executable, "-c", WARM_START], capture_output=True, text=True, env=env, timeout=300)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        return json.loads(proc.stdout.strip().splitlines()[-1])
-
-    cold = run()
+    cold = run_in_new_process(WARM_START, tmp_path)
     assert cold["compiles"] >= 1 and cold["lowered"] == 2 and cold["hits"] == 0  # forward and backward
-    warm = run()
+    warm = run_in_new_process(WARM_START, tmp_path)
     assert warm["compiles"] == 0 and warm["lowered"] == 0 and warm["hits"] == 2
     assert (warm["loss"], warm["grad"]) == (cold["loss"], cold["grad"])
     assert not [p for p in tmp_path.rglob("*") if p.name.startswith(".")]  # no temporary left behind

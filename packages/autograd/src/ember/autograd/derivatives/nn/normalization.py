@@ -154,7 +154,7 @@ def _batch_norm_jvp(tangents, input, weight, running_mean, running_var, training
     return out, None, None
 
 
-def _batch_norm_legit_jvp(tangents, input, weight, bias, running_mean, running_var, training, momentum, eps, result):
+def _batch_norm_stats_jvp(tangents, input, weight, running_mean, running_var, eps, result, training=False, **_):
     return _batch_norm_jvp(tangents, input, weight, running_mean, running_var, training, eps, result)
 
 
@@ -164,29 +164,14 @@ def _batch_norm_no_stats_jvp(tangents, input, weight, bias, training, momentum, 
 
 @derivative(
     aten._native_batch_norm_legit.default,
+    aten._native_batch_norm_legit_no_training.default,  # evaluation mode: no ``training`` argument
     save=("input", "weight", "running_mean", "running_var", "result"),
     output_differentiable=(True, False, False),
     refuse=("running_mean", "running_var"),
-    jvp=_batch_norm_legit_jvp,
+    jvp=_batch_norm_stats_jvp,
 )
-def _native_batch_norm_legit(grad, input, weight, running_mean, running_var, training, eps, result, needs, **_):
+def _native_batch_norm_legit(grad, input, weight, running_mean, running_var, eps, result, needs, training=False, **_):
     grads = _batch_norm_grads(grad, input, weight, running_mean, running_var, training, eps, result, needs)
-    return (*grads, None, None)
-
-
-def _batch_norm_no_training_jvp(tangents, input, weight, bias, running_mean, running_var, momentum, eps, result):
-    return _batch_norm_jvp(tangents, input, weight, running_mean, running_var, False, eps, result)
-
-
-@derivative(
-    aten._native_batch_norm_legit_no_training.default,
-    save=("input", "weight", "running_mean", "running_var", "result"),
-    output_differentiable=(True, False, False),
-    refuse=("running_mean", "running_var"),
-    jvp=_batch_norm_no_training_jvp,
-)
-def _native_batch_norm_no_training(grad, input, weight, running_mean, running_var, eps, result, needs, **_):
-    grads = _batch_norm_grads(grad, input, weight, running_mean, running_var, False, eps, result, needs)
     return (*grads, None, None)
 
 
