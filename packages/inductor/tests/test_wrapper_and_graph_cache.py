@@ -187,3 +187,23 @@ def test_inductor_logs_report_the_kernels_compiled_and_the_time(tmp_path, monkey
     assert "kernels in" in err and "compiled, 0 from the disk cache" in err
     assert "(lowering and scheduling" in err and "compiler" in err
     assert "from the disk cache" in err and "loaded a compiled graph" in err
+
+
+@pytest.mark.parametrize("kind", ["tensors", "parameters"])
+def test_a_kernel_of_many_tensors_gets_their_pointers_in_one_call(kind):
+    """A kernel reading a dozen tensors has its pointer array filled by one C call (a subclass, as a
+    Parameter, by each tensor's ``data_ptr()``): the same values either way."""
+    xs = [ember.randn(5, 3) for _ in range(12)]
+    if kind == "parameters":
+        xs = [ember.nn.Parameter(x, requires_grad=False) for x in xs]
+
+    def fn(*ts):
+        out = ts[0] * 1.0
+        for i, t in enumerate(ts[1:]):
+            out = out + t * float(i + 2)
+        return out
+
+    compiled, rec = compile_with_inductor(fn)
+    assert_same(compiled(*xs), fn(*xs))
+    (graph,) = rec.graphs
+    assert "fill_pointers(" in graph.wrapper_source

@@ -19,6 +19,11 @@ _fill = getattr(native, "fill_data_ptrs", None)
 def pointer_array(tensors: Sequence[Any]) -> ctypes.Array:
     """``(void*)[n]`` holding ``t.data_ptr()`` for each tensor."""
     ptrs = (ctypes.c_void_p * len(tensors))()
+    fill_pointers(ptrs, tensors)
+    return ptrs
+
+
+def fill_pointers(ptrs: ctypes.Array, tensors: Sequence[Any]) -> None:
+    """``ptrs[i] = tensors[i].data_ptr()`` for each tensor, in one C call where it can."""
     if _fill is None or not _fill(ptrs, tensors):
         ptrs[:] = [t.data_ptr() for t in tensors]
-    return ptrs

@@ -27,8 +27,12 @@ from ember.core.devices import CPU
 from ember.core.dtypes import dtype as DType
 from ember.core.tensor import empty, make_view
 from ember.inductor.indirect import raise_index_error
-from ember.inductor.pointers import pointer_array
+from ember.inductor.pointers import fill_pointers, pointer_array
 from ember.logs import get_artifact_logger
+
+# Above this many tensors a kernel's pointer array is filled by one C call (``pointers.py``): each
+# ``data_ptr()`` asked in Python costs about 2 us, a few dozen of them more than the call.
+_POINTERS_IN_PYTHON = 8
 
 perf_log = get_artifact_logger(__name__, "perf_hints")
 
@@ -331,12 +335,17 @@ def generate(plan: Plan, arena: dict[str, tuple] | None = None) -> tuple[str, di
             k = len(arrays)
             arrays.append((len(step.args), max(sum(2 * len(lay[0]) for lay in step.checked_layouts), 1)))
             prefilled.append([(j, n) for j, n in enumerate(step.args) if n in arena])
-            for n in step.args:
-                if n not in arena and n not in pointer:
-                    pointer.add(n)
-                    src.emit(f"p_{n} = {n}.data_ptr()")
-            fill = "".join(f"; P{k}[{j}] = p_{n}" for j, n in enumerate(step.args) if n not in arena)
-            src.emit(f"P{k} = arrays[{2 * k}]{fill}")
+            if len(step.args) > _POINTERS_IN_PYTHON:
+                # a kernel of many tensors (a compiled optimizer step's): their pointers in one C call
+                names = "".join(f"{n}, " for n in step.args)
+                src.emit(f"P{k} = arrays[{2 * k}]; fill_pointers(P{k}, ({names}))")
+            else:
+                for n in step.args:
+                    if n not in arena and n not in pointer:
+                        pointer.add(n)
+                        src.emit(f"p_{n} = {n}.data_ptr()")
+                fill = "".join(f"; P{k}[{j}] = p_{n}" for j, n in enumerate(step.args) if n not in arena)
+                src.emit(f"P{k} = arrays[{2 * k}]{fill}")
             kernel = src.const("k", step)
             src.emit(f"rc = {kernel}.fn(P{k}, arrays[{2 * k + 1}])")
             src.emit(f"if rc: kernel_error({kernel}, rc, {{**globals(), **locals()}})")
@@ -442,7 +451,7 @@ class CompiledGraph:
                 meta[pos : pos + 2 * len(size)] = (*size, *stride)
                 pos += 2 * len(size)
             self._arrays += [ptrs, meta]
-        scope = {"empty": empty, "make_view": make_view, "CPU": CPU, "INPUTS": plan.inputs,
+        scope = {"empty": empty, "make_view": make_view, "CPU": CPU, "INPUTS": plan.inputs, "fill_pointers": fill_pointers,
                  "check_input": check_input, "check_value": check_value, "fix_layout": fix_layout,
                  "kernel_error": _kernel_error, **consts, **self.arena}  # fmt: skip
         exec(compile(self.wrapper_source, f"<ember.inductor wrapper {id(self):x}>", "exec"), scope)
