@@ -64,7 +64,8 @@ def compile_fx_inner(gm: Any, example_inputs: list, *, check: bool = False) -> C
 
     The generated wrapper (``wrapper.py``: memory planning, the graph cache, kernels built in parallel)
     runs graphs of static sizes whose steps are kernels and eager ops; the step wrapper
-    (``wrapper_steps.py``) runs the rest: symbolic sizes, scans' generated kernels and the check mode (``check``: every value an output, compared by ``check.py``)."""
+    (``wrapper_steps.py``) runs the rest: symbolic sizes, scans' generated kernels and the check mode
+    (``check``: every value an output, compared by ``check.py``)."""
     start = time.perf_counter()
     # the Philox seed and offset ints of AOT autograd's random ops travel as one-element buffers
     rng_in, rng_out = rng_inputs(gm)
